@@ -1,0 +1,79 @@
+/// \file
+/// Scalar types shared by the graph import, the loop IR and both codegens.
+/// The list is an X-macro so every switch over dtypes is generated from it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace cppi {
+
+// X(enum name, torch name, C++ storage type name, size in bytes)
+#define CPPI_FOR_EACH_DTYPE(X)            \
+  X(Bool, "bool", "bool", 1)              \
+  X(UInt8, "uint8", "uint8_t", 1)         \
+  X(Int8, "int8", "int8_t", 1)            \
+  X(Int16, "int16", "int16_t", 2)         \
+  X(Int32, "int32", "int32_t", 4)         \
+  X(Int64, "int64", "int64_t", 8)         \
+  X(Float16, "float16", "cppi_half", 2)   \
+  X(BFloat16, "bfloat16", "cppi_bf16", 2) \
+  X(Float32, "float32", "float", 4)       \
+  X(Float64, "float64", "double", 8)
+
+enum class DType : uint8_t {
+#define CPPI_DTYPE_ENUM(name, torch_name, ctype, size) name,
+  CPPI_FOR_EACH_DTYPE(CPPI_DTYPE_ENUM)
+#undef CPPI_DTYPE_ENUM
+};
+
+inline constexpr std::string_view dtype_name(DType t) {
+  switch (t) {
+#define CPPI_DTYPE_NAME(name, torch_name, ctype, size) \
+  case DType::name: return torch_name;
+    CPPI_FOR_EACH_DTYPE(CPPI_DTYPE_NAME)
+#undef CPPI_DTYPE_NAME
+  }
+  return "?";
+}
+
+inline constexpr std::string_view dtype_ctype(DType t) {
+  switch (t) {
+#define CPPI_DTYPE_CTYPE(name, torch_name, ctype, size) \
+  case DType::name: return ctype;
+    CPPI_FOR_EACH_DTYPE(CPPI_DTYPE_CTYPE)
+#undef CPPI_DTYPE_CTYPE
+  }
+  return "?";
+}
+
+inline constexpr int dtype_size(DType t) {
+  switch (t) {
+#define CPPI_DTYPE_SIZE(name, torch_name, ctype, size) \
+  case DType::name: return size;
+    CPPI_FOR_EACH_DTYPE(CPPI_DTYPE_SIZE)
+#undef CPPI_DTYPE_SIZE
+  }
+  return 0;
+}
+
+/// Parses a torch dtype name as `str(torch.float32)` minus "torch." prints it.
+inline std::optional<DType> parse_dtype(std::string_view s) {
+#define CPPI_DTYPE_PARSE(name, torch_name, ctype, size) \
+  if (s == torch_name) return DType::name;
+  CPPI_FOR_EACH_DTYPE(CPPI_DTYPE_PARSE)
+#undef CPPI_DTYPE_PARSE
+  return std::nullopt;
+}
+
+inline constexpr bool is_floating(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+inline constexpr bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+inline constexpr bool is_integral(DType t, bool include_bool = false) {
+  return t == DType::UInt8 || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 ||
+         t == DType::Int64 || (include_bool && t == DType::Bool);
+}
+
+}  // namespace cppi
