@@ -1,0 +1,67 @@
+/// \file
+/// CompiledGraph: what the pipeline returns and the runtime executes. It is a
+/// straight-line plan of steps over value slots — slot i < graph.nodes.size()
+/// holds node i's value, later slots hold internal buffers — plus the compiled
+/// kernels. python/cppinductor/runtime.py walks the plan with real tensors:
+/// ATen steps run the FX node's op (an extern call or a fallback), kernel steps
+/// call into compiled code with the slots' data pointers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/graph.h"
+#include "backend/remarks.h"
+
+namespace cppi {
+
+/// A buffer the wrapper allocates before a kernel writes it.
+struct Allocation {
+  int slot = -1;
+  TensorMeta meta;
+};
+
+struct Step {
+  enum class Kind {
+    Aten,    ///< run graph node `node` through ATen (extern call or fallback)
+    Kernel,  ///< call compiled kernel `kernel` on `buffers`
+  };
+  Kind kind = Kind::Aten;
+  int node = -1;
+  bool is_extern = false;
+  int kernel = -1;
+  std::vector<int> buffers;          // Kernel: slots in kernel argument order
+  std::vector<Allocation> allocs;    // Kernel: slots to allocate first
+  std::vector<int> free_after;       // slots whose last use is this step
+};
+
+/// Time spent per pipeline stage, in order.
+struct StageTime {
+  std::string stage;
+  double seconds = 0;
+};
+
+/// A compiled kernel as the runtime needs it. The code it runs belongs to the
+/// codegen that made it; `launch` is filled by that codegen.
+class KernelHandle {
+ public:
+  virtual ~KernelHandle() = default;
+  virtual const std::string& name() const = 0;
+  /// Runs the kernel. `buffers[i]` is the data pointer of the i-th buffer
+  /// argument, `symbols` the values of the graph's size symbols.
+  virtual void run(void* const* buffers, const int64_t* symbols, uintptr_t stream) const = 0;
+};
+
+struct CompiledGraph {
+  Graph graph;
+  std::vector<Step> steps;
+  int num_slots = 0;
+  std::vector<std::shared_ptr<KernelHandle>> kernels;
+  Remarks remarks;
+  std::vector<StageTime> stage_times;
+  /// Generated sources, one entry per compiled module, for dumps and tests.
+  std::vector<std::pair<std::string, std::string>> sources;  // (file name, text)
+};
+
+}  // namespace cppi

@@ -1,0 +1,31 @@
+/// \file
+/// Compiler options as the C++ core sees them. Python validates names and
+/// values against the same table (python/cppinductor/options.py) so a typo is
+/// a ValueError naming the valid options before anything reaches C++.
+#pragma once
+
+#include <string>
+
+#include "backend/desc.h"
+#include "support/status.h"
+
+namespace cppi {
+
+struct Options {
+  enum class FallbackPolicy { Eager, Error };
+  enum class CpuCompiler { Default, ClangJit, Gxx };
+
+  std::string mode = "default";  // default | reduce-overhead | max-autotune | max-autotune-no-cudagraphs
+  FallbackPolicy fallback = FallbackPolicy::Eager;
+  CpuCompiler cpu_compiler = CpuCompiler::Default;
+  std::string debug_dir;        // where to dump this graph's stages; empty: no dump
+  bool fuse = true;             // off: one kernel per lowered node (for debugging fusion)
+  /// Fault injection for tests of the accuracy checks: makes relu codegen
+  /// wrong on purpose (Inductor's inject_relu_bug_TESTING_ONLY).
+  bool inject_relu_bug_testing_only = false;
+
+  /// Options from a dict of already-validated values (see options.py).
+  static Expected<Options> from_desc(const Desc& d);
+};
+
+}  // namespace cppi

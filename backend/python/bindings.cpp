@@ -1,0 +1,162 @@
+/// \file
+/// The pybind11 boundary. Converts Python plain data to Desc and back, exposes
+/// the pipeline and compiled graphs, and turns C++ errors into Python
+/// exceptions: UnsupportedError (the caller may fall back to eager) and
+/// CompilerError (anything else). Nothing else lives here.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "backend/compiled_graph.h"
+#include "backend/desc.h"
+#include "backend/graph.h"
+#include "backend/options.h"
+#include "backend/pipeline.h"
+
+namespace py = pybind11;
+using namespace cppi;
+
+namespace {
+
+py::object unsupported_error;
+py::object compiler_error;
+
+Desc to_desc(py::handle h) {
+  if (h.is_none()) return Desc();
+  if (py::isinstance<py::bool_>(h)) return Desc(h.cast<bool>());
+  if (py::isinstance<py::int_>(h)) return Desc(h.cast<int64_t>());
+  if (py::isinstance<py::float_>(h)) return Desc(h.cast<double>());
+  if (py::isinstance<py::str>(h)) return Desc(h.cast<std::string>());
+  if (py::isinstance<py::list>(h) || py::isinstance<py::tuple>(h)) {
+    Desc::List l;
+    for (auto item : h) l.push_back(to_desc(item));
+    return Desc(std::move(l));
+  }
+  if (py::isinstance<py::dict>(h)) {
+    Desc::Dict d;
+    for (auto [k, v] : h.cast<py::dict>()) d.emplace_back(py::str(k).cast<std::string>(), to_desc(v));
+    return Desc(std::move(d));
+  }
+  throw py::type_error("graph descriptions hold None, bool, int, float, str, list and dict only; got " +
+                       py::repr(h).cast<std::string>());
+}
+
+py::object from_desc(const Desc& d) {
+  if (d.is_none()) return py::none();
+  if (d.is_bool()) return py::bool_(d.as_bool());
+  if (d.is_int()) return py::int_(d.as_int());
+  if (d.is_float()) return py::float_(d.as_float());
+  if (d.is_string()) return py::str(d.as_string());
+  if (d.is_list()) {
+    py::list l;
+    for (const auto& e : d.as_list()) l.append(from_desc(e));
+    return std::move(l);
+  }
+  py::dict out;
+  for (const auto& [k, v] : d.as_dict()) out[py::str(k)] = from_desc(v);
+  return std::move(out);
+}
+
+[[noreturn]] void raise(const Error& e) {
+  py::object type = e.kind == Error::Kind::Unsupported ? unsupported_error : compiler_error;
+  PyErr_SetString(type.ptr(), e.message.c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T unwrap(Expected<T> v) {
+  if (!v) raise(v.error());
+  return std::move(*v);
+}
+
+py::dict remark_dict(const Remark& r) {
+  py::dict d;
+  d["kind"] = to_string(r.kind);
+  d["node"] = r.node;
+  d["op"] = r.op;
+  d["other"] = r.other;
+  d["reason"] = r.reason;
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "cppinductor's C++ compiler core";
+  unsupported_error = py::exception<CompilerError>(m, "UnsupportedError", PyExc_RuntimeError);
+  compiler_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
+  {
+    // CompilerError: every other failure of the core; a subclass of RuntimeError.
+    py::object builtins = py::module_::import("builtins");
+    compiler_error = builtins.attr("type")("CompilerError", py::make_tuple(PyExc_RuntimeError), py::dict());
+    compiler_error.attr("__module__") = "cppinductor._C";
+    m.attr("CompilerError") = compiler_error;
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const CompilerError& e) {
+      py::object type = e.error().kind == Error::Kind::Unsupported ? unsupported_error : compiler_error;
+      PyErr_SetString(type.ptr(), e.what());
+    }
+  });
+
+  m.def(
+      "roundtrip_graph", [](py::object desc) { return from_desc(export_graph(unwrap(import_graph(to_desc(desc))))); },
+      "Imports a graph description and exports it again (tests the boundary).");
+  m.def(
+      "desc_to_json", [](py::object desc) { return to_desc(desc).to_json(); }, "JSON text of a description.");
+
+  py::class_<Allocation>(m, "Allocation")
+      .def_readonly("slot", &Allocation::slot)
+      .def_property_readonly("dtype", [](const Allocation& a) { return std::string(dtype_name(a.meta.dtype)); });
+
+  py::enum_<Step::Kind>(m, "StepKind").value("Aten", Step::Kind::Aten).value("Kernel", Step::Kind::Kernel);
+  py::class_<Step>(m, "Step")
+      .def_readonly("kind", &Step::kind)
+      .def_readonly("node", &Step::node)
+      .def_readonly("is_extern", &Step::is_extern)
+      .def_readonly("kernel", &Step::kernel)
+      .def_readonly("buffers", &Step::buffers)
+      .def_readonly("allocs", &Step::allocs)
+      .def_readonly("free_after", &Step::free_after);
+
+  py::class_<CompiledGraph>(m, "CompiledGraph")
+      .def_readonly("steps", &CompiledGraph::steps)
+      .def_readonly("num_slots", &CompiledGraph::num_slots)
+      .def_property_readonly("remarks",
+                             [](const CompiledGraph& cg) {
+                               py::list out;
+                               for (const auto& r : cg.remarks.all()) out.append(remark_dict(r));
+                               return out;
+                             })
+      .def_property_readonly("stage_times",
+                             [](const CompiledGraph& cg) {
+                               py::list out;
+                               for (const auto& t : cg.stage_times) out.append(py::make_tuple(t.stage, t.seconds));
+                               return out;
+                             })
+      .def_readonly("sources", &CompiledGraph::sources)
+      .def_property_readonly("symbol_bindings",
+                             [](const CompiledGraph& cg) {
+                               py::list out;
+                               for (const auto& b : cg.graph.bindings)
+                                 out.append(py::make_tuple(b.symbol, b.placeholder, b.dim));
+                               return out;
+                             })
+      .def_property_readonly("kernel_names", [](const CompiledGraph& cg) {
+        std::vector<std::string> names;
+        for (const auto& k : cg.kernels) names.push_back(k->name());
+        return names;
+      });
+
+  m.def(
+      "compile_graph",
+      [](py::object desc, py::object options) {
+        Options opts = unwrap(Options::from_desc(to_desc(options)));
+        Graph g = unwrap(import_graph(to_desc(desc)));
+        py::gil_scoped_release release;
+        return unwrap(compile_graph(std::move(g), opts));
+      },
+      py::arg("graph"), py::arg("options") = py::none(),
+      "Compiles an exported ATen graph; raises UnsupportedError when it cannot.");
+}

@@ -1,0 +1,15 @@
+"""cppinductor: a torch.compile backend whose compiler is C++.
+
+    torch.compile(model, backend="cppinductor")
+
+The backend is registered by the package's entry point; importing this
+package is only needed for its tools (explain, utils, bench).
+"""
+
+from __future__ import annotations
+
+from .backend import cppinductor
+from .options import MODES, OPTIONS
+
+__all__ = ["cppinductor", "MODES", "OPTIONS"]
+__version__ = "0.1.0"

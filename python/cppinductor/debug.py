@@ -1,0 +1,85 @@
+"""Compile records and debug dumps.
+
+Every graph the backend compiles produces a GraphRecord (what lowered, what
+fell back and why, kernels, sources, stage times). explain() and
+utils.run_and_get_code() collect them through `recording()`; dumps go to
+CPPINDUCTOR_DEBUG_DIR (or options["debug_dir"]), one folder per graph.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch.fx
+
+from .options import Options, env_flag
+
+output_code_log = logging.getLogger("cppinductor.output_code")
+
+_graph_ids = itertools.count()
+_collectors: list[list["GraphRecord"]] = []
+
+
+@dataclass
+class GraphRecord:
+    kind: str  # forward | backward | inference
+    gm: torch.fx.GraphModule
+    id: int = field(default_factory=lambda: next(_graph_ids))
+    graph_fallback: str | None = None
+    compiled: Any = None  # _C.CompiledGraph
+
+    @property
+    def remarks(self) -> list[dict]:
+        return list(self.compiled.remarks) if self.compiled is not None else []
+
+    @property
+    def sources(self) -> list[tuple[str, str]]:
+        return list(self.compiled.sources) if self.compiled is not None else []
+
+    @property
+    def stage_times(self) -> list[tuple[str, float]]:
+        return list(self.compiled.stage_times) if self.compiled is not None else []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[GraphRecord]]:
+    """Collects the GraphRecords of every graph compiled inside the block."""
+    records: list[GraphRecord] = []
+    _collectors.append(records)
+    try:
+        yield records
+    finally:
+        _collectors.remove(records)
+
+
+def debug_root(options: Options) -> str | None:
+    return options.get("debug_dir") or os.environ.get("CPPINDUCTOR_DEBUG_DIR") or None
+
+
+def graph_dump_dir(options: Options, record: GraphRecord) -> str | None:
+    root = debug_root(options)
+    if not root:
+        return None
+    path = os.path.join(root, f"graph_{record.id:03d}_{record.kind}")
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "fx_graph.txt"), "w") as f:
+        f.write(record.gm.print_readable(print_output=False))
+    return path
+
+
+def finish(record: GraphRecord, compiled: Any, dump_dir: str | None) -> None:
+    """Publishes a compiled (or fallen-back) graph to collectors, dumps and logs."""
+    record.compiled = compiled
+    for records in _collectors:
+        records.append(record)
+    if dump_dir and record.graph_fallback:
+        with open(os.path.join(dump_dir, "graph_fallback.txt"), "w") as f:
+            f.write(record.graph_fallback + "\n")
+    if env_flag("CPPINDUCTOR_DUMP_CODE") or output_code_log.isEnabledFor(logging.DEBUG):
+        for name, text in record.sources:
+            output_code_log.info("# graph %d (%s): %s\n%s", record.id, record.kind, name, text)

@@ -1,0 +1,85 @@
+"""The backend's `mode` and `options`, validated before anything compiles.
+
+torch.compile refuses `mode` and `options` together, so `options` may also
+carry a "mode" key. An unknown mode, option or value raises ValueError naming
+the valid ones.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+# name -> (allowed values or type, help)
+OPTIONS: dict[str, tuple[Any, str]] = {
+    "mode": (MODES, "same as torch.compile's mode"),
+    "fallback": (("eager", "error"), "what an unsupported node or graph does: run in eager, or raise"),
+    "cpu_compiler": (("default", "clang", "gxx"), "in-process clang + ORC JIT, or a g++ subprocess"),
+    "debug_dir": (str, "dump every compiled graph's stages here (like CPPINDUCTOR_DEBUG_DIR)"),
+    "dump_code": (bool, "log generated code to the cppinductor.output_code logger"),
+    "fuse": (bool, "fuse loops (turn off to debug fusion)"),
+    "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    mode: str = "default"
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
+
+    @property
+    def fallback_error(self) -> bool:
+        return self.values.get("fallback") == "error"
+
+    def for_core(self, debug_dir: str | None) -> dict[str, Any]:
+        """The dict handed to the C++ core (backend/options.cpp)."""
+        out = {k: v for k, v in self.values.items() if k not in ("dump_code",)}
+        out["mode"] = self.mode
+        if debug_dir:
+            out["debug_dir"] = debug_dir
+        else:
+            out.pop("debug_dir", None)
+        return out
+
+
+def _check(name: str, value: Any) -> None:
+    allowed, _ = OPTIONS[name]
+    if isinstance(allowed, tuple):
+        if value not in allowed:
+            raise ValueError(f"cppinductor: option {name!r} must be one of {list(allowed)}, got {value!r}")
+    elif allowed is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"cppinductor: option {name!r} must be a bool, got {value!r}")
+    elif not isinstance(value, allowed):
+        raise ValueError(f"cppinductor: option {name!r} must be a {allowed.__name__}, got {value!r}")
+
+
+def parse_options(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"cppinductor: options must be a dict, got {type(options).__name__}")
+    options = dict(options or {})
+    for name in options:
+        if name not in OPTIONS:
+            raise ValueError(f"cppinductor: unknown option {name!r}; valid options are {sorted(OPTIONS)}")
+    for name, value in options.items():
+        _check(name, value)
+    chosen = options.pop("mode", None) or mode or "default"
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"cppinductor: unknown mode {mode!r}; valid modes are {list(MODES)}")
+    return Options(mode=chosen, values=options)
+
+
+def env_flag(name: str) -> bool:
+    """A boolean environment variable; anything but 0/1/empty is rejected."""
+    raw = os.environ.get(name, "")
+    if raw in ("", "0"):
+        return False
+    if raw == "1":
+        return True
+    raise ValueError(f"cppinductor: environment variable {name} must be 0 or 1, got {raw!r}")

@@ -1,0 +1,114 @@
+"""Runs a CompiledGraph with real tensors (boxed calling convention).
+
+The C++ core hands back a straight-line plan over value slots (see
+backend/compiled_graph.h). Here we turn each step into a closure once, at
+compile time, so a call is a loop over closures: ATen steps call the FX node's
+op (extern calls and fallbacks), kernel steps call compiled code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+import torch.fx
+
+from . import _C
+
+
+class _Slot:
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+
+def _template(a: Any, slot_of: dict[torch.fx.Node, int]) -> Any:
+    """FX args with nodes replaced by slots, lists made plain."""
+    if isinstance(a, torch.fx.Node):
+        return _Slot(slot_of[a])
+    if isinstance(a, (list, tuple)):
+        items = [_template(x, slot_of) for x in a]
+        return tuple(items) if isinstance(a, tuple) else items
+    if isinstance(a, dict):
+        return {k: _template(v, slot_of) for k, v in a.items()}
+    return a
+
+
+def _has_slot(t: Any) -> bool:
+    if isinstance(t, _Slot):
+        return True
+    if isinstance(t, (list, tuple)):
+        return any(_has_slot(x) for x in t)
+    if isinstance(t, dict):
+        return any(_has_slot(x) for x in t.values())
+    return False
+
+
+def _resolver(t: Any) -> Callable[[list], Any]:
+    """A function env -> value for an argument template."""
+    if isinstance(t, _Slot):
+        i = t.index
+        return lambda env: env[i]
+    if not _has_slot(t):
+        return lambda env: t
+    if isinstance(t, (list, tuple)):
+        parts = [_resolver(x) for x in t]
+        make = tuple if isinstance(t, tuple) else list
+        return lambda env: make(p(env) for p in parts)
+    if isinstance(t, dict):
+        parts_d = {k: _resolver(v) for k, v in t.items()}
+        return lambda env: {k: p(env) for k, p in parts_d.items()}
+    return lambda env: t
+
+
+def _aten_step(node: torch.fx.Node, gm: torch.fx.GraphModule, slot_of: dict) -> Callable[[list], None]:
+    out = slot_of[node]
+    if node.op == "get_attr":
+        value = getattr(gm, node.target)
+
+        def run_get_attr(env: list) -> None:
+            env[out] = value
+
+        return run_get_attr
+    target = node.target
+    get_args = _resolver(_template(tuple(node.args), slot_of))
+    get_kwargs = _resolver(_template(dict(node.kwargs), slot_of))
+
+    def run(env: list) -> None:
+        env[out] = target(*get_args(env), **get_kwargs(env))
+
+    return run
+
+
+class CompiledFunction:
+    """The callable AOTAutograd gets back for one graph."""
+
+    _boxed_call = True
+
+    def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph") -> None:
+        self.compiled = compiled
+        nodes = list(gm.graph.nodes)
+        slot_of = {n: i for i, n in enumerate(nodes)}
+        self._placeholders = [i for i, n in enumerate(nodes) if n.op == "placeholder"]
+        self._num_slots = compiled.num_slots
+        program = []
+        for step in compiled.steps:
+            if step.kind == _C.StepKind.Aten:
+                run = _aten_step(nodes[step.node], gm, slot_of)
+            else:  # kernels arrive with the codegen stages
+                raise _C.CompilerError(f"kernel steps are not supported by this runtime yet (kernel {step.kernel})")
+            program.append((run, tuple(step.free_after)))
+        self._program = program
+        self._output = _resolver(_template(nodes[-1].args[0], slot_of))
+
+    def __call__(self, args: list) -> Any:
+        env: list = [None] * self._num_slots
+        for slot, value in zip(self._placeholders, args):
+            env[slot] = value
+        args.clear()
+        for run, frees in self._program:
+            run(env)
+            for s in frees:
+                env[s] = None
+        return self._output(env)
