@@ -1,0 +1,314 @@
+/// \file
+/// The prelude every generated CUDA kernel includes. It is embedded into the
+/// library as text (NVRTC cannot be relied on to find system headers) and
+/// served to NVRTC from memory under the name cppinductor_cuda_prelude.cuh.
+///
+/// Self-contained on purpose: no <stdint.h>, no cuda_fp16.h. It also compiles
+/// as plain host C++ (g++/clang), which is how the half/bf16 conversions are
+/// tested bit for bit on machines without a GPU.
+///
+/// Semantics the printer relies on:
+/// - cppi_half / cppi_bf16 are 16-bit storage types (the names support/dtype.h
+///   gives them). Arithmetic happens in float: cppi_to_float on load,
+///   cppi_float_to_half / cppi_float_to_bf16 (round to nearest even, as torch
+///   rounds) on store.
+/// - cppi_max / cppi_min propagate NaN as torch.maximum / torch.max do: if
+///   either operand is NaN the result is NaN.
+/// - Warp and block reductions run over every thread of the warp / block, so
+///   the block's thread count must be a multiple of 32 and every thread must
+///   call them (no early return before a reduction).
+/// - Welford partials are {mean, m2, weight}; weight is a float count, so
+///   partials from masked-out lanes are {0, 0, 0} and combine to a no-op.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define CPPI_HOST_DEVICE __host__ __device__ __forceinline__
+#define CPPI_DEVICE __device__ __forceinline__
+#define CPPI_ON_DEVICE 1
+#else
+#define CPPI_HOST_DEVICE inline
+#define CPPI_ON_DEVICE 0
+#endif
+
+// ---------------------------------------------------------------------------
+// Fixed-width integers. NVRTC has no <stdint.h>; these match the LP64 ABI the
+// host side uses for the same buffers (int64_t is 64 bits either way).
+#if defined(__CUDACC_RTC__)
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
+
+static_assert(sizeof(int64_t) == 8 && sizeof(int32_t) == 4 && sizeof(int16_t) == 2 &&
+                  sizeof(int8_t) == 1,
+              "fixed-width integers have the wrong size");
+
+// ---------------------------------------------------------------------------
+// Bit casts that compile on host and device without <string.h>.
+CPPI_HOST_DEVICE uint32_t cppi_float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  __builtin_memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+CPPI_HOST_DEVICE float cppi_bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  __builtin_memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+// ---------------------------------------------------------------------------
+// 16-bit floats as storage.
+struct cppi_half {
+  uint16_t bits;
+};
+struct cppi_bf16 {
+  uint16_t bits;
+};
+
+// IEEE half → float, exact. The host path is the branch-free conversion
+// c10::Half uses (fp16_ieee_to_fp32_value); the device path is one cvt.
+CPPI_HOST_DEVICE float cppi_half_bits_to_float(uint16_t h) {
+#if defined(__CUDA_ARCH__)
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+#else
+  const uint32_t w = (uint32_t)h << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t exp_offset = 0xE0u << 23;
+  const float exp_scale = 0x1.0p-112f;
+  const float normalized = cppi_bits_float((two_w >> 4) + exp_offset) * exp_scale;
+  const uint32_t magic_mask = 126u << 23;
+  const float magic_bias = 0.5f;
+  const float denormalized = cppi_bits_float((two_w >> 17) | magic_mask) - magic_bias;
+  const uint32_t denormalized_cutoff = 1u << 27;
+  return cppi_bits_float(sign | (two_w < denormalized_cutoff ? cppi_float_bits(denormalized)
+                                                             : cppi_float_bits(normalized)));
+#endif
+}
+
+// float → IEEE half, round to nearest even; overflow → inf, NaN stays NaN.
+CPPI_HOST_DEVICE uint16_t cppi_float_to_half_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  uint16_t h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  // c10's fp16_ieee_from_fp32_value: let float arithmetic do the rounding.
+  const float scale_to_inf = 0x1.0p+112f;
+  const float scale_to_zero = 0x1.0p-110f;
+  const uint32_t w = cppi_float_bits(f);
+  float base = (cppi_bits_float(w & 0x7FFFFFFFu) * scale_to_inf) * scale_to_zero;
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = cppi_bits_float((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = cppi_float_bits(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  return (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+#endif
+}
+
+CPPI_HOST_DEVICE float cppi_bf16_bits_to_float(uint16_t b) {
+  return cppi_bits_float((uint32_t)b << 16);
+}
+
+// float → bfloat16, round to nearest even; NaN → 0x7FC0 (c10::BFloat16's rule).
+CPPI_HOST_DEVICE uint16_t cppi_float_to_bf16_bits(float f) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint16_t b;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
+  return b;
+#else
+  const uint32_t u = cppi_float_bits(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  const uint32_t rounding_bias = ((u >> 16) & 1u) + 0x7FFFu;
+  return (uint16_t)((u + rounding_bias) >> 16);
+#endif
+}
+
+CPPI_HOST_DEVICE float cppi_to_float(cppi_half h) { return cppi_half_bits_to_float(h.bits); }
+CPPI_HOST_DEVICE float cppi_to_float(cppi_bf16 b) { return cppi_bf16_bits_to_float(b.bits); }
+CPPI_HOST_DEVICE cppi_half cppi_float_to_half(float f) {
+  cppi_half h;
+  h.bits = cppi_float_to_half_bits(f);
+  return h;
+}
+CPPI_HOST_DEVICE cppi_bf16 cppi_float_to_bf16(float f) {
+  cppi_bf16 b;
+  b.bits = cppi_float_to_bf16_bits(f);
+  return b;
+}
+
+// ---------------------------------------------------------------------------
+// Combine operations, NaN-propagating like torch. For integers `a != a` is
+// false and folds away.
+template <typename T>
+CPPI_HOST_DEVICE T cppi_max(T a, T b) {
+  return (a != a || a > b) ? a : b;
+}
+template <typename T>
+CPPI_HOST_DEVICE T cppi_min(T a, T b) {
+  return (a != a || a < b) ? a : b;
+}
+
+struct cppi_sum_op {
+  template <typename T>
+  CPPI_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
+};
+struct cppi_max_op {
+  template <typename T>
+  CPPI_HOST_DEVICE T operator()(T a, T b) const { return cppi_max(a, b); }
+};
+struct cppi_min_op {
+  template <typename T>
+  CPPI_HOST_DEVICE T operator()(T a, T b) const { return cppi_min(a, b); }
+};
+
+// Welford partial state (Chan et al.'s parallel combine). `weight` is the
+// number of elements folded in, as a float so it shuffles like the rest.
+template <typename T>
+struct cppi_welford {
+  T mean;
+  T m2;
+  T weight;
+};
+
+template <typename T>
+CPPI_HOST_DEVICE cppi_welford<T> cppi_welford_init() {
+  cppi_welford<T> w;
+  w.mean = T(0);
+  w.m2 = T(0);
+  w.weight = T(0);
+  return w;
+}
+
+template <typename T>
+CPPI_HOST_DEVICE cppi_welford<T> cppi_welford_update(cppi_welford<T> acc, T x) {
+  acc.weight = acc.weight + T(1);
+  const T delta = x - acc.mean;
+  acc.mean = acc.mean + delta / acc.weight;
+  acc.m2 = acc.m2 + delta * (x - acc.mean);
+  return acc;
+}
+
+template <typename T>
+CPPI_HOST_DEVICE cppi_welford<T> cppi_welford_combine(cppi_welford<T> a, cppi_welford<T> b) {
+  const T weight = a.weight + b.weight;
+  const T delta = b.mean - a.mean;
+  const T b_share = weight == T(0) ? T(0) : b.weight / weight;
+  cppi_welford<T> out;
+  out.mean = a.mean + delta * b_share;
+  out.m2 = a.m2 + b.m2 + delta * delta * a.weight * b_share;
+  out.weight = weight;
+  return out;
+}
+
+struct cppi_welford_op {
+  template <typename T>
+  CPPI_HOST_DEVICE cppi_welford<T> operator()(cppi_welford<T> a, cppi_welford<T> b) const {
+    return cppi_welford_combine(a, b);
+  }
+};
+
+#if CPPI_ON_DEVICE
+// ---------------------------------------------------------------------------
+// Warp and block reductions. Every lane of a full warp takes part
+// (mask 0xffffffff), so all 32 lanes must be present and reach the call.
+
+#define CPPI_FULL_WARP_MASK 0xffffffffu
+
+template <typename T>
+CPPI_DEVICE T cppi_shfl_xor(T v, int lane_mask) {
+  return __shfl_xor_sync(CPPI_FULL_WARP_MASK, v, lane_mask);
+}
+template <typename T>
+CPPI_DEVICE cppi_welford<T> cppi_shfl_xor(cppi_welford<T> v, int lane_mask) {
+  cppi_welford<T> out;
+  out.mean = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.mean, lane_mask);
+  out.m2 = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.m2, lane_mask);
+  out.weight = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.weight, lane_mask);
+  return out;
+}
+
+/// Butterfly reduction: every lane ends with the warp's result.
+template <typename T, typename Op>
+CPPI_DEVICE T cppi_warp_reduce(T v, Op op) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, cppi_shfl_xor(v, offset));
+  return v;
+}
+
+template <typename T>
+CPPI_DEVICE T cppi_warp_reduce_sum(T v) { return cppi_warp_reduce(v, cppi_sum_op()); }
+template <typename T>
+CPPI_DEVICE T cppi_warp_reduce_max(T v) { return cppi_warp_reduce(v, cppi_max_op()); }
+template <typename T>
+CPPI_DEVICE T cppi_warp_reduce_min(T v) { return cppi_warp_reduce(v, cppi_min_op()); }
+template <typename T>
+CPPI_DEVICE cppi_welford<T> cppi_warp_reduce_welford(cppi_welford<T> v) {
+  return cppi_warp_reduce(v, cppi_welford_op());
+}
+
+/// Reduction over all threads of the block; every thread gets the result.
+/// `scratch` is caller-provided __shared__ storage of 32 elements; it may be
+/// reused by the next block reduction (this ends with a barrier).
+/// `identity` fills the slots of warps the block does not have.
+template <typename T, typename Op>
+CPPI_DEVICE T cppi_block_reduce(T v, Op op, T identity, T* scratch) {
+  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
+  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned lane = tid % 32u;
+  const unsigned warp = tid / 32u;
+  const unsigned warps = (threads + 31u) / 32u;
+  v = cppi_warp_reduce(v, op);
+  if (warps == 1) return v;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : identity;
+  v = cppi_warp_reduce(v, op);  // every warp reduces the partials: no second broadcast
+  __syncthreads();              // scratch is free again when we return
+  return v;
+}
+
+template <typename T>
+CPPI_DEVICE T cppi_block_reduce_sum(T v, T* scratch) {
+  return cppi_block_reduce(v, cppi_sum_op(), T(0), scratch);
+}
+/// Identities for max/min are the caller's (-inf / +inf for floats, the
+/// type's limits for integers): the prelude has no <limits>.
+template <typename T>
+CPPI_DEVICE T cppi_block_reduce_max(T v, T lowest, T* scratch) {
+  return cppi_block_reduce(v, cppi_max_op(), lowest, scratch);
+}
+template <typename T>
+CPPI_DEVICE T cppi_block_reduce_min(T v, T highest, T* scratch) {
+  return cppi_block_reduce(v, cppi_min_op(), highest, scratch);
+}
+template <typename T>
+CPPI_DEVICE cppi_welford<T> cppi_block_reduce_welford(cppi_welford<T> v,
+                                                      cppi_welford<T>* scratch) {
+  return cppi_block_reduce(v, cppi_welford_op(), cppi_welford_init<T>(), scratch);
+}
+
+#endif  // CPPI_ON_DEVICE

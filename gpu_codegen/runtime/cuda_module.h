@@ -1,0 +1,88 @@
+/// \file
+/// PTX loaded into a CUDA context, its kernels, and launching them on a
+/// stream torch hands us. Contexts are torch's: we use the calling thread's
+/// current context and only when there is none retain a device's primary
+/// context (the one torch itself uses), never create our own.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gpu_codegen/runtime/cuda_api.h"
+#include "support/status.h"
+
+namespace cppi::gpu {
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+namespace detail {
+struct LoadedModule;
+struct KernelState;
+}  // namespace detail
+
+/// One `__global__` function of a loaded module. Copies are cheap and keep
+/// the module loaded, so a kernel never outlives its code.
+class CudaKernel {
+ public:
+  const std::string& name() const;
+  CUfunction handle() const;
+  CUcontext context() const;
+  int max_threads_per_block() const;  ///< for this kernel, given its register use
+  int num_registers() const;
+  int static_shared_bytes() const;
+
+ private:
+  friend class CudaModule;
+  friend Status launch(const CudaKernel&, Dim3, Dim3, unsigned, uintptr_t, void**);
+  explicit CudaKernel(std::shared_ptr<detail::KernelState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::KernelState> state_;
+};
+
+/// PTX JIT-compiled by the driver into the current context. The module is
+/// unloaded when the CudaModule and every CudaKernel taken from it are gone.
+class CudaModule {
+ public:
+  /// Loads on the calling thread's current context (or, when there is none,
+  /// the primary context of device 0 made current). A driver JIT failure is
+  /// CompileFailed with the driver's error log.
+  static Expected<CudaModule> load_ptx(const std::string& ptx);
+
+  /// The kernel named `name` (an `extern "C" __global__` function, or its
+  /// mangled name). NotFound is InvalidInput naming the kernel.
+  Expected<CudaKernel> function(const std::string& name) const;
+
+  /// The driver JIT's info log (register and spill counts when verbose).
+  const std::string& jit_log() const;
+  CUcontext context() const;
+
+ private:
+  explicit CudaModule(std::shared_ptr<detail::LoadedModule> module) : module_(std::move(module)) {}
+  std::shared_ptr<detail::LoadedModule> module_;
+};
+
+/// Launches `kernel` on `stream` (torch.cuda.current_stream().cuda_stream; 0
+/// is the legacy default stream). `args` is cuLaunchKernel's kernelParams:
+/// one pointer per kernel parameter, pointing at the argument's value.
+/// Dynamic shared memory above 48 KiB is opted into per kernel on first use.
+/// The calling thread's context must be the kernel's (or none, in which case
+/// the kernel's is made current, as torch would). Launch is asynchronous:
+/// faults inside the kernel surface at the next synchronisation.
+Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes,
+              uintptr_t stream, void** args);
+
+/// Makes a context current on this thread when none is: the primary context
+/// of `device`, retained (as torch retains it; never released by us).
+/// Returns the context that is current afterwards.
+Expected<CUcontext> ensure_current_context(int device = 0);
+
+/// The device of the current context (or of `device`'s primary context,
+/// made current, when there is none).
+Expected<CUdevice> current_device(int device = 0);
+
+/// major*10+minor of current_device(device), e.g. 90 for an H100/H200.
+Expected<int> current_device_compute_capability(int device = 0);
+
+}  // namespace cppi::gpu

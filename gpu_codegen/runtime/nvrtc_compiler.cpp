@@ -1,0 +1,192 @@
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <unordered_map>
+
+#include "gpu_codegen/prelude/cuda_prelude.h"
+#include "gpu_codegen/runtime/cuda_api.h"
+
+namespace cppi::gpu {
+namespace {
+
+struct PtxCache {
+  std::mutex mutex;
+  std::unordered_map<std::string, PtxProgram> programs;  // keyed by cache_key()
+  NvrtcCounters counters;
+};
+
+PtxCache& ptx_cache() {
+  static PtxCache* cache = new PtxCache();
+  return *cache;
+}
+
+// The whole input, not a digest of it: a hash collision must not hand back
+// another kernel's PTX. The map hashes this string.
+std::string cache_key(const NvrtcApi& api, const std::vector<std::string>& flags,
+                      const std::string& name, const std::string& source) {
+  std::string key = cat(api.library, ' ', api.version_major, '.', api.version_minor, '\n');
+  for (const std::string& flag : flags) key += flag + '\n';
+  key += name + '\n';
+  key += source;
+  return key;
+}
+
+Expected<int> choose_arch(const NvrtcApi& api, int compute_capability) {
+  int count = 0;
+  if (api.nvrtcGetNumSupportedArchs(&count) != cu::NVRTC_SUCCESS || count <= 0)
+    return Error::internal("nvrtcGetNumSupportedArchs failed");
+  std::vector<int> archs(count);
+  if (api.nvrtcGetSupportedArchs(archs.data()) != cu::NVRTC_SUCCESS)
+    return Error::internal("nvrtcGetSupportedArchs failed");
+  // PTX for an older virtual architecture runs on newer devices (the driver
+  // JIT-compiles it), so an NVRTC older than the device still works.
+  int best = 0;
+  for (int arch : archs)
+    if (arch <= compute_capability) best = std::max(best, arch);
+  if (best == 0)
+    return Error::unsupported(cat("NVRTC ", api.version_major, ".", api.version_minor,
+                                  " cannot target compute capability ", compute_capability,
+                                  " (oldest supported: ", *std::min_element(archs.begin(), archs.end()),
+                                  ")"));
+  return best;
+}
+
+std::string program_log(const NvrtcApi& api, nvrtcProgram program) {
+  size_t size = 0;
+  if (api.nvrtcGetProgramLogSize(program, &size) != cu::NVRTC_SUCCESS || size <= 1) return "";
+  std::string log(size, '\0');
+  if (api.nvrtcGetProgramLog(program, log.data()) != cu::NVRTC_SUCCESS) return "";
+  log.resize(size - 1);  // drop the terminating NUL
+  while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
+  return log;
+}
+
+// One NVRTC invocation; the program is destroyed on every path.
+Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
+                               const std::string& name, int arch,
+                               const std::vector<std::string>& flags) {
+  const std::string_view prelude = cuda_prelude_source();
+  const std::string prelude_text(prelude);
+  const char* headers[] = {prelude_text.c_str()};
+  const char* include_names[] = {kCudaPreludeName};
+  const std::string program_name = name + ".cu";
+
+  nvrtcProgram program = nullptr;
+  nvrtcResult r = api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 1,
+                                         headers, include_names);
+  if (r != cu::NVRTC_SUCCESS)
+    return Error::internal(nvrtc_error_text(api, r, "nvrtcCreateProgram"));
+  struct Destroy {
+    const NvrtcApi& api;
+    nvrtcProgram& program;
+    ~Destroy() { api.nvrtcDestroyProgram(&program); }
+  } destroy{api, program};
+
+  std::vector<const char*> argv;
+  for (const std::string& flag : flags) argv.push_back(flag.c_str());
+  r = api.nvrtcCompileProgram(program, static_cast<int>(argv.size()), argv.data());
+  std::string log = program_log(api, program);
+  if (r != cu::NVRTC_SUCCESS) {
+    std::string flat_flags;
+    for (const std::string& flag : flags) flat_flags += " " + flag;
+    return Error::compile_failed(cat("NVRTC could not compile '", program_name, "' for compute_",
+                                     arch, " (", nvrtc_error_text(api, r, "nvrtcCompileProgram"),
+                                     "; flags:", flat_flags, "):\n",
+                                     log.empty() ? "(empty log)" : log));
+  }
+
+  size_t ptx_size = 0;
+  r = api.nvrtcGetPTXSize(program, &ptx_size);
+  if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetPTXSize"));
+  PtxProgram result;
+  result.ptx.resize(ptx_size);
+  r = api.nvrtcGetPTX(program, result.ptx.data());
+  if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetPTX"));
+  if (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();
+  result.log = std::move(log);
+  result.arch = arch;
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options) {
+  std::vector<std::string> flags = {
+      cat("-arch=compute_", arch),
+      "--std=c++17",
+      "-default-device",
+      // Spelled out although they are NVRTC's defaults, so no option added
+      // to `extra` by accident (e.g. --use_fast_math) goes unnoticed in dumps.
+      "--fmad=true",
+      "--ftz=false",
+      "--prec-div=true",
+      "--prec-sqrt=true",
+  };
+  if (options.line_info) flags.emplace_back("-lineinfo");
+  if (options.max_registers > 0) flags.push_back(cat("--maxrregcount=", options.max_registers));
+  flags.insert(flags.end(), options.extra.begin(), options.extra.end());
+  return flags;
+}
+
+Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& name,
+                                  int compute_capability, const NvrtcOptions& options) {
+  Expected<const NvrtcApi*> api = nvrtc();
+  if (!api.ok()) return api.error();
+  Expected<int> arch = choose_arch(*api.value(), compute_capability);
+  if (!arch.ok()) return arch.error();
+  const std::vector<std::string> flags = nvrtc_flags(arch.value(), options);
+  const std::string key = cache_key(*api.value(), flags, name, source);
+
+  PtxCache& cache = ptx_cache();
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto it = cache.programs.find(key);
+    if (it != cache.programs.end()) {
+      ++cache.counters.cache_hits;
+      PtxProgram hit = it->second;
+      hit.from_cache = true;
+      hit.compile_ms = 0.0;
+      return hit;
+    }
+  }
+
+  // Compile outside the lock: NVRTC is thread-safe and takes ~20 ms.
+  const auto start = std::chrono::steady_clock::now();
+  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), flags);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.counters.compile_ms += ms;
+  if (!compiled.ok()) {
+    ++cache.counters.failures;
+    return compiled;
+  }
+  ++cache.counters.compiles;
+  compiled->compile_ms = ms;
+  cache.programs.emplace(key, compiled.value());
+  return compiled;
+}
+
+Expected<std::string> compile_to_ptx(const std::string& source, const std::string& name,
+                                     int compute_capability, const NvrtcOptions& options) {
+  Expected<PtxProgram> program = compile_cuda(source, name, compute_capability, options);
+  if (!program.ok()) return program.error();
+  return std::move(program.value().ptx);
+}
+
+NvrtcCounters nvrtc_counters() {
+  PtxCache& cache = ptx_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  return cache.counters;
+}
+
+void clear_ptx_cache() {
+  PtxCache& cache = ptx_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  cache.programs.clear();
+}
+
+}  // namespace cppi::gpu

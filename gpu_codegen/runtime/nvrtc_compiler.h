@@ -1,0 +1,63 @@
+/// \file
+/// CUDA C source → PTX with NVRTC, cached in memory. The flags are fixed here
+/// (not by callers) so every kernel gets the same numerics: no fast math,
+/// IEEE division and square root, denormals kept, only FMA contraction on
+/// (what nvcc and Triton do by default; within eager's tolerances).
+///
+/// The prelude (gpu_codegen/prelude/cppinductor_cuda_prelude.cuh) is always
+/// offered to NVRTC as an in-memory header, so generated source starts with
+/// `#include "cppinductor_cuda_prelude.cuh"` and needs no file system.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/status.h"
+
+namespace cppi::gpu {
+
+/// What a caller may vary; everything that affects numerics is not here.
+struct NvrtcOptions {
+  bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
+  int max_registers = 0;           ///< --maxrregcount=N when > 0
+  std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
+};
+
+struct PtxProgram {
+  std::string ptx;
+  std::string log;          ///< NVRTC's warnings; empty for a clean compile
+  int arch = 0;             ///< the compute_XX targeted; below the device's when NVRTC is older
+  double compile_ms = 0.0;  ///< time NVRTC took; 0 for a cache hit
+  bool from_cache = false;
+};
+
+/// Compiles `source` (one translation unit; `name` is what NVRTC's messages
+/// call it) for the highest virtual architecture NVRTC supports that does
+/// not exceed `compute_capability` (major*10+minor, e.g. 90). Errors:
+/// Unsupported when NVRTC cannot be loaded or the device is older than NVRTC
+/// supports; CompileFailed with NVRTC's log when the source does not compile.
+Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& name,
+                                  int compute_capability, const NvrtcOptions& options = {});
+
+/// The PTX of compile_cuda.
+Expected<std::string> compile_to_ptx(const std::string& source, const std::string& name,
+                                     int compute_capability, const NvrtcOptions& options = {});
+
+/// The exact flags compile_cuda passes for `arch` (for dumps and tests).
+std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options);
+
+/// Process-wide counters, so tests and compile-time reports can prove what
+/// was compiled and what came from the cache.
+struct NvrtcCounters {
+  uint64_t compiles = 0;    ///< NVRTC invocations that produced PTX
+  uint64_t failures = 0;    ///< NVRTC invocations that did not
+  uint64_t cache_hits = 0;
+  double compile_ms = 0.0;  ///< total over `compiles` and `failures`
+};
+NvrtcCounters nvrtc_counters();
+
+/// Drops every cached PTX (the counters stay).
+void clear_ptx_cache();
+
+}  // namespace cppi::gpu
