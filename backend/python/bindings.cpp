@@ -82,15 +82,14 @@ py::dict remark_dict(const Remark& r) {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "cppinductor's C++ compiler core";
-  unsupported_error = py::exception<CompilerError>(m, "UnsupportedError", PyExc_RuntimeError);
-  compiler_error = py::reinterpret_borrow<py::object>(PyExc_RuntimeError);
-  {
-    // CompilerError: every other failure of the core; a subclass of RuntimeError.
-    py::object builtins = py::module_::import("builtins");
-    compiler_error = builtins.attr("type")("CompilerError", py::make_tuple(PyExc_RuntimeError), py::dict());
-    compiler_error.attr("__module__") = "cppinductor._C";
-    m.attr("CompilerError") = compiler_error;
-  }
+  // UnsupportedError: the input is outside what we compile (the caller may
+  // fall back to eager). CompilerError: any other failure of the core.
+  compiler_error = py::reinterpret_steal<py::object>(
+      PyErr_NewException("cppinductor._C.CompilerError", PyExc_RuntimeError, nullptr));
+  unsupported_error = py::reinterpret_steal<py::object>(
+      PyErr_NewException("cppinductor._C.UnsupportedError", compiler_error.ptr(), nullptr));
+  m.attr("CompilerError") = compiler_error;
+  m.attr("UnsupportedError") = unsupported_error;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

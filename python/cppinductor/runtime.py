@@ -84,9 +84,10 @@ def _aten_step(node: torch.fx.Node, gm: torch.fx.GraphModule, slot_of: dict) -> 
 class CompiledFunction:
     """The callable AOTAutograd gets back for one graph."""
 
-    _boxed_call = True
-
     def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph") -> None:
+        # An instance attribute: Dynamo's disable() wrapper copies __dict__,
+        # not class attributes, and AOTAutograd checks the wrapper.
+        self._boxed_call = True
         self.compiled = compiled
         nodes = list(gm.graph.nodes)
         slot_of = {n: i for i, n in enumerate(nodes)}

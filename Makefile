@@ -1,0 +1,62 @@
+# Two commands do everything on a fresh machine (Debian bookworm, Python 3.11):
+#   make demo   installs what is missing, builds, runs the example and the quick benchmark
+#   make test   installs what is missing, builds once, runs every C++ and Python test
+# Each step is idempotent: what is installed or built already is skipped.
+
+PYTHON   ?= python3
+BUILD    ?= build
+JOBS     ?= $(shell nproc)
+APT_PKGS := llvm-16-dev libclang-cpp16-dev libclang-16-dev clang-16 libomp-16-dev \
+            libsleef-dev libgtest-dev ninja-build cmake g++
+# torch is pinned to the CPU wheel this machine kind carries; an installed
+# torch 2.11-2.13 is kept as it is.
+TORCH    := torch==2.13.0
+PIP_PKGS := pytest expecttest matplotlib tqdm pybind11 setuptools wheel numpy
+
+.PHONY: all deps apt-deps pip-deps configure build install test test-cpp test-python demo gpu-test clean
+
+all: build
+
+deps: apt-deps pip-deps
+
+apt-deps:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "apt: installing$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+pip-deps:
+	@$(PYTHON) -c "import torch, sys; v = tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(0 if (2, 11) <= v <= (2, 13) else 1)" 2>/dev/null \
+	  || $(PYTHON) -m pip install -q "$(TORCH)"
+	@missing=$$($(PYTHON) -c "import importlib.util as u; print(' '.join(p for p, m in [('pytest','pytest'),('expecttest','expecttest'),('matplotlib','matplotlib'),('tqdm','tqdm'),('pybind11','pybind11'),('setuptools','setuptools'),('wheel','wheel'),('numpy','numpy')] if u.find_spec(m) is None))"); \
+	if [ -n "$$missing" ]; then echo "pip: installing $$missing"; $(PYTHON) -m pip install -q $$missing; fi
+
+$(BUILD)/build.ninja:
+	cmake -G Ninja -S . -B $(BUILD) -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DCPPINDUCTOR_BUILD_TESTS=ON
+
+configure: $(BUILD)/build.ninja
+
+# One build: the extension and the C++ tests. The editable install reuses it.
+build: deps configure
+	ninja -C $(BUILD) -j$(JOBS)
+	@$(PYTHON) -c "import importlib.metadata as m, sys; d = m.distribution('cppinductor'); sys.exit(0 if 'cppinductor' in str(d.read_text('direct_url.json') or '') and '$(CURDIR)' in str(d.read_text('direct_url.json')) else 1)" 2>/dev/null \
+	  || CPPINDUCTOR_BUILD_DIR=$(CURDIR)/$(BUILD) $(PYTHON) -m pip install -q --no-build-isolation --no-deps -e .
+
+test-cpp: build
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-python: build
+	$(PYTHON) -m pytest tests/python -q
+
+test: test-cpp test-python
+
+demo: build
+	$(PYTHON) examples/quickstart.py
+	$(PYTHON) -m cppinductor.bench --quick
+
+clean:
+	rm -rf $(BUILD) python/cppinductor/_C*.so
