@@ -97,24 +97,45 @@ Expected<CUdevice> current_device(int device) {
   return dev;
 }
 
-Expected<int> current_device_compute_capability(int device) {
+Expected<DeviceProperties> current_device_properties(int device) {
   Expected<CUdevice> dev = current_device(device);
   if (!dev.ok()) return dev.error();
   const CudaDriverApi& d = *cuda_driver().value();
+  DeviceProperties properties;
+  properties.device = dev.value();
   int major = 0, minor = 0;
-  if (Status s = check_cuda(d,
-                            d.cuDeviceGetAttribute(
-                                &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev.value()),
-                            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  struct {
+    int attribute;
+    int* value;
+    const char* what;
+  } queries[] = {
+      {cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major, "COMPUTE_CAPABILITY_MAJOR"},
+      {cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor, "COMPUTE_CAPABILITY_MINOR"},
+      {cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &properties.multiprocessors,
+       "MULTIPROCESSOR_COUNT"},
+      {cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &properties.max_threads_per_block,
+       "MAX_THREADS_PER_BLOCK"},
+      {cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       &properties.max_shared_bytes_per_block, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"},
+  };
+  for (const auto& q : queries)
+    if (Status s = check_cuda(d, d.cuDeviceGetAttribute(q.value, q.attribute, dev.value()),
+                              cat("cuDeviceGetAttribute(", q.what, ")").c_str());
+        !s.ok())
+      return s.error();
+  properties.compute_capability = major * 10 + minor;
+  char name[256] = {};
+  if (Status s = check_cuda(d, d.cuDeviceGetName(name, sizeof name, dev.value()), "cuDeviceGetName");
       !s.ok())
     return s.error();
-  if (Status s = check_cuda(d,
-                            d.cuDeviceGetAttribute(
-                                &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev.value()),
-                            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
-      !s.ok())
-    return s.error();
-  return major * 10 + minor;
+  properties.name = name;
+  return properties;
+}
+
+Expected<int> current_device_compute_capability(int device) {
+  Expected<DeviceProperties> properties = current_device_properties(device);
+  if (!properties.ok()) return properties.error();
+  return properties->compute_capability;
 }
 
 Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {

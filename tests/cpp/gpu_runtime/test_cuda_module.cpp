@@ -43,11 +43,18 @@ std::vector<T> to_host(const DeviceBuffer& buffer) {
   return host;
 }
 
-TEST(CudaModule, ComputeCapabilityOfTheCurrentDevice) {
+TEST(CudaModule, PropertiesOfTheCurrentDevice) {
   CPPI_REQUIRE_GPU();
   Expected<int> cc = current_device_compute_capability();
   ASSERT_TRUE(cc.ok()) << cc.error().message;
   EXPECT_GE(cc.value(), 75);
+  Expected<DeviceProperties> properties = current_device_properties();
+  ASSERT_TRUE(properties.ok()) << properties.error().message;
+  EXPECT_EQ(properties->compute_capability, cc.value());
+  EXPECT_FALSE(properties->name.empty());
+  EXPECT_GT(properties->multiprocessors, 0);
+  EXPECT_GE(properties->max_threads_per_block, 1024);
+  EXPECT_GT(properties->max_shared_bytes_per_block, 48 * 1024);
 }
 
 TEST(CudaModule, VectorAdd) {
