@@ -19,6 +19,9 @@
 ///   call them (no early return before a reduction).
 /// - Welford partials are {mean, m2, weight}; weight is a float count, so
 ///   partials from masked-out lanes are {0, 0, 0} and combine to a no-op.
+/// - argmax/argmin keep torch's answer: the first index of the extreme value,
+///   and NaN counts as the extreme (the first NaN wins). Masked-out lanes
+///   contribute {value, index = -1}, which never wins.
 #pragma once
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -231,6 +234,56 @@ struct cppi_welford_op {
   }
 };
 
+// argmax / argmin partial state: a value and the flat index it came from.
+template <typename T>
+struct cppi_arg {
+  T value;
+  int64_t index;
+};
+
+template <typename T>
+CPPI_HOST_DEVICE cppi_arg<T> cppi_arg_make(T value, int64_t index) {
+  cppi_arg<T> a;
+  a.value = value;
+  a.index = index;
+  return a;
+}
+
+/// The partial torch.argmax would pick: NaN first, then the larger value,
+/// then the smaller index; index -1 (no element) always loses.
+template <typename T>
+CPPI_HOST_DEVICE cppi_arg<T> cppi_argmax_combine(cppi_arg<T> a, cppi_arg<T> b) {
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+  if (a_nan != b_nan) return a_nan ? a : b;
+  if (!a_nan && a.value != b.value) return a.value > b.value ? a : b;
+  return a.index <= b.index ? a : b;
+}
+
+template <typename T>
+CPPI_HOST_DEVICE cppi_arg<T> cppi_argmin_combine(cppi_arg<T> a, cppi_arg<T> b) {
+  if (a.index < 0) return b;
+  if (b.index < 0) return a;
+  const bool a_nan = a.value != a.value, b_nan = b.value != b.value;
+  if (a_nan != b_nan) return a_nan ? a : b;
+  if (!a_nan && a.value != b.value) return a.value < b.value ? a : b;
+  return a.index <= b.index ? a : b;
+}
+
+struct cppi_argmax_op {
+  template <typename T>
+  CPPI_HOST_DEVICE cppi_arg<T> operator()(cppi_arg<T> a, cppi_arg<T> b) const {
+    return cppi_argmax_combine(a, b);
+  }
+};
+struct cppi_argmin_op {
+  template <typename T>
+  CPPI_HOST_DEVICE cppi_arg<T> operator()(cppi_arg<T> a, cppi_arg<T> b) const {
+    return cppi_argmin_combine(a, b);
+  }
+};
+
 #if CPPI_ON_DEVICE
 // ---------------------------------------------------------------------------
 // Warp and block reductions. Every lane of a full warp takes part
@@ -248,6 +301,14 @@ CPPI_DEVICE cppi_welford<T> cppi_shfl_xor(cppi_welford<T> v, int lane_mask) {
   out.mean = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.mean, lane_mask);
   out.m2 = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.m2, lane_mask);
   out.weight = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.weight, lane_mask);
+  return out;
+}
+
+template <typename T>
+CPPI_DEVICE cppi_arg<T> cppi_shfl_xor(cppi_arg<T> v, int lane_mask) {
+  cppi_arg<T> out;
+  out.value = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.value, lane_mask);
+  out.index = __shfl_xor_sync(CPPI_FULL_WARP_MASK, v.index, lane_mask);
   return out;
 }
 
@@ -309,6 +370,14 @@ template <typename T>
 CPPI_DEVICE cppi_welford<T> cppi_block_reduce_welford(cppi_welford<T> v,
                                                       cppi_welford<T>* scratch) {
   return cppi_block_reduce(v, cppi_welford_op(), cppi_welford_init<T>(), scratch);
+}
+template <typename T>
+CPPI_DEVICE cppi_arg<T> cppi_block_reduce_argmax(cppi_arg<T> v, cppi_arg<T>* scratch) {
+  return cppi_block_reduce(v, cppi_argmax_op(), cppi_arg_make(T(0), (int64_t)-1), scratch);
+}
+template <typename T>
+CPPI_DEVICE cppi_arg<T> cppi_block_reduce_argmin(cppi_arg<T> v, cppi_arg<T>* scratch) {
+  return cppi_block_reduce(v, cppi_argmin_op(), cppi_arg_make(T(0), (int64_t)-1), scratch);
 }
 
 #endif  // CPPI_ON_DEVICE

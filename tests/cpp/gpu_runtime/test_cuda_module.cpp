@@ -160,15 +160,19 @@ TEST(CudaModule, PreludeBlockReductions) {
 extern "C" __global__ void reductions(const float* x, float* out) {
   __shared__ float scratch[32];
   __shared__ cppi_welford<float> wscratch[32];
+  __shared__ cppi_arg<float> ascratch[32];
   const float inf = __int_as_float(0x7f800000);
   const float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  const cppi_arg<float> amax = cppi_block_reduce_argmax(cppi_arg_make(v, (int64_t)threadIdx.x), ascratch);
+  const cppi_arg<float> amin = cppi_block_reduce_argmin(cppi_arg_make(v, (int64_t)threadIdx.x), ascratch);
   const float s = cppi_block_reduce_sum(v, scratch);
   const float mx = cppi_block_reduce_max(v, -inf, scratch);
   const float mn = cppi_block_reduce_min(v, inf, scratch);
   cppi_welford<float> w = cppi_welford_update(cppi_welford_init<float>(), v);
   w = cppi_block_reduce_welford(w, wscratch);
-  float* o = out + (blockIdx.x * blockDim.x + threadIdx.x) * 5;
+  float* o = out + (blockIdx.x * blockDim.x + threadIdx.x) * 7;
   o[0] = s; o[1] = mx; o[2] = mn; o[3] = w.mean; o[4] = w.m2 / w.weight;
+  o[5] = (float)amax.index; o[6] = (float)amin.index;
 }
 )",
                                   "reductions");
@@ -176,38 +180,51 @@ extern "C" __global__ void reductions(const float* x, float* out) {
   std::vector<float> x(threads * blocks);
   for (int i = 0; i < threads * blocks; ++i) x[i] = std::sin(0.37f * i) * 10.0f;
   x[threads + 17] = std::numeric_limits<float>::quiet_NaN();  // block 1 sees a NaN
+  x[2 * threads + 200] = x[2 * threads + 40] = 1000.0f;           // block 2: a tie, first wins
+  x[2 * threads + 230] = x[2 * threads + 99] = -1000.0f;
   DeviceBuffer dx = to_device(x);
-  DeviceBuffer dout = DeviceBuffer::allocate(x.size() * 5 * sizeof(float)).value();
+  DeviceBuffer dout = DeviceBuffer::allocate(x.size() * 7 * sizeof(float)).value();
   CUdeviceptr px = dx.ptr(), pout = dout.ptr();
   void* args[] = {&px, &pout};
   ASSERT_TRUE(launch(kernel, {blocks}, {threads}, 0, 0, args).ok());
   ASSERT_TRUE(synchronize_context().ok());
   std::vector<float> out = to_host<float>(dout);
   for (int b = 0; b < blocks; ++b) {
-    double sum = 0, mean = 0, var = 0;
+    double sum = 0, sum_abs = 0, mean = 0, var = 0;
     float mx = -INFINITY, mn = INFINITY;
+    int argmax = -1, argmin = -1;
     for (int t = 0; t < threads; ++t) {
       const float v = x[b * threads + t];
       sum += v;
-      mx = std::max(mx, v);
-      mn = std::min(mn, v);
+      sum_abs += std::fabs(v);
+      if (v > mx) mx = v, argmax = t;
+      if (v < mn) mn = v, argmin = t;
     }
     mean = sum / threads;
     for (int t = 0; t < threads; ++t) var += (x[b * threads + t] - mean) * (x[b * threads + t] - mean);
     var /= threads;
     for (int t = 0; t < threads; ++t) {
-      const float* o = &out[(b * threads + t) * 5];
-      if (b == 1) {  // NaN propagates through every reduction
+      const float* o = &out[(b * threads + t) * 7];
+      if (b == 1) {  // NaN propagates through every reduction; arg* point at it
         for (int k = 0; k < 5; ++k) ASSERT_TRUE(std::isnan(o[k])) << "block 1 result " << k;
+        ASSERT_EQ(o[5], 17.0f);
+        ASSERT_EQ(o[6], 17.0f);
         continue;
       }
-      ASSERT_NEAR(o[0], sum, 1e-3) << "block " << b << " thread " << t;
+      // A tree of 256 float adds is within log2(256) roundings of the sum.
+      ASSERT_NEAR(o[0], sum, 1e-6 * sum_abs + 1e-5) << "block " << b << " thread " << t;
       ASSERT_EQ(o[1], mx);
       ASSERT_EQ(o[2], mn);
       ASSERT_NEAR(o[3], mean, 1e-5 * (1 + std::fabs(mean)));
       ASSERT_NEAR(o[4], var, 1e-4 * var);
+      ASSERT_EQ(o[5], static_cast<float>(argmax));
+      ASSERT_EQ(o[6], static_cast<float>(argmin));
+      if (b == 2) {
+        ASSERT_EQ(argmax, 40);
+        ASSERT_EQ(argmin, 99);
+      }
       // Every thread holds bit-identical results.
-      ASSERT_EQ(std::memcmp(o, &out[b * threads * 5], 5 * sizeof(float)), 0);
+      ASSERT_EQ(std::memcmp(o, &out[b * threads * 7], 7 * sizeof(float)), 0);
     }
   }
 }

@@ -131,6 +131,7 @@ extern "C" __global__ void uses_prelude(const cppi_half* h, const cppi_bf16* b, 
   __shared__ double ds[32];
   __shared__ int64_t is[32];
   __shared__ cppi_welford<float> ws[32];
+  __shared__ cppi_arg<float> as[32];
   const float x = cppi_to_float(h[threadIdx.x]) + cppi_to_float(b[threadIdx.x]);
   const float s = cppi_block_reduce_sum(x, fs);
   const float mx = cppi_block_reduce_max(x, -__int_as_float(0x7f800000), fs);
@@ -139,13 +140,15 @@ extern "C" __global__ void uses_prelude(const cppi_half* h, const cppi_bf16* b, 
   const int64_t im = cppi_block_reduce_max(i[threadIdx.x], (int64_t)(-9223372036854775807LL - 1), is);
   cppi_welford<float> w = cppi_welford_update(cppi_welford_init<float>(), x);
   w = cppi_block_reduce_welford(w, ws);
+  const cppi_arg<float> amax = cppi_block_reduce_argmax(cppi_arg_make(x, (int64_t)threadIdx.x), as);
+  const cppi_arg<float> amin = cppi_block_reduce_argmin(cppi_arg_make(x, (int64_t)threadIdx.x), as);
   const float ws_ = cppi_warp_reduce_sum(x) + cppi_warp_reduce_max(x) + cppi_warp_reduce_min(x);
   const cppi_welford<double> wd = cppi_warp_reduce_welford(cppi_welford_update(cppi_welford_init<double>(), 1.0));
   out[threadIdx.x] = s + mx + mn + w.mean + w.m2 / w.weight + ws_;
   h_out[threadIdx.x] = cppi_float_to_half(x);
   b_out[threadIdx.x] = cppi_float_to_bf16(x);
   d_out[threadIdx.x] = ds_ + wd.mean;
-  i_out[threadIdx.x] = im;
+  i_out[threadIdx.x] = im + amax.index + amin.index;
   static_assert(sizeof(int64_t) == 8 && sizeof(uint64_t) == 8 && sizeof(uint8_t) == 1, "");
   static_assert(sizeof(cppi_half) == 2 && sizeof(cppi_bf16) == 2, "");
 }

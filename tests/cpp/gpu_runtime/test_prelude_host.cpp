@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "gpu_codegen/prelude/cuda_prelude.h"
 
@@ -115,6 +116,50 @@ TEST(CudaPreludeHost, WelfordCombineMatchesTwoPass) {
       cppi_welford_combine(cppi_welford_init<double>(), cppi_welford_init<double>());
   EXPECT_EQ(none.weight, 0.0);
   EXPECT_EQ(none.mean, 0.0);
+}
+
+// Folding left to right and folding as a tree agree with torch.argmax/argmin:
+// first index of the extreme, NaN is the extreme, empty partials never win.
+TEST(CudaPreludeHost, ArgmaxAndArgminPickTorchsIndex) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Case {
+    std::vector<float> values;
+    int64_t argmax, argmin;
+  };
+  const Case cases[] = {
+      {{1, 5, 3, 5, -2, -2}, 1, 4},
+      {{1, nan, 3, nan}, 1, 1},
+      {{-std::numeric_limits<float>::infinity(), 0, 0}, 1, 0},
+      {{7}, 0, 0},
+  };
+  for (const Case& c : cases) {
+    const int n = static_cast<int>(c.values.size());
+    cppi_arg<float> empty = cppi_arg_make(0.0f, -1);
+    cppi_arg<float> mx = empty, mn = empty;
+    for (int i = 0; i < n; ++i) {
+      mx = cppi_argmax_combine(mx, cppi_arg_make(c.values[i], i));
+      mn = cppi_argmin_combine(mn, cppi_arg_make(c.values[i], i));
+    }
+    EXPECT_EQ(mx.index, c.argmax);
+    EXPECT_EQ(mn.index, c.argmin);
+    // Tree order, with the later half on the left as a butterfly may combine it.
+    std::vector<cppi_arg<float>> level;
+    for (int i = 0; i < n; ++i) level.push_back(cppi_arg_make(c.values[i], i));
+    while (level.size() < 8) level.push_back(empty);
+    std::vector<cppi_arg<float>> max_level = level, min_level = level;
+    while (max_level.size() > 1) {
+      std::vector<cppi_arg<float>> next_max, next_min;
+      const size_t half = max_level.size() / 2;
+      for (size_t i = 0; i < half; ++i) {
+        next_max.push_back(cppi_argmax_combine(max_level[i + half], max_level[i]));
+        next_min.push_back(cppi_argmin_combine(min_level[i + half], min_level[i]));
+      }
+      max_level = next_max;
+      min_level = next_min;
+    }
+    EXPECT_EQ(max_level[0].index, c.argmax);
+    EXPECT_EQ(min_level[0].index, c.argmin);
+  }
 }
 
 TEST(CudaPreludeHost, EmbeddedTextIsTheHeader) {

@@ -1,0 +1,7 @@
+"""python -m cppinductor.bench"""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

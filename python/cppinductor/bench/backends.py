@@ -1,0 +1,61 @@
+"""Backends under test: a label and what torch.compile gets (a name or a callable).
+
+"eager" is the baseline and is not compiled at all. Any other name goes to
+``torch.compile(fn, backend=name)``; a callable (a Dynamo backend function)
+is accepted too, which the tests use to inject a wrong backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Union
+
+import torch
+
+EAGER = "eager"
+DEFAULT_BACKENDS = ("eager", "aot_eager", "inductor", "cppinductor")
+
+
+@dataclass(frozen=True)
+class Backend:
+    label: str
+    target: Union[str, Callable, None] = None  # None: the label is the torch.compile name
+
+    @property
+    def is_eager(self) -> bool:
+        return self.label == EAGER and self.target is None
+
+    @property
+    def runs_in_subprocess(self) -> bool:
+        """Only registered names can be handed to a fresh process."""
+        return not self.is_eager and self.target is None
+
+    def compiler(self) -> Callable[[Callable], Callable]:
+        if self.is_eager:
+            return lambda fn: fn
+        target = self.label if self.target is None else self.target
+        return lambda fn: torch.compile(fn, backend=target)
+
+    def unavailable_reason(self) -> Optional[str]:
+        """Why torch.compile would reject this backend name, or None."""
+        if self.is_eager or self.target is not None:
+            return None
+        from torch._dynamo.backends.registry import lookup_backend
+
+        try:
+            lookup_backend(self.label)
+        except Exception as e:  # InvalidBackend, or an import error inside the backend
+            return f"backend {self.label!r} unavailable: {type(e).__name__}: {e}"
+        return None
+
+
+def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]]) -> List[Backend]:
+    """Backends in run order; eager always first since it is the reference and baseline."""
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    backends = [b if isinstance(b, Backend) else Backend(b.strip()) for b in items if b]
+    backends = [b for b in backends if not b.is_eager]
+    labels = [b.label for b in backends]
+    duplicates = {label for label in labels if labels.count(label) > 1}
+    if duplicates:
+        raise ValueError(f"backend listed twice: {', '.join(sorted(duplicates))}")
+    return [Backend(EAGER)] + backends

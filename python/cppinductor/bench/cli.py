@@ -1,0 +1,74 @@
+"""Command line: python -m cppinductor.bench [--quick] [--device cpu|cuda] [--only a,b] ..."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import List, Optional
+
+import torch
+
+from .backends import DEFAULT_BACKENDS
+from .plot import require_matplotlib, write_plot
+from .report import format_table, write_json
+from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
+from .workloads import BY_NAME
+
+_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m cppinductor.bench",
+        description="Run time, speedup, bandwidth, compile time and correctness of eager, "
+        "Inductor and cppinductor on a fixed set of workloads.",
+    )
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer workloads, smaller models, shorter measurements (make demo)")
+    p.add_argument("--only", metavar="A,B", help=f"workloads to run, from: {','.join(BY_NAME)}")
+    p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
+                   help="torch.compile backend names; eager is always run (default: %(default)s)")
+    p.add_argument("--dtype", choices=_DTYPES, default="float32")
+    p.add_argument("--fresh-process", choices=FRESH_PROCESS_CHOICES, default="first",
+                   help="workloads whose first compile is also timed in a fresh process: the first "
+                   "small graph (relu_bias when selected), all of them, or none (default: %(default)s)")
+    p.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
+    p.add_argument("--json", metavar="FILE", help="write the rows as a JSON list")
+    p.add_argument("--plot", metavar="FILE.png", help="speedup and compile time chart (needs matplotlib)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--size", choices=("full", "quick", "tiny"), help=argparse.SUPPRESS)  # tests: tiny
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    if args.plot:
+        require_matplotlib()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
+        return 2
+    try:
+        config = BenchConfig(
+            device=args.device,
+            dtype=getattr(torch, args.dtype),
+            size=args.size or ("quick" if args.quick else "full"),
+            only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
+            backends=args.backends,
+            fresh_process=args.fresh_process,
+            threads=args.threads,
+            progress=not args.no_progress,
+        )
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    rows = run_bench(config)
+    print(format_table(rows))
+    print(f"\nbench took {time.perf_counter() - start:.1f} s")
+    if args.json:
+        write_json(rows, args.json)
+    if args.plot:
+        write_plot(rows, args.plot)
+    return 0

@@ -1,0 +1,99 @@
+"""Presenting rows: the fixed-width table on stdout and the JSON file."""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from .row import OK, Row
+
+_STATUS = {OK: "ok", "incorrect": "WRONG", "error": "ERROR"}
+
+
+def _num(fmt: str) -> Callable[[Optional[float]], str]:
+    return lambda v: "-" if v is None else format(v, fmt)
+
+
+# (header, width, cell) — numbers right-aligned, text left-aligned
+_COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
+    ("workload", 12, lambda r: r.workload),
+    ("backend", 11, lambda r: r.backend),
+    ("shape", 16, lambda r: r.shape),
+    ("ms", 9, lambda r: _num(".3f")(r.time_ms)),
+    ("x eager", 7, lambda r: _num(".2f")(r.speedup_vs_eager)),
+    ("x ind", 6, lambda r: _num(".2f")(r.speedup_vs_inductor)),
+    ("GB/s", 7, lambda r: _num(".1f")(r.gbps)),
+    ("%copy", 6, lambda r: _num(".0f")(r.pct_of_copy)),
+    ("compile s", 9, lambda r: _num(".3f")(r.compile_s_warm)),
+    ("fresh s", 7, lambda r: _num(".2f")(r.compile_s_fresh)),
+    ("+aot s", 7, lambda r: _num(".3f")(r.compile_over_aot_eager_s)),
+    ("check", 5, lambda r: _STATUS.get(r.status, r.status)),
+]
+_TEXT_COLUMNS = {"workload", "backend", "shape", "check"}
+
+LEGEND = (
+    "ms: median steady-state time per call · x eager / x ind: speedup over eager / inductor\n"
+    "GB/s: minimal bytes (inputs read + outputs written once) / time · %copy: vs eager x.clone() of the same size\n"
+    "compile s: first call - steady time, warm process, cold caches · fresh s: same, first graph of a new process\n"
+    "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager)"
+)
+
+
+def _line(cells: Sequence[str]) -> str:
+    out = []
+    for (header, width, _), cell in zip(_COLUMNS, cells):
+        out.append(cell.ljust(width) if header in _TEXT_COLUMNS else cell.rjust(width))
+    return "  ".join(out).rstrip()
+
+
+def _error_notes(rows: Sequence[Row]) -> List[str]:
+    """One line per distinct error; a backend failing the same way everywhere gets one line."""
+    by_message: Dict[Tuple[str, str], List[str]] = {}
+    for r in rows:
+        if r.error:
+            by_message.setdefault((r.backend, r.error), []).append(r.workload)
+    workloads_run = len({r.workload for r in rows})
+    notes = []
+    for (backend, error), workloads in by_message.items():
+        message = error if len(error) <= 300 else error[:297] + "..."
+        where = "all workloads" if len(workloads) == workloads_run > 1 else ",".join(workloads)
+        notes.append(f"{where}/{backend}: {message}")
+    return notes
+
+
+def format_table(rows: Sequence[Row]) -> str:
+    lines = []
+    if rows:
+        r = rows[0]
+        lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}")
+        refs = {(x.shape, x.copy_gbps, x.copy_prealloc_gbps) for x in rows if x.copy_gbps}
+        for shape, clone, prealloc in sorted(refs, key=str):
+            lines.append(f"copy reference {shape}: clone {clone:.1f} GB/s, copy_ into preallocated {prealloc:.1f} GB/s")
+        lines.append("")
+    lines.append(_line([h for h, _, _ in _COLUMNS]))
+    lines.append(_line(["-" * w for _, w, _ in _COLUMNS]))
+    previous = None
+    for r in rows:
+        cells = [cell(r) for _, _, cell in _COLUMNS]
+        if r.workload == previous:
+            cells[0] = ""
+        previous = r.workload
+        lines.append(_line(cells))
+    notes = _error_notes(rows)
+    if notes:
+        lines.append("")
+        lines += notes
+    lines.append("")
+    lines.append(LEGEND)
+    return "\n".join(lines)
+
+
+def write_json(rows: Sequence[Row], path: str) -> None:
+    with open(path, "w") as f:
+        json.dump([r.to_json() for r in rows], f, indent=1)
+        f.write("\n")
+
+
+def read_json(path: str) -> List[Row]:
+    with open(path) as f:
+        return [Row.from_json(d) for d in json.load(f)]

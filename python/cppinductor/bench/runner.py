@@ -1,0 +1,211 @@
+"""Runs workloads x backends and fills the rows.
+
+Order of work, and why:
+1. fresh-process probes (subprocesses, one per compiled backend and probed
+   workload): first-graph compile time in a new process, cold caches;
+2. one throwaway compile per backend in this process, so later compiles
+   measure a warm process rather than one-time initialisation;
+3. per workload, eager first (it is the reference output and the baseline
+   time), then each backend with fresh caches: first call (compile), check
+   against eager, steady-state median;
+4. derived columns: speedups, GB/s, % of copy, compile time over aot_eager.
+A backend that raises or differs from eager marks its row; the bench goes on.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from ._compile_probe import ProbeResult, probe
+from .backends import Backend, parse_backends
+from .bandwidth import CopyReferences, gbps
+from .caches import fresh_caches
+from .correctness import mismatch, snapshot
+from .progress import Progress
+from .row import ERROR, INCORRECT, Row
+from .timing import POLICIES, steady_time, time_once
+from .workloads import Workload, select, sizes_for, tolerance
+
+FRESH_PROCESS_CHOICES = ("first", "all", "none")
+_PREFERRED_PROBE = "relu_bias"  # a small pointwise graph: what the compile-time targets talk about
+_MAX_ERROR_CHARS = 2000
+
+
+@dataclass
+class BenchConfig:
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    size: str = "full"  # full | quick | tiny (tests)
+    only: Optional[Sequence[str]] = None
+    backends: Sequence[Any] = ("eager", "aot_eager", "inductor", "cppinductor")
+    fresh_process: str = "first"  # which workloads get a fresh-process compile probe
+    threads: Optional[int] = None
+    progress: bool = True
+    workloads: List[Workload] = field(init=False)
+    backend_list: List[Backend] = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.fresh_process not in FRESH_PROCESS_CHOICES:
+            raise ValueError(f"fresh_process must be one of {FRESH_PROCESS_CHOICES}")
+        self.workloads = select(self.only, quick=self.size == "quick")
+        self.backend_list = parse_backends(self.backends)
+
+    @property
+    def dtype_name(self) -> str:
+        return str(self.dtype).replace("torch.", "")
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"[:_MAX_ERROR_CHARS]
+
+
+def _probed_workloads(config: BenchConfig) -> List[Workload]:
+    if config.fresh_process == "none" or not config.workloads:
+        return []
+    if config.fresh_process == "all":
+        return list(config.workloads)
+    preferred = [w for w in config.workloads if w.name == _PREFERRED_PROBE]
+    return preferred or config.workloads[:1]
+
+
+def _warm_up(backend: Backend, device: str) -> float:
+    """One throwaway compile of a tiny graph: process-level initialisation happens here."""
+    with fresh_caches():
+        x = torch.ones(64, 64, device=device)
+        compiled = backend.compiler()(lambda x: torch.relu(x) * 2 + 1)
+        seconds, _ = time_once(lambda: compiled(x), device)
+    return seconds
+
+
+class _Runner:
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self.policy = POLICIES[config.size]
+        self.sizes = sizes_for(config.device, config.size)
+        self.copy_refs = CopyReferences(config.device, self.policy)
+        self.unavailable = {b.label: b.unavailable_reason() for b in config.backend_list}
+        self.runnable = [b for b in config.backend_list if self.unavailable[b.label] is None]
+
+    def row(self, workload: Workload, backend: Backend) -> Row:
+        c = self.config
+        return Row(workload=workload.name, backend=backend.label, device=c.device, dtype=c.dtype_name,
+                   threads=torch.get_num_threads(), torch_version=torch.__version__, kind=workload.kind)
+
+    def run(self) -> List[Row]:
+        c = self.config
+        compiled = [b for b in self.runnable if not b.is_eager]
+        probed = [(w, b) for w in _probed_workloads(c) for b in compiled if b.runs_in_subprocess]
+        total = len(probed) + len(compiled) + len(c.workloads) * len(c.backend_list)
+        progress = Progress(total, c.progress)
+        try:
+            probes: Dict[Tuple[str, str], ProbeResult] = {}
+            for w, b in probed:
+                progress.start(f"{w.name} · {b.label} · fresh process")
+                probes[(w.name, b.label)] = probe(w.name, b.label, c.device, c.dtype_name, c.size,
+                                                  torch.get_num_threads())
+                progress.advance()
+            warmups: Dict[str, float] = {}
+            for b in compiled:
+                progress.start(f"{b.label} · warm-up compile")
+                try:
+                    warmups[b.label] = _warm_up(b, c.device)
+                except Exception as e:  # the workload rows will show the error
+                    self.unavailable[b.label] = f"warm-up compile failed: {_describe(e)}"
+                progress.advance()
+            rows = []
+            for w in c.workloads:
+                rows += self.run_workload(w, progress)
+        finally:
+            progress.close()
+        for r in rows:
+            p = probes.get((r.workload, r.backend))
+            if p is not None:
+                r.compile_s_fresh = p.compile_s
+                if p.error and r.error is None:
+                    r.error = f"fresh-process probe: {p.error}"[:_MAX_ERROR_CHARS]
+            r.backend_warmup_s = warmups.get(r.backend)
+        _derive(rows)
+        return rows
+
+    def run_workload(self, workload: Workload, progress: Progress) -> List[Row]:
+        expected: Any = None
+        eager_failed: Optional[str] = None
+        rows = []
+        for backend in self.config.backend_list:
+            progress.start(f"{workload.name} · {backend.label}")
+            row = self.row(workload, backend)
+            reason = self.unavailable[backend.label] or (eager_failed and f"eager reference failed: {eager_failed}")
+            if reason:
+                row.status, row.error = ERROR, reason
+            else:
+                try:
+                    result = self.measure(workload, backend, row)
+                    if backend.is_eager:
+                        expected = result
+                    else:
+                        self.check(workload, expected, result, row)
+                except Exception as e:
+                    row.status, row.error = ERROR, _describe(e)
+                    if backend.is_eager:
+                        eager_failed = row.error
+                finally:
+                    gc.collect()
+                    if torch.device(self.config.device).type == "cuda":
+                        torch.cuda.empty_cache()
+            rows.append(row)
+            progress.advance()
+        return rows
+
+    def measure(self, workload: Workload, backend: Backend, row: Row) -> Any:
+        """Times first call and steady state into row; returns a snapshot of the first call's result."""
+        c = self.config
+        with fresh_caches():
+            case = workload.build(self.sizes, c.device, c.dtype)
+            row.shape, row.bytes_moved = case.shape, case.bytes_moved
+            step = case.make_step(backend.compiler())
+            first_s, result = time_once(step, c.device)
+            result = snapshot(result)
+            steady = steady_time(step, c.device, self.policy)
+        row.time_ms, row.reps, row.first_call_s = steady.median_s * 1e3, steady.reps, first_s
+        if not backend.is_eager:
+            row.compile_s_warm = max(first_s - steady.median_s, 0.0)
+        if case.bytes_moved is not None and case.largest_input is not None:
+            ref = self.copy_refs.for_tensor(case.largest_input)
+            row.copy_gbps, row.copy_prealloc_gbps = ref.clone_gbps, ref.prealloc_gbps
+        return result
+
+    def check(self, workload: Workload, expected: Any, actual: Any, row: Row) -> None:
+        problem = mismatch(expected, actual, tolerance(workload, self.config.dtype))
+        row.correct = problem is None
+        if problem:
+            row.status, row.error = INCORRECT, problem[:_MAX_ERROR_CHARS]
+
+
+def _derive(rows: List[Row]) -> None:
+    by_key = {(r.workload, r.backend): r for r in rows}
+    for r in rows:
+        if r.backend == "eager" and r.time_ms is not None:
+            r.correct = True
+        eager = by_key.get((r.workload, "eager"))
+        inductor = by_key.get((r.workload, "inductor"))
+        aot = by_key.get((r.workload, "aot_eager"))
+        if r.time_ms:
+            if eager and eager.time_ms:
+                r.speedup_vs_eager = eager.time_ms / r.time_ms
+            if inductor and inductor.time_ms:
+                r.speedup_vs_inductor = inductor.time_ms / r.time_ms
+        r.gbps = gbps(r.bytes_moved, r.time_ms and r.time_ms / 1e3)
+        if r.gbps is not None and r.copy_gbps:
+            r.pct_of_copy = 100.0 * r.gbps / r.copy_gbps
+        if r.compile_s_warm is not None and aot and aot.compile_s_warm is not None and r is not aot:
+            r.compile_over_aot_eager_s = r.compile_s_warm - aot.compile_s_warm
+
+
+def run_bench(config: BenchConfig) -> List[Row]:
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    return _Runner(config).run()

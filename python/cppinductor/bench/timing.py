@@ -1,0 +1,78 @@
+"""Timing: one call (first-call / compile time) and the steady-state median.
+
+CPU calls are timed with perf_counter around each call; CUDA calls with a pair
+of events per call on the current stream, read after one synchronize, so
+launch overhead between calls is not counted. The repeat count adapts so a
+measurement lasts about ``min_time`` seconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, List, Tuple
+
+import torch
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    min_time: float  # seconds one steady-state measurement should last
+    warmup: int  # calls after the first, not timed
+    min_reps: int
+    max_reps: int
+
+
+POLICIES = {
+    "full": TimingPolicy(min_time=1.0, warmup=3, min_reps=10, max_reps=1000),
+    "quick": TimingPolicy(min_time=0.25, warmup=2, min_reps=5, max_reps=200),
+    "tiny": TimingPolicy(min_time=0.005, warmup=1, min_reps=3, max_reps=20),
+}
+
+
+def synchronize(device: str) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_once(fn: Callable[[], Any], device: str) -> Tuple[float, Any]:
+    """Wall time of one call including everything it triggers (compilation), and its result."""
+    synchronize(device)
+    start = time.perf_counter()
+    result = fn()
+    synchronize(device)
+    return time.perf_counter() - start, result
+
+
+def _times(fn: Callable[[], Any], device: str, reps: int) -> List[float]:
+    if torch.device(device).type == "cuda":
+        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for start, end in pairs:
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
+        return [start.elapsed_time(end) / 1e3 for start, end in pairs]
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+@dataclass(frozen=True)
+class SteadyTime:
+    median_s: float
+    reps: int
+
+
+def steady_time(fn: Callable[[], Any], device: str, policy: TimingPolicy) -> SteadyTime:
+    """Median time per call after warm-up; the caller has already made the first call."""
+    for _ in range(policy.warmup):
+        fn()
+    estimate = statistics.median(_times(fn, device, 2))
+    reps = int(policy.min_time / max(estimate, 1e-7))
+    reps = max(policy.min_reps, min(policy.max_reps, reps))
+    return SteadyTime(statistics.median(_times(fn, device, reps)), reps)

@@ -1,0 +1,328 @@
+"""The benchmark's workloads: what each computes, at which sizes, how many bytes it must move.
+
+A workload builds a :class:`Case` from a :class:`Sizes` and a device. The case
+knows how to run one iteration given a ``compile`` function (identity for
+eager, ``torch.compile(..., backend=...)`` otherwise), so the same code runs
+every backend and the training step can compile its forward+loss while the
+optimizer stays outside.
+
+Memory-bound workloads declare the minimal bytes they must move (every input
+read once, every output written once); GB/s and "% of copy" come from that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SEED = 0
+
+Compile = Callable[[Callable], Callable]
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes for one device and one size class (full, quick, tiny)."""
+
+    rows: int  # 2-D memory-bound inputs are rows x cols
+    cols: int
+    softmax: Tuple[int, int]
+    matmul: int  # n for an n x n @ n x n matmul
+    mlp: Tuple[int, int, int]  # batch, d_model, d_hidden
+    transformer: Tuple[int, int, int, int]  # batch, seq, d_model, heads
+
+
+# CPU: tens of MB per input (4096 x 4096 float32 = 64 MiB), the size the CPU
+# bandwidth target names. CUDA: >= 1 GiB per memory-bound input (16384^2 float32),
+# softmax at the 16384 x 4096 the CUDA target names.
+_SIZES: Dict[Tuple[str, str], Sizes] = {
+    ("cpu", "full"): Sizes(4096, 4096, (4096, 4096), 1024, (256, 1024, 2048), (4, 256, 512, 8)),
+    ("cpu", "quick"): Sizes(4096, 4096, (4096, 4096), 512, (128, 512, 1024), (2, 128, 256, 4)),
+    ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 4096, 16384), (16, 1024, 1024, 16)),
+    ("cuda", "quick"): Sizes(8192, 8192, (16384, 4096), 4096, (4096, 2048, 8192), (8, 512, 1024, 16)),
+}
+_TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2))
+
+
+def sizes_for(device: str, size: str) -> Sizes:
+    if size == "tiny":
+        return _TINY
+    return _SIZES[(torch.device(device).type, size)]
+
+
+@dataclass
+class Case:
+    """One built instance of a workload: inputs allocated, parameters seeded."""
+
+    shape: str
+    make_step: Callable[[Compile], Callable[[], Any]]
+    bytes_moved: Optional[int] = None  # None: not memory-bound, no GB/s
+    largest_input: Optional[torch.Tensor] = None  # the copy reference copies this
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    kind: str  # "memory" (GB/s reported), "compute", "train"
+    description: str
+    build: Callable[[Sizes, str, torch.dtype], Case]
+    quick: bool  # part of --quick
+    tol: Tuple[float, float] = (1.3e-5, 1.5e-5)  # float32 (rtol, atol) vs eager
+
+
+def tolerance(workload: Workload, dtype: torch.dtype) -> Tuple[float, float]:
+    """float32 tolerances are the workload's own; half types get torch.testing's at least."""
+    rtol, atol = workload.tol
+    if dtype == torch.bfloat16:
+        return max(rtol, 1.6e-2), max(atol, 1e-2)
+    if dtype == torch.float16:
+        return max(rtol, 1e-3), max(atol, 1e-3)
+    return rtol, atol
+
+
+def _generator(device: str) -> torch.Generator:
+    return torch.Generator(device=device).manual_seed(SEED)
+
+
+def _randn(gen: torch.Generator, shape: Sequence[int], device: str, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen, device=device, dtype=dtype)
+
+
+def _shape(*dims: int) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def _inference(fn: Callable, args: Tuple) -> Callable[[Compile], Callable[[], Any]]:
+    """An inference step: compile fn once, call it on args without autograd."""
+
+    def make_step(compile: Compile) -> Callable[[], Any]:
+        compiled = compile(fn)
+
+        def step() -> Any:
+            with torch.no_grad():
+                return compiled(*args)
+
+        return step
+
+    return make_step
+
+
+def _nbytes(*tensors_or_counts: Any, dtype: torch.dtype) -> int:
+    total = 0
+    for t in tensors_or_counts:
+        total += t.numel() * t.element_size() if isinstance(t, torch.Tensor) else t * dtype.itemsize
+    return total
+
+
+# --- memory-bound ------------------------------------------------------------
+
+
+def _pointwise_unary(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[Sizes, str, torch.dtype], Case]:
+    def build(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+        x = _randn(_generator(device), (s.rows, s.cols), device, dtype)
+        return Case(_shape(s.rows, s.cols), _inference(fn, (x,)), _nbytes(x, x.numel(), dtype=dtype), x)
+
+    return build
+
+
+def _pointwise_bias(fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable[[Sizes, str, torch.dtype], Case]:
+    def build(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+        gen = _generator(device)
+        x = _randn(gen, (s.rows, s.cols), device, dtype)
+        b = _randn(gen, (s.cols,), device, dtype)
+        moved = _nbytes(x, b, x.numel(), dtype=dtype)
+        return Case(_shape(s.rows, s.cols), _inference(fn, (x, b)), moved, x)
+
+    return build
+
+
+def copy(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+def relu_bias(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x + b) * 2
+
+
+def sin_cos(x: torch.Tensor) -> torch.Tensor:
+    return torch.sin(x) + torch.cos(x)
+
+
+def gelu_bias(x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return F.gelu(x + b)
+
+
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+def _build_softmax(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    r, c = s.softmax
+    x = _randn(_generator(device), (r, c), device, dtype)
+    return Case(_shape(r, c), _inference(softmax, (x,)), _nbytes(x, x.numel(), dtype=dtype), x)
+
+
+def _build_layer_norm(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    gen = _generator(device)
+    x = _randn(gen, (s.rows, s.cols), device, dtype)
+    w = _randn(gen, (s.cols,), device, dtype)
+    b = _randn(gen, (s.cols,), device, dtype)
+
+    def layer_norm(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (x.shape[-1],), w, b)
+
+    moved = _nbytes(x, w, b, x.numel(), dtype=dtype)
+    return Case(_shape(s.rows, s.cols), _inference(layer_norm, (x, w, b)), moved, x)
+
+
+def var_mean(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    return torch.var_mean(x, dim=-1)
+
+
+def row_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(dim=-1)
+
+
+def col_sum(x: torch.Tensor) -> torch.Tensor:
+    return x.sum(dim=0)
+
+
+def _reduction(fn: Callable, outputs_per_row: int, axis: int) -> Callable[[Sizes, str, torch.dtype], Case]:
+    def build(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+        x = _randn(_generator(device), (s.rows, s.cols), device, dtype)
+        out_elems = outputs_per_row * (s.rows if axis == -1 else s.cols)
+        return Case(_shape(s.rows, s.cols), _inference(fn, (x,)), _nbytes(x, out_elems, dtype=dtype), x)
+
+    return build
+
+
+# --- compute-bound -----------------------------------------------------------
+
+
+def matmul_relu(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.relu(a @ b)
+
+
+def _build_matmul(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    gen = _generator(device)
+    n = s.matmul
+    a = _randn(gen, (n, n), device, dtype)
+    b = _randn(gen, (n, n), device, dtype)
+    return Case(_shape(n, n, n), _inference(matmul_relu, (a, b)))
+
+
+class MLP(nn.Module):
+    def __init__(self, d_model: int, d_hidden: int) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(d_model, d_hidden)
+        self.fc2 = nn.Linear(d_hidden, d_hidden)
+        self.fc3 = nn.Linear(d_hidden, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc3(F.gelu(self.fc2(F.relu(self.fc1(x)))))
+
+
+class TransformerBlock(nn.Module):
+    """Pre-norm block: causal self-attention then a GELU MLP, both residual."""
+
+    def __init__(self, d_model: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.fc1 = nn.Linear(d_model, 4 * d_model)
+        self.fc2 = nn.Linear(4 * d_model, d_model)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+        q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def _seeded(module_factory: Callable[[], nn.Module], device: str, dtype: torch.dtype) -> nn.Module:
+    torch.manual_seed(SEED)
+    return module_factory().to(device=device, dtype=dtype)
+
+
+def _build_mlp(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    batch, d, h = s.mlp
+    model = _seeded(lambda: MLP(d, h), device, dtype)
+    x = _randn(_generator(device), (batch, d), device, dtype)
+    return Case(f"{batch}x{d}>{h}>{h}>{d}", _inference(model, (x,)))
+
+
+def _build_transformer(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    batch, seq, d, heads = s.transformer
+    model = _seeded(lambda: TransformerBlock(d, heads), device, dtype)
+    x = _randn(_generator(device), (batch, seq, d), device, dtype)
+    return Case(f"{batch}x{seq}x{d} h{heads}", _inference(model, (x,)))
+
+
+def _build_mlp_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    """Forward + loss compiled (AOTAutograd compiles the backward); SGD steps eagerly.
+
+    One step returns the parameters, so comparing a step's result against eager
+    compares the parameters after one optimizer step.
+    """
+    batch, d, h = s.mlp
+    model = _seeded(lambda: MLP(d, h), device, dtype)
+    gen = _generator(device)
+    x = _randn(gen, (batch, d), device, dtype)
+    target = _randn(gen, (batch, d), device, dtype)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def loss_fn(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return F.mse_loss(model(x), target)
+
+    def make_step(compile: Compile) -> Callable[[], Any]:
+        compiled = compile(loss_fn)
+
+        def step() -> List[torch.Tensor]:
+            optimizer.zero_grad(set_to_none=True)
+            compiled(x, target).backward()
+            optimizer.step()
+            return [p.detach() for p in model.parameters()]
+
+        return step
+
+    return Case(f"{batch}x{d}>{h}>{h}>{d}", make_step)
+
+
+_REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
+
+WORKLOADS: List[Workload] = [
+    Workload("copy", "memory", "x.clone() (the bandwidth reference)", _pointwise_unary(copy), True),
+    Workload("relu_bias", "memory", "relu(x + b) * 2", _pointwise_bias(relu_bias), True),
+    Workload("sin_cos", "memory", "sin(x) + cos(x)", _pointwise_unary(sin_cos), True),
+    Workload("gelu_bias", "memory", "gelu(x + b)", _pointwise_bias(gelu_bias), True),
+    Workload("softmax", "memory", "softmax over rows", _build_softmax, True, _REDUCTION_TOL),
+    Workload("layer_norm", "memory", "layer_norm over rows, affine", _build_layer_norm, False, _REDUCTION_TOL),
+    Workload("var_mean", "memory", "var_mean over rows", _reduction(var_mean, 2, -1), False, _REDUCTION_TOL),
+    Workload("row_sum", "memory", "x.sum(dim=-1)", _reduction(row_sum, 1, -1), False, _REDUCTION_TOL),
+    Workload("col_sum", "memory", "x.sum(dim=0)", _reduction(col_sum, 1, 0), False, _REDUCTION_TOL),
+    Workload("matmul_relu", "compute", "relu(a @ b)", _build_matmul, False, _REDUCTION_TOL),
+    Workload("mlp", "compute", "3-layer MLP forward", _build_mlp, True, _REDUCTION_TOL),
+    Workload("transformer", "compute", "pre-norm transformer block forward", _build_transformer, False, (1e-4, 2e-4)),
+    Workload("mlp_train", "train", "MLP forward + backward + SGD step", _build_mlp_train, False, _REDUCTION_TOL),
+]
+
+BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}
+
+
+def select(only: Optional[Sequence[str]], quick: bool) -> List[Workload]:
+    """Workloads in table order: the named ones (--only), else all, else the quick subset."""
+    if only:
+        unknown = [n for n in only if n not in BY_NAME]
+        if unknown:
+            raise ValueError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
+        return [w for w in WORKLOADS if w.name in set(only)]
+    return [w for w in WORKLOADS if w.quick or not quick]

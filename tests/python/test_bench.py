@@ -1,0 +1,206 @@
+"""The benchmark's machinery on tiny sizes with fast backends (eager, aot_eager).
+
+Tests that need Inductor are marked ``inductor`` and skipped unless
+CPPINDUCTOR_TEST_INDUCTOR=1 (Inductor's first compile takes ~20-60 s here).
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from cppinductor.bench import Backend, BenchConfig, Row, run_bench
+from cppinductor.bench.bandwidth import gbps
+from cppinductor.bench.cli import main
+from cppinductor.bench.correctness import mismatch
+from cppinductor.bench.report import format_table, read_json
+from cppinductor.bench.workloads import BY_NAME, WORKLOADS, select, sizes_for
+
+needs_inductor = pytest.mark.skipif(
+    os.environ.get("CPPINDUCTOR_TEST_INDUCTOR") != "1", reason="slow: set CPPINDUCTOR_TEST_INDUCTOR=1"
+)
+
+
+def _wrong(gm, example_inputs):
+    """A Dynamo backend that is wrong on purpose: every output * 1.5 + 1 (so gradients change too)."""
+
+    def run(*args):
+        out = gm(*args)
+        return type(out)(o * 1.5 + 1 for o in out) if isinstance(out, (tuple, list)) else out * 1.5 + 1
+
+    return run
+
+
+def _raises(gm, example_inputs):
+    raise RuntimeError("this backend always fails")
+
+
+def _bench(only, backends=("eager", "aot_eager"), fresh_process="none"):
+    return run_bench(BenchConfig(size="tiny", only=only, backends=backends, fresh_process=fresh_process,
+                                 progress=False))
+
+
+@pytest.fixture(scope="module")
+def pointwise_rows():
+    return _bench(["copy", "relu_bias", "softmax"], fresh_process="first")
+
+
+def test_rows_cover_workloads_and_backends_eager_first(pointwise_rows):
+    assert [(r.workload, r.backend) for r in pointwise_rows] == [
+        (w, b) for w in ("copy", "relu_bias", "softmax") for b in ("eager", "aot_eager")
+    ]
+
+
+def test_rows_have_timing_speedup_bandwidth_and_compile_time(pointwise_rows):
+    for r in pointwise_rows:
+        assert r.status == "ok" and r.error is None and r.correct is True, r
+        assert r.time_ms > 0 and r.reps >= 3
+        assert r.gbps > 0 and r.copy_gbps > 0 and r.copy_prealloc_gbps > 0 and r.pct_of_copy > 0
+        assert r.threads == torch.get_num_threads() and r.device == "cpu" and r.dtype == "float32"
+        if r.backend == "eager":
+            assert r.speedup_vs_eager == pytest.approx(1.0) and r.compile_s_warm is None
+        else:
+            assert r.speedup_vs_eager > 0 and r.compile_s_warm > 0 and r.backend_warmup_s > 0
+            assert r.compile_over_aot_eager_s is None  # aot_eager is the baseline itself
+        assert r.speedup_vs_inductor is None  # inductor not run
+
+
+def test_fresh_process_probe_fills_only_the_probed_workload(pointwise_rows):
+    probed = {(r.workload, r.backend): r.compile_s_fresh for r in pointwise_rows}
+    assert probed[("relu_bias", "aot_eager")] > 0
+    assert probed[("copy", "aot_eager")] is None and probed[("relu_bias", "eager")] is None
+
+
+def test_bytes_moved_is_inputs_read_plus_outputs_written():
+    s = sizes_for("cpu", "tiny")
+    n, c = s.rows * s.cols, s.cols
+    expected = {
+        "copy": 2 * n,
+        "relu_bias": 2 * n + c,
+        "sin_cos": 2 * n,
+        "gelu_bias": 2 * n + c,
+        "softmax": 2 * s.softmax[0] * s.softmax[1],
+        "layer_norm": 2 * n + 2 * c,
+        "var_mean": n + 2 * s.rows,
+        "row_sum": n + s.rows,
+        "col_sum": n + c,
+    }
+    for name, elements in expected.items():
+        case = BY_NAME[name].build(s, "cpu", torch.float32)
+        assert case.bytes_moved == 4 * elements, name
+    for w in WORKLOADS:
+        assert (w.kind == "memory") == (w.build(s, "cpu", torch.float32).bytes_moved is not None), w.name
+
+
+def test_gbps_and_percent_of_copy_arithmetic(pointwise_rows):
+    assert gbps(2_000_000_000, 0.5) == pytest.approx(4.0)
+    assert gbps(None, 1.0) is None and gbps(100, 0.0) is None
+    for r in pointwise_rows:
+        assert r.gbps == pytest.approx(r.bytes_moved / (r.time_ms / 1e3) / 1e9)
+        assert r.pct_of_copy == pytest.approx(100 * r.gbps / r.copy_gbps)
+
+
+def test_wrong_backend_is_flagged_incorrect_not_fatal():
+    rows = _bench(["relu_bias", "mlp_train"], backends=["aot_eager", Backend("wrong", _wrong)])
+    wrong = [r for r in rows if r.backend == "wrong"]
+    assert [r.workload for r in wrong] == ["relu_bias", "mlp_train"]
+    for r in wrong:
+        assert r.status == "incorrect" and r.correct is False and "mismatch" in r.error.lower()
+        assert r.time_ms > 0  # it ran and was timed; only its results are wrong
+    assert all(r.status == "ok" for r in rows if r.backend != "wrong")
+
+
+def test_failing_and_unknown_backends_mark_rows_with_the_error():
+    rows = _bench(["sin_cos"], backends=[Backend("raises", _raises), "no_such_backend"])
+    by_backend = {r.backend: r for r in rows}
+    assert by_backend["eager"].status == "ok"
+    assert by_backend["raises"].status == "error" and "always fails" in by_backend["raises"].error
+    assert by_backend["no_such_backend"].status == "error"
+    assert "no_such_backend" in by_backend["no_such_backend"].error
+    table = format_table(rows)
+    assert "ERROR" in table and "sin_cos/raises:" in table
+
+
+def test_training_step_compares_parameters_after_one_sgd_step():
+    rows = _bench(["mlp_train"])
+    assert all(r.status == "ok" and r.kind == "train" and r.gbps is None for r in rows)
+
+
+def test_mismatch_reports_structure_and_values():
+    a = torch.ones(3)
+    assert mismatch((a, a), (a, a), (1e-5, 1e-5)) is None
+    assert "structure" in mismatch((a, a), a, (1e-5, 1e-5))
+    assert "output 1" in mismatch((a, a), (a, a + 1), (1e-5, 1e-5))
+    nan = torch.tensor([float("nan")])
+    assert mismatch(nan, nan.clone(), (1e-5, 1e-5)) is None  # NaN must propagate, and it did
+
+
+def test_only_filters_and_quick_subset():
+    assert [w.name for w in select(["softmax", "copy"], quick=False)] == ["copy", "softmax"]
+    quick = [w.name for w in select(None, quick=True)]
+    assert {"copy", "relu_bias", "sin_cos", "gelu_bias", "softmax", "mlp"} <= set(quick)
+    assert len(quick) < len(WORKLOADS)
+    with pytest.raises(ValueError, match="unknown workload"):
+        select(["nope"], quick=False)
+
+
+def test_cli_json_table_and_only(tmp_path, capsys):
+    out = tmp_path / "rows.json"
+    assert main(["--size", "tiny", "--only", "copy,row_sum", "--backends", "eager,aot_eager",
+                 "--fresh-process", "none", "--no-progress", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "copy reference" in table and "row_sum" in table and "softmax" not in table
+    data = json.loads(out.read_text())
+    assert [(d["workload"], d["backend"]) for d in data] == [
+        ("copy", "eager"), ("copy", "aot_eager"), ("row_sum", "eager"), ("row_sum", "aot_eager")]
+    fields = {"workload", "backend", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
+              "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
+              "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
+              "compile_s_fresh", "compile_over_aot_eager_s", "backend_warmup_s"}
+    assert all(set(d) == fields for d in data)
+    assert read_json(str(out))[1] == Row.from_json(data[1])
+
+
+def test_cli_rejects_unknown_workload(capsys):
+    assert main(["--only", "nope", "--no-progress"]) == 2
+    assert "unknown workload" in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_fails_clearly_before_running():
+    pytest.importorskip("torch")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        with pytest.raises(SystemExit, match="pip install matplotlib"):
+            main(["--size", "tiny", "--only", "copy", "--plot", "x.png"])
+    else:
+        pytest.skip("matplotlib is installed")
+
+
+def test_plot_writes_png(tmp_path, pointwise_rows):
+    pytest.importorskip("matplotlib")
+    from cppinductor.bench.plot import write_plot
+
+    path = tmp_path / "bench.png"
+    write_plot(pointwise_rows, str(path))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_module_entry_point_runs():
+    from cppinductor.bench._compile_probe import _package_root
+
+    env = dict(os.environ, PYTHONPATH=_package_root())  # the cppinductor this test imported
+    proc = subprocess.run([sys.executable, "-m", "cppinductor.bench", "--help"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0 and "--quick" in proc.stdout and "--only" in proc.stdout
+
+
+@needs_inductor
+def test_inductor_rows_get_ratio_and_overhead_over_aot_eager():
+    rows = _bench(["relu_bias"], backends=["aot_eager", "inductor"])
+    ind = next(r for r in rows if r.backend == "inductor")
+    assert ind.status == "ok" and ind.speedup_vs_inductor == pytest.approx(1.0)
+    assert ind.compile_over_aot_eager_s is not None
