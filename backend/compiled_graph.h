@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backend/graph.h"
-#include "backend/remarks.h"
+#include "support/remarks.h"
 #include "support/kernel_handle.h"
 
 namespace cppi {
