@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "backend/graph.h"
-#include "backend/remarks.h"
+#include "support/remarks.h"
+#include "support/kernel_handle.h"
 
 namespace cppi {
 
@@ -40,17 +41,6 @@ struct Step {
 struct StageTime {
   std::string stage;
   double seconds = 0;
-};
-
-/// A compiled kernel as the runtime needs it. The code it runs belongs to the
-/// codegen that made it; `launch` is filled by that codegen.
-class KernelHandle {
- public:
-  virtual ~KernelHandle() = default;
-  virtual const std::string& name() const = 0;
-  /// Runs the kernel. `buffers[i]` is the data pointer of the i-th buffer
-  /// argument, `symbols` the values of the graph's size symbols.
-  virtual void run(void* const* buffers, const int64_t* symbols, uintptr_t stream) const = 0;
 };
 
 struct CompiledGraph {

@@ -142,11 +142,41 @@ PYBIND11_MODULE(_C, m) {
                                  out.append(py::make_tuple(b.symbol, b.placeholder, b.dim));
                                return out;
                              })
-      .def_property_readonly("kernel_names", [](const CompiledGraph& cg) {
-        std::vector<std::string> names;
-        for (const auto& k : cg.kernels) names.push_back(k->name());
-        return names;
-      });
+      .def_property_readonly("kernel_devices",
+                             [](const CompiledGraph& cg) {
+                               std::vector<std::string> devices;
+                               for (const auto& k : cg.kernels) devices.push_back(k->device());
+                               return devices;
+                             })
+      .def_property_readonly("kernel_names",
+                             [](const CompiledGraph& cg) {
+                               std::vector<std::string> names;
+                               for (const auto& k : cg.kernels) names.push_back(k->name());
+                               return names;
+                             })
+      .def(
+          "allocation",
+          [](const CompiledGraph& cg, int step, int index, const std::vector<int64_t>& symbols) {
+            const TensorMeta& meta = cg.steps.at(step).allocs.at(index).meta;
+            auto eval = [&](const std::vector<SizeExpr>& exprs) {
+              std::vector<int64_t> out;
+              for (const auto& e : exprs) out.push_back(unwrap(e.evaluate(cg.graph.symbols, symbols)));
+              return out;
+            };
+            std::string device = meta.device == Device::CPU ? "cpu" : cat("cuda:", meta.device_index);
+            return py::make_tuple(std::string(dtype_name(meta.dtype)), eval(meta.sizes), eval(meta.strides), device);
+          },
+          "(dtype, sizes, strides, device) of a buffer a kernel step allocates, given the symbol values.")
+      .def(
+          "run_kernel",
+          [](const CompiledGraph& cg, int kernel, const std::vector<uintptr_t>& buffers,
+             const std::vector<int64_t>& symbols, uintptr_t stream) {
+            const KernelHandle& k = *cg.kernels.at(kernel);
+            py::gil_scoped_release release;
+            k.run(reinterpret_cast<void* const*>(buffers.data()), symbols.data(), stream);
+          },
+          py::arg("kernel"), py::arg("buffers"), py::arg("symbols"), py::arg("stream") = 0,
+          "Runs compiled kernel `kernel` on the given data pointers.");
 
   m.def(
       "compile_graph",

@@ -81,6 +81,51 @@ def _aten_step(node: torch.fx.Node, gm: torch.fx.GraphModule, slot_of: dict) -> 
     return run
 
 
+_TORCH_DTYPES = {
+    "bool": torch.bool,
+    "uint8": torch.uint8,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+}
+
+
+def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dynamic: bool):
+    """A closure running one compiled kernel: allocate its outputs, call it."""
+    kernel, buffers = step.kernel, tuple(step.buffers)
+    device = compiled.kernel_devices[kernel]
+
+    def make_alloc(i: int):
+        def alloc(symbols: list) -> torch.Tensor:
+            dtype, sizes, strides, dev = compiled.allocation(index, i, symbols)
+            return torch.empty_strided(sizes, strides, dtype=_TORCH_DTYPES[dtype], device=dev)
+
+        return alloc
+
+    allocs = [(a.slot, make_alloc(i)) for i, a in enumerate(step.allocs)]
+    if not dynamic:  # shapes are fixed: evaluate them once
+        fixed = [(slot, compiled.allocation(index, i, [])) for i, (slot, _) in enumerate(allocs)]
+        allocs = [
+            (slot, lambda _s, m=meta: torch.empty_strided(m[1], m[2], dtype=_TORCH_DTYPES[m[0]], device=m[3]))
+            for slot, meta in fixed
+        ]
+    run_kernel = compiled.run_kernel
+
+    def run(env: list, symbols: list) -> None:
+        for slot, alloc in allocs:
+            env[slot] = alloc(symbols)
+        ptrs = [env[b].data_ptr() for b in buffers]
+        stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else 0
+        run_kernel(kernel, ptrs, symbols, stream)
+
+    return run
+
+
 class CompiledFunction:
     """The callable AOTAutograd gets back for one graph."""
 
@@ -93,12 +138,16 @@ class CompiledFunction:
         slot_of = {n: i for i, n in enumerate(nodes)}
         self._placeholders = [i for i, n in enumerate(nodes) if n.op == "placeholder"]
         self._num_slots = compiled.num_slots
+        # Where each size symbol's value comes from: (placeholder, dim or -1).
+        self._symbol_sources = [(self._placeholders[p], d) for _, p, d in compiled.symbol_bindings]
+        dynamic = bool(self._symbol_sources)
         program = []
-        for step in compiled.steps:
+        for index, step in enumerate(compiled.steps):
             if step.kind == _C.StepKind.Aten:
-                run = _aten_step(nodes[step.node], gm, slot_of)
-            else:  # kernels arrive with the codegen stages
-                raise _C.CompilerError(f"kernel steps are not supported by this runtime yet (kernel {step.kernel})")
+                aten = _aten_step(nodes[step.node], gm, slot_of)
+                run = lambda env, symbols, aten=aten: aten(env)  # noqa: E731
+            else:
+                run = _kernel_step(compiled, index, step, dynamic)
             program.append((run, tuple(step.free_after)))
         self._program = program
         self._output = _resolver(_template(nodes[-1].args[0], slot_of))
@@ -108,8 +157,11 @@ class CompiledFunction:
         for slot, value in zip(self._placeholders, args):
             env[slot] = value
         args.clear()
+        symbols = [
+            int(env[slot]) if dim < 0 else env[slot].size(dim) for slot, dim in self._symbol_sources
+        ]
         for run, frees in self._program:
-            run(env)
+            run(env, symbols)
             for s in frees:
                 env[s] = None
         return self._output(env)
