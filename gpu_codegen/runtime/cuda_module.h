@@ -86,7 +86,7 @@ Expected<CUdevice> current_device(int device = 0);
 struct DeviceProperties {
   CUdevice device = 0;
   std::string name;
-  int compute_capability = 0;         ///< major*10+minor, e.g. 90 for an H100/H200
+  int compute_capability = 0;  ///< major*10+minor, e.g. 90 for an H100/H200
   int multiprocessors = 0;
   int max_threads_per_block = 0;
   int max_shared_bytes_per_block = 0;  ///< with the opt-in launch() performs
