@@ -43,11 +43,22 @@ struct StageTime {
   double seconds = 0;
 };
 
+/// One entry of explain's kernel list: a generated kernel, or an ATen call
+/// the wrapper makes (an extern or a fallback).
+struct KernelInfo {
+  std::string name;
+  std::string device;  // "cpu" | "cuda"
+  std::string kind;    // pointwise | reduction | template | extern | fallback
+  std::vector<std::string> nodes;  // FX nodes it computes
+  bool vectorized = false;
+};
+
 struct CompiledGraph {
   Graph graph;
   std::vector<Step> steps;
   int num_slots = 0;
   std::vector<std::shared_ptr<KernelHandle>> kernels;
+  std::vector<KernelInfo> kernel_infos;
   Remarks remarks;
   std::vector<StageTime> stage_times;
   /// Generated sources, one entry per compiled module, for dumps and tests.

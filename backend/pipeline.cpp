@@ -57,6 +57,10 @@ Status plan_steps(PipelineContext& ctx) {
     step.kind = Step::Kind::Aten;
     step.node = static_cast<int>(i);
     if (n.op == Node::Op::CallFunction && is_aten_op(n.target)) {
+      std::string device = "cpu";
+      if (n.value.kind == ValueInfo::Kind::Tensor && n.value.tensor.device == Device::CUDA) device = "cuda";
+      ctx.result.kernel_infos.push_back(
+          {n.name, device, is_extern_op(n.target) ? "extern" : "fallback", {n.name}, false});
       if (is_extern_op(n.target)) {
         step.is_extern = true;
         ctx.result.remarks.add({Remark::Kind::Extern, n.name, n.target, "", "calls the vendor library through ATen"});

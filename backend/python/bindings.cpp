@@ -142,6 +142,20 @@ PYBIND11_MODULE(_C, m) {
                                  out.append(py::make_tuple(b.symbol, b.placeholder, b.dim));
                                return out;
                              })
+      .def_property_readonly("kernel_infos",
+                             [](const CompiledGraph& cg) {
+                               py::list out;
+                               for (const auto& k : cg.kernel_infos) {
+                                 py::dict d;
+                                 d["name"] = k.name;
+                                 d["device"] = k.device;
+                                 d["kind"] = k.kind;
+                                 d["nodes"] = k.nodes;
+                                 d["vectorized"] = k.vectorized;
+                                 out.append(d);
+                               }
+                               return out;
+                             })
       .def_property_readonly("kernel_devices",
                              [](const CompiledGraph& cg) {
                                std::vector<std::string> devices;

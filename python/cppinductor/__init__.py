@@ -3,13 +3,14 @@
     torch.compile(model, backend="cppinductor")
 
 The backend is registered by the package's entry point; importing this
-package is only needed for its tools (explain, utils, bench).
+package is only needed for its tools: explain(), utils, bench.
 """
 
 from __future__ import annotations
 
 from .backend import cppinductor
 from .options import MODES, OPTIONS
+from .report import ExplainReport, explain
 
-__all__ = ["cppinductor", "MODES", "OPTIONS"]
+__all__ = ["cppinductor", "explain", "ExplainReport", "MODES", "OPTIONS"]
 __version__ = "0.1.0"

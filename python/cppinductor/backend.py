@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -43,7 +44,9 @@ def compile_fx_graph(
     record = debug.GraphRecord(kind=kind, gm=gm)
     dump_dir = debug.graph_dump_dir(options, record)
     try:
+        start = time.perf_counter()
         desc = export_graph(gm)
+        record.python_times["export"] = time.perf_counter() - start
         compiled = _C.compile_graph(desc, options.for_core(dump_dir))
     except (_C.UnsupportedError, _C.CompilerError) as e:
         if options.fallback_error:

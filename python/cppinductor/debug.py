@@ -32,6 +32,7 @@ class GraphRecord:
     id: int = field(default_factory=lambda: next(_graph_ids))
     graph_fallback: str | None = None
     compiled: Any = None  # _C.CompiledGraph
+    python_times: dict[str, float] = field(default_factory=dict)  # Python-side stages (export)
 
     @property
     def remarks(self) -> list[dict]:
@@ -58,7 +59,12 @@ def recording() -> Iterator[list[GraphRecord]]:
 
 
 def debug_root(options: Options) -> str | None:
-    return options.get("debug_dir") or os.environ.get("CPPINDUCTOR_DEBUG_DIR") or None
+    if options.get("debug_dir"):
+        return options.get("debug_dir")
+    root = os.environ.get("CPPINDUCTOR_DEBUG_DIR") or None
+    if root and os.path.exists(root) and not os.path.isdir(root):
+        raise ValueError(f"cppinductor: environment variable CPPINDUCTOR_DEBUG_DIR={root!r} is not a directory")
+    return root
 
 
 def graph_dump_dir(options: Options, record: GraphRecord) -> str | None:
@@ -77,9 +83,14 @@ def finish(record: GraphRecord, compiled: Any, dump_dir: str | None) -> None:
     record.compiled = compiled
     for records in _collectors:
         records.append(record)
-    if dump_dir and record.graph_fallback:
-        with open(os.path.join(dump_dir, "graph_fallback.txt"), "w") as f:
-            f.write(record.graph_fallback + "\n")
+    if dump_dir:
+        from .report import format_graph, graph_report  # report imports this module
+
+        with open(os.path.join(dump_dir, "explain.txt"), "w") as f:
+            f.write("\n".join(format_graph(record.id, graph_report(record))) + "\n")
+        if record.graph_fallback:
+            with open(os.path.join(dump_dir, "graph_fallback.txt"), "w") as f:
+                f.write(record.graph_fallback + "\n")
     if env_flag("CPPINDUCTOR_DUMP_CODE") or output_code_log.isEnabledFor(logging.DEBUG):
         for name, text in record.sources:
             output_code_log.info("# graph %d (%s): %s\n%s", record.id, record.kind, name, text)

@@ -1,0 +1,3 @@
+"""python -m cppinductor: points to the subcommands."""
+
+print("usage: python -m cppinductor.explain script.py [args] | python -m cppinductor.bench [--quick]")

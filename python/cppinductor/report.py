@@ -1,0 +1,249 @@
+"""The explain report: what Dynamo captured and what our compiler did with it.
+
+    report = cppinductor.explain(fn_or_module)(*args, **kwargs)
+    print(report)            # readable, with advice for common graph breaks
+    report.to_dict()         # the same as plain data
+
+One run of `fn` gives both halves: a Dynamo backend accumulates graphs and
+break reasons exactly as torch._dynamo.explain does, then hands each graph to
+the cppinductor backend, whose GraphRecords (forward, backward, inference)
+carry lowering, fusion and codegen decisions.
+
+    python -m cppinductor.explain script.py [args]   runs a script under explain:
+        every function the script passes to torch.compile is compiled with
+        cppinductor, and the report covers all of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from . import debug
+from .backend import cppinductor
+
+
+@dataclass
+class GraphReport:
+    kind: str
+    ops: int
+    lowered_ops: int
+    fallbacks: list[dict]
+    externs: list[dict]
+    kernels: list[dict]
+    fusion_refusals: list[dict]
+    compile_time_s: dict[str, float]
+
+    def to_dict(self) -> dict:
+        return {
+            "ops": self.ops,
+            "lowered_ops": self.lowered_ops,
+            "fallbacks": self.fallbacks,
+            "externs": self.externs,
+            "kernels": self.kernels,
+            "fusion_refusals": self.fusion_refusals,
+            "compile_time_s": self.compile_time_s,
+        }
+
+
+@dataclass
+class ExplainReport:
+    graph_count: int
+    graph_break_count: int
+    break_reasons: list[dict]
+    graphs: list[GraphReport] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "graph_count": self.graph_count,
+            "graph_break_count": self.graph_break_count,
+            "break_reasons": list(self.break_reasons),
+            "graphs": [g.to_dict() for g in self.graphs],
+        }
+
+    def __str__(self) -> str:
+        return format_report(self)
+
+
+def _aten_ops(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [
+        n
+        for n in gm.graph.nodes
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+    ]
+
+
+def graph_report(record: debug.GraphRecord) -> GraphReport:
+    """The per-graph half of the report, from one GraphRecord."""
+    ops = _aten_ops(record.gm)
+    times = dict(record.python_times)
+    if record.graph_fallback is not None:
+        # The whole graph runs in eager: every op is a fallback with the graph's reason.
+        fallbacks = [{"op": str(n.target), "reason": record.graph_fallback} for n in ops]
+        kernels = [
+            {"name": n.name, "device": _device_of(n), "kind": "fallback", "nodes": [n.name], "vectorized": False}
+            for n in ops
+        ]
+        times["total"] = sum(times.values())
+        return GraphReport(record.kind, len(ops), 0, fallbacks, [], kernels, [], times)
+    remarks = record.remarks
+    fallbacks = [{"op": r["op"], "reason": r["reason"]} for r in remarks if r["kind"] == "fallback"]
+    externs = [{"op": r["op"]} for r in remarks if r["kind"] == "extern"]
+    refusals = [
+        {"a": r["node"], "b": r["other"], "reason": r["reason"]} for r in remarks if r["kind"] == "fusion_refusal"
+    ]
+    for stage, seconds in record.stage_times:
+        if stage != "total":
+            times[stage] = times.get(stage, 0.0) + seconds
+    times["total"] = sum(times.values())
+    lowered = len(ops) - len(fallbacks) - len(externs)
+    return GraphReport(
+        record.kind, len(ops), lowered, fallbacks, externs, list(record.compiled.kernel_infos), refusals, times
+    )
+
+
+def _device_of(node: torch.fx.Node) -> str:
+    val = node.meta.get("val")
+    return val.device.type if isinstance(val, torch.Tensor) else "cpu"
+
+
+def _location(reason: Any) -> str:
+    stack = getattr(reason, "user_stack", None) or []
+    if not stack:
+        return ""
+    frame = stack[-1]
+    return f"{frame.filename}:{frame.lineno}"
+
+
+class _Explainer:
+    """A Dynamo backend that accumulates graphs and break reasons as
+    torch._dynamo.explain does, and compiles each graph with cppinductor."""
+
+    def __init__(self, mode: str | None = None, options: dict | None = None) -> None:
+        self.mode, self.options = mode, options
+        self.graphs: list = []
+        self.op_count = 0
+        self.ops_per_graph: list = []
+        self.break_reasons: list = []
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+        from torch._dynamo.backends.debugging import _explain_graph_detail
+
+        gm, self.graphs, self.op_count, self.ops_per_graph, self.break_reasons = _explain_graph_detail(
+            gm, self.graphs, self.op_count, self.ops_per_graph, self.break_reasons
+        )
+        return cppinductor(gm, example_inputs, mode=self.mode, options=self.options)
+
+    def report(self, records: list[debug.GraphRecord]) -> ExplainReport:
+        graph_count = len(self.graphs)
+        return ExplainReport(
+            graph_count=graph_count,
+            graph_break_count=max(graph_count - 1, 0),
+            break_reasons=[{"reason": r.reason, "location": _location(r)} for r in self.break_reasons],
+            graphs=[graph_report(r) for r in records],
+        )
+
+
+def explain(
+    fn: Callable[..., Any], *, mode: str | None = None, options: dict | None = None
+) -> Callable[..., ExplainReport]:
+    """Returns a function that runs `fn` under torch.compile(backend="cppinductor") and reports."""
+
+    def run(*args: Any, **kwargs: Any) -> ExplainReport:
+        torch._dynamo.reset()
+        explainer = _Explainer(mode, options)
+        try:
+            with debug.recording() as records:
+                torch._dynamo.optimize(explainer, nopython=False)(fn)(*args, **kwargs)
+        finally:
+            torch._dynamo.reset()
+        return explainer.report(records)
+
+    return run
+
+
+def explain_script(path: str, argv: list[str]) -> ExplainReport:
+    """Runs a script as __main__, compiling every torch.compile'd function in
+    it with cppinductor under the explainer, and reports on all of them."""
+    import runpy
+    import sys
+
+    explainer = _Explainer()
+    real_compile = torch.compile
+
+    def compile_under_explain(model=None, **kwargs):
+        kwargs["backend"] = explainer
+        kwargs.pop("mode", None)
+        kwargs.pop("options", None)
+        if model is None:
+            return lambda m: real_compile(m, **kwargs)
+        return real_compile(model, **kwargs)
+
+    torch._dynamo.reset()
+    saved_argv = sys.argv
+    sys.argv = [path, *argv]
+    torch.compile = compile_under_explain
+    try:
+        with debug.recording() as records:
+            runpy.run_path(path, run_name="__main__")
+    finally:
+        torch.compile = real_compile
+        sys.argv = saved_argv
+    return explainer.report(records)
+
+
+# Advice for the graph breaks users hit most, keyed by a fragment of Dynamo's reason.
+_ADVICE = [
+    ("`print`", "print() inside compiled code breaks the graph: remove it, or log outside the compiled function."),
+    ("Tensor.item()", "`.item()` leaves the graph: keep the value as a 0-d tensor, or set "
+     "torch._dynamo.config.capture_scalar_outputs = True."),
+    ("generic_jump", "Python control flow on a tensor's value (if/while on a tensor) breaks the graph: "
+     "compute both branches and select with torch.where(cond, a, b), or use torch.cond."),
+    ("Data-dependent", "Python control flow on a tensor's value breaks the graph: use torch.where or torch.cond."),
+    ("tolist", "`.tolist()` leaves the graph: keep values as tensors."),
+    ("numpy", "NumPy calls on tensors leave the graph: use the torch equivalents."),
+]
+
+
+def advice_for(reason: str) -> str | None:
+    for fragment, text in _ADVICE:
+        if fragment in reason:
+            return text
+    return None
+
+
+def format_report(report: ExplainReport) -> str:
+    lines = [
+        f"Graphs captured by Dynamo: {report.graph_count}",
+        f"Graph breaks: {report.graph_break_count}",
+    ]
+    for i, b in enumerate(report.break_reasons, 1):
+        first = b["reason"].strip().splitlines()[0]
+        lines.append(f"  break {i} at {b['location'] or '?'}: {first}")
+        advice = advice_for(b["reason"])
+        if advice:
+            lines.append(f"    advice: {advice}")
+    for i, g in enumerate(report.graphs):
+        lines.append("")
+        lines.extend(format_graph(i, g))
+    return "\n".join(lines)
+
+
+def format_graph(index: int, g: GraphReport) -> list[str]:
+    lines = [
+        f"Compiled graph {index} ({g.kind}): {g.ops} ATen ops, {g.lowered_ops} lowered, "
+        f"{len(g.externs)} extern, {len(g.fallbacks)} fallback"
+    ]
+    for k in g.kernels:
+        vec = " vectorized" if k["vectorized"] else ""
+        lines.append(f"  {k['kind']:10} {k['name']} [{k['device']}{vec}] <- {', '.join(k['nodes'])}")
+    for f in g.fallbacks:
+        lines.append(f"  fallback {f['op']}: {f['reason']}")
+    for r in g.fusion_refusals:
+        lines.append(f"  not fused {r['a']} + {r['b']}: {r['reason']}")
+    stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in g.compile_time_s.items())
+    lines.append(f"  compile time: {stages}")
+    return lines
+

@@ -1,0 +1,126 @@
+"""explain(), the debug dumps, environment variables and run_and_get_code."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import cppinductor
+from cppinductor.utils import run_and_get_code
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def breaks_everywhere(x):
+    y = x.sin()
+    print("graph break")
+    if y.sum() > 0:  # data-dependent control flow
+        y = y * 2
+    return y + y.sum().item()
+
+
+def test_break_counts_equal_dynamo_explain():
+    x = torch.randn(8)
+    ours = cppinductor.explain(breaks_everywhere)(x)
+    theirs = torch._dynamo.explain(breaks_everywhere)(x)
+    assert ours.graph_count == theirs.graph_count
+    assert ours.graph_break_count == theirs.graph_break_count
+    assert len(ours.break_reasons) == len(theirs.break_reasons) == 3
+    assert all(b["location"].endswith(".py:" + b["location"].rsplit(":", 1)[1]) for b in ours.break_reasons)
+    text = str(ours)
+    assert "print() inside compiled code" in text
+    assert "torch.where" in text
+    assert "capture_scalar_outputs" in text
+
+
+def test_to_dict_has_exactly_the_documented_keys():
+    d = cppinductor.explain(lambda x: torch.mm(x, x).sort(dim=0).values.relu())(torch.randn(4, 4)).to_dict()
+    assert set(d) == {"graph_count", "graph_break_count", "break_reasons", "graphs"}
+    (g,) = d["graphs"]
+    assert set(g) == {"ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s"}
+    assert "total" in g["compile_time_s"]
+    assert {"op": "aten.mm.default"} in g["externs"]
+    sort = [f for f in g["fallbacks"] if f["op"] == "aten.sort.default"]
+    assert sort and sort[0]["reason"]
+    for k in g["kernels"]:
+        assert set(k) == {"name", "device", "kind", "nodes", "vectorized"}
+        assert k["kind"] in {"pointwise", "reduction", "template", "extern", "fallback"}
+        assert k["nodes"], k
+    assert all(f["reason"] for f in g["fallbacks"])
+
+
+def test_backward_graphs_are_reported():
+    model = torch.nn.Linear(4, 3)
+
+    def step(x):
+        loss = model(x).relu().sum()
+        loss.backward()
+        return loss
+
+    report = cppinductor.explain(step)(torch.randn(2, 4))
+    kinds = [g.kind for g in report.graphs]
+    assert "forward" in kinds and "backward" in kinds
+
+
+def test_graph_fallback_lists_every_op_with_the_reason():
+    with pytest.warns(UserWarning, match="eager"):
+        report = cppinductor.explain(lambda z: (z * 2).abs())(torch.randn(3, dtype=torch.complex64))
+    (g,) = report.graphs
+    assert g.lowered_ops == 0 and g.fallbacks
+    assert all("complex64" in f["reason"] for f in g.fallbacks)
+
+
+def test_debug_dir_holds_one_folder_per_graph(tmp_path, monkeypatch):
+    monkeypatch.setenv("CPPINDUCTOR_DEBUG_DIR", str(tmp_path))
+    torch.compile(lambda x: x.cos() + 1, backend="cppinductor")(torch.randn(5))
+    (folder,) = os.listdir(tmp_path)
+    files = set(os.listdir(tmp_path / folder))
+    assert {"fx_graph.txt", "fx_graph.json", "wrapper_plan.txt", "explain.txt"} <= files
+    assert "aten.cos" in (tmp_path / folder / "fx_graph.txt").read_text()
+
+
+def test_invalid_environment_values_name_the_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("CPPINDUCTOR_DUMP_CODE", "yes")
+    with pytest.raises(Exception, match="CPPINDUCTOR_DUMP_CODE"):
+        torch.compile(lambda x: x + 1, backend="cppinductor")(torch.randn(2))
+    monkeypatch.delenv("CPPINDUCTOR_DUMP_CODE")
+    torch._dynamo.reset()
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("CPPINDUCTOR_DEBUG_DIR", str(not_a_dir))
+    with pytest.raises(Exception, match="CPPINDUCTOR_DEBUG_DIR"):
+        torch.compile(lambda x: x + 2, backend="cppinductor")(torch.randn(2))
+
+
+def test_run_and_get_code_returns_the_result_and_sources():
+    fn = torch.compile(lambda x: (x + 1).relu(), backend="cppinductor")
+    x = torch.randn(6)
+    result, sources = run_and_get_code(fn, x)
+    torch.testing.assert_close(result, (x + 1).relu())
+    assert isinstance(sources, list) and all(isinstance(s, str) for s in sources)
+
+
+def test_explain_command_runs_a_script(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        def f(x):
+            y = x.sin()
+            print("hello from the script")
+            return y.sort().values
+        torch.compile(f)(torch.randn(4))
+    """))
+    out = subprocess.run([sys.executable, "-m", "cppinductor.explain", str(script)],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "Graph breaks: 1" in out.stdout
+    assert "prog.py:5" in out.stdout
+    assert "aten.sort.default" in out.stdout
