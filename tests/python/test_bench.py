@@ -71,6 +71,8 @@ def test_rows_have_timing_speedup_bandwidth_and_compile_time(pointwise_rows):
 def test_fresh_process_probe_fills_only_the_probed_workload(pointwise_rows):
     probed = {(r.workload, r.backend): r.compile_s_fresh for r in pointwise_rows}
     assert probed[("relu_bias", "aot_eager")] > 0
+    fresh = next(r for r in pointwise_rows if r.compile_s_fresh is not None)
+    assert fresh.fresh_process_total_s > fresh.compile_s_fresh  # includes interpreter start and imports
     assert probed[("copy", "aot_eager")] is None and probed[("relu_bias", "eager")] is None
 
 
@@ -168,7 +170,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     fields = {"workload", "backend", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
+              "compile_s_fresh", "fresh_process_total_s", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
 

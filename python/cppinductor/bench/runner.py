@@ -133,6 +133,7 @@ class _Runner:
             p = probes.get((r.workload, r.backend))
             if p is not None:
                 r.compile_s_fresh = p.compile_s
+                r.fresh_process_total_s = p.total_s
                 if p.error and r.error is None:
                     r.error = f"fresh-process probe: {p.error}"[:_MAX_ERROR_CHARS]
             r.backend_warmup_s = warmups.get(r.backend)
