@@ -134,10 +134,23 @@ def test_training_step_compares_parameters_after_one_sgd_step():
 def test_busy_machine_is_called_out():
     from cppinductor.bench.report import busy_warning
 
-    row = Row("copy", "eager", "cpu", "float32", 2, torch.__version__, "memory", load_avg=9.0)
+    row = Row(workload="copy", backend="eager", mode=None, device="cpu", dtype="float32", threads=2,
+              torch_version=torch.__version__, kind="memory", load_avg=9.0)
     assert "machine busy" in busy_warning([row], cores=2)
     row.load_avg = 1.0
     assert busy_warning([row], cores=2) is None
+
+
+def test_mode_goes_to_inductor_and_cppinductor_only():
+    from cppinductor.bench.backends import parse_backends
+
+    backends = parse_backends("aot_eager,inductor,cppinductor,eager", mode="max-autotune")
+    assert [(b.label, b.mode) for b in backends] == [
+        ("eager", None), ("aot_eager", None), ("inductor", "max-autotune"), ("cppinductor", "max-autotune")]
+    with pytest.raises(ValueError, match="listed twice"):
+        parse_backends("inductor,inductor")
+    with pytest.raises(ValueError, match="unknown mode"):
+        parse_backends("inductor", mode="fast")
 
 
 def test_mismatch_reports_structure_and_values():
@@ -167,7 +180,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [(d["workload"], d["backend"]) for d in data] == [
         ("copy", "eager"), ("copy", "aot_eager"), ("row_sum", "eager"), ("row_sum", "aot_eager")]
-    fields = {"workload", "backend", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
+    fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
               "compile_s_fresh", "fresh_process_total_s", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}

@@ -43,7 +43,8 @@ def _package_root() -> str:
     return os.path.dirname(os.path.abspath(list(package.__path__)[0]))
 
 
-def probe(workload: str, backend: str, device: str, dtype: str, size: str, threads: int) -> ProbeResult:
+def probe(workload: str, backend: str, device: str, dtype: str, size: str, threads: int,
+          mode: Optional[str] = None) -> ProbeResult:
     """Run the probe in a fresh process with fresh cache directories."""
     from .caches import fresh_cache_env
 
@@ -53,6 +54,7 @@ def probe(workload: str, backend: str, device: str, dtype: str, size: str, threa
         cmd = [sys.executable, "-m", "cppinductor.bench._compile_probe", "--workload", workload,
                "--backend", backend, "--device", device, "--dtype", dtype, "--size", size,
                "--threads", str(threads), "--launched-at", repr(time.time())]
+        cmd += [] if mode is None else ["--mode", mode]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -76,6 +78,7 @@ def _child(argv: List[str]) -> int:
     for name in ("workload", "backend", "device", "dtype", "size"):
         parser.add_argument("--" + name, required=True)
     parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--mode")
     parser.add_argument("--launched-at", type=float, required=True, help="the parent's time.time() at launch")
     args = parser.parse_args(argv)
     startup_s = time.time() - args.launched_at
@@ -83,7 +86,7 @@ def _child(argv: List[str]) -> int:
     try:
         workload = BY_NAME[args.workload]
         case = workload.build(sizes_for(args.device, args.size), args.device, getattr(torch, args.dtype))
-        step = case.make_step(Backend(args.backend).compiler())
+        step = case.make_step(Backend(args.backend, mode=args.mode).compiler())
         first_s, _ = time_once(step, args.device)
         total_s = time.time() - args.launched_at
         steady_s = steady_time(step, args.device, POLICIES[args.size]).median_s

@@ -12,6 +12,7 @@ OK, INCORRECT, ERROR = "ok", "incorrect", "error"
 class Row:
     workload: str
     backend: str
+    mode: Optional[str]  # torch.compile mode, None: not given
     device: str
     dtype: str
     threads: int
