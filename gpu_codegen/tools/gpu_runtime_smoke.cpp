@@ -1,14 +1,17 @@
 // gpu_runtime_smoke: compiles a few kernels with NVRTC, loads and launches
 // them through the driver API, checks every result, and measures NVRTC
-// compile time per kernel and copy bandwidth on 1 GiB. Exits non-zero on any
-// failure or mismatch; the last line says SMOKE PASSED or SMOKE FAILED.
+// compile time per kernel, host time per launch and copy bandwidth on 1 GiB.
+// Exits non-zero on any failure or mismatch; the last line says SMOKE PASSED
+// or SMOKE FAILED.
 //
-// On the GPU machine (no LLVM there, NVRTC from torch's wheel):
-//
+// On the GPU machine, everything (build, smoke, GoogleTests, logs in $OUT):
+//   bash gpu_codegen/tools/run_gpu_checks.sh
+// or by hand (no LLVM there; NVRTC from torch's wheel):
 //   cmake -G Ninja -S . -B build-gpu -DCPPINDUCTOR_CPU_JIT=OFF -DCPPINDUCTOR_BUILD_PYTHON=OFF
+//   (if another folder breaks that: cmake -G Ninja -S gpu_codegen/standalone -B build-gpu)
 //   ninja -C build-gpu gpu_runtime_smoke
 //   export CPPINDUCTOR_NVRTC_LIBRARY=$(python3 -c "import nvidia, pathlib; print(next(p for d in
-//   nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1*')))")
+//     nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1[0-9]')))")   # one line
 //   ./build-gpu/gpu_codegen/gpu_runtime_smoke [--nvrtc PATH] [--device N] [--mib N]
 //
 // Without CPPINDUCTOR_NVRTC_LIBRARY or --nvrtc it searches libnvrtc.so.13,
