@@ -78,6 +78,34 @@ TEST(Interpreter, ReductionNodes) {
   EXPECT_EQ(reinterpret_cast<const uint8_t*>(any.data())[2], 1);
 }
 
+TEST(Interpreter, FullReductionToScalar) {
+  // x.sum() over a 2-D input: no pointwise ranges, a rank-0 output.
+  auto in = buffer("in", DType::Int32, {index_const(3), index_const(4)}, BufferKind::GraphInput);
+  auto out = buffer("out", DType::Int64, {}, BufferKind::GraphOutput);
+  IndexExpr r0 = reduction_var(0), r1 = reduction_var(1);
+  auto node = ReductionNode::make("total", out, {index_const(3), index_const(4)}, ReductionKind::Sum,
+                                  cast(load(in, in->layout.index({r0, r1})), DType::Int64));
+  std::vector<int32_t> iv(12);
+  // Large values whose int32 sum would overflow; the int64 accumulator does not.
+  for (int k = 0; k < 12; ++k) iv[k] = 2000000000 - k;
+  int64_t result = 0;
+  InterpreterArgs args{{{"in", iv.data()}, {"out", &result}}, {}};
+  ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
+  int64_t want = 0;
+  for (int k = 0; k < 12; ++k) want += iv[k];
+  EXPECT_EQ(result, want);
+  EXPECT_GT(want, int64_t{1} << 31);
+  // argmax over two reduction dims: position in the row-major flattening.
+  auto pos = buffer("pos", DType::Int64, {}, BufferKind::GraphOutput);
+  auto arg = ReductionNode::make("where_max", pos, {index_const(3), index_const(4)}, ReductionKind::ArgMax,
+                                 load(in, in->layout.index({r0, r1})));
+  std::vector<int32_t> jv{0, 1, 2, 3, 4, 9, 6, 7, 8, 9, 1, 2};
+  int64_t p = -1;
+  InterpreterArgs args2{{{"in", jv.data()}, {"pos", &p}}, {}};
+  ASSERT_TRUE(interpret(ComputeNode(arg), args2).ok());
+  EXPECT_EQ(p, 5);
+}
+
 TEST(Interpreter, WelfordMatchesTwoPassVariance) {
   auto in = buffer("in", DType::Float32, {index_const(2), index_const(5)}, BufferKind::GraphInput);
   auto mean = buffer("mean", DType::Float32, {index_const(2)});
