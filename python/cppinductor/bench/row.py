@@ -20,7 +20,7 @@ class Row:
     kind: str  # memory | compute | train
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
-    error: Optional[str] = None  # the exception or the mismatch, when status != ok
+    error: Optional[str] = None  # the exception or the mismatch; or a failed fresh-process probe
     correct: Optional[bool] = None  # vs eager; None when it did not run
     time_ms: Optional[float] = None  # median steady-state time per call
     reps: Optional[int] = None  # calls behind the median

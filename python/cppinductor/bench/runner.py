@@ -102,8 +102,8 @@ class _Runner:
     def row(self, workload: Workload, backend: Backend) -> Row:
         c = self.config
         return Row(workload=workload.name, backend=backend.label, mode=backend.mode, device=c.device,
-                   dtype=c.dtype_name,
-                   threads=torch.get_num_threads(), torch_version=torch.__version__, kind=workload.kind)
+                   dtype=c.dtype_name, threads=torch.get_num_threads(), torch_version=torch.__version__,
+                   kind=workload.kind)
 
     def run(self) -> List[Row]:
         c = self.config
