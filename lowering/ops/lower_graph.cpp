@@ -131,7 +131,8 @@ void lower_symbolic(LoweringContext& ctx, int i) {
 void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
   const Node& n = ctx.graph().nodes[i];
   if (n.target == "getitem") return lower_getitem(ctx, i);
-  if (!is_aten_target(n.target) && is_symbolic_value(n.value)) return lower_symbolic(ctx, i);
+  bool size_arithmetic = !is_aten_target(n.target) || n.target.rfind("aten.sym_", 0) == 0;
+  if (size_arithmetic && is_symbolic_value(n.value)) return lower_symbolic(ctx, i);
   if (const char* dev = device_without_codegen(ctx, n)) {
     return run_through_aten(ctx, i, is_extern_op(n.target), cat("no codegen for ", dev));
   }
