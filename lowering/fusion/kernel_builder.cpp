@@ -1,5 +1,6 @@
 #include "lowering/fusion/kernel_builder.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -94,7 +95,6 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
   };
   for (const auto& planned : plan_stages(p, group.members, depth)) {
     if (planned.reduction) {
-      flush();
       const auto& node = *std::get<ir::ReductionNodePtr>(*p.nodes[planned.members.front()]);
       const std::map<std::string, Forward> no_forwards;
       auto ranges = node.var_ranges();
@@ -122,8 +122,6 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
     if (stage.loops.empty()) {
       stage.stores = std::move(pending);
       pending.clear();
-    } else {
-      flush();
     }
     std::map<std::string, Forward> forwards;
     for (int m : planned.members) {
@@ -131,11 +129,21 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
       auto ranges = node.var_ranges();
       StageRewriter rewrite(locals, forwards, ranges);
       Expr value = rewrite.mutate(node.store.value);
+      const auto& written = node.store.buffer->name;
       stage.stores.push_back(ir::Store::make(node.store.buffer, node.store.index, value));
-      forwards[node.store.buffer->name] = Forward{ir::simplify(node.store.index, ranges), value};
+      // A forwarded value is evaluated where it is used: not past a store to
+      // something it loads (a copy_ into an input it read).
+      for (auto it = forwards.begin(); it != forwards.end();) {
+        auto loads = ir::reads(it->second.value);
+        bool clobbered = std::any_of(loads.begin(), loads.end(), [&](const ir::Access& a) { return a.buffer->name == written; });
+        it = clobbered ? forwards.erase(it) : std::next(it);
+      }
+      forwards[written] = Forward{ir::simplify(node.store.index, ranges), value};
     }
     stages.push_back(std::move(stage));
   }
+  // Reduction results nobody stored yet go last: every later use in this
+  // kernel reads the LocalRef, so only other kernels need the memory.
   flush();
   return ir::Kernel::make(std::move(name), group.device, outer, std::move(stages), ir::Schedule{}, std::move(origins));
 }

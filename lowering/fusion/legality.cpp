@@ -22,6 +22,7 @@ std::optional<std::vector<IndexExpr>> writer_point(const IndexExpr& write_index,
   // extent. That order (innermost first) undoes the linearisation.
   std::vector<bool> used(n, false);
   IndexExpr expected = ir::index_const(1);
+  size_t outermost = n;
   for (size_t step = 0; step < n; ++step) {
     size_t found = n;
     for (size_t j = 0; j < n && found == n; ++j) {
@@ -30,12 +31,18 @@ std::optional<std::vector<IndexExpr>> writer_point(const IndexExpr& write_index,
     if (found == n) return std::nullopt;
     used[found] = true;
     expected = expected * writer_ranges[found];
+    outermost = found;
   }
+  // Loads only read elements the program wrote (a masked load: where its
+  // mask holds), so the outermost coordinate needs no wrap-around; keeping
+  // it bare lets a shifted read (padding, x0 - 1) map exactly.
   IndexExpr relative = read_index - form->offset;
   std::vector<IndexExpr> point(n);
   IndexExpr recomposed = form->offset;
   for (size_t j = 0; j < n; ++j) {
-    point[j] = ir::simplify(ir::mod(ir::floordiv(relative, form->strides[j]), writer_ranges[j]), reader_ranges);
+    IndexExpr coordinate = ir::floordiv(relative, form->strides[j]);
+    if (j != outermost) coordinate = ir::mod(coordinate, writer_ranges[j]);
+    point[j] = ir::simplify(coordinate, reader_ranges);
     recomposed = recomposed + form->strides[j] * point[j];
   }
   // The decomposition is only a candidate; it must rebuild the read index.

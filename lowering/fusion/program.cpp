@@ -14,9 +14,11 @@ Program Program::from(const LoweredGraph& lowered) {
   p.absorbed.resize(n);
   p.item_origins.resize(n);
   for (const auto& b : lowered.buffers) p.buffers[b.buffer->name] = BufferUse{b.buffer, b.graph_node, true};
+  // What an ATen item may read: any graph-node value that holds something
+  // when it runs (a graph input, or written by an earlier item).
   std::set<std::string> graph_values;
   for (const auto& [name, use] : p.buffers) {
-    if (use.graph_node >= 0) graph_values.insert(name);
+    if (use.graph_node >= 0 && use.buffer->kind == ir::BufferKind::GraphInput) graph_values.insert(name);
   }
   for (size_t i = 0; i < n; ++i) {
     if (auto a = std::get_if<AtenItem>(&lowered.program[i])) {
@@ -31,6 +33,10 @@ Program Program::from(const LoweredGraph& lowered) {
       p.set_node(i, drop_unit_loops(node));
     }
     p.absorbed[i] = {static_cast<int>(i)};
+    for (const auto& name : p.writes[i]) {
+      auto it = p.buffers.find(name);
+      if (it == p.buffers.end() || it->second.graph_node >= 0) graph_values.insert(name);
+    }
   }
   // A buffer may stay out of memory only if it is internal to the kernels.
   for (auto& [name, use] : p.buffers) {

@@ -30,8 +30,9 @@ struct Program {
   /// was inlined into its readers.
   std::vector<std::optional<ir::ComputeNode>> nodes;
   std::vector<std::optional<AtenItem>> aten;
-  /// Buffer names each item reads / writes. An ATen item reads every
-  /// graph-node value (conservatively) and writes its own node's buffers.
+  /// Buffer names each item reads / writes. An ATen item may read every
+  /// graph-node value that exists when it runs (LoweredGraph does not name its
+  /// arguments) and writes its own node's buffers.
   std::vector<std::set<std::string>> reads, writes;
   /// Item indices folded into each node (itself and the producers inlined into it).
   std::vector<std::vector<int>> absorbed;
