@@ -226,6 +226,44 @@ TEST(Interpreter, OpSemantics) {
   EXPECT_NEAR(eval(unary(UnaryOp::Erfinv, f32(0.5))).f, 0.4769362762044699, 1e-6);
 }
 
+TEST(Interpreter, EveryOpEvaluatesForEveryAcceptedDtype) {
+  // Guards the interpreter (and its typing) against ops added to ops.def
+  // without an implementation.
+  InterpreterArgs none;
+  const DType dtypes[] = {DType::Bool, DType::UInt8, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+  auto sample = [](DType t, double v) { return Constant::make(v, t); };
+  int evaluated = 0;
+#define CPPI_TRY_UNARY(Name, name, typing)                                                   \
+  for (DType t : dtypes) {                                                                   \
+    Expr e;                                                                                  \
+    try {                                                                                    \
+      e = unary(UnaryOp::Name, sample(t, 1));                                                \
+    } catch (const CompilerError&) {                                                         \
+      continue;                                                                              \
+    }                                                                                        \
+    auto r = evaluate_expr(e, none);                                                         \
+    EXPECT_TRUE(r.ok()) << name << " on " << dtype_name(t) << ": " << r.error().message;     \
+    ++evaluated;                                                                             \
+  }
+  CPPI_FOR_EACH_UNARY_OP(CPPI_TRY_UNARY)
+#undef CPPI_TRY_UNARY
+#define CPPI_TRY_BINARY(Name, name, typing)                                                  \
+  for (DType t : dtypes) {                                                                   \
+    Expr e;                                                                                  \
+    try {                                                                                    \
+      e = binary(BinaryOp::Name, sample(t, 3), sample(t, 1));                                \
+    } catch (const CompilerError&) {                                                         \
+      continue;                                                                              \
+    }                                                                                        \
+    auto r = evaluate_expr(e, none);                                                         \
+    EXPECT_TRUE(r.ok()) << name << " on " << dtype_name(t) << ": " << r.error().message;     \
+    ++evaluated;                                                                             \
+  }
+  CPPI_FOR_EACH_BINARY_OP(CPPI_TRY_BINARY)
+#undef CPPI_TRY_BINARY
+  EXPECT_GT(evaluated, 150);
+}
+
 TEST(Interpreter, PhiloxIsDeterministicAndInRange) {
   // Same (seed, offset) -> same value; values in [0, 1); normal has ~N(0,1) moments.
   EXPECT_EQ(philox_uniform(42, 7), philox_uniform(42, 7));
