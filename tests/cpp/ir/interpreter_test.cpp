@@ -264,6 +264,16 @@ TEST(Interpreter, EveryOpEvaluatesForEveryAcceptedDtype) {
   EXPECT_GT(evaluated, 150);
 }
 
+TEST(Interpreter, PhiloxKnownAnswers) {
+  // Random123's kat_vectors for philox4x32-10.
+  using W = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, 0, 0), (W{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffff, 0xffffffff),
+            (W{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0),
+            (W{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
 TEST(Interpreter, PhiloxIsDeterministicAndInRange) {
   // Same (seed, offset) -> same value; values in [0, 1); normal has ~N(0,1) moments.
   EXPECT_EQ(philox_uniform(42, 7), philox_uniform(42, 7));
