@@ -479,7 +479,16 @@ void for_each_point(const std::vector<Loop>& loops, size_t depth, IndexBindings*
   b->erase(name);
 }
 
-void run_kernel(const Kernel& k, const InterpreterArgs& args) {
+void run_kernel(const Kernel& k, const InterpreterArgs& given) {
+  // Kernel-local scratch is the kernel's own: allocate it unless the caller did.
+  InterpreterArgs args = given;
+  std::vector<std::vector<uint64_t>> scratch;
+  for (const auto& b : signature(k).scratch) {
+    if (args.buffers.count(b->name)) continue;
+    int64_t n = evaluate(b->layout.storage_size(), args.symbols);
+    scratch.emplace_back((n * dtype_size(b->dtype) + 7) / 8 + 1);
+    args.bind(b->name, scratch.back().data(), n);
+  }
   IndexBindings bindings = args.symbols;
   std::unordered_map<std::string, ScalarValue> locals;
   Evaluator ev(args, &bindings, &locals);

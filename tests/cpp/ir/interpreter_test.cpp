@@ -145,6 +145,25 @@ TEST(Interpreter, FusedSoftmaxKernel) {
   }
 }
 
+TEST(Interpreter, KernelLocalScratchIsAllocatedByTheKernel) {
+  // Stage 1 writes a row into scratch, stage 2 reads it reversed.
+  IndexExpr s0 = sym("s0");
+  auto in = buffer("in", DType::Float32, {s0, index_const(4)}, BufferKind::GraphInput);
+  auto out = buffer("out", DType::Float32, {s0, index_const(4)}, BufferKind::GraphOutput);
+  auto row = buffer("row", DType::Float32, {index_const(4)}, BufferKind::KernelLocal);
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  PointwiseStage fill{{{r0, index_const(4)}}, {Store::make(row, r0, load(in, 4 * x0 + r0))}};
+  PointwiseStage reverse{{{r0, index_const(4)}}, {Store::make(out, 4 * x0 + r0, load(row, 3 - r0))}};
+  auto k = Kernel::make("reverse_rows", Device::CPU, {{x0, s0}}, {fill, reverse});
+  KernelSignature sig = signature(*k);
+  ASSERT_EQ(sig.buffers.size(), 2u);
+  ASSERT_EQ(sig.scratch.size(), 1u);
+  EXPECT_EQ(sig.scratch[0]->name, "row");
+  std::vector<float> iv{1, 2, 3, 4, 5, 6, 7, 8}, ov(8);
+  ASSERT_TRUE(interpret(*k, InterpreterArgs().bind("in", iv).bind("out", ov).symbol("s0", 2)).ok());
+  EXPECT_EQ(ov, (std::vector<float>{4, 3, 2, 1, 8, 7, 6, 5}));
+}
+
 TEST(Interpreter, ReducedFloatsRoundOnlyAtCasts) {
   // out_h = half(float(a_h) * 3 + 1e-4): the intermediate is float32, the
   // store rounds once to float16.
