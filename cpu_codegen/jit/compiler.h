@@ -28,7 +28,8 @@ struct CompileOptions {
   enum class Compiler { ClangJit, Gxx };
   Compiler compiler = Compiler::ClangJit;
   int opt_level = 3;           // 0..3
-  bool debug_symbols = false;  // DWARF (+ frame pointers); JIT code registers with gdb
+  bool debug_symbols = false;  // DWARF + frame pointers (JIT code is not yet
+                               // registered with gdb: use Gxx to step into kernels)
   /// CPU to compile for, as clang -target-cpu / g++ -march take it ("skylake",
   /// "haswell"); empty means the host, with its exact feature set.
   std::string target_cpu;

@@ -400,3 +400,29 @@ TEST(DiskCacheEntry, RoundTripAndTruncation) {
 
 }  // namespace
 }  // namespace cppi::cpu
+
+namespace cppi::cpu {
+namespace {
+
+TEST(ParallelRuntime, RefusesLibrariesThatAreNotLibgomp) {
+  Status missing = set_openmp_library("/nonexistent/libgomp.so.1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("cannot load"), std::string::npos);
+  Status not_gomp = set_openmp_library("libm.so.6");
+  ASSERT_FALSE(not_gomp.ok());
+  EXPECT_NE(not_gomp.error().message.find("not a libgomp"), std::string::npos);
+}
+
+TEST(ParallelRuntime, ThreadCountIsSettable) {
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  set_num_threads(0);
+  EXPECT_GE(get_num_threads(), 1);  // the OpenMP default (or 1 without libgomp)
+  if (!openmp_library().empty()) {
+    // Naming the library already in use is accepted even after loops ran.
+    EXPECT_TRUE(set_openmp_library(openmp_library()).ok());
+  }
+}
+
+}  // namespace
+}  // namespace cppi::cpu
