@@ -270,6 +270,22 @@ TEST_P(CompilerTest, StageTimingsAreRecorded) {
   }
 }
 
+TEST_P(CompilerTest, DebugAndUnoptimisedBuildsRun) {
+  for (int level : {0, 1, 3}) {
+    for (bool debug : {false, true}) {
+      CompileOptions o = options();
+      o.opt_level = level;
+      o.debug_symbols = debug;
+      o.disk_cache = false;
+      auto m = compile_cpp(k_pointwise, o);
+      ASSERT_TRUE(m.ok()) << "O" << level << " debug=" << debug << ": " << m.error().message;
+      using Sum = float (*)(const float*, int64_t);
+      std::vector<float> x(5000, 0.5f);
+      EXPECT_EQ(reinterpret_cast<Sum>((*m)->lookup("sum"))(x.data(), 5000), 2500.0f);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, CompilerTest, ::testing::ValuesIn(test::available_compilers()),
                          [](const auto& info) { return std::string(test::name(info.param)); });
 
