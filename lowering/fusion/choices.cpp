@@ -97,4 +97,9 @@ std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h
   return "the reduction has no outer loop: a pointwise loop fused with it would run serially";
 }
 
+std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes) {
+  if (static_cast<int>(nodes) <= h.max_fusion_size) return std::nullopt;
+  return cat("the kernel already has ", h.max_fusion_size, " nodes (max_fusion_size)");
+}
+
 }  // namespace cppi::lowering::fusion

@@ -31,6 +31,9 @@ struct FusionHeuristics {
   /// itself across threads): pointwise stages with loops do not join it,
   /// they would lose their parallel loop.
   bool epilogues_need_outer_loops = true;
+  /// Nodes in one kernel at most (Inductor's max_fusion_size): bounds
+  /// compile time and register pressure.
+  int max_fusion_size = 64;
 };
 
 /// Weighted operation count of one evaluation of `e` (shared nodes once):
@@ -46,6 +49,9 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
 /// outer loops are `outer` (empty: no loop to parallelise over).
 std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
                                                        size_t stage_loops);
+
+/// Why a kernel should not grow to `nodes` nodes.
+std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes);
 
 /// Preference among legal fusions of a node into an existing kernel: a
 /// producer in the kernel beats a shared input, which beats none.

@@ -60,10 +60,9 @@ class RefusalLog {
 };
 
 std::string kernel_name(size_t index, const std::vector<std::string>& origins, const std::string& fallback) {
-  std::string base = origins.empty() ? fallback : origins.front();
-  std::string id;
-  for (char c : base) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return cat("kernel", index, "_", id);
+  std::string base = fusion::c_identifier(origins.empty() ? fallback : origins.front());
+  if (base.front() == '_') base.erase(0, 1);
+  return cat("kernel", index, "_", base);
 }
 
 ir::KernelPtr renamed(const ir::KernelPtr& k, std::string name) {
@@ -108,16 +107,9 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     auto producer = std::get<ir::PointwiseNodePtr>(*p.nodes[i]);
     const std::string& buffer = producer->store.buffer->name;
     if (p.needed_outside(buffer)) continue;
-    std::vector<size_t> readers;
-    bool sole_writer = true, readers_after = true;
-    for (size_t j = 0; j < p.size(); ++j) {
-      if (j == i) continue;
-      if (p.writes[j].count(buffer)) sole_writer = false;
-      if (p.reads[j].count(buffer)) {
-        readers.push_back(j);
-        readers_after = readers_after && j > i;
-      }
-    }
+    bool sole_writer = p.writers[buffer] == std::set<size_t>{i};
+    std::vector<size_t> readers(p.readers[buffer].begin(), p.readers[buffer].end());
+    bool readers_after = readers.empty() || readers.front() > i;
     if (!sole_writer || !readers_after || readers.empty()) continue;
     std::vector<fusion::ReadMap> maps(readers.size());
     bool refused = false;
@@ -151,7 +143,7 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
 /// How strongly `node` relates to `group`, and the member it relates to most.
 std::pair<fusion::Affinity, int> affinity(const Program& p, const fusion::Group& group, size_t node) {
   auto meets = [](const std::set<std::string>& a, const std::set<std::string>& b) {
-    return std::any_of(a.begin(), a.end(), [&](const std::string& x) { return b.count(x) > 0; });
+    return !fusion::first_common(a, b).empty();
   };
   std::pair<fusion::Affinity, int> best{fusion::Affinity::None, -1};
   for (int m : group.members) {
@@ -168,8 +160,9 @@ std::pair<fusion::Affinity, int> affinity(const Program& p, const fusion::Group&
 
 /// Why `node` should not join `group`, asking the three layers in turn.
 std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping& g, size_t group, size_t node,
-                                        const FusionOptions& options) {
-  if (auto why = fusion::why_not_join(p, g, group, node)) return why;
+                                        const std::optional<fusion::MoveBarrier>& barrier, const FusionOptions& options) {
+  if (auto why = fusion::why_not_grow(options.heuristics, g.groups[group].members.size() + 1)) return why;
+  if (auto why = fusion::why_not_join(p, g, group, node, barrier)) return why;
   std::string unused;
   auto outer = fusion::joined_outer(p, g.groups[group], node, &unused);
   auto members = g.groups[group].members;
@@ -197,6 +190,7 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
     }
     if (!p.nodes[i]) continue;
     const auto& node = *p.nodes[i];
+    auto barrier = fusion::latest_conflict(p, g, i);
     int best = -1;
     auto best_affinity = fusion::Affinity::None;
     size_t first = g.groups.size() > kMaxCandidates ? g.groups.size() - kMaxCandidates : 0;
@@ -204,7 +198,7 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
       auto [aff, member] = affinity(p, g.groups[gi], i);
       if (aff == fusion::Affinity::None && !options.capability(fusion::device_of(node)).horizontal_fusion) continue;
       if (best >= 0 && aff <= best_affinity) continue;
-      if (auto why = why_not_join(p, g, gi, i, options)) {
+      if (auto why = why_not_join(p, g, gi, i, barrier, options)) {
         if (aff != fusion::Affinity::None) log.add(p, member, i, *why);
         continue;
       }

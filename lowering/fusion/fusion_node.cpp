@@ -1,5 +1,6 @@
 #include "lowering/fusion/fusion_node.h"
 
+#include <cctype>
 #include <map>
 #include <sstream>
 
@@ -53,6 +54,13 @@ Expr value_of(const ComputeNode& n) {
 std::string display_name(const ComputeNode& n) {
   const auto& origins = origins_of(n);
   return origins.empty() ? ir::node_name(n) : origins.front();
+}
+
+std::string c_identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "_" + out;
+  return out;
 }
 
 std::string format_ranges(const std::vector<IndexExpr>& ranges) {

@@ -28,6 +28,9 @@ ir::Expr value_of(const ir::ComputeNode& n);
 
 /// The name remarks use: the first FX origin, else the node's name.
 std::string display_name(const ir::ComputeNode& n);
+/// `s` with every character that may not appear in a C identifier replaced
+/// by '_' (kernel names, LocalRef names).
+std::string c_identifier(const std::string& s);
 /// "[s0, 64]".
 std::string format_ranges(const std::vector<ir::IndexExpr>& ranges);
 

@@ -15,13 +15,6 @@ using ir::IndexExpr;
 
 namespace {
 
-std::string identifier(const std::string& s) {
-  std::string out;
-  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
-  return out;
-}
-
 /// A reduction result an earlier stage of the kernel holds.
 struct LocalResult {
   std::vector<IndexExpr> writer_ranges;
@@ -101,7 +94,7 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
       StageRewriter rewrite(locals, no_forwards, ranges);
       std::vector<std::string> names;
       for (const char* suffix : ir::result_suffixes(node.kind)) {
-        std::string base = identifier(suffix[0] ? node.name + "_" + suffix : node.name);
+        std::string base = c_identifier(suffix[0] ? node.name + "_" + suffix : node.name);
         std::string unique = base;
         for (int i = 1; !result_names.insert(unique).second; ++i) unique = cat(base, "_", i);
         names.push_back(unique);

@@ -81,13 +81,6 @@ std::string item_name(const Program& p, size_t item) {
   return cat("graph node ", p.aten[item] ? p.aten[item]->graph_node : -1);
 }
 
-std::string first_common(const std::set<std::string>& a, const std::set<std::string>& b) {
-  for (const auto& x : a) {
-    if (b.count(x)) return x;
-  }
-  return "";
-}
-
 /// Why `reader` cannot run in the same outer iteration (the first `depth`
 /// loops) as the `writer` point it reads.
 std::optional<std::string> why_not_same_iteration(const ComputeNode& writer, const ComputeNode& reader,
@@ -171,7 +164,28 @@ std::optional<std::vector<IndexExpr>> joined_outer(const Program& p, const Group
   return std::nullopt;
 }
 
-std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node) {
+std::optional<MoveBarrier> latest_conflict(const Program& p, const Grouping& g, size_t node) {
+  for (size_t s = g.slots.size(); s-- > 0;) {
+    std::vector<size_t> items;
+    if (g.slots[s].aten_item >= 0) items.push_back(g.slots[s].aten_item);
+    if (g.slots[s].group >= 0) {
+      for (int m : g.groups[g.slots[s].group].members) items.push_back(m);
+    }
+    for (size_t i : items) {
+      auto who = [&] {
+        return p.aten[i] ? cat("an ATen call between them (", item_name(p, i), ")")
+                         : cat(item_name(p, i), " (another kernel) between them");
+      };
+      if (auto b = first_common(p.writes[i], p.reads[node]); !b.empty()) return MoveBarrier{s, cat(who(), " writes ", b)};
+      if (auto b = p.first_read(i, p.writes[node]); !b.empty()) return MoveBarrier{s, cat(who(), " reads ", b)};
+      if (auto b = first_common(p.writes[i], p.writes[node]); !b.empty()) return MoveBarrier{s, cat(who(), " also writes ", b)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node,
+                                        const std::optional<MoveBarrier>& barrier) {
   const Group& grp = g.groups[group];
   const auto& n = *p.nodes[node];
   if (device_of(n) != grp.device) return std::string("different devices");
@@ -204,20 +218,7 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
       }
     }
   }
-  // Joining moves the node up to the group's slot, past everything after it.
-  for (size_t s = grp.slot + 1; s < g.slots.size(); ++s) {
-    std::vector<size_t> items;
-    if (g.slots[s].aten_item >= 0) items.push_back(g.slots[s].aten_item);
-    if (g.slots[s].group >= 0) {
-      for (int m : g.groups[g.slots[s].group].members) items.push_back(m);
-    }
-    for (size_t i : items) {
-      std::string who = p.aten[i] ? cat("an ATen call between them (", item_name(p, i), ")") : cat(item_name(p, i), " (another kernel) between them");
-      if (auto b = first_common(p.writes[i], p.reads[node]); !b.empty()) return cat(who, " writes ", b);
-      if (auto b = first_common(p.reads[i], p.writes[node]); !b.empty()) return cat(who, " reads ", b);
-      if (auto b = first_common(p.writes[i], p.writes[node]); !b.empty()) return cat(who, " also writes ", b);
-    }
-  }
+  if (barrier && barrier->slot > grp.slot) return barrier->reason;
   return std::nullopt;
 }
 

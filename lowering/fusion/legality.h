@@ -51,12 +51,21 @@ std::optional<std::string> why_not_inline(const Program& p, size_t producer, siz
 std::optional<std::vector<ir::IndexExpr>> joined_outer(const Program& p, const Group& group, size_t node,
                                                        std::string* reason);
 
+/// The last slot holding an item (an ATen call, another kernel's node) that
+/// `node` depends on or that depends on it, with the reason; nullopt when
+/// there is none. Joining a group moves the node up to the group's slot, so
+/// only groups at or after that slot are candidates.
+struct MoveBarrier {
+  size_t slot = 0;
+  std::string reason;
+};
+std::optional<MoveBarrier> latest_conflict(const Program& p, const Grouping& g, size_t node);
+
 /// Whether `node` (later in the program) may join `group`: devices, iteration
 /// spaces, reductions over the same axis, every dependency on a member within
-/// one outer iteration, and no item placed between the group and the node
-/// (an ATen call, another kernel's node) that it depends on or that depends
-/// on it, since joining moves the node up to the group.
-std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node);
+/// one outer iteration, and `barrier` (latest_conflict) not after the group.
+std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node,
+                                        const std::optional<MoveBarrier>& barrier);
 
 /// True when `later` depends on `earlier` (or writes what it reads) at other
 /// than the same iteration point, so they cannot share one loop body.

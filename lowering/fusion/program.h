@@ -22,7 +22,12 @@ struct BufferUse {
   /// a graph-node value with an ATen item after its writer (LoweredGraph does
   /// not say which values an ATen item reads, so any later one might).
   bool needed_outside = true;
+  /// The first item that writes it (program size: none).
+  size_t first_write = 0;
 };
+
+/// The first name in both sets ("" if none).
+std::string first_common(const std::set<std::string>& a, const std::set<std::string>& b);
 
 struct Program {
   /// By item index: the node's current form (after unit loops were dropped
@@ -30,10 +35,12 @@ struct Program {
   /// was inlined into its readers.
   std::vector<std::optional<ir::ComputeNode>> nodes;
   std::vector<std::optional<AtenItem>> aten;
-  /// Buffer names each item reads / writes. An ATen item may read every
-  /// graph-node value that exists when it runs (LoweredGraph does not name its
-  /// arguments) and writes its own node's buffers.
+  /// Buffer names each compute node reads and each item writes (an ATen
+  /// item: its own graph node's buffers). What an ATen item reads is
+  /// may_read(): LoweredGraph does not name its arguments.
   std::vector<std::set<std::string>> reads, writes;
+  /// The inverse: compute nodes reading / items writing each buffer (kept in step).
+  std::map<std::string, std::set<size_t>> readers, writers;
   /// Item indices folded into each node (itself and the producers inlined into it).
   std::vector<std::vector<int>> absorbed;
   /// By item index: the FX origins of the node as lowered.
@@ -43,6 +50,12 @@ struct Program {
   static Program from(const LoweredGraph& lowered);
   size_t size() const { return nodes.size(); }
   bool needed_outside(const std::string& buffer) const;
+  /// Whether `item` may read `buffer`. An ATen item may read any graph-node
+  /// value that holds something when it runs: a graph input, or one written
+  /// by an earlier item.
+  bool may_read(size_t item, const std::string& buffer) const;
+  /// The first of `names` that `item` may read ("" if none).
+  std::string first_read(size_t item, const std::set<std::string>& names) const;
   void set_node(size_t item, ir::ComputeNode node);
   void remove_node(size_t item);
 };

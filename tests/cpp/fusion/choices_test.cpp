@@ -52,6 +52,23 @@ TEST(Choices, EpilogueLoopsNeedAnOuterLoop) {
   EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 1).has_value());
 }
 
+TEST(Choices, KernelSizeIsBounded) {
+  FusionHeuristics h;
+  h.max_fusion_size = 2;
+  EXPECT_FALSE(fusion::why_not_grow(h, 2).has_value());
+  EXPECT_EQ(fusion::why_not_grow(h, 3).value_or(""), "the kernel already has 2 nodes (max_fusion_size)");
+  // Three independent loops: two kernels.
+  GraphBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    auto in = b.input(cat("in", i), {8});
+    b.pointwise(cat("neg", i), b.output(cat("out", i), {8}), ir::unary(UnaryOp::Neg, at(in, {x(0)})));
+  }
+  FusionOptions options;
+  options.heuristics = h;
+  Remarks remarks;
+  EXPECT_EQ(kernels(fuse(b.graph, options, remarks)).size(), 2u);
+}
+
 TEST(Capability, StageLimit) {
   fusion::BackendCapability c;
   c.max_stages_per_kernel = 2;

@@ -137,9 +137,11 @@ TEST(Legality, BufferNeededOutsideTheKernels) {
   EXPECT_TRUE(p.needed_outside("v"));      // an ATen call after it may read it
   EXPECT_FALSE(p.needed_outside("t"));     // no graph node: only kernels see it
   EXPECT_FALSE(p.needed_outside("late"));  // written after the last ATen call
-  // The ATen call cannot read a value written only after it.
-  EXPECT_EQ(p.reads[2].count("late"), 0u);
-  EXPECT_EQ(p.reads[2].count("v"), 1u);
+  // The ATen call cannot read a value written only after it, nor an internal one.
+  EXPECT_FALSE(p.may_read(2, "late"));
+  EXPECT_FALSE(p.may_read(2, "t"));
+  EXPECT_TRUE(p.may_read(2, "v"));
+  EXPECT_TRUE(p.may_read(2, "x"));
 }
 
 TEST(Legality, StagesSplitWhereAReadCrossesInnerPoints) {
