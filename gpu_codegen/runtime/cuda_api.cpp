@@ -120,7 +120,8 @@ Expected<const NvrtcApi*> load_nvrtc_library(const std::string& path) {
   resolve(handle.value(), "nvrtcGetErrorString", nullptr, api->nvrtcGetErrorString, missing);
   if (!missing.empty()) {
     dlclose(handle.value());
-    return Error::unsupported(cat("'", path, "' is not a usable NVRTC: it has no symbol ", missing));
+    return Error::unsupported(
+        cat("'", path, "' is not a usable NVRTC: it has no symbol ", missing));
   }
   if (api->nvrtcVersion(&api->version_major, &api->version_minor) != cu::NVRTC_SUCCESS)
     return Error::unsupported(cat("'", path, "': nvrtcVersion failed"));

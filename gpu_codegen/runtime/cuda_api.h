@@ -100,7 +100,7 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
   X(cuModuleLoadDataEx, nullptr,                                                                  \
     (CUmodule * module, const void* image, unsigned int num_options, int* options,                \
      void** option_values))                                                                       \
-  X(cuModuleGetFunction, nullptr, (CUfunction * function, CUmodule module, const char* name))    \
+  X(cuModuleGetFunction, nullptr, (CUfunction * function, CUmodule module, const char* name))     \
   X(cuModuleUnload, nullptr, (CUmodule module))                                                   \
   X(cuFuncGetAttribute, nullptr, (int* value, int attribute, CUfunction function))                \
   X(cuFuncSetAttribute, nullptr, (CUfunction function, int attribute, int value))                 \
@@ -117,23 +117,23 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
   X(cuEventCreate, nullptr, (CUevent * event, unsigned int flags))                                \
   X(cuEventRecord, nullptr, (CUevent event, CUstream stream))                                     \
   X(cuEventSynchronize, nullptr, (CUevent event))                                                 \
-  X(cuEventElapsedTime_v2, "cuEventElapsedTime", (float* ms, CUevent start, CUevent end))       \
+  X(cuEventElapsedTime_v2, "cuEventElapsedTime", (float* ms, CUevent start, CUevent end))         \
   X(cuEventDestroy_v2, nullptr, (CUevent event))
 
 // Every one returns nvrtcResult; nvrtcGetErrorString is declared by hand.
-#define CPPI_NVRTC_FUNCTIONS(X)                                                             \
-  X(nvrtcVersion, nullptr, (int* major, int* minor))                                        \
-  X(nvrtcGetNumSupportedArchs, nullptr, (int* count))                                       \
-  X(nvrtcGetSupportedArchs, nullptr, (int* archs))                                          \
-  X(nvrtcCreateProgram, nullptr,                                                            \
-    (nvrtcProgram * program, const char* source, const char* name, int num_headers,         \
-     const char* const* headers, const char* const* include_names))                         \
-  X(nvrtcCompileProgram, nullptr, (nvrtcProgram program, int num_options,                  \
-                                   const char* const* options))                             \
-  X(nvrtcGetPTXSize, nullptr, (nvrtcProgram program, size_t * size))                        \
-  X(nvrtcGetPTX, nullptr, (nvrtcProgram program, char* ptx))                                \
-  X(nvrtcGetProgramLogSize, nullptr, (nvrtcProgram program, size_t * size))                 \
-  X(nvrtcGetProgramLog, nullptr, (nvrtcProgram program, char* log))                         \
+#define CPPI_NVRTC_FUNCTIONS(X)                                                     \
+  X(nvrtcVersion, nullptr, (int* major, int* minor))                                \
+  X(nvrtcGetNumSupportedArchs, nullptr, (int* count))                               \
+  X(nvrtcGetSupportedArchs, nullptr, (int* archs))                                  \
+  X(nvrtcCreateProgram, nullptr,                                                    \
+    (nvrtcProgram * program, const char* source, const char* name, int num_headers, \
+     const char* const* headers, const char* const* include_names))                 \
+  X(nvrtcCompileProgram, nullptr,                                                   \
+    (nvrtcProgram program, int num_options, const char* const* options))            \
+  X(nvrtcGetPTXSize, nullptr, (nvrtcProgram program, size_t* size))                 \
+  X(nvrtcGetPTX, nullptr, (nvrtcProgram program, char* ptx))                        \
+  X(nvrtcGetProgramLogSize, nullptr, (nvrtcProgram program, size_t* size))          \
+  X(nvrtcGetProgramLog, nullptr, (nvrtcProgram program, char* log))                 \
   X(nvrtcDestroyProgram, nullptr, (nvrtcProgram * program))
 
 /// The driver entry points, resolved from one libcuda.

@@ -80,7 +80,8 @@ Expected<CUcontext> ensure_current_context(int device) {
   CUdevice dev = 0;
   if (Status s = check_cuda(d, d.cuDeviceGet(&dev, device), "cuDeviceGet"); !s.ok())
     return Error::invalid_input(cat("CUDA device ", device, ": ", s.error().message));
-  if (Status s = check_cuda(d, d.cuDevicePrimaryCtxRetain(&context, dev), "cuDevicePrimaryCtxRetain");
+  if (Status s =
+          check_cuda(d, d.cuDevicePrimaryCtxRetain(&context, dev), "cuDevicePrimaryCtxRetain");
       !s.ok())
     return s.error();
   if (Status s = check_cuda(d, d.cuCtxSetCurrent(context), "cuCtxSetCurrent"); !s.ok())
@@ -97,24 +98,46 @@ Expected<CUdevice> current_device(int device) {
   return dev;
 }
 
-Expected<int> current_device_compute_capability(int device) {
+Expected<DeviceProperties> current_device_properties(int device) {
   Expected<CUdevice> dev = current_device(device);
   if (!dev.ok()) return dev.error();
   const CudaDriverApi& d = *cuda_driver().value();
+  DeviceProperties properties;
+  properties.device = dev.value();
   int major = 0, minor = 0;
-  if (Status s = check_cuda(d,
-                            d.cuDeviceGetAttribute(
-                                &major, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev.value()),
-                            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+  struct {
+    int attribute;
+    int* value;
+    const char* what;
+  } queries[] = {
+      {cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major, "COMPUTE_CAPABILITY_MAJOR"},
+      {cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor, "COMPUTE_CAPABILITY_MINOR"},
+      {cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &properties.multiprocessors,
+       "MULTIPROCESSOR_COUNT"},
+      {cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &properties.max_threads_per_block,
+       "MAX_THREADS_PER_BLOCK"},
+      {cu::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       &properties.max_shared_bytes_per_block, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"},
+  };
+  for (const auto& q : queries)
+    if (Status s = check_cuda(d, d.cuDeviceGetAttribute(q.value, q.attribute, dev.value()),
+                              cat("cuDeviceGetAttribute(", q.what, ")").c_str());
+        !s.ok())
+      return s.error();
+  properties.compute_capability = major * 10 + minor;
+  char name[256] = {};
+  if (Status s =
+          check_cuda(d, d.cuDeviceGetName(name, sizeof name, dev.value()), "cuDeviceGetName");
       !s.ok())
     return s.error();
-  if (Status s = check_cuda(d,
-                            d.cuDeviceGetAttribute(
-                                &minor, cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev.value()),
-                            "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
-      !s.ok())
-    return s.error();
-  return major * 10 + minor;
+  properties.name = name;
+  return properties;
+}
+
+Expected<int> current_device_compute_capability(int device) {
+  Expected<DeviceProperties> properties = current_device_properties(device);
+  if (!properties.ok()) return properties.error();
+  return properties->compute_capability;
 }
 
 Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {
@@ -133,7 +156,8 @@ Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {
   CUmodule module = nullptr;
   CUresult r = d.cuModuleLoadDataEx(&module, ptx.c_str(), 4, options, values);
   if (r != cu::CUDA_SUCCESS) {
-    std::string message = cat("the CUDA driver could not load the PTX (", cuda_error_text(d, r, "cuModuleLoadDataEx"), ")");
+    std::string message = cat("the CUDA driver could not load the PTX (",
+                              cuda_error_text(d, r, "cuModuleLoadDataEx"), ")");
     if (r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
       message += cat("; PTX ISA ", ptx_isa_version(ptx), " is newer than this driver (CUDA ",
                      d.driver_version / 1000, ".", d.driver_version % 1000 / 10,
@@ -183,6 +207,25 @@ Expected<CudaKernel> CudaModule::function(const std::string& name) const {
 const std::string& CudaModule::jit_log() const { return module_->jit_log; }
 CUcontext CudaModule::context() const { return module_->context; }
 
+namespace {
+
+Status raise_dynamic_shared_limit(const CudaDriverApi& d, detail::KernelState& k,
+                                  unsigned shared_bytes) {
+  std::lock_guard<std::mutex> lock(k.raise_limit);
+  if (shared_bytes <= k.dynamic_shared_limit.load(std::memory_order_acquire))
+    return Status::success();  // another launch raised it meanwhile
+  CUresult r = d.cuFuncSetAttribute(k.function, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(shared_bytes));
+  if (r != cu::CUDA_SUCCESS)
+    return Error::invalid_input(
+        cat("launch of '", k.name, "' with ", shared_bytes,
+            " bytes of dynamic shared memory: ", cuda_error_text(d, r, "cuFuncSetAttribute")));
+  k.dynamic_shared_limit.store(shared_bytes, std::memory_order_release);
+  return Status::success();
+}
+
+}  // namespace
+
 Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes,
               uintptr_t stream, void** args) {
   detail::KernelState& k = *kernel.state_;
@@ -210,16 +253,7 @@ Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_b
   // Above 48 KiB the kernel must opt in, once per size increase.
   if (shared_bytes > kDefaultDynamicSharedLimit &&
       shared_bytes > k.dynamic_shared_limit.load(std::memory_order_acquire)) {
-    std::lock_guard<std::mutex> lock(k.raise_limit);
-    if (shared_bytes > k.dynamic_shared_limit.load(std::memory_order_acquire)) {
-    CUresult r = d.cuFuncSetAttribute(k.function, cu::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                      static_cast<int>(shared_bytes));
-    if (r != cu::CUDA_SUCCESS)
-      return Error::invalid_input(cat("launch of '", k.name, "' with ", shared_bytes,
-                                      " bytes of dynamic shared memory: ",
-                                      cuda_error_text(d, r, "cuFuncSetAttribute")));
-    k.dynamic_shared_limit.store(shared_bytes, std::memory_order_release);
-    }
+    if (Status s = raise_dynamic_shared_limit(d, k, shared_bytes); !s.ok()) return s;
   }
 
   CUresult r = d.cuLaunchKernel(k.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,

@@ -82,6 +82,19 @@ Expected<CUcontext> ensure_current_context(int device = 0);
 /// made current, when there is none).
 Expected<CUdevice> current_device(int device = 0);
 
+/// What the GPU schedule needs to know about the device it targets.
+struct DeviceProperties {
+  CUdevice device = 0;
+  std::string name;
+  int compute_capability = 0;  ///< major*10+minor, e.g. 90 for an H100/H200
+  int multiprocessors = 0;
+  int max_threads_per_block = 0;
+  int max_shared_bytes_per_block = 0;  ///< with the opt-in launch() performs
+};
+
+/// Properties of current_device(device).
+Expected<DeviceProperties> current_device_properties(int device = 0);
+
 /// major*10+minor of current_device(device), e.g. 90 for an H100/H200.
 Expected<int> current_device_compute_capability(int device = 0);
 

@@ -48,7 +48,8 @@ Status DeviceBuffer::upload(const void* host, size_t bytes) {
 }
 
 Status DeviceBuffer::download(void* host, size_t bytes) const {
-  if (bytes > bytes_) return Error::invalid_input(cat("download of ", bytes, " bytes from ", bytes_));
+  if (bytes > bytes_)
+    return Error::invalid_input(cat("download of ", bytes, " bytes from ", bytes_));
   const CudaDriverApi& d = *cuda_driver().value();
   return check_cuda(d, d.cuMemcpyDtoH_v2(host, ptr_, bytes), "cuMemcpyDtoH");
 }
@@ -69,9 +70,11 @@ Expected<EventTimer> EventTimer::create() {
   if (!api.ok()) return api.error();
   const CudaDriverApi& d = *api.value();
   CUevent start = nullptr, stop = nullptr;
-  if (Status s = check_cuda(d, d.cuEventCreate(&start, cu::CU_EVENT_DEFAULT), "cuEventCreate"); !s.ok())
+  if (Status s = check_cuda(d, d.cuEventCreate(&start, cu::CU_EVENT_DEFAULT), "cuEventCreate");
+      !s.ok())
     return s.error();
-  if (Status s = check_cuda(d, d.cuEventCreate(&stop, cu::CU_EVENT_DEFAULT), "cuEventCreate"); !s.ok()) {
+  if (Status s = check_cuda(d, d.cuEventCreate(&stop, cu::CU_EVENT_DEFAULT), "cuEventCreate");
+      !s.ok()) {
     d.cuEventDestroy_v2(start);
     return s.error();
   }
@@ -90,7 +93,8 @@ EventTimer::~EventTimer() {
 
 Status EventTimer::start(uintptr_t stream) {
   const CudaDriverApi& d = *cuda_driver().value();
-  return check_cuda(d, d.cuEventRecord(start_, reinterpret_cast<CUstream>(stream)), "cuEventRecord");
+  return check_cuda(d, d.cuEventRecord(start_, reinterpret_cast<CUstream>(stream)),
+                    "cuEventRecord");
 }
 
 Status EventTimer::stop(uintptr_t stream) {

@@ -46,10 +46,10 @@ Expected<int> choose_arch(const NvrtcApi& api, int compute_capability) {
   for (int arch : archs)
     if (arch <= compute_capability) best = std::max(best, arch);
   if (best == 0)
-    return Error::unsupported(cat("NVRTC ", api.version_major, ".", api.version_minor,
-                                  " cannot target compute capability ", compute_capability,
-                                  " (oldest supported: ", *std::min_element(archs.begin(), archs.end()),
-                                  ")"));
+    return Error::unsupported(
+        cat("NVRTC ", api.version_major, ".", api.version_minor,
+            " cannot target compute capability ", compute_capability,
+            " (oldest supported: ", *std::min_element(archs.begin(), archs.end()), ")"));
   return best;
 }
 
@@ -74,8 +74,8 @@ Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
   const std::string program_name = name + ".cu";
 
   nvrtcProgram program = nullptr;
-  nvrtcResult r = api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 1,
-                                         headers, include_names);
+  nvrtcResult r = api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 1, headers,
+                                         include_names);
   if (r != cu::NVRTC_SUCCESS)
     return Error::internal(nvrtc_error_text(api, r, "nvrtcCreateProgram"));
   struct Destroy {

@@ -50,8 +50,8 @@ std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options);
 /// Process-wide counters, so tests and compile-time reports can prove what
 /// was compiled and what came from the cache.
 struct NvrtcCounters {
-  uint64_t compiles = 0;    ///< NVRTC invocations that produced PTX
-  uint64_t failures = 0;    ///< NVRTC invocations that did not
+  uint64_t compiles = 0;  ///< NVRTC invocations that produced PTX
+  uint64_t failures = 0;  ///< NVRTC invocations that did not
   uint64_t cache_hits = 0;
   double compile_ms = 0.0;  ///< total over `compiles` and `failures`
 };

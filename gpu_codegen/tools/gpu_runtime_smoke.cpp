@@ -7,7 +7,8 @@
 //
 //   cmake -G Ninja -S . -B build-gpu -DCPPINDUCTOR_CPU_JIT=OFF -DCPPINDUCTOR_BUILD_PYTHON=OFF
 //   ninja -C build-gpu gpu_runtime_smoke
-//   export CPPINDUCTOR_NVRTC_LIBRARY=$(python3 -c "import nvidia, pathlib; print(next(p for d in nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1*')))")
+//   export CPPINDUCTOR_NVRTC_LIBRARY=$(python3 -c "import nvidia, pathlib; print(next(p for d in
+//   nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1*')))")
 //   ./build-gpu/gpu_codegen/gpu_runtime_smoke [--nvrtc PATH] [--device N] [--mib N]
 //
 // Without CPPINDUCTOR_NVRTC_LIBRARY or --nvrtc it searches libnvrtc.so.13,
@@ -61,7 +62,8 @@ void check(const Status& s, const char* what) {
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
 }
 
 // Compiles (reporting NVRTC time, then the cached time), loads, and returns the kernel.
@@ -152,20 +154,24 @@ void test_vector_add(const CudaKernel& kernel) {
     a[i] = static_cast<float>(i % 1000) * 0.25f;
     b[i] = -static_cast<float>(i % 37);
   }
-  DeviceBuffer da = get(DeviceBuffer::allocate(n * 4), "alloc"), db = get(DeviceBuffer::allocate(n * 4), "alloc"),
+  DeviceBuffer da = get(DeviceBuffer::allocate(n * 4), "alloc"),
+               db = get(DeviceBuffer::allocate(n * 4), "alloc"),
                dout = get(DeviceBuffer::allocate(n * 4), "alloc");
   check(da.upload(a.data(), n * 4), "upload");
   check(db.upload(b.data(), n * 4), "upload");
   CUdeviceptr pa = da.ptr(), pb = db.ptr(), pout = dout.ptr();
   int64_t count = n;
   void* args[] = {&pa, &pb, &pout, &count};
-  check(launch(kernel, {static_cast<unsigned>((n + 255) / 256)}, {256}, 0, 0, args), "launch vector_add");
+  check(launch(kernel, {static_cast<unsigned>((n + 255) / 256)}, {256}, 0, 0, args),
+        "launch vector_add");
   check(synchronize_context(), "sync");
   check(dout.download(out.data(), n * 4), "download");
   int64_t bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += out[i] != a[i] + b[i];
-  if (bad) fail("vector_add: " + std::to_string(bad) + " wrong elements");
-  else std::printf("  vector_add: %lld elements OK\n", static_cast<long long>(n));
+  if (bad)
+    fail("vector_add: " + std::to_string(bad) + " wrong elements");
+  else
+    std::printf("  vector_add: %lld elements OK\n", static_cast<long long>(n));
 }
 
 void test_copy_bandwidth(const CudaKernel& kernel, size_t bytes, int sms) {
@@ -200,7 +206,8 @@ void test_copy_bandwidth(const CudaKernel& kernel, size_t bytes, int sms) {
 void test_row_reductions(const CudaKernel& kernel) {
   const int rows = 64, cols = 3001;
   std::vector<float> x(static_cast<size_t>(rows) * cols);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.013f * static_cast<float>(i)) * 3.0f + 1.0f;
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = std::sin(0.013f * static_cast<float>(i)) * 3.0f + 1.0f;
   x[5 * cols + 1234] = std::numeric_limits<float>::quiet_NaN();
   DeviceBuffer dx = get(DeviceBuffer::allocate(x.size() * 4), "alloc");
   DeviceBuffer dout = get(DeviceBuffer::allocate(rows * 5 * 4), "alloc");
@@ -231,28 +238,36 @@ void test_row_reductions(const CudaKernel& kernel) {
     for (int j = 0; j < cols; ++j) var += (x[r * cols + j] - mean) * (x[r * cols + j] - mean);
     var /= cols;
     bad += std::fabs(o[0] - sum) > 1e-5 * cols * 4 || o[1] != mx || o[2] != mn ||
-           std::fabs(o[3] - mean) > 1e-5 * (1 + std::fabs(mean)) || std::fabs(o[4] - var) > 1e-4 * var;
+           std::fabs(o[3] - mean) > 1e-5 * (1 + std::fabs(mean)) ||
+           std::fabs(o[4] - var) > 1e-4 * var;
   }
-  if (bad) fail("row_reductions: " + std::to_string(bad) + " wrong rows");
-  else std::printf("  row_reductions: %d rows x %d (sum/max/min/welford, NaN row) OK\n", rows, cols);
+  if (bad)
+    fail("row_reductions: " + std::to_string(bad) + " wrong rows");
+  else
+    std::printf("  row_reductions: %d rows x %d (sum/max/min/welford, NaN row) OK\n", rows, cols);
 }
 
-void test_large_shared(const CudaKernel& kernel) {
-  const int n = 200 * 1024 / 4;  // 200 KiB, above the 48 KiB default (H100/H200 allow 227 KiB)
+void test_large_shared(const CudaKernel& kernel, int max_shared_bytes) {
+  // 200 KiB (H100/H200 allow 227 KiB), well above the 48 KiB default.
+  const int bytes = std::min(200 * 1024, max_shared_bytes - kernel.static_shared_bytes());
+  const int n = bytes / 4;
   std::vector<float> in(n), out(n);
   for (int i = 0; i < n; ++i) in[i] = static_cast<float>(i) * 0.5f;
-  DeviceBuffer din = get(DeviceBuffer::allocate(n * 4), "alloc"), dout = get(DeviceBuffer::allocate(n * 4), "alloc");
+  DeviceBuffer din = get(DeviceBuffer::allocate(n * 4), "alloc"),
+               dout = get(DeviceBuffer::allocate(n * 4), "alloc");
   check(din.upload(in.data(), n * 4), "upload");
   CUdeviceptr pin = din.ptr(), pout = dout.ptr();
   int count = n;
   void* args[] = {&pin, &pout, &count};
-  check(launch(kernel, {1}, {1024}, n * 4, 0, args), "launch shared_reverse with 200 KiB");
+  check(launch(kernel, {1}, {1024}, n * 4, 0, args), "launch shared_reverse");
   check(synchronize_context(), "sync");
   check(dout.download(out.data(), n * 4), "download");
   int bad = 0;
   for (int i = 0; i < n; ++i) bad += out[i] != in[n - 1 - i];
-  if (bad) fail("shared_reverse: " + std::to_string(bad) + " wrong");
-  else std::printf("  shared_reverse: 200 KiB dynamic shared memory OK\n");
+  if (bad)
+    fail("shared_reverse: " + std::to_string(bad) + " wrong");
+  else
+    std::printf("  shared_reverse: %d KiB dynamic shared memory OK\n", bytes / 1024);
 }
 
 void test_half_convert(const CudaKernel& kernel) {
@@ -263,11 +278,13 @@ void test_half_convert(const CudaKernel& kernel) {
   }
   const int n = static_cast<int>(in.size());
   DeviceBuffer din = get(DeviceBuffer::allocate(n * 4), "alloc");
-  DeviceBuffer dh = get(DeviceBuffer::allocate(n * 2), "alloc"), db = get(DeviceBuffer::allocate(n * 2), "alloc");
+  DeviceBuffer dh = get(DeviceBuffer::allocate(n * 2), "alloc"),
+               db = get(DeviceBuffer::allocate(n * 2), "alloc");
   check(din.upload(in.data(), n * 4), "upload");
   CUdeviceptr pin = din.ptr(), ph = dh.ptr(), pb = db.ptr();
   void* args[] = {&pin, &ph, &pb, const_cast<int*>(&n)};
-  check(launch(kernel, {static_cast<unsigned>((n + 255) / 256)}, {256}, 0, 0, args), "launch half_convert");
+  check(launch(kernel, {static_cast<unsigned>((n + 255) / 256)}, {256}, 0, 0, args),
+        "launch half_convert");
   check(synchronize_context(), "sync");
   std::vector<uint16_t> h(n), b(n);
   check(dh.download(h.data(), n * 2), "download");
@@ -275,8 +292,10 @@ void test_half_convert(const CudaKernel& kernel) {
   int bad = 0;
   for (int i = 0; i < n; ++i)
     bad += h[i] != cppi_float_to_half_bits(in[i]) || b[i] != cppi_float_to_bf16_bits(in[i]);
-  if (bad) fail("half_convert: " + std::to_string(bad) + " device/host mismatches");
-  else std::printf("  half_convert: %d floats, device cvt == host bit conversion\n", n);
+  if (bad)
+    fail("half_convert: " + std::to_string(bad) + " device/host mismatches");
+  else
+    std::printf("  half_convert: %d floats, device cvt == host bit conversion\n", n);
 }
 
 void test_bad_launches(const CudaKernel& kernel) {
@@ -304,7 +323,8 @@ void test_parallel_compiles(int cc) {
   for (int t = 0; t < threads; ++t)
     workers.emplace_back([&, t] {
       for (int k = t; k < kernels; k += threads) {
-        const std::string source = std::string(kVectorAdd) + "// variant " + std::to_string(k) + "\n";
+        const std::string source =
+            std::string(kVectorAdd) + "// variant " + std::to_string(k) + "\n";
         results[k] = compile_cuda(source, "variant_" + std::to_string(k), cc);
       }
     });
@@ -343,18 +363,15 @@ int main(int argc, char** argv) {
 
   const CudaDriverApi& d = *get(cuda_driver(), "CUDA driver");
   const NvrtcApi& nv = *get(nvrtc(), "NVRTC");
-  get(ensure_current_context(device), "context");
-  const CUdevice dev = get(current_device(device), "device");
-  const int cc = get(current_device_compute_capability(device), "compute capability");
-  char name[256] = {};
-  d.cuDeviceGetName(name, sizeof name, dev);
-  int sms = 0;
-  d.cuDeviceGetAttribute(&sms, cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  std::printf("device %d: %s, sm_%d, %d SMs; driver CUDA %d.%d (%s)\n", dev, name, cc, sms,
+  const DeviceProperties props = get(current_device_properties(device), "device properties");
+  const int cc = props.compute_capability;
+  const int sms = props.multiprocessors;
+  std::printf("device %d: %s, sm_%d, %d SMs, %d KiB shared/block; driver CUDA %d.%d (%s)\n",
+              props.device, props.name.c_str(), cc, sms, props.max_shared_bytes_per_block / 1024,
               d.driver_version / 1000, d.driver_version % 1000 / 10, d.library.c_str());
   std::printf("NVRTC %d.%d (%s)\n", nv.version_major, nv.version_minor, nv.library.c_str());
 
-  std::printf("compile + load:\n");
+  std::printf("compile + load (the first compile includes NVRTC's start-up):\n");
   const CudaKernel vector_add = build(kVectorAdd, "vector_add", cc);
   const CudaKernel copy = build(kCopy, "copy_uint4", cc);
   const CudaKernel row_reductions = build(kRowReductions, "row_reductions", cc);
@@ -369,7 +386,7 @@ int main(int argc, char** argv) {
   std::printf("checks:\n");
   test_vector_add(vector_add);
   test_row_reductions(row_reductions);
-  test_large_shared(shared_reverse);
+  test_large_shared(shared_reverse, props.max_shared_bytes_per_block);
   test_half_convert(half_convert);
   test_bad_launches(vector_add);
   test_parallel_compiles(cc);

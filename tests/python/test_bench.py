@@ -129,6 +129,15 @@ def test_training_step_compares_parameters_after_one_sgd_step():
     assert all(r.status == "ok" and r.kind == "train" and r.gbps is None for r in rows)
 
 
+def test_busy_machine_is_called_out():
+    from cppinductor.bench.report import busy_warning
+
+    row = Row("copy", "eager", "cpu", "float32", 2, torch.__version__, "memory", load_avg=9.0)
+    assert "machine busy" in busy_warning([row], cores=2)
+    row.load_avg = 1.0
+    assert busy_warning([row], cores=2) is None
+
+
 def test_mismatch_reports_structure_and_values():
     a = torch.ones(3)
     assert mismatch((a, a), (a, a), (1e-5, 1e-5)) is None
@@ -159,7 +168,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     fields = {"workload", "backend", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "compile_over_aot_eager_s", "backend_warmup_s"}
+              "compile_s_fresh", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
 

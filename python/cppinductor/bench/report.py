@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .row import OK, Row
@@ -61,6 +62,16 @@ def _error_notes(rows: Sequence[Row]) -> List[str]:
     return notes
 
 
+def busy_warning(rows: Sequence[Row], cores: Optional[int] = None) -> Optional[str]:
+    """Other processes competing for the CPU make timings meaningless; say so rather than hide it."""
+    cores = cores or os.cpu_count() or 1
+    loads = [r.load_avg for r in rows if r.load_avg is not None]
+    if not loads or max(loads) <= 1.5 * cores:
+        return None
+    return (f"WARNING: machine busy (1-min load average up to {max(loads):.1f} on {cores} cores): "
+            "other processes competed for the CPU, timings are unreliable")
+
+
 def format_table(rows: Sequence[Row]) -> str:
     lines = []
     if rows:
@@ -69,6 +80,9 @@ def format_table(rows: Sequence[Row]) -> str:
         refs = {(x.shape, x.copy_gbps, x.copy_prealloc_gbps) for x in rows if x.copy_gbps}
         for shape, clone, prealloc in sorted(refs, key=str):
             lines.append(f"copy reference {shape}: clone {clone:.1f} GB/s, copy_ into preallocated {prealloc:.1f} GB/s")
+        busy = busy_warning(rows)
+        if busy:
+            lines.append(busy)
         lines.append("")
     lines.append(_line([h for h, _, _ in _COLUMNS]))
     lines.append(_line(["-" * w for _, w, _ in _COLUMNS]))

@@ -35,6 +35,7 @@ class Row:
     compile_s_fresh: Optional[float] = None  # same, first graph of a fresh process (probed workloads only)
     compile_over_aot_eager_s: Optional[float] = None  # compile_s_warm - aot_eager's compile_s_warm
     backend_warmup_s: Optional[float] = None  # this backend's first (throwaway) compile in the bench process
+    load_avg: Optional[float] = None  # 1-minute load average when the row was measured (other processes)
 
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)

@@ -15,6 +15,7 @@ A backend that raises or differs from eager marks its row; the bench goes on.
 from __future__ import annotations
 
 import gc
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -57,6 +58,13 @@ class BenchConfig:
     @property
     def dtype_name(self) -> str:
         return str(self.dtype).replace("torch.", "")
+
+
+def _load_average() -> Optional[float]:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return None
 
 
 def _describe(e: BaseException) -> str:
@@ -171,6 +179,7 @@ class _Runner:
             result = snapshot(result)
             steady = steady_time(step, c.device, self.policy)
         row.time_ms, row.reps, row.first_call_s = steady.median_s * 1e3, steady.reps, first_s
+        row.load_avg = _load_average()
         if not backend.is_eager:
             row.compile_s_warm = max(first_s - steady.median_s, 0.0)
         if case.bytes_moved is not None and case.largest_input is not None:

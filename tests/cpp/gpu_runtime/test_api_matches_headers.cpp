@@ -47,18 +47,17 @@ static_assert(std::is_same_v<cppi::gpu::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<cppi::gpu::CUdeviceptr, ::CUdeviceptr>);
 static_assert(sizeof(::CUresult) == sizeof(int));
 
-#define CPPI_CHECK_PROTOTYPE(symbol, fallback, params)                                    \
-  static_assert(std::is_same_v<decltype(CudaDriverApi::symbol),                           \
-                               Signature<decltype(&::symbol)>::type>,                     \
-                #symbol " differs from cuda.h");
+#define CPPI_CHECK_PROTOTYPE(symbol, fallback, params)                                       \
+  static_assert(                                                                             \
+      std::is_same_v<decltype(CudaDriverApi::symbol), Signature<decltype(&::symbol)>::type>, \
+      #symbol " differs from cuda.h");
 CPPI_CUDA_DRIVER_FUNCTIONS(CPPI_CHECK_PROTOTYPE)
 #undef CPPI_CHECK_PROTOTYPE
 
 #if CPPI_HAVE_NVRTC_H
 static_assert(std::is_same_v<cppi::gpu::nvrtcProgram, ::nvrtcProgram>);
-#define CPPI_CHECK_PROTOTYPE(symbol, fallback, params)                                    \
-  static_assert(std::is_same_v<decltype(NvrtcApi::symbol),                                \
-                               Signature<decltype(&::symbol)>::type>,                     \
+#define CPPI_CHECK_PROTOTYPE(symbol, fallback, params)                                            \
+  static_assert(std::is_same_v<decltype(NvrtcApi::symbol), Signature<decltype(&::symbol)>::type>, \
                 #symbol " differs from nvrtc.h");
 CPPI_NVRTC_FUNCTIONS(CPPI_CHECK_PROTOTYPE)
 #undef CPPI_CHECK_PROTOTYPE
@@ -77,8 +76,10 @@ TEST(CudaApiMatchesHeaders, Constants) {
   EXPECT_EQ(cu::CUDA_ERROR_INVALID_PTX, ::CUDA_ERROR_INVALID_PTX);
   EXPECT_EQ(cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION, ::CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
   EXPECT_EQ(cu::CUDA_ERROR_NOT_FOUND, ::CUDA_ERROR_NOT_FOUND);
-  EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, ::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
-  EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, ::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            ::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            ::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
             ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   EXPECT_EQ(cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,

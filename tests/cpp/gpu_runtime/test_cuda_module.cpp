@@ -43,11 +43,18 @@ std::vector<T> to_host(const DeviceBuffer& buffer) {
   return host;
 }
 
-TEST(CudaModule, ComputeCapabilityOfTheCurrentDevice) {
+TEST(CudaModule, PropertiesOfTheCurrentDevice) {
   CPPI_REQUIRE_GPU();
   Expected<int> cc = current_device_compute_capability();
   ASSERT_TRUE(cc.ok()) << cc.error().message;
   EXPECT_GE(cc.value(), 75);
+  Expected<DeviceProperties> properties = current_device_properties();
+  ASSERT_TRUE(properties.ok()) << properties.error().message;
+  EXPECT_EQ(properties->compute_capability, cc.value());
+  EXPECT_FALSE(properties->name.empty());
+  EXPECT_GT(properties->multiprocessors, 0);
+  EXPECT_GE(properties->max_threads_per_block, 1024);
+  EXPECT_GT(properties->max_shared_bytes_per_block, 48 * 1024);
 }
 
 TEST(CudaModule, VectorAdd) {
@@ -119,10 +126,12 @@ TEST(CudaModule, MissingKernelAndBadPtxAreErrors) {
   EXPECT_NE(missing.error().message.find("no_such_kernel"), std::string::npos);
 
   Expected<CudaModule> bad = CudaModule::load_ptx(
-      ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus.instruction; }\n");
+      ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus.instruction; "
+      "}\n");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().kind, Error::Kind::CompileFailed);
-  EXPECT_NE(bad.error().message.find("cuModuleLoadDataEx"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("cuModuleLoadDataEx"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(CudaModule, DynamicSharedMemoryAbove48KiB) {
@@ -180,7 +189,7 @@ extern "C" __global__ void reductions(const float* x, float* out) {
   std::vector<float> x(threads * blocks);
   for (int i = 0; i < threads * blocks; ++i) x[i] = std::sin(0.37f * i) * 10.0f;
   x[threads + 17] = std::numeric_limits<float>::quiet_NaN();  // block 1 sees a NaN
-  x[2 * threads + 200] = x[2 * threads + 40] = 1000.0f;           // block 2: a tie, first wins
+  x[2 * threads + 200] = x[2 * threads + 40] = 1000.0f;       // block 2: a tie, first wins
   x[2 * threads + 230] = x[2 * threads + 99] = -1000.0f;
   DeviceBuffer dx = to_device(x);
   DeviceBuffer dout = DeviceBuffer::allocate(x.size() * 7 * sizeof(float)).value();
@@ -201,7 +210,8 @@ extern "C" __global__ void reductions(const float* x, float* out) {
       if (v < mn) mn = v, argmin = t;
     }
     mean = sum / threads;
-    for (int t = 0; t < threads; ++t) var += (x[b * threads + t] - mean) * (x[b * threads + t] - mean);
+    for (int t = 0; t < threads; ++t)
+      var += (x[b * threads + t] - mean) * (x[b * threads + t] - mean);
     var /= threads;
     for (int t = 0; t < threads; ++t) {
       const float* o = &out[(b * threads + t) * 7];
@@ -250,7 +260,8 @@ extern "C" __global__ void conversions(const uint32_t* floats, uint16_t* half_ou
                                   "conversions");
   std::vector<uint32_t> floats;
   for (uint32_t high = 0; high < (1u << 19); ++high)
-    for (uint32_t low : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) floats.push_back((high << 13) | low);
+    for (uint32_t low : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu})
+      floats.push_back((high << 13) | low);
   const int n = static_cast<int>(floats.size());
   DeviceBuffer df = to_device(floats);
   DeviceBuffer dh = DeviceBuffer::allocate(n * 2).value();

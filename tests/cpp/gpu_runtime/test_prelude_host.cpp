@@ -1,8 +1,6 @@
 // The CUDA prelude compiled as host C++: its half/bf16 conversions checked
 // bit for bit, its combine rules checked against torch's semantics, and the
 // embedded text checked against the file.
-#include "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh"
 #include "gpu_codegen/prelude/cuda_prelude.h"
 
 namespace cppi::gpu {
@@ -29,7 +28,8 @@ TEST(CudaPreludeHost, HalfToFloatMatchesTheCompiler) {
       EXPECT_TRUE(std::isnan(got)) << std::hex << h;
       continue;
     }
-    ASSERT_EQ(cppi_float_bits(got), cppi_float_bits(static_cast<float>(reference))) << std::hex << h;
+    ASSERT_EQ(cppi_float_bits(got), cppi_float_bits(static_cast<float>(reference)))
+        << std::hex << h;
   }
 }
 

@@ -25,17 +25,17 @@ inline bool have_nvrtc() {
   return available;
 }
 
-#define CPPI_REQUIRE_NVRTC()                                                      \
-  do {                                                                            \
-    if (!::cppi::gpu::testing::have_nvrtc())                                      \
-      GTEST_SKIP() << "no NVRTC: " << ::cppi::gpu::nvrtc().error().message;       \
+#define CPPI_REQUIRE_NVRTC()                                                \
+  do {                                                                      \
+    if (!::cppi::gpu::testing::have_nvrtc())                                \
+      GTEST_SKIP() << "no NVRTC: " << ::cppi::gpu::nvrtc().error().message; \
   } while (0)
 
-#define CPPI_REQUIRE_GPU()                                                        \
-  do {                                                                            \
-    CPPI_REQUIRE_NVRTC();                                                         \
-    if (!::cppi::gpu::cuda_driver_available())                                    \
-      GTEST_SKIP() << "no GPU: " << ::cppi::gpu::cuda_driver().error().message;   \
+#define CPPI_REQUIRE_GPU()                                                      \
+  do {                                                                          \
+    CPPI_REQUIRE_NVRTC();                                                       \
+    if (!::cppi::gpu::cuda_driver_available())                                  \
+      GTEST_SKIP() << "no GPU: " << ::cppi::gpu::cuda_driver().error().message; \
   } while (0)
 
 inline const char* kVectorAddSource = R"(

@@ -1,0 +1,113 @@
+/// \file
+/// Traversals over value expressions, generated from expr.def:
+/// - ExprFunctor<R>: one pure virtual visit per node kind, so a class that
+///   forgets a kind (or a kind added to expr.def) does not compile.
+/// - ExprVisitor: walks every distinct node of a DAG once (children first
+///   visited in field order); override the visits you care about and call the
+///   base to keep walking. visit_index() sees every index expression.
+/// - ExprMutator: rebuilds bottom-up, memoised per node, and returns the very
+///   same node when nothing below it changed (so `out.same_as(in)` means
+///   "unchanged"). mutate_index() and mutate_buffer() rewrite the index
+///   expressions and buffers inside the expression. To rewrite one kind,
+///   override its visit() and call the base visit() for the nodes you keep:
+///     Expr visit(const Unary& n) override {
+///       if (n.op != UnaryOp::Exp) return ExprMutator::visit(n);
+///       return unary(UnaryOp::Exp2, ...mutate(n.operand)...);
+///     }
+#pragma once
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lowering/ir/expr.h"
+
+namespace cppi::ir {
+
+template <typename R>
+class ExprFunctor {
+ public:
+  virtual ~ExprFunctor() = default;
+
+  R dispatch(const Expr& e) {
+    switch (e.kind()) {
+#define CPPI_EXPR_DISPATCH(Name) \
+  case ExprKind::Name: return visit(*static_cast<const Name*>(e.get()));
+      CPPI_FOR_EACH_EXPR_NODE(CPPI_EXPR_DISPATCH)
+#undef CPPI_EXPR_DISPATCH
+    }
+    return visit(*static_cast<const Constant*>(e.get()));  // unreachable
+  }
+
+ protected:
+#define CPPI_EXPR_VISIT(Name) virtual R visit(const Name& node) = 0;
+  CPPI_FOR_EACH_EXPR_NODE(CPPI_EXPR_VISIT)
+#undef CPPI_EXPR_VISIT
+};
+
+class ExprVisitor : public ExprFunctor<void> {
+ public:
+  /// Visits `e` unless it was already visited by this visitor.
+  void walk(const Expr& e);
+
+ protected:
+  virtual void visit_index(const IndexExpr& index) {}
+
+  void visit(const Constant& node) override;
+  void visit(const Load& node) override;
+  void visit(const IndexValue& node) override;
+  void visit(const LocalRef& node) override;
+  void visit(const Cast& node) override;
+  void visit(const Unary& node) override;
+  void visit(const Binary& node) override;
+  void visit(const Compare& node) override;
+  void visit(const Where& node) override;
+  void visit(const Random& node) override;
+
+ private:
+  std::unordered_set<const ExprNode*> visited_;
+};
+
+class ExprMutator : public ExprFunctor<Expr> {
+ public:
+  /// The rewritten expression; memoised, so shared nodes stay shared.
+  Expr mutate(const Expr& e);
+
+ protected:
+  virtual IndexExpr mutate_index(const IndexExpr& index) { return index; }
+  virtual BufferPtr mutate_buffer(const BufferPtr& buffer) { return buffer; }
+  /// The handle of the node whose visit() is running (also after mutating
+  /// its children), e.g. to return it unchanged.
+  const Expr& current() const { return current_; }
+
+  Expr visit(const Constant& node) override;
+  Expr visit(const Load& node) override;
+  Expr visit(const IndexValue& node) override;
+  Expr visit(const LocalRef& node) override;
+  Expr visit(const Cast& node) override;
+  Expr visit(const Unary& node) override;
+  Expr visit(const Binary& node) override;
+  Expr visit(const Compare& node) override;
+  Expr visit(const Where& node) override;
+  Expr visit(const Random& node) override;
+
+ private:
+  std::unordered_map<const ExprNode*, Expr> memo_;
+  Expr current_;
+};
+
+/// Applies `f` to every index expression in `e` (Load indices, IndexValue,
+/// Random offsets); returns `e` itself if `f` changed none of them.
+template <typename F>
+Expr map_indices(const Expr& e, F f) {
+  struct Mapper : ExprMutator {
+    F& fn;
+    explicit Mapper(F& g) : fn(g) {}
+    IndexExpr mutate_index(const IndexExpr& index) override { return fn(index); }
+  } mapper(f);
+  return mapper.mutate(e);
+}
+
+/// Substitutes loop variables / symbols inside every index of `e`.
+Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& replacements);
+
+}  // namespace cppi::ir

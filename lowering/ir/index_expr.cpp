@@ -1,0 +1,776 @@
+#include "lowering/ir/index_expr.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <sstream>
+
+#include "lowering/ir/index_poly.h"
+#include "support/status.h"
+
+namespace cppi::ir {
+
+namespace {
+
+size_t hash_mix(size_t seed, size_t v) {
+  return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
+
+size_t hash_list(size_t seed, const std::vector<IndexExpr>& list) {
+  for (const auto& e : list) seed = hash_mix(seed, e.hash());
+  return seed;
+}
+
+size_t kind_seed(IndexKind k) { return hash_mix(0x51ed27, static_cast<size_t>(k)); }
+
+void require_defined(const IndexExpr& e, const char* what) {
+  if (!e.defined()) throw CompilerError(Error::internal(cat("null index expression passed to ", what)));
+}
+
+IndexExpr make_node_floordiv(IndexExpr a, IndexExpr b) {
+  return IndexExpr(std::make_shared<IndexFloorDiv>(std::move(a), std::move(b)));
+}
+IndexExpr make_node_mod(IndexExpr a, IndexExpr b) {
+  return IndexExpr(std::make_shared<IndexMod>(std::move(a), std::move(b)));
+}
+
+}  // namespace
+
+const char* to_string(IndexKind kind) {
+  switch (kind) {
+#define CPPI_INDEX_KIND_NAME(Name) \
+  case IndexKind::Name: return #Name;
+    CPPI_FOR_EACH_INDEX_NODE(CPPI_INDEX_KIND_NAME)
+#undef CPPI_INDEX_KIND_NAME
+  }
+  return "?";
+}
+
+// --- nodes -----------------------------------------------------------------
+
+IndexConst::IndexConst(int64_t v)
+    : IndexNode(kKind, hash_mix(kind_seed(kKind), std::hash<int64_t>()(v))), value(v) {}
+IndexSymbol::IndexSymbol(std::string n)
+    : IndexNode(kKind, hash_mix(kind_seed(kKind), std::hash<std::string>()(n))), name(std::move(n)) {}
+IndexVar::IndexVar(std::string n)
+    : IndexNode(kKind, hash_mix(kind_seed(kKind), std::hash<std::string>()(n))), name(std::move(n)) {}
+IndexAdd::IndexAdd(std::vector<IndexExpr> t, int64_t c)
+    : IndexNode(kKind, hash_mix(hash_list(kind_seed(kKind), t), std::hash<int64_t>()(c))),
+      terms(std::move(t)),
+      constant(c) {}
+IndexMul::IndexMul(int64_t c, std::vector<IndexExpr> f)
+    : IndexNode(kKind, hash_list(hash_mix(kind_seed(kKind), std::hash<int64_t>()(c)), f)),
+      coefficient(c),
+      factors(std::move(f)) {}
+#define CPPI_BINARY_INDEX_NODE_CTOR(Name)                                                     \
+  Index##Name::Index##Name(IndexExpr a, IndexExpr b)                                         \
+      : IndexNode(kKind, hash_mix(hash_mix(kind_seed(kKind), a.hash()), b.hash())), lhs(std::move(a)), \
+        rhs(std::move(b)) {}
+CPPI_BINARY_INDEX_NODE_CTOR(FloorDiv)
+CPPI_BINARY_INDEX_NODE_CTOR(Mod)
+CPPI_BINARY_INDEX_NODE_CTOR(Min)
+CPPI_BINARY_INDEX_NODE_CTOR(Max)
+#undef CPPI_BINARY_INDEX_NODE_CTOR
+
+// --- handle ----------------------------------------------------------------
+
+IndexExpr IndexExpr::make_constant(int64_t value) { return IndexExpr(std::make_shared<IndexConst>(value)); }
+
+std::optional<int64_t> IndexExpr::constant() const {
+  if (auto c = as<IndexConst>()) return c->value;
+  return std::nullopt;
+}
+
+std::string IndexExpr::str() const { return to_string(*this); }
+
+bool natural_name_less(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& s) {
+    size_t i = s.size();
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+    return i;
+  };
+  size_t ia = split(a), ib = split(b);
+  int c = a.compare(0, ia, b, 0, ib);
+  if (c != 0) return c < 0;
+  std::string da = a.substr(ia), db = b.substr(ib);
+  if (da.size() != db.size()) return da.size() < db.size();  // no leading zeros in practice
+  return da < db;
+}
+
+namespace {
+int compare_names(const std::string& a, const std::string& b) {
+  if (a == b) return 0;
+  return natural_name_less(a, b) ? -1 : 1;
+}
+int compare_ints(int64_t a, int64_t b) { return a < b ? -1 : (a > b ? 1 : 0); }
+int compare_lists(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    if (int c = compare(a[i], b[i])) return c;
+  }
+  return compare_ints(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()));
+}
+}  // namespace
+
+int compare(const IndexExpr& a, const IndexExpr& b) {
+  if (a.same_as(b)) return 0;
+  if (!a.defined() || !b.defined()) return a.defined() ? 1 : -1;
+  if (a.kind() != b.kind()) return a.kind() < b.kind() ? -1 : 1;
+  switch (a.kind()) {
+    case IndexKind::Const: return compare_ints(a.as<IndexConst>()->value, b.as<IndexConst>()->value);
+    case IndexKind::Symbol: return compare_names(a.as<IndexSymbol>()->name, b.as<IndexSymbol>()->name);
+    case IndexKind::Var: return compare_names(a.as<IndexVar>()->name, b.as<IndexVar>()->name);
+    case IndexKind::Add: {
+      auto x = a.as<IndexAdd>(), y = b.as<IndexAdd>();
+      if (int c = compare_lists(x->terms, y->terms)) return c;
+      return compare_ints(x->constant, y->constant);
+    }
+    case IndexKind::Mul: {
+      auto x = a.as<IndexMul>(), y = b.as<IndexMul>();
+      if (int c = compare_lists(x->factors, y->factors)) return c;
+      return compare_ints(x->coefficient, y->coefficient);
+    }
+#define CPPI_COMPARE_BINARY(Name)                             \
+  case IndexKind::Name: {                                     \
+    auto x = a.as<Index##Name>(), y = b.as<Index##Name>();   \
+    if (int c = compare(x->lhs, y->lhs)) return c;            \
+    return compare(x->rhs, y->rhs);                           \
+  }
+      CPPI_COMPARE_BINARY(FloorDiv)
+      CPPI_COMPARE_BINARY(Mod)
+      CPPI_COMPARE_BINARY(Min)
+      CPPI_COMPARE_BINARY(Max)
+#undef CPPI_COMPARE_BINARY
+  }
+  return 0;
+}
+
+bool operator==(const IndexExpr& a, const IndexExpr& b) {
+  if (a.same_as(b)) return true;
+  if (!a.defined() || !b.defined()) return false;
+  if (a.hash() != b.hash()) return false;
+  return compare(a, b) == 0;
+}
+
+// --- polynomial view ---------------------------------------------------------
+
+namespace detail {
+
+int64_t wrap_add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t wrap_mul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+int64_t py_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t py_mod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+bool is_atom(const IndexExpr& e) {
+  switch (e.kind()) {
+    case IndexKind::Symbol:
+    case IndexKind::Var:
+    case IndexKind::FloorDiv:
+    case IndexKind::Mod:
+    case IndexKind::Min:
+    case IndexKind::Max: return true;
+    case IndexKind::Const:
+    case IndexKind::Add:
+    case IndexKind::Mul: return false;
+  }
+  return false;
+}
+
+namespace {
+// Lexicographic, a proper prefix first, but the empty list last.
+int compare_parts(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
+  if (a.empty() != b.empty()) return a.empty() ? 1 : -1;
+  return compare_lists(a, b);
+}
+void split_vars(const Monomial& m, std::vector<IndexExpr>* vars, std::vector<IndexExpr>* rest) {
+  for (const auto& f : m) (f.kind() == IndexKind::Var ? vars : rest)->push_back(f);
+}
+}  // namespace
+
+bool TermLess::operator()(const Monomial& a, const Monomial& b) const {
+  std::vector<IndexExpr> va, ra, vb, rb;
+  split_vars(a, &va, &ra);
+  split_vars(b, &vb, &rb);
+  if (int c = compare_parts(va, vb)) return c < 0;
+  return compare_parts(ra, rb) < 0;
+}
+
+void Poly::add_term(const Monomial& m, int64_t c) {
+  if (c == 0) return;
+  auto it = terms.find(m);
+  if (it == terms.end()) {
+    terms.emplace(m, c);
+    return;
+  }
+  it->second = wrap_add(it->second, c);
+  if (it->second == 0) terms.erase(it);
+}
+
+void Poly::add(const Poly& other, int64_t scale) {
+  for (const auto& [m, c] : other.terms) add_term(m, wrap_mul(c, scale));
+}
+
+int64_t Poly::constant() const {
+  auto it = terms.find(Monomial{});
+  return it == terms.end() ? 0 : it->second;
+}
+
+Poly to_poly(const IndexExpr& e) {
+  Poly p;
+  switch (e.kind()) {
+    case IndexKind::Const: p.add_term({}, e.as<IndexConst>()->value); break;
+    case IndexKind::Mul: {
+      auto m = e.as<IndexMul>();
+      p.add_term(m->factors, m->coefficient);
+      break;
+    }
+    case IndexKind::Add: {
+      auto a = e.as<IndexAdd>();
+      for (const auto& t : a->terms) p.add(to_poly(t));
+      p.add_term({}, a->constant);
+      break;
+    }
+    case IndexKind::Symbol:
+    case IndexKind::Var:
+    case IndexKind::FloorDiv:
+    case IndexKind::Mod:
+    case IndexKind::Min:
+    case IndexKind::Max: p.add_term({e}, 1); break;
+  }
+  return p;
+}
+
+namespace {
+IndexExpr term_expr(const Monomial& m, int64_t c) {
+  if (m.empty()) return index_const(c);
+  if (m.size() == 1 && c == 1) return m[0];
+  return IndexExpr(std::make_shared<IndexMul>(c, m));
+}
+}  // namespace
+
+IndexExpr from_poly(const Poly& p) {
+  std::vector<IndexExpr> terms;
+  int64_t constant = 0;
+  for (const auto& [m, c] : p.terms) {
+    if (m.empty()) {
+      constant = c;
+    } else {
+      terms.push_back(term_expr(m, c));
+    }
+  }
+  if (terms.empty()) return index_const(constant);
+  if (terms.size() == 1 && constant == 0) return terms[0];
+  return IndexExpr(std::make_shared<IndexAdd>(std::move(terms), constant));
+}
+
+Monomial monomial_mul(const Monomial& a, const Monomial& b) {
+  Monomial out;
+  out.reserve(a.size() + b.size());
+  std::merge(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out),
+             [](const IndexExpr& x, const IndexExpr& y) { return compare(x, y) < 0; });
+  return out;
+}
+
+Poly poly_mul(const Poly& a, const Poly& b) {
+  Poly out;
+  for (const auto& [ma, ca] : a.terms) {
+    for (const auto& [mb, cb] : b.terms) out.add_term(monomial_mul(ma, mb), wrap_mul(ca, cb));
+  }
+  return out;
+}
+
+bool monomial_divides(const Monomial& dm, int64_t dc, const Monomial& m, int64_t c, Monomial* qm,
+                      int64_t* qc) {
+  if (dc <= 0 || c % dc != 0) return false;
+  Monomial rest;
+  size_t i = 0;
+  for (const auto& f : m) {
+    if (i < dm.size() && compare(f, dm[i]) == 0) {
+      ++i;
+    } else {
+      rest.push_back(f);
+    }
+  }
+  if (i != dm.size()) return false;
+  *qm = std::move(rest);
+  *qc = c / dc;
+  return true;
+}
+
+}  // namespace detail
+
+using detail::from_poly;
+using detail::Poly;
+using detail::to_poly;
+
+// --- factories ---------------------------------------------------------------
+
+IndexExpr index_const(int64_t value) { return IndexExpr(value); }
+
+IndexExpr sym(const std::string& name) {
+  if (name.empty()) throw CompilerError(Error::internal("size symbol with an empty name"));
+  return IndexExpr(std::make_shared<IndexSymbol>(name));
+}
+
+IndexExpr var(const std::string& name) {
+  if (name.empty()) throw CompilerError(Error::internal("loop variable with an empty name"));
+  return IndexExpr(std::make_shared<IndexVar>(name));
+}
+
+IndexExpr operator+(const IndexExpr& a, const IndexExpr& b) {
+  require_defined(a, "+");
+  require_defined(b, "+");
+  if (a.is_constant(0)) return b;
+  if (b.is_constant(0)) return a;
+  auto ca = a.constant(), cb = b.constant();
+  if (ca && cb) return index_const(detail::wrap_add(*ca, *cb));
+  Poly p = to_poly(a);
+  p.add(to_poly(b));
+  return from_poly(p);
+}
+
+IndexExpr operator-(const IndexExpr& a) { return a * index_const(-1); }
+IndexExpr operator-(const IndexExpr& a, const IndexExpr& b) { return a + (-b); }
+
+IndexExpr operator*(const IndexExpr& a, const IndexExpr& b) {
+  require_defined(a, "*");
+  require_defined(b, "*");
+  if (a.is_constant(1)) return b;
+  if (b.is_constant(1)) return a;
+  auto ca = a.constant(), cb = b.constant();
+  if (ca && cb) return index_const(detail::wrap_mul(*ca, *cb));
+  return from_poly(detail::poly_mul(to_poly(a), to_poly(b)));
+}
+
+IndexExpr sum(const std::vector<IndexExpr>& terms) {
+  Poly p;
+  for (const auto& t : terms) {
+    require_defined(t, "sum");
+    p.add(to_poly(t));
+  }
+  return from_poly(p);
+}
+
+IndexExpr product(const std::vector<IndexExpr>& factors) {
+  IndexExpr out = index_const(1);
+  for (const auto& f : factors) out = out * f;
+  return out;
+}
+
+bool is_positive_monomial(const IndexExpr& e) {
+  if (auto c = e.constant()) return *c > 0;
+  if (e.kind() == IndexKind::Symbol) return true;
+  if (auto m = e.as<IndexMul>()) {
+    if (m->coefficient <= 0) return false;
+    for (const auto& f : m->factors) {
+      if (f.kind() != IndexKind::Symbol) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The single term of a positive monomial.
+void monomial_of(const IndexExpr& e, detail::Monomial* m, int64_t* c) {
+  Poly p = to_poly(e);
+  *m = p.terms.begin()->first;
+  *c = p.terms.begin()->second;
+}
+
+int64_t gcd_of_terms(const Poly& p, int64_t start) {
+  int64_t g = start;
+  for (const auto& [m, c] : p.terms) g = std::gcd(g, c < 0 ? -c : c);
+  return g;
+}
+
+Poly divided(const Poly& p, int64_t g) {
+  Poly out;
+  for (const auto& [m, c] : p.terms) out.add_term(m, c / g);
+  return out;
+}
+
+// Splits `a` into (multiples of the divisor) and the rest, as the floordiv and
+// mod factories need it. Returns false when `b` is not a positive monomial.
+struct DivSplit {
+  Poly quotient;  // a = b*quotient + rest
+  Poly rest;
+  detail::Monomial dm;
+  int64_t dc = 1;
+};
+
+DivSplit split_by_divisor(const IndexExpr& a, const IndexExpr& b) {
+  DivSplit s;
+  monomial_of(b, &s.dm, &s.dc);
+  for (const auto& [m, c] : to_poly(a).terms) {
+    detail::Monomial qm;
+    int64_t qc;
+    if (m.empty() && s.dm.empty()) {
+      s.quotient.add_term({}, detail::py_floordiv(c, s.dc));
+      s.rest.add_term({}, detail::py_mod(c, s.dc));
+    } else if (detail::monomial_divides(s.dm, s.dc, m, c, &qm, &qc)) {
+      s.quotient.add_term(qm, qc);
+    } else {
+      s.rest.add_term(m, c);
+    }
+  }
+  return s;
+}
+
+// Does positive monomial `d` divide positive monomial `n`?
+bool monomial_expr_divides(const IndexExpr& d, const IndexExpr& n) {
+  detail::Monomial dm, nm, qm;
+  int64_t dc, nc, qc;
+  monomial_of(d, &dm, &dc);
+  monomial_of(n, &nm, &nc);
+  return detail::monomial_divides(dm, dc, nm, nc, &qm, &qc);
+}
+
+}  // namespace
+
+IndexExpr floordiv(const IndexExpr& a, const IndexExpr& b) {
+  require_defined(a, "floordiv");
+  require_defined(b, "floordiv");
+  auto ca = a.constant(), cb = b.constant();
+  if (cb) {
+    if (*cb == 0) throw CompilerError(Error::internal(cat("index floordiv by zero: ", a)));
+    if (ca) return index_const(detail::py_floordiv(*ca, *cb));
+    if (*cb == 1) return a;
+    if (*cb < 0) return floordiv(-a, -b);
+  }
+  if (!is_positive_monomial(b)) return make_node_floordiv(a, b);
+
+  DivSplit s = split_by_divisor(a, b);
+  IndexExpr quotient = from_poly(s.quotient);
+  if (s.rest.is_zero()) return quotient;
+  int64_t g = gcd_of_terms(s.rest, s.dc);
+  if (g > 1) {
+    s.rest = divided(s.rest, g);
+    s.dc /= g;
+  }
+  IndexExpr num = from_poly(s.rest);
+  IndexExpr den = detail::from_poly([&] {
+    Poly p;
+    p.add_term(s.dm, s.dc);
+    return p;
+  }());
+  IndexExpr q;
+  if (den.is_constant(1)) {
+    q = num;
+  } else if (num.constant() && den.constant()) {
+    q = index_const(detail::py_floordiv(*num.constant(), *den.constant()));
+  } else if (auto inner = num.as<IndexFloorDiv>(); inner && is_positive_monomial(inner->rhs)) {
+    q = floordiv(inner->lhs, inner->rhs * den);
+  } else {
+    q = make_node_floordiv(num, den);
+  }
+  return quotient + q;
+}
+
+IndexExpr mod(const IndexExpr& a, const IndexExpr& b) {
+  require_defined(a, "mod");
+  require_defined(b, "mod");
+  auto ca = a.constant(), cb = b.constant();
+  if (cb) {
+    if (*cb == 0) throw CompilerError(Error::internal(cat("index mod by zero: ", a)));
+    if (ca) return index_const(detail::py_mod(*ca, *cb));
+    if (*cb == 1) return index_const(0);
+  }
+  if (!is_positive_monomial(b)) return make_node_mod(a, b);
+
+  DivSplit s = split_by_divisor(a, b);
+  if (s.rest.is_zero()) return index_const(0);
+  int64_t g = gcd_of_terms(s.rest, s.dc);
+  if (g > 1) {
+    Poly den;
+    den.add_term(s.dm, s.dc / g);
+    return index_const(g) * mod(from_poly(divided(s.rest, g)), from_poly(den));
+  }
+  IndexExpr num = from_poly(s.rest);
+  if (num.constant() && b.constant()) return index_const(detail::py_mod(*num.constant(), *b.constant()));
+  if (auto inner = num.as<IndexMod>(); inner && is_positive_monomial(inner->rhs)) {
+    if (monomial_expr_divides(b, inner->rhs)) return mod(inner->lhs, b);
+  }
+  return make_node_mod(num, b);
+}
+
+namespace {
+template <typename Node>
+IndexExpr min_max(const IndexExpr& a, const IndexExpr& b, bool is_min) {
+  require_defined(a, is_min ? "min" : "max");
+  require_defined(b, is_min ? "min" : "max");
+  if (a == b) return a;
+  if (auto d = (a - b).constant()) return (*d <= 0) == is_min ? a : b;
+  if (compare(a, b) < 0) return IndexExpr(std::make_shared<Node>(a, b));
+  return IndexExpr(std::make_shared<Node>(b, a));
+}
+}  // namespace
+
+IndexExpr min(const IndexExpr& a, const IndexExpr& b) { return min_max<IndexMin>(a, b, true); }
+IndexExpr max(const IndexExpr& a, const IndexExpr& b) { return min_max<IndexMax>(a, b, false); }
+
+// --- evaluation, substitution, free names -----------------------------------
+
+int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings) {
+  require_defined(e, "evaluate");
+  auto lookup = [&](const std::string& name) {
+    auto it = bindings.find(name);
+    if (it == bindings.end()) throw CompilerError(Error::internal(cat("no value for '", name, "' in ", e)));
+    return it->second;
+  };
+  auto divisor = [&](const IndexExpr& d) {
+    int64_t v = evaluate(d, bindings);
+    if (v == 0) throw CompilerError(Error::internal(cat("division by zero evaluating ", e)));
+    return v;
+  };
+  switch (e.kind()) {
+    case IndexKind::Const: return e.as<IndexConst>()->value;
+    case IndexKind::Symbol: return lookup(e.as<IndexSymbol>()->name);
+    case IndexKind::Var: return lookup(e.as<IndexVar>()->name);
+    case IndexKind::Add: {
+      auto n = e.as<IndexAdd>();
+      int64_t v = n->constant;
+      for (const auto& t : n->terms) v = detail::wrap_add(v, evaluate(t, bindings));
+      return v;
+    }
+    case IndexKind::Mul: {
+      auto n = e.as<IndexMul>();
+      int64_t v = n->coefficient;
+      for (const auto& f : n->factors) v = detail::wrap_mul(v, evaluate(f, bindings));
+      return v;
+    }
+    case IndexKind::FloorDiv: {
+      auto n = e.as<IndexFloorDiv>();
+      int64_t d = divisor(n->rhs);
+      return detail::py_floordiv(evaluate(n->lhs, bindings), d);
+    }
+    case IndexKind::Mod: {
+      auto n = e.as<IndexMod>();
+      int64_t d = divisor(n->rhs);
+      return detail::py_mod(evaluate(n->lhs, bindings), d);
+    }
+    case IndexKind::Min: {
+      auto n = e.as<IndexMin>();
+      return std::min(evaluate(n->lhs, bindings), evaluate(n->rhs, bindings));
+    }
+    case IndexKind::Max: {
+      auto n = e.as<IndexMax>();
+      return std::max(evaluate(n->lhs, bindings), evaluate(n->rhs, bindings));
+    }
+  }
+  return 0;
+}
+
+IndexExpr substitute(const IndexExpr& e, const std::map<std::string, IndexExpr>& r) {
+  require_defined(e, "substitute");
+  if (r.empty()) return e;
+  auto sub = [&](const IndexExpr& x) { return substitute(x, r); };
+  switch (e.kind()) {
+    case IndexKind::Const: return e;
+    case IndexKind::Symbol: {
+      auto it = r.find(e.as<IndexSymbol>()->name);
+      return it == r.end() ? e : it->second;
+    }
+    case IndexKind::Var: {
+      auto it = r.find(e.as<IndexVar>()->name);
+      return it == r.end() ? e : it->second;
+    }
+    case IndexKind::Add: {
+      auto n = e.as<IndexAdd>();
+      std::vector<IndexExpr> terms;
+      bool changed = false;
+      for (const auto& t : n->terms) {
+        terms.push_back(sub(t));
+        changed |= !terms.back().same_as(t);
+      }
+      if (!changed) return e;
+      terms.push_back(index_const(n->constant));
+      return sum(terms);
+    }
+    case IndexKind::Mul: {
+      auto n = e.as<IndexMul>();
+      std::vector<IndexExpr> factors;
+      bool changed = false;
+      for (const auto& f : n->factors) {
+        factors.push_back(sub(f));
+        changed |= !factors.back().same_as(f);
+      }
+      if (!changed) return e;
+      factors.push_back(index_const(n->coefficient));
+      return product(factors);
+    }
+#define CPPI_SUBSTITUTE_BINARY(Name, make)                           \
+  case IndexKind::Name: {                                            \
+    auto n = e.as<Index##Name>();                                    \
+    IndexExpr a = sub(n->lhs), b = sub(n->rhs);                      \
+    if (a.same_as(n->lhs) && b.same_as(n->rhs)) return e;            \
+    return make(a, b);                                               \
+  }
+      CPPI_SUBSTITUTE_BINARY(FloorDiv, floordiv)
+      CPPI_SUBSTITUTE_BINARY(Mod, mod)
+      CPPI_SUBSTITUTE_BINARY(Min, min)
+      CPPI_SUBSTITUTE_BINARY(Max, max)
+#undef CPPI_SUBSTITUTE_BINARY
+  }
+  return e;
+}
+
+namespace {
+void collect_names(const IndexExpr& e, IndexKind want, std::set<std::string>* out) {
+  dispatch(e, [&](const auto& n) {
+    using N = std::decay_t<decltype(n)>;
+    if constexpr (std::is_same_v<N, IndexSymbol> || std::is_same_v<N, IndexVar>) {
+      if (N::kKind == want) out->insert(n.name);
+    } else if constexpr (std::is_same_v<N, IndexAdd>) {
+      for (const auto& t : n.terms) collect_names(t, want, out);
+    } else if constexpr (std::is_same_v<N, IndexMul>) {
+      for (const auto& f : n.factors) collect_names(f, want, out);
+    } else if constexpr (std::is_same_v<N, IndexConst>) {
+    } else {
+      collect_names(n.lhs, want, out);
+      collect_names(n.rhs, want, out);
+    }
+  });
+}
+}  // namespace
+
+std::set<std::string> free_vars(const IndexExpr& e) {
+  std::set<std::string> out;
+  collect_names(e, IndexKind::Var, &out);
+  return out;
+}
+
+std::set<std::string> free_symbols(const IndexExpr& e) {
+  std::set<std::string> out;
+  collect_names(e, IndexKind::Symbol, &out);
+  return out;
+}
+
+bool depends_on(const IndexExpr& e, const std::string& name) {
+  return free_vars(e).count(name) > 0 || free_symbols(e).count(name) > 0;
+}
+
+// --- printing ----------------------------------------------------------------
+
+namespace {
+
+void print(std::ostream& os, const IndexExpr& e);
+
+void print_product(std::ostream& os, int64_t coefficient, const std::vector<IndexExpr>& factors) {
+  if (coefficient == -1) {
+    os << "-";
+  } else if (coefficient != 1) {
+    os << coefficient << "*";
+  }
+  for (size_t i = 0; i < factors.size(); ++i) {
+    if (i) os << "*";
+    print(os, factors[i]);
+  }
+}
+
+void print_operand(std::ostream& os, const IndexExpr& e, bool paren_products) {
+  bool paren = e.kind() == IndexKind::Add || (paren_products && e.kind() == IndexKind::Mul);
+  if (paren) os << "(";
+  print(os, e);
+  if (paren) os << ")";
+}
+
+void print(std::ostream& os, const IndexExpr& e) {
+  if (!e.defined()) {
+    os << "<null>";
+    return;
+  }
+  switch (e.kind()) {
+    case IndexKind::Const: os << e.as<IndexConst>()->value; return;
+    case IndexKind::Symbol: os << e.as<IndexSymbol>()->name; return;
+    case IndexKind::Var: os << e.as<IndexVar>()->name; return;
+    case IndexKind::Add: {
+      auto n = e.as<IndexAdd>();
+      bool first = true;
+      auto emit = [&](int64_t coefficient, const std::vector<IndexExpr>& factors) {
+        bool negative = coefficient < 0;
+        int64_t magnitude = negative ? -coefficient : coefficient;
+        if (first) {
+          if (negative) os << "-";
+        } else {
+          os << (negative ? " - " : " + ");
+        }
+        first = false;
+        if (factors.empty()) {
+          os << magnitude;
+        } else {
+          print_product(os, magnitude, factors);
+        }
+      };
+      for (const auto& t : n->terms) {
+        if (auto m = t.as<IndexMul>()) {
+          emit(m->coefficient, m->factors);
+        } else {
+          emit(1, {t});
+        }
+      }
+      if (n->constant != 0) emit(n->constant, {});
+      return;
+    }
+    case IndexKind::Mul: {
+      auto n = e.as<IndexMul>();
+      print_product(os, n->coefficient, n->factors);
+      return;
+    }
+    case IndexKind::FloorDiv: {
+      auto n = e.as<IndexFloorDiv>();
+      os << "(";
+      print_operand(os, n->lhs, false);
+      os << " // ";
+      print_operand(os, n->rhs, true);
+      os << ")";
+      return;
+    }
+    case IndexKind::Mod: {
+      auto n = e.as<IndexMod>();
+      os << "(";
+      print_operand(os, n->lhs, false);
+      os << " % ";
+      print_operand(os, n->rhs, true);
+      os << ")";
+      return;
+    }
+    case IndexKind::Min: {
+      auto n = e.as<IndexMin>();
+      os << "min(" << n->lhs << ", " << n->rhs << ")";
+      return;
+    }
+    case IndexKind::Max: {
+      auto n = e.as<IndexMax>();
+      os << "max(" << n->lhs << ", " << n->rhs << ")";
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, const IndexExpr& e) {
+  print(os, e);
+  return os;
+}
+
+std::string to_string(const IndexExpr& e) {
+  std::ostringstream os;
+  print(os, e);
+  return os.str();
+}
+
+}  // namespace cppi::ir

@@ -1,0 +1,54 @@
+/// \file
+/// A reference interpreter for the loop IR: small, slow and obviously
+/// correct. It runs a Kernel (or a pre-fusion node) on host memory, one
+/// element at a time, in scalar double / int64 arithmetic rounded to each
+/// node's dtype after every operation (so float32 math is float32 math,
+/// computed through double). Lowering and fusion tests use it to check their
+/// output without a codegen; codegen tests compare against it.
+///
+/// Reductions run sequentially in row-major order over the reduction loops
+/// (compiled code may reorder sums; compare with a tolerance). Random uses
+/// the Philox algorithm documented in expr.h.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "lowering/ir/kernel.h"
+#include "lowering/ir/node.h"
+#include "support/status.h"
+
+namespace cppi::ir {
+
+/// Base pointers by buffer name (host memory, laid out as the buffer's dtype
+/// and index expressions say) and the values of the size symbols.
+struct InterpreterArgs {
+  std::unordered_map<std::string, void*> buffers;
+  IndexBindings symbols;
+};
+
+/// One value as the interpreter holds it: integral and bool in `i` (bool is
+/// 0/1), floats in `f` already rounded to `dtype`.
+struct ScalarValue {
+  DType dtype = DType::Int64;
+  int64_t i = 0;
+  double f = 0;
+
+  double as_double() const { return is_floating(dtype) ? f : static_cast<double>(i); }
+};
+
+Status interpret(const Kernel& kernel, const InterpreterArgs& args);
+Status interpret(const ComputeNode& node, const InterpreterArgs& args);
+/// Runs the nodes in order.
+Status interpret(const NodeList& nodes, const InterpreterArgs& args);
+
+/// Evaluates one expression with the given loop-variable values (added to
+/// the symbols) and LocalRef values. For tests of op semantics.
+Expected<ScalarValue> evaluate_expr(const Expr& e, const InterpreterArgs& args, const IndexBindings& vars = {},
+                                    const std::unordered_map<std::string, ScalarValue>& locals = {});
+
+/// Philox4x32-10 uniform / normal float32 exactly as Random defines them.
+float philox_uniform(int64_t seed, int64_t offset);
+float philox_normal(int64_t seed, int64_t offset);
+
+}  // namespace cppi::ir

@@ -1,0 +1,282 @@
+#include "lowering/ir/kernel.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/node_check.h"
+
+namespace cppi::ir {
+
+const char* to_string(VectorizedLoop v) {
+  switch (v) {
+    case VectorizedLoop::None: return "none";
+    case VectorizedLoop::InnermostOuter: return "innermost_outer";
+    case VectorizedLoop::InnermostOfEachStage: return "innermost_of_each_stage";
+  }
+  return "?";
+}
+
+const char* to_string(TailKind t) {
+  switch (t) {
+    case TailKind::ScalarLoop: return "scalar_loop";
+    case TailKind::Masked: return "masked";
+  }
+  return "?";
+}
+
+const char* to_string(GpuMapping m) {
+  switch (m) {
+    case GpuMapping::None: return "none";
+    case GpuMapping::GridStridePointwise: return "grid_stride_pointwise";
+    case GpuMapping::RowPerWarp: return "row_per_warp";
+    case GpuMapping::RowPerBlock: return "row_per_block";
+    case GpuMapping::ColumnReduction: return "column_reduction";
+  }
+  return "?";
+}
+
+ReductionStage ReductionStage::make(std::vector<Loop> loops, ReductionKind kind, Expr body,
+                                    std::vector<std::string> results) {
+  if (!body.defined()) throw CompilerError(Error::internal("reduction stage: null body"));
+  auto dtypes = reduction_result_dtypes(kind, body.dtype());
+  if (!dtypes.ok()) throw CompilerError(dtypes.error());
+  if (results.size() != dtypes->size()) {
+    throw CompilerError(Error::internal(cat("reduction stage ", to_string(kind), ": ", results.size(),
+                                            " result names for ", dtypes->size(), " results")));
+  }
+  ReductionStage s;
+  s.loops = std::move(loops);
+  s.kind = kind;
+  s.body = std::move(body);
+  s.results = std::move(results);
+  s.result_dtypes = std::move(dtypes).value();
+  return s;
+}
+
+Expr ReductionStage::result(size_t i) const { return LocalRef::make(results.at(i), result_dtypes.at(i)); }
+
+namespace {
+
+#define CPPI_RETURN_IF_ERROR(expr) \
+  do {                             \
+    Status _s = (expr);            \
+    if (!_s.ok()) return _s;       \
+  } while (0)
+
+Status check_loops(const std::vector<Loop>& loops, std::set<std::string>* scope, const std::string& what) {
+  for (const auto& l : loops) {
+    auto v = l.var.as<IndexVar>();
+    if (!v) return Error::internal(cat(what, ": loop variable ", l.var, " is not a variable"));
+    if (!l.extent.defined()) return Error::internal(cat(what, ": loop ", v->name, " has no extent"));
+    if (!free_vars(l.extent).empty()) {
+      return Error::internal(cat(what, ": extent ", l.extent, " of ", v->name, " uses a loop variable"));
+    }
+    if (!scope->insert(v->name).second) return Error::internal(cat(what, ": loop variable ", v->name, " bound twice"));
+  }
+  return Status::success();
+}
+
+Status check_device(const BufferPtr& b, Device d, const std::string& what) {
+  if (b->device != d) {
+    return Error::internal(cat(what, ": buffer ", b->name, " is on ", to_string(b->device), ", the kernel on ",
+                               to_string(d)));
+  }
+  return Status::success();
+}
+
+class DeviceChecker : public ExprVisitor {
+ public:
+  explicit DeviceChecker(Device d) : device_(d) {}
+  std::string error;
+
+ protected:
+  void visit(const Load& node) override {
+    if (node.buffer->device != device_ && error.empty()) {
+      error = cat("load from ", node.buffer->name, " on ", to_string(node.buffer->device));
+    }
+    ExprVisitor::visit(node);
+  }
+
+ private:
+  Device device_;
+};
+
+}  // namespace
+
+Status verify(const Kernel& k) {
+  std::string what = cat("kernel ", k.name);
+  if (k.name.empty()) return Error::internal("kernel with an empty name");
+  std::set<std::string> outer_scope;
+  CPPI_RETURN_IF_ERROR(check_loops(k.outer, &outer_scope, what));
+  std::map<std::string, DType> locals;
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    std::string swhat = cat(what, " stage ", i);
+    std::set<std::string> scope = outer_scope;
+    const auto& stage = k.stages[i];
+    std::vector<Expr> values;
+    if (auto r = std::get_if<ReductionStage>(&stage)) {
+      CPPI_RETURN_IF_ERROR(check_loops(r->loops, &scope, swhat));
+      if (!r->body.defined() || r->result_dtypes.size() != r->results.size() ||
+          r->results.size() != static_cast<size_t>(num_results(r->kind))) {
+        return Error::internal(cat(swhat, ": malformed reduction stage (build it with ReductionStage::make)"));
+      }
+      CPPI_RETURN_IF_ERROR(detail::check_expr_scope(r->body, scope, &locals, swhat));
+      values.push_back(r->body);
+    } else {
+      const auto& p = std::get<PointwiseStage>(stage);
+      CPPI_RETURN_IF_ERROR(check_loops(p.loops, &scope, swhat));
+      if (p.stores.empty()) return Error::internal(cat(swhat, ": pointwise stage without stores"));
+      for (const auto& s : p.stores) {
+        if (!s.buffer || !s.value.defined() || s.value.dtype() != s.buffer->dtype) {
+          return Error::internal(cat(swhat, ": malformed store (build it with Store::make)"));
+        }
+        CPPI_RETURN_IF_ERROR(check_device(s.buffer, k.device, swhat));
+        CPPI_RETURN_IF_ERROR(detail::check_index_scope(s.index, scope, swhat));
+        CPPI_RETURN_IF_ERROR(detail::check_expr_scope(s.value, scope, &locals, swhat));
+        values.push_back(s.value);
+      }
+    }
+    DeviceChecker devices(k.device);
+    for (const auto& v : values) devices.walk(v);
+    if (!devices.error.empty()) return Error::internal(cat(swhat, ": ", devices.error));
+    if (auto r = std::get_if<ReductionStage>(&stage)) {
+      for (size_t j = 0; j < r->results.size(); ++j) {
+        if (!locals.emplace(r->results[j], r->result_dtypes[j]).second) {
+          return Error::internal(cat(swhat, ": result name ", r->results[j], " defined twice"));
+        }
+      }
+    }
+  }
+  return Status::success();
+}
+
+KernelPtr Kernel::make(std::string name, Device device, std::vector<Loop> outer, std::vector<Stage> stages,
+                       Schedule schedule, std::vector<std::string> origins) {
+  auto k = KernelPtr(new Kernel(std::move(name), device, std::move(outer), std::move(stages), schedule,
+                                std::move(origins)));
+  verify(*k).throw_if_error();
+  return k;
+}
+
+KernelPtr Kernel::with_schedule(Schedule s) const {
+  return KernelPtr(new Kernel(name, device, outer, stages, s, origins));
+}
+
+namespace {
+const std::vector<Loop>& stage_loops(const Stage& s) {
+  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
+}
+void add_loops(const std::vector<Loop>& loops, VarRanges* out) {
+  for (const auto& l : loops) (*out)[l.var.as<IndexVar>()->name] = l.extent;
+}
+}  // namespace
+
+VarRanges Kernel::var_ranges() const {
+  VarRanges out;
+  add_loops(outer, &out);
+  for (const auto& s : stages) add_loops(stage_loops(s), &out);
+  return out;
+}
+
+VarRanges Kernel::var_ranges(size_t stage) const {
+  VarRanges out;
+  add_loops(outer, &out);
+  add_loops(stage_loops(stages.at(stage)), &out);
+  return out;
+}
+
+std::vector<Access> reads(const Stage& s) {
+  if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);
+  std::vector<Access> out;
+  for (const auto& st : std::get<PointwiseStage>(s).stores) {
+    for (auto& a : reads(st.value)) out.push_back(std::move(a));
+  }
+  return out;
+}
+
+std::vector<Access> writes(const Stage& s) {
+  std::vector<Access> out;
+  if (auto p = std::get_if<PointwiseStage>(&s)) {
+    for (const auto& st : p->stores) out.push_back(Access{st.buffer, st.index, false});
+  }
+  return out;
+}
+
+namespace {
+class SymbolCollector : public ExprVisitor {
+ public:
+  std::set<std::string>* out;
+  explicit SymbolCollector(std::set<std::string>* o) : out(o) {}
+
+ protected:
+  void visit_index(const IndexExpr& index) override {
+    for (const auto& s : free_symbols(index)) out->insert(s);
+  }
+};
+}  // namespace
+
+KernelSignature signature(const Kernel& k) {
+  std::map<std::string, KernelSignature::Arg> buffers;
+  std::set<std::string> symbols;
+  SymbolCollector collector(&symbols);
+  auto add_index = [&](const IndexExpr& e) {
+    for (const auto& s : free_symbols(e)) symbols.insert(s);
+  };
+  auto add_loops_syms = [&](const std::vector<Loop>& loops) {
+    for (const auto& l : loops) add_index(l.extent);
+  };
+  add_loops_syms(k.outer);
+  for (const auto& s : k.stages) {
+    add_loops_syms(stage_loops(s));
+    for (const auto& a : reads(s)) {
+      auto& arg = buffers[a.buffer->name];
+      arg.buffer = a.buffer;
+      arg.read = true;
+    }
+    for (const auto& a : writes(s)) {
+      auto& arg = buffers[a.buffer->name];
+      arg.buffer = a.buffer;
+      arg.written = true;
+      add_index(a.index);
+    }
+    if (auto r = std::get_if<ReductionStage>(&s)) {
+      collector.walk(r->body);
+    } else {
+      for (const auto& st : std::get<PointwiseStage>(s).stores) collector.walk(st.value);
+    }
+  }
+  KernelSignature sig;
+  for (auto& [name, arg] : buffers) sig.buffers.push_back(arg);
+  sig.symbols.assign(symbols.begin(), symbols.end());
+  std::sort(sig.symbols.begin(), sig.symbols.end(), natural_name_less);
+  return sig;
+}
+
+KernelPtr single_node_kernel(const ComputeNode& node) {
+  auto loops_of = [](const std::vector<IndexExpr>& vars, const std::vector<IndexExpr>& extents) {
+    std::vector<Loop> loops;
+    for (size_t i = 0; i < vars.size(); ++i) loops.push_back(Loop{vars[i], extents[i]});
+    return loops;
+  };
+  if (auto p = std::get_if<PointwiseNodePtr>(&node)) {
+    const auto& n = **p;
+    return Kernel::make(n.name, n.store.buffer->device, loops_of(n.vars(), n.ranges),
+                        {PointwiseStage{{}, {n.store}}}, Schedule{}, n.origins);
+  }
+  const auto& n = *std::get<ReductionNodePtr>(node);
+  std::vector<std::string> names;
+  for (const char* suffix : result_suffixes(n.kind)) names.push_back(suffix[0] ? n.name + "_" + suffix : n.name);
+  auto reduce = ReductionStage::make(loops_of(n.reduction_vars(), n.reduction_ranges), n.kind, n.body, names);
+  PointwiseStage store;
+  Device device = Device::CPU;
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    if (!n.outputs[i].buffer) continue;
+    device = n.outputs[i].buffer->device;
+    store.stores.push_back(Store::make(n.outputs[i].buffer, n.outputs[i].index, reduce.result(i)));
+  }
+  return Kernel::make(n.name, device, loops_of(n.vars(), n.ranges), {reduce, store}, Schedule{}, n.origins);
+}
+
+}  // namespace cppi::ir

@@ -1,0 +1,182 @@
+/// \file
+/// Kernels: the unit that fusion produces and codegen prints.
+///
+/// A Kernel is a nest of outer loops (the parallelisable iteration space)
+/// whose body is a sequence of stages, executed in order for every outer
+/// iteration:
+/// - ReductionStage: folds a body over its own inner loops into named scalar
+///   results; later stages read them with LocalRef(name, dtype).
+/// - PointwiseStage: runs its inner loops (possibly none) and performs its
+///   stores in every iteration, in order.
+/// A fused softmax over rows reads:
+///   for x0 in [0, rows):
+///     reduce max over r0 in [0, cols) of x[x0, r0]              -> amax
+///     reduce sum over r0 in [0, cols) of exp(x[x0, r0] - amax)  -> denom
+///     pointwise over r0 in [0, cols): out[x0, r0] = exp(x[x0, r0] - amax) / denom
+/// A plain pointwise kernel has all its loops outer and one pointwise stage
+/// with no inner loops (or its innermost loop as the stage's loop). Horizontal
+/// fusion puts several independent stages or stores under one outer loop.
+///
+/// Scoping: outer loop variables are visible to every stage; a stage's loop
+/// variables only to that stage (two stages may reuse a name). Extents are
+/// free of loop variables. A LocalRef must name a result of an earlier
+/// ReductionStage with the same dtype. Kernel::make checks all of this.
+///
+/// Schedule: what codegen prints and never decides (parallel loops, grain,
+/// vectorised loop and width, tail handling, GPU thread mapping). The fusion
+/// scheduler fills it; codegen asserts on anything it cannot honour.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "lowering/ir/buffer.h"
+#include "lowering/ir/expr.h"
+#include "lowering/ir/index_simplify.h"
+#include "lowering/ir/node.h"
+#include "lowering/ir/reduction.h"
+
+namespace cppi::ir {
+
+/// for var in [0, extent).
+struct Loop {
+  IndexExpr var;  // an IndexVar
+  IndexExpr extent;
+};
+
+struct ReductionStage {
+  std::vector<Loop> loops;
+  ReductionKind kind = ReductionKind::Sum;
+  Expr body;
+  /// One name per result (num_results(kind)), visible to later stages as
+  /// LocalRef(results[i], result_dtypes[i]).
+  std::vector<std::string> results;
+  std::vector<DType> result_dtypes;  // filled by make()
+
+  /// Checks the body's dtype against the kind and the number of names.
+  static ReductionStage make(std::vector<Loop> loops, ReductionKind kind, Expr body, std::vector<std::string> results);
+  /// LocalRef to result i.
+  Expr result(size_t i = 0) const;
+};
+
+struct PointwiseStage {
+  std::vector<Loop> loops;  // may be empty: the stores run once per outer iteration
+  std::vector<Store> stores;
+};
+
+using Stage = std::variant<ReductionStage, PointwiseStage>;
+
+// --- schedule annotations -----------------------------------------------------------
+
+enum class VectorizedLoop : uint8_t {
+  None,                  // scalar code
+  InnermostOuter,        // the innermost outer loop (kernels whose stages have no loops)
+  InnermostOfEachStage,  // the innermost loop of every stage that has loops
+};
+enum class TailKind : uint8_t {
+  ScalarLoop,  // a scalar epilogue loop handles extent % vector_width
+  Masked,      // the last vector iteration is masked
+};
+enum class GpuMapping : uint8_t {
+  None,                 // not scheduled for a GPU
+  GridStridePointwise,  // flattened outer loops over all threads, grid-stride loop
+  RowPerWarp,           // one outer iteration per warp, stages' loops over its lanes
+  RowPerBlock,          // one outer iteration per block, stages' loops over its threads
+  ColumnReduction,      // threads map to the innermost outer loop, each reduces a column
+};
+const char* to_string(VectorizedLoop v);
+const char* to_string(TailKind t);
+const char* to_string(GpuMapping m);
+
+struct CpuSchedule {
+  /// The outermost `parallel_loops` outer loops are collapsed into one
+  /// `omp parallel for`; 0 = serial.
+  int parallel_loops = 0;
+  /// Iterations per chunk of the parallel loop; 0 = an even static split.
+  int64_t grain_size = 0;
+  /// Split the (single) reduction stage's loops across threads with
+  /// per-thread partials combined at the end (for kernels with few or no
+  /// outer iterations).
+  bool parallel_reduction = false;
+  VectorizedLoop vectorized = VectorizedLoop::None;
+  int vector_width = 1;  // elements per vector
+  TailKind tail = TailKind::ScalarLoop;
+};
+
+struct GpuSchedule {
+  GpuMapping mapping = GpuMapping::None;
+  int block_size = 0;           // threads per block
+  int64_t grid_size = 0;        // blocks; 0 = derived from the outer extent at launch
+  int elements_per_thread = 1;  // consecutive elements per thread (vectorised loads)
+};
+
+struct Schedule {
+  CpuSchedule cpu;
+  GpuSchedule gpu;
+};
+
+// --- kernel ---------------------------------------------------------------------------
+
+class Kernel;
+using KernelPtr = std::shared_ptr<const Kernel>;
+
+class Kernel {
+ public:
+  /// Verifies scoping, dtypes and devices (see the file comment); throws
+  /// CompilerError(internal) with the reason when the kernel is malformed.
+  static KernelPtr make(std::string name, Device device, std::vector<Loop> outer, std::vector<Stage> stages,
+                        Schedule schedule = {}, std::vector<std::string> origins = {});
+  /// The same kernel with another schedule.
+  KernelPtr with_schedule(Schedule schedule) const;
+
+  const std::string name;
+  const Device device;
+  const std::vector<Loop> outer;
+  const std::vector<Stage> stages;
+  const Schedule schedule;
+  const std::vector<std::string> origins;  // FX nodes fused into this kernel
+
+  /// Extents of every loop variable (outer and all stages).
+  VarRanges var_ranges() const;
+  /// Extents visible inside stage i (outer + that stage's loops).
+  VarRanges var_ranges(size_t stage) const;
+
+ private:
+  Kernel(std::string n, Device d, std::vector<Loop> o, std::vector<Stage> s, Schedule sc, std::vector<std::string> orig)
+      : name(std::move(n)),
+        device(d),
+        outer(std::move(o)),
+        stages(std::move(s)),
+        schedule(sc),
+        origins(std::move(orig)) {}
+};
+
+/// The kernel that runs one pre-fusion node unfused: its ranges become the
+/// outer loops; a reduction becomes a reduction stage over r0.. whose results
+/// (named after the node: "<name>", or "<name>_mean"/"_m2"/"_weight" for
+/// welford) a loop-less pointwise stage stores. Device: the output's.
+KernelPtr single_node_kernel(const ComputeNode& node);
+
+/// Kernel::make's checks as a status.
+Status verify(const Kernel& k);
+
+/// What a kernel needs as arguments: the buffers it reads or writes (sorted by
+/// name) and the size symbols it uses anywhere (natural order).
+struct KernelSignature {
+  struct Arg {
+    BufferPtr buffer;
+    bool read = false;
+    bool written = false;
+  };
+  std::vector<Arg> buffers;
+  std::vector<std::string> symbols;
+};
+KernelSignature signature(const Kernel& k);
+
+/// Loads in a stage / stores of a stage.
+std::vector<Access> reads(const Stage& s);
+std::vector<Access> writes(const Stage& s);
+
+}  // namespace cppi::ir
