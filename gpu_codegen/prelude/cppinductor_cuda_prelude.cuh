@@ -189,7 +189,8 @@ struct cppi_min_op {
 };
 
 // Welford partial state (Chan et al.'s parallel combine). `weight` is the
-// number of elements folded in, as a float so it shuffles like the rest.
+// number of elements folded in, as a T so it shuffles like the rest (as
+// Inductor's Triton welford does); a float weight counts exactly to 2^24.
 template <typename T>
 struct cppi_welford {
   T mean;

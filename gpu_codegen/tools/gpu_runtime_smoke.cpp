@@ -1,14 +1,17 @@
 // gpu_runtime_smoke: compiles a few kernels with NVRTC, loads and launches
 // them through the driver API, checks every result, and measures NVRTC
-// compile time per kernel and copy bandwidth on 1 GiB. Exits non-zero on any
-// failure or mismatch; the last line says SMOKE PASSED or SMOKE FAILED.
+// compile time per kernel, host time per launch and copy bandwidth on 1 GiB.
+// Exits non-zero on any failure or mismatch; the last line says SMOKE PASSED
+// or SMOKE FAILED.
 //
-// On the GPU machine (no LLVM there, NVRTC from torch's wheel):
-//
+// On the GPU machine, everything (build, smoke, GoogleTests, logs in $OUT):
+//   bash gpu_codegen/tools/run_gpu_checks.sh
+// or by hand (no LLVM there; NVRTC from torch's wheel):
 //   cmake -G Ninja -S . -B build-gpu -DCPPINDUCTOR_CPU_JIT=OFF -DCPPINDUCTOR_BUILD_PYTHON=OFF
+//   (if another folder breaks that: cmake -G Ninja -S gpu_codegen/standalone -B build-gpu)
 //   ninja -C build-gpu gpu_runtime_smoke
 //   export CPPINDUCTOR_NVRTC_LIBRARY=$(python3 -c "import nvidia, pathlib; print(next(p for d in
-//   nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1*')))")
+//     nvidia.__path__ for p in pathlib.Path(d).rglob('libnvrtc.so.1[0-9]')))")   # one line
 //   ./build-gpu/gpu_codegen/gpu_runtime_smoke [--nvrtc PATH] [--device N] [--mib N]
 //
 // Without CPPINDUCTOR_NVRTC_LIBRARY or --nvrtc it searches libnvrtc.so.13,
@@ -137,6 +140,10 @@ extern "C" __global__ void shared_reverse(const float* in, float* out, int n) {
   __syncthreads();
   for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = buffer[n - 1 - i];
 }
+)";
+
+const char* kEmpty = R"(
+extern "C" __global__ void empty_kernel(int x) {}
 )";
 
 const char* kHalfConvert = R"(
@@ -314,6 +321,23 @@ void test_bad_launches(const CudaKernel& kernel) {
   check(synchronize_context(), "sync after bad launches");
 }
 
+// Host cost of one launch() (what a reduce-overhead call path pays per kernel).
+void test_launch_overhead(const CudaKernel& kernel) {
+  int x = 0;
+  void* args[] = {&x};
+  const int launches = 20000;
+  for (int i = 0; i < 100; ++i) check(launch(kernel, {1}, {32}, 0, 0, args), "launch empty");
+  check(synchronize_context(), "sync");
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < launches; ++i) check(launch(kernel, {1}, {32}, 0, 0, args), "launch empty");
+  const double host_ms = ms_since(start);
+  check(synchronize_context(), "sync");
+  const double total_ms = ms_since(start);
+  std::printf(
+      "  launch(): %.2f us host time per launch, %.2f us per launch until the GPU is done\n",
+      1e3 * host_ms / launches, 1e3 * total_ms / launches);
+}
+
 // NVRTC from several threads at once: distinct sources, all must compile.
 void test_parallel_compiles(int cc) {
   const int kernels = 8, threads = 4;
@@ -377,6 +401,7 @@ int main(int argc, char** argv) {
   const CudaKernel row_reductions = build(kRowReductions, "row_reductions", cc);
   const CudaKernel shared_reverse = build(kSharedReverse, "shared_reverse", cc);
   const CudaKernel half_convert = build(kHalfConvert, "half_convert", cc);
+  const CudaKernel empty = build(kEmpty, "empty_kernel", cc);
   const NvrtcCounters counters = nvrtc_counters();
   std::printf("  NVRTC: %llu compiles, %.1f ms total, %.1f ms mean; %llu cache hits\n",
               static_cast<unsigned long long>(counters.compiles), counters.compile_ms,
@@ -390,7 +415,8 @@ int main(int argc, char** argv) {
   test_half_convert(half_convert);
   test_bad_launches(vector_add);
   test_parallel_compiles(cc);
-  std::printf("bandwidth:\n");
+  std::printf("performance:\n");
+  test_launch_overhead(empty);
   test_copy_bandwidth(copy, mib << 20, sms);
 
   if (g_failures) {

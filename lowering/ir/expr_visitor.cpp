@@ -1,5 +1,7 @@
 #include "lowering/ir/expr_visitor.h"
 
+#include "support/status.h"
+
 namespace cppi::ir {
 
 // --- ExprVisitor -----------------------------------------------------------------
@@ -120,6 +122,93 @@ Expr ExprMutator::visit(const Random& node) {
 
 Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& replacements) {
   return map_indices(e, [&](const IndexExpr& index) { return substitute(index, replacements); });
+}
+
+Expr simplify_indices(const Expr& e, const VarRanges& ranges) {
+  return map_indices(e, [&](const IndexExpr& index) { return simplify(index, ranges); });
+}
+
+Expr replace_loads(const Expr& e, const std::string& buffer, const std::function<Expr(const Load&)>& f) {
+  struct Replacer : ExprMutator {
+    const std::string& name;
+    const std::function<Expr(const Load&)>& fn;
+    Replacer(const std::string& n, const std::function<Expr(const Load&)>& g) : name(n), fn(g) {}
+    Expr visit(const Load& node) override {
+      if (node.buffer->name != name) return ExprMutator::visit(node);
+      Expr out = fn(node);
+      if (!out.defined() || out.dtype() != node.dtype) {
+        throw CompilerError(Error::internal(cat("replace_loads(", name, "): replacement has the wrong dtype")));
+      }
+      return out;
+    }
+  } replacer(buffer, f);
+  return replacer.mutate(e);
+}
+
+std::vector<Expr> operands(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::Constant:
+    case ExprKind::IndexValue:
+    case ExprKind::LocalRef: return {};
+    case ExprKind::Load: {
+      auto l = e.as<Load>();
+      if (l->mask.defined()) return {l->mask};
+      return {};
+    }
+    case ExprKind::Cast: return {e.as<Cast>()->value};
+    case ExprKind::Unary: return {e.as<Unary>()->operand};
+    case ExprKind::Binary: return {e.as<Binary>()->lhs, e.as<Binary>()->rhs};
+    case ExprKind::Compare: return {e.as<Compare>()->lhs, e.as<Compare>()->rhs};
+    case ExprKind::Where: {
+      auto w = e.as<Where>();
+      return {w->cond, w->then_value, w->else_value};
+    }
+    case ExprKind::Random: return {e.as<Random>()->seed};
+  }
+  return {};
+}
+
+std::vector<Expr> post_order(const std::vector<Expr>& roots) {
+  std::vector<Expr> out;
+  std::unordered_set<const ExprNode*> done;
+  // Iterative, so deep chains do not overflow the stack.
+  std::vector<std::pair<Expr, size_t>> stack;
+  for (const auto& root : roots) {
+    if (!root.defined() || done.count(root.get())) continue;
+    stack.emplace_back(root, 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      auto ops = operands(node);
+      if (next < ops.size()) {
+        Expr child = ops[next++];
+        if (!done.count(child.get())) stack.emplace_back(child, 0);
+        continue;
+      }
+      if (done.insert(node.get()).second) out.push_back(node);
+      stack.pop_back();
+    }
+  }
+  return out;
+}
+
+std::set<std::string> free_vars(const Expr& e) {
+  struct Collector : ExprVisitor {
+    std::set<std::string> out;
+    void visit_index(const IndexExpr& index) override {
+      for (auto& v : ir::free_vars(index)) out.insert(v);
+    }
+  } c;
+  c.walk(e);
+  return std::move(c.out);
+}
+
+std::set<std::string> local_refs(const Expr& e) {
+  struct Collector : ExprVisitor {
+    std::set<std::string> out;
+    void visit(const LocalRef& n) override { out.insert(n.name); }
+  } c;
+  c.walk(e);
+  return std::move(c.out);
 }
 
 }  // namespace cppi::ir

@@ -16,10 +16,16 @@
 ///     }
 #pragma once
 
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "lowering/ir/expr.h"
+#include "lowering/ir/index_simplify.h"
 
 namespace cppi::ir {
 
@@ -109,5 +115,28 @@ Expr map_indices(const Expr& e, F f) {
 
 /// Substitutes loop variables / symbols inside every index of `e`.
 Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& replacements);
+
+/// simplify() (index_simplify.h) applied to every index of `e`.
+Expr simplify_indices(const Expr& e, const VarRanges& ranges);
+
+/// Replaces every Load of the buffer named `buffer` by f(load); the result
+/// must have the load's dtype. Fusion uses it to inline a producer's value
+/// into its consumer (after mapping the load's index to the producer's
+/// variables). Returns `e` itself when it has no such load.
+Expr replace_loads(const Expr& e, const std::string& buffer, const std::function<Expr(const Load&)>& f);
+
+/// The operands of a node in field order (Load: its mask if any; Where: cond,
+/// then, else; Random: seed). Index expressions are not operands.
+std::vector<Expr> operands(const Expr& e);
+
+/// Every distinct node reachable from `roots`, operands before users, in a
+/// deterministic order (depth-first, operands in field order, roots in
+/// order). Codegen emits one temporary per node in this order.
+std::vector<Expr> post_order(const std::vector<Expr>& roots);
+
+/// Loop variables used by the indices in `e` (for hoisting loop-invariant
+/// work out of inner loops), and the LocalRef names it reads.
+std::set<std::string> free_vars(const Expr& e);
+std::set<std::string> local_refs(const Expr& e);
 
 }  // namespace cppi::ir

@@ -37,31 +37,7 @@ std::string load_text(const Load& l, const std::string& mask) {
   return s;
 }
 
-// Operands in field order; printers name them in this order.
-std::vector<Expr> operands_of(const Expr& e) {
-  switch (e.kind()) {
-    case ExprKind::Constant:
-    case ExprKind::IndexValue:
-    case ExprKind::LocalRef: return {};
-    case ExprKind::Load: {
-      auto l = e.as<Load>();
-      if (l->mask.defined()) return {l->mask};
-      return {};
-    }
-    case ExprKind::Cast: return {e.as<Cast>()->value};
-    case ExprKind::Unary: return {e.as<Unary>()->operand};
-    case ExprKind::Binary: return {e.as<Binary>()->lhs, e.as<Binary>()->rhs};
-    case ExprKind::Compare: return {e.as<Compare>()->lhs, e.as<Compare>()->rhs};
-    case ExprKind::Where: {
-      auto w = e.as<Where>();
-      return {w->cond, w->then_value, w->else_value};
-    }
-    case ExprKind::Random: return {e.as<Random>()->seed};
-  }
-  return {};
-}
-
-// The text of one node given the texts of operands_of(e).
+// The text of one node given the texts of operands(e).
 std::string node_text(const Expr& e, const std::vector<std::string>& ops) {
   switch (e.kind()) {
     case ExprKind::Constant: return constant_text(*e.as<Constant>());
@@ -87,7 +63,7 @@ std::string node_text(const Expr& e, const std::vector<std::string>& ops) {
 std::string inline_text(const Expr& e) {
   if (!e.defined()) return "<null>";
   std::vector<std::string> ops;
-  for (const auto& o : operands_of(e)) ops.push_back(inline_text(o));
+  for (const auto& o : operands(e)) ops.push_back(inline_text(o));
   return node_text(e, ops);
 }
 
@@ -100,19 +76,23 @@ class BodyPrinter {
 
   /// Emits lines for `e` and everything below it not yet emitted; returns its name.
   std::string emit(const Expr& e) {
-    if (prints_inline(e)) return node_text(e, {});
-    auto it = names_.find(e.get());
-    if (it != names_.end()) return it->second;
-    std::vector<std::string> ops;
-    for (const auto& o : operands_of(e)) ops.push_back(emit(o));
-    std::string text = node_text(e, ops);
-    std::string name = "t" + std::to_string(names_.size());
-    names_.emplace(e.get(), name);
-    os_ << indent_ << name << ": " << dtype_name(e.dtype()) << " = " << text << "\n";
-    return name;
+    for (const Expr& n : post_order({e})) {
+      if (prints_inline(n) || names_.count(n.get())) continue;
+      std::vector<std::string> ops;
+      for (const auto& o : operands(n)) ops.push_back(name_of(o));
+      std::string name = "t" + std::to_string(names_.size());
+      os_ << indent_ << name << ": " << dtype_name(n.dtype()) << " = " << node_text(n, ops) << "\n";
+      names_.emplace(n.get(), name);
+    }
+    return name_of(e);
   }
 
  private:
+  std::string name_of(const Expr& e) const {
+    if (prints_inline(e)) return node_text(e, {});
+    return names_.at(e.get());
+  }
+
   std::ostream& os_;
   std::string indent_;
   std::unordered_map<const ExprNode*, std::string> names_;
@@ -264,6 +244,12 @@ std::string to_string(const Kernel& k) {
     }
   }
   return os.str();
+}
+
+std::string to_string(const std::vector<KernelPtr>& kernels) {
+  std::string out;
+  for (size_t i = 0; i < kernels.size(); ++i) out += (i ? "\n" : "") + to_string(*kernels[i]);
+  return out;
 }
 
 }  // namespace cppi::ir

@@ -8,7 +8,8 @@
 ///   t0: float32 = load buf0[x1 + 64*x0]
 ///   t1: float32 = add(t0, float32(1))
 ///   store buf1[x1 + 64*x0] = t1
-/// to_string(Expr) prints one expression nested on one line instead:
+/// to_string(Expr) prints one expression nested on one line instead (shared
+/// nodes repeat, so keep it for small expressions and test messages):
 ///   add(load buf0[x1 + 64*x0], float32(1))
 /// Constants: float32(1.5), float64(-inf), float32(nan), int64(3), true, false.
 #pragma once
@@ -30,6 +31,8 @@ std::string to_string(const Buffer& b);
 std::string to_string(const ComputeNode& n);
 std::string to_string(const NodeList& nodes);
 std::string to_string(const Kernel& k);
+/// Kernels separated by blank lines (loop_ir_post_fusion.txt).
+std::string to_string(const std::vector<KernelPtr>& kernels);
 std::string to_string(const Schedule& s);
 
 }  // namespace cppi::ir

@@ -71,6 +71,8 @@ def test_rows_have_timing_speedup_bandwidth_and_compile_time(pointwise_rows):
 def test_fresh_process_probe_fills_only_the_probed_workload(pointwise_rows):
     probed = {(r.workload, r.backend): r.compile_s_fresh for r in pointwise_rows}
     assert probed[("relu_bias", "aot_eager")] > 0
+    fresh = next(r for r in pointwise_rows if r.compile_s_fresh is not None)
+    assert fresh.fresh_process_total_s > fresh.compile_s_fresh  # includes interpreter start and imports
     assert probed[("copy", "aot_eager")] is None and probed[("relu_bias", "eager")] is None
 
 
@@ -132,10 +134,23 @@ def test_training_step_compares_parameters_after_one_sgd_step():
 def test_busy_machine_is_called_out():
     from cppinductor.bench.report import busy_warning
 
-    row = Row("copy", "eager", "cpu", "float32", 2, torch.__version__, "memory", load_avg=9.0)
+    row = Row(workload="copy", backend="eager", mode=None, device="cpu", dtype="float32", threads=2,
+              torch_version=torch.__version__, kind="memory", load_avg=9.0)
     assert "machine busy" in busy_warning([row], cores=2)
     row.load_avg = 1.0
     assert busy_warning([row], cores=2) is None
+
+
+def test_mode_goes_to_inductor_and_cppinductor_only():
+    from cppinductor.bench.backends import parse_backends
+
+    backends = parse_backends("aot_eager,inductor,cppinductor,eager", mode="max-autotune")
+    assert [(b.label, b.mode) for b in backends] == [
+        ("eager", None), ("aot_eager", None), ("inductor", "max-autotune"), ("cppinductor", "max-autotune")]
+    with pytest.raises(ValueError, match="listed twice"):
+        parse_backends("inductor,inductor")
+    with pytest.raises(ValueError, match="unknown mode"):
+        parse_backends("inductor", mode="fast")
 
 
 def test_mismatch_reports_structure_and_values():
@@ -165,10 +180,10 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [(d["workload"], d["backend"]) for d in data] == [
         ("copy", "eager"), ("copy", "aot_eager"), ("row_sum", "eager"), ("row_sum", "aot_eager")]
-    fields = {"workload", "backend", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
+    fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
+              "compile_s_fresh", "fresh_process_total_s", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
 

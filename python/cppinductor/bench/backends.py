@@ -2,7 +2,8 @@
 
 "eager" is the baseline and is not compiled at all. Any other name goes to
 ``torch.compile(fn, backend=name)``; a callable (a Dynamo backend function)
-is accepted too, which the tests use to inject a wrong backend.
+is accepted too, which the tests use to inject a wrong backend. A mode
+(--mode) goes to the backends that take one (MODE_BACKENDS).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import torch
 
 EAGER = "eager"
 DEFAULT_BACKENDS = ("eager", "aot_eager", "inductor", "cppinductor")
+MODE_BACKENDS = ("inductor", "cppinductor")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 @dataclass(frozen=True)
 class Backend:
     label: str
     target: Union[str, Callable, None] = None  # None: the label is the torch.compile name
+    mode: Optional[str] = None  # torch.compile(mode=...)
 
     @property
     def is_eager(self) -> bool:
@@ -34,7 +38,8 @@ class Backend:
         if self.is_eager:
             return lambda fn: fn
         target = self.label if self.target is None else self.target
-        return lambda fn: torch.compile(fn, backend=target)
+        kwargs = {} if self.mode is None else {"mode": self.mode}
+        return lambda fn: torch.compile(fn, backend=target, **kwargs)
 
     def unavailable_reason(self) -> Optional[str]:
         """Why torch.compile would reject this backend name, or None."""
@@ -49,10 +54,16 @@ class Backend:
         return None
 
 
-def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]]) -> List[Backend]:
+def _named(name: str, mode: Optional[str]) -> Backend:
+    return Backend(name, mode=mode if name in MODE_BACKENDS else None)
+
+
+def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]], mode: Optional[str] = None) -> List[Backend]:
     """Backends in run order; eager always first since it is the reference and baseline."""
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    backends = [b if isinstance(b, Backend) else Backend(b.strip()) for b in items if b]
+    backends = [b if isinstance(b, Backend) else _named(b.strip(), mode) for b in items if b]
     backends = [b for b in backends if not b.is_eager]
     labels = [b.label for b in backends]
     duplicates = {label for label in labels if labels.count(label) > 1}

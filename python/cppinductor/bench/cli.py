@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import torch
 
-from .backends import DEFAULT_BACKENDS
+from .backends import DEFAULT_BACKENDS, MODE_BACKENDS, MODES
 from .plot import require_matplotlib, write_plot
 from .report import format_table, write_json
 from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
@@ -30,6 +30,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--only", metavar="A,B", help=f"workloads to run, from: {','.join(BY_NAME)}")
     p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
                    help="torch.compile backend names; eager is always run (default: %(default)s)")
+    p.add_argument("--mode", choices=MODES, help=f"torch.compile mode for {' and '.join(MODE_BACKENDS)}")
     p.add_argument("--dtype", choices=_DTYPES, default="float32")
     p.add_argument("--fresh-process", choices=FRESH_PROCESS_CHOICES, default="first",
                    help="workloads whose first compile is also timed in a fresh process: the first "
@@ -57,6 +58,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
             backends=args.backends,
             fresh_process=args.fresh_process,
+            mode=args.mode,
             threads=args.threads,
             progress=not args.no_progress,
         )

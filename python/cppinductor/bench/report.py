@@ -76,7 +76,9 @@ def format_table(rows: Sequence[Row]) -> str:
     lines = []
     if rows:
         r = rows[0]
-        lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}")
+        modes = sorted({x.mode for x in rows if x.mode})
+        mode = f" · mode {','.join(modes)}" if modes else ""
+        lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}{mode}")
         refs = {(x.shape, x.copy_gbps, x.copy_prealloc_gbps) for x in rows if x.copy_gbps}
         for shape, clone, prealloc in sorted(refs, key=str):
             lines.append(f"copy reference {shape}: clone {clone:.1f} GB/s, copy_ into preallocated {prealloc:.1f} GB/s")

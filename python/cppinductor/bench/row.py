@@ -12,6 +12,7 @@ OK, INCORRECT, ERROR = "ok", "incorrect", "error"
 class Row:
     workload: str
     backend: str
+    mode: Optional[str]  # torch.compile mode, None: not given
     device: str
     dtype: str
     threads: int
@@ -33,6 +34,7 @@ class Row:
     first_call_s: Optional[float] = None  # first call in this process, fresh caches
     compile_s_warm: Optional[float] = None  # first call - steady time, process already warm
     compile_s_fresh: Optional[float] = None  # same, first graph of a fresh process (probed workloads only)
+    fresh_process_total_s: Optional[float] = None  # launch of that fresh process to its first result, imports included
     compile_over_aot_eager_s: Optional[float] = None  # compile_s_warm - aot_eager's compile_s_warm
     backend_warmup_s: Optional[float] = None  # this backend's first (throwaway) compile in the bench process
     load_avg: Optional[float] = None  # 1-minute load average when the row was measured (other processes)

@@ -44,6 +44,7 @@ class BenchConfig:
     only: Optional[Sequence[str]] = None
     backends: Sequence[Any] = ("eager", "aot_eager", "inductor", "cppinductor")
     fresh_process: str = "first"  # which workloads get a fresh-process compile probe
+    mode: Optional[str] = None  # torch.compile mode for inductor and cppinductor
     threads: Optional[int] = None
     progress: bool = True
     workloads: List[Workload] = field(init=False)
@@ -53,7 +54,7 @@ class BenchConfig:
         if self.fresh_process not in FRESH_PROCESS_CHOICES:
             raise ValueError(f"fresh_process must be one of {FRESH_PROCESS_CHOICES}")
         self.workloads = select(self.only, quick=self.size == "quick")
-        self.backend_list = parse_backends(self.backends)
+        self.backend_list = parse_backends(self.backends, self.mode)
 
     @property
     def dtype_name(self) -> str:
@@ -100,7 +101,8 @@ class _Runner:
 
     def row(self, workload: Workload, backend: Backend) -> Row:
         c = self.config
-        return Row(workload=workload.name, backend=backend.label, device=c.device, dtype=c.dtype_name,
+        return Row(workload=workload.name, backend=backend.label, mode=backend.mode, device=c.device,
+                   dtype=c.dtype_name,
                    threads=torch.get_num_threads(), torch_version=torch.__version__, kind=workload.kind)
 
     def run(self) -> List[Row]:
@@ -114,7 +116,7 @@ class _Runner:
             for w, b in probed:
                 progress.start(f"{w.name} · {b.label} · fresh process")
                 probes[(w.name, b.label)] = probe(w.name, b.label, c.device, c.dtype_name, c.size,
-                                                  torch.get_num_threads())
+                                                  torch.get_num_threads(), b.mode)
                 progress.advance()
             warmups: Dict[str, float] = {}
             for b in compiled:
@@ -133,6 +135,7 @@ class _Runner:
             p = probes.get((r.workload, r.backend))
             if p is not None:
                 r.compile_s_fresh = p.compile_s
+                r.fresh_process_total_s = p.total_s
                 if p.error and r.error is None:
                     r.error = f"fresh-process probe: {p.error}"[:_MAX_ERROR_CHARS]
             r.backend_warmup_s = warmups.get(r.backend)

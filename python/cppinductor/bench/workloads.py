@@ -44,8 +44,8 @@ class Sizes:
 _SIZES: Dict[Tuple[str, str], Sizes] = {
     ("cpu", "full"): Sizes(4096, 4096, (4096, 4096), 1024, (256, 1024, 2048), (4, 256, 512, 8)),
     ("cpu", "quick"): Sizes(4096, 4096, (4096, 4096), 512, (128, 512, 1024), (2, 128, 256, 4)),
-    ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 4096, 16384), (16, 1024, 1024, 16)),
-    ("cuda", "quick"): Sizes(16384, 16384, (16384, 4096), 4096, (4096, 2048, 8192), (8, 512, 1024, 16)),
+    ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 2048, 8192), (16, 1024, 1024, 16)),
+    ("cuda", "quick"): Sizes(16384, 16384, (16384, 4096), 4096, (4096, 1024, 4096), (8, 512, 1024, 16)),
 }
 _TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2))
 
@@ -300,6 +300,9 @@ def _build_mlp_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
 
 
 _REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
+# A float32 sum of 16384 randn values moves by ~7e-5 between summation orders
+# (measured against float64), and sums near zero get no help from rtol.
+_SUM_TOL = (1e-4, 1e-3)
 
 WORKLOADS: List[Workload] = [
     Workload("copy", "memory", "x.clone() (the bandwidth reference)", _pointwise_unary(copy), True),
@@ -309,8 +312,8 @@ WORKLOADS: List[Workload] = [
     Workload("softmax", "memory", "softmax over rows", _build_softmax, True, _REDUCTION_TOL),
     Workload("layer_norm", "memory", "layer_norm over rows, affine", _build_layer_norm, False, _REDUCTION_TOL),
     Workload("var_mean", "memory", "var_mean over rows", _reduction(var_mean, 2, -1), False, _REDUCTION_TOL),
-    Workload("row_sum", "memory", "x.sum(dim=-1)", _reduction(row_sum, 1, -1), False, _REDUCTION_TOL),
-    Workload("col_sum", "memory", "x.sum(dim=0)", _reduction(col_sum, 1, 0), False, _REDUCTION_TOL),
+    Workload("row_sum", "memory", "x.sum(dim=-1)", _reduction(row_sum, 1, -1), False, _SUM_TOL),
+    Workload("col_sum", "memory", "x.sum(dim=0)", _reduction(col_sum, 1, 0), False, _SUM_TOL),
     Workload("matmul_relu", "compute", "relu(a @ b)", _build_matmul, False, _REDUCTION_TOL),
     Workload("mlp", "compute", "3-layer MLP forward", _build_mlp, True, _REDUCTION_TOL),
     Workload("transformer", "compute", "pre-norm transformer block forward", _build_transformer, False, (1e-4, 2e-4)),

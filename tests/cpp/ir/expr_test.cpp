@@ -153,6 +153,44 @@ TEST_F(ExprTest, MutatorRewritesOneKind) {
   EXPECT_TRUE(pass.mutate(untouched).same_as(untouched));
 }
 
+TEST_F(ExprTest, TraversalHelpers) {
+  Expr x = load(a, x1 + 64 * x0);
+  Expr y = load(a, x0 * 64 + 63 - x1);
+  Expr e = binary(BinaryOp::Add, binary(BinaryOp::Mul, x, x), binary(BinaryOp::Sub, y, LocalRef::make("m", DType::Float32)));
+  // post_order: operands first, each node once, deterministic.
+  auto order = post_order({e});
+  ASSERT_EQ(order.size(), 6u);
+  EXPECT_TRUE(order[0].same_as(x));
+  EXPECT_TRUE(order[5].same_as(e));
+  EXPECT_EQ(free_vars(e), (std::set<std::string>{"x0", "x1"}));
+  EXPECT_EQ(local_refs(e), std::set<std::string>{"m"});
+  // replace_loads: inline a producer (here: buf0[i] := 2 * buf2-ish constant).
+  Expr inlined = replace_loads(e, "buf0", [&](const Load& l) {
+    return binary(BinaryOp::Mul, cast(IndexValue::make(l.index), DType::Float32), const_float(2));
+  });
+  EXPECT_EQ(reads(inlined).size(), 0u);
+  EXPECT_TRUE(replace_loads(e, "other", [](const Load&) { return Expr(); }).same_as(e));
+  EXPECT_THROW(replace_loads(e, "buf0", [](const Load&) { return const_int(1); }), CompilerError);
+  // simplify_indices with ranges.
+  Expr view = load(a, floordiv(x0 * 4 + x1, 4));
+  VarRanges ranges{{"x0", index_const(8)}, {"x1", index_const(4)}};
+  EXPECT_EQ(to_string(simplify_indices(view, ranges)), "load buf0[x0]");
+  Expr plain = load(a, x0);
+  EXPECT_TRUE(simplify_indices(plain, ranges).same_as(plain));
+}
+
+TEST_F(ExprTest, PrintsEveryKind) {
+  Expr mask = compare(CompareOp::Lt, IndexValue::make(x0 + 1), const_int(8));
+  Expr seed = load(i, index_const(0));
+  Expr e = where(mask, cast(load(h, x0 + 1, mask), DType::Float32),
+                 Random::make(RandomKind::Normal, seed, x0));
+  EXPECT_EQ(to_string(e),
+            "where(lt(index(x0 + 1), int64(8)), cast<float32>(load buf1[x0 + 1] if lt(index(x0 + 1), int64(8))), "
+            "randn(seed=load buf2[0], offset=x0))");
+  EXPECT_EQ(to_string(unary(UnaryOp::IsInf, const_float(-INFINITY, DType::Float64))), "isinf(float64(-inf))");
+  EXPECT_EQ(to_string(binary(BinaryOp::LogicalAnd, const_bool(true), const_bool(false))), "logical_and(true, false)");
+}
+
 TEST_F(ExprTest, ReadsCollectsDistinctLoads) {
   Expr x = load(a, x0);
   Expr y = load(a, x0 + 1, compare(CompareOp::Lt, IndexValue::make(x0 + 1), const_int(8)));

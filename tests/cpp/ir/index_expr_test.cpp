@@ -225,19 +225,26 @@ TEST_F(IndexExprTest, RandomizedAgreementWithEvaluation) {
     if (depth == 0) return leaves[next() % leaves.size()];
     Gen a = gen(depth - 1), b = gen(depth - 1);
     int64_t d = 1 + next() % 5;
-    switch (next() % 6) {
+    switch (next() % 9) {
       case 0: return {a.e + b.e, [=](const IndexBindings& v) { return a.ref(v) + b.ref(v); }};
       case 1: return {a.e * b.e, [=](const IndexBindings& v) { return a.ref(v) * b.ref(v); }};
       case 2: return {a.e - b.e, [=](const IndexBindings& v) { return a.ref(v) - b.ref(v); }};
       case 3: return {floordiv(a.e, d), [=](const IndexBindings& v) { return py_div(a.ref(v), d); }};
       case 4:
         return {mod(a.e, d), [=](const IndexBindings& v) { return a.ref(v) - d * py_div(a.ref(v), d); }};
+      case 5:
+        return {mod(a.e, s0), [=](const IndexBindings& v) {
+                  int64_t n = v.at("s0");
+                  return a.ref(v) - n * py_div(a.ref(v), n);
+                }};
+      case 6: return {min(a.e, b.e), [=](const IndexBindings& v) { return std::min(a.ref(v), b.ref(v)); }};
+      case 7: return {max(a.e, b.e), [=](const IndexBindings& v) { return std::max(a.ref(v), b.ref(v)); }};
       default:
         return {floordiv(a.e, s0), [=](const IndexBindings& v) { return py_div(a.ref(v), v.at("s0")); }};
     }
   };
   VarRanges ranges{{"x0", index_const(6)}, {"x1", s0}};
-  for (int trial = 0; trial < 400; ++trial) {
+  for (int trial = 0; trial < 1500; ++trial) {
     Gen g = gen(3);
     IndexExpr s = simplify(g.e, ranges);
     for (int64_t s0v = 1; s0v <= 4; ++s0v) {

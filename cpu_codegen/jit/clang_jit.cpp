@@ -1,0 +1,405 @@
+/// \file
+/// The in-process compiler: clang (libclang-cpp 16) parses the source from an
+/// in-memory file system into an LLVM module, LLVM's O3 pipeline (new pass
+/// manager) optimises it for the host CPU, the target machine emits an object
+/// file, and ORC LLJIT (JITLink) links it into a JITDylib of its own. The
+/// JITDylib is removed, and its memory returned, when the module dies.
+///
+/// Stages are run by hand rather than through clang's EmitObjAction so each
+/// can be timed and the object file can be cached on disk.
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectFileInterface.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/VirtualFileSystem.h>
+#include <llvm/Config/llvm-config.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+
+#include "cpu_codegen/jit/backends.h"
+#include "cpu_codegen/jit/disk_cache.h"
+#include "cpu_codegen/jit/runtime.h"
+
+namespace cppi::cpu {
+namespace {
+
+namespace orc = llvm::orc;
+
+constexpr const char* k_include_dir = "/cppi/include";
+constexpr const char* k_prelude_path = "/cppi/include/cppinductor_prelude.h";
+constexpr const char* k_source_path = "/cppi/kernel.cpp";
+
+std::string to_string(llvm::Error err) { return llvm::toString(std::move(err)); }
+
+/// What code is generated for: triple, CPU, features ("+avx2,-avx512fp16,...").
+struct TargetConfig {
+  std::string triple;
+  std::string cpu;
+  std::vector<std::string> features;
+};
+
+/// The host as LLVM sees it. LLVM 16 names some hosts (Zen 5) "generic", so
+/// the features always come from getHostCPUFeatures, explicitly.
+const TargetConfig& host_target() {
+  static const TargetConfig host = [] {
+    TargetConfig t;
+    t.triple = llvm::sys::getProcessTriple();
+    t.cpu = llvm::sys::getHostCPUName().str();
+    llvm::StringMap<bool> features;
+    if (llvm::sys::getHostCPUFeatures(features))
+      for (const auto& f : features) t.features.push_back((f.second ? "+" : "-") + f.first().str());
+    std::sort(t.features.begin(), t.features.end());
+    return t;
+  }();
+  return host;
+}
+
+TargetConfig target_for(const CompileOptions& o) {
+  if (o.target_cpu.empty()) return host_target();
+  return TargetConfig{host_target().triple, o.target_cpu, {}};  // the CPU's own features
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+/// Errors ORC reports outside the call that caused them (e.g. "Symbols not
+/// found" while materialising) go to the compile running on this thread.
+thread_local std::string* t_session_errors = nullptr;
+
+/// Process-wide JIT state, created on first use (thread-safe static init) and
+/// never destroyed: modules may outlive static destructors at exit.
+struct JitProcess {
+  std::unique_ptr<orc::LLJIT> jit;
+  orc::JITDylib* runtime = nullptr;  // cppi_runtime, SLEEF, libm, the process
+  std::string error;                 // why creation failed, if it did
+  std::atomic<uint64_t> next_id{0};
+  std::atomic<uint64_t> removed{0};
+};
+
+JitProcess& jit_process() {
+  static JitProcess* process = [] {
+    auto* p = new JitProcess;
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+    const TargetConfig& host = host_target();
+    orc::JITTargetMachineBuilder jtmb{llvm::Triple(host.triple)};
+    jtmb.setCPU(host.cpu);
+    jtmb.addFeatures(host.features);
+    jtmb.setRelocationModel(llvm::Reloc::PIC_);
+    jtmb.setCodeModel(llvm::CodeModel::Small);
+    jtmb.setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    auto jit = orc::LLJITBuilder()
+                   .setJITTargetMachineBuilder(std::move(jtmb))
+                   .setObjectLinkingLayerCreator(
+                       [](orc::ExecutionSession& es, const llvm::Triple&)
+                           -> llvm::Expected<std::unique_ptr<orc::ObjectLayer>> {
+                         return std::make_unique<orc::ObjectLinkingLayer>(es);
+                       })
+                   .create();
+    if (!jit) {
+      p->error = "cannot create LLJIT: " + to_string(jit.takeError());
+      return p;
+    }
+    p->jit = std::move(*jit);
+    orc::ExecutionSession& es = p->jit->getExecutionSession();
+    es.setErrorReporter([](llvm::Error err) {
+      std::string text = to_string(std::move(err));
+      if (t_session_errors) *t_session_errors += text + "\n";
+    });
+    orc::JITDylib& rt = es.createBareJITDylib("cppi_runtime");
+    orc::SymbolMap table;
+    table[es.intern("cppi_runtime")] = llvm::JITEvaluatedSymbol(
+        llvm::pointerToJITTargetAddress(cppi_runtime_table()), llvm::JITSymbolFlags::Exported);
+    if (auto err = rt.define(orc::absoluteSymbols(std::move(table)))) {
+      p->error = to_string(std::move(err));
+      return p;
+    }
+    // SLEEF and libm first and by name, so kernels resolve them even when the
+    // process loaded them RTLD_LOCAL (torch, Python extensions); then anything
+    // else the process exports (memcpy, memset, ...).
+    std::vector<std::string> libraries = {"libm.so.6"};
+    if (!sleef_library_path().empty()) libraries.insert(libraries.begin(), sleef_library_path());
+    for (const auto& lib : libraries) {
+      auto gen = orc::DynamicLibrarySearchGenerator::Load(lib.c_str(), '\0');
+      if (gen) rt.addGenerator(std::move(*gen));
+      else llvm::consumeError(gen.takeError());
+    }
+    auto process_gen = orc::DynamicLibrarySearchGenerator::GetForCurrentProcess('\0');
+    if (!process_gen) {
+      p->error = to_string(process_gen.takeError());
+      return p;
+    }
+    rt.addGenerator(std::move(*process_gen));
+    p->runtime = &rt;
+    return p;
+  }();
+  return *process;
+}
+
+/// A module: its JITDylib and the addresses of everything it defines
+/// (resolved eagerly, so link errors surface from compile_cpp).
+class JitModule final : public CompiledModule {
+ public:
+  JitModule(orc::JITDylib& jd, std::unordered_map<std::string, void*> symbols)
+      : jd_(&jd), symbols_(std::move(symbols)) {}
+  ~JitModule() override { remove_jitdylib(*jd_); }
+
+  void* lookup(const std::string& name) const override {
+    auto it = symbols_.find(name);
+    return it == symbols_.end() ? nullptr : it->second;
+  }
+
+  static void remove_jitdylib(orc::JITDylib& jd) {
+    JitProcess& p = jit_process();
+    orc::ExecutionSession& es = p.jit->getExecutionSession();
+    if (auto err = es.removeJITDylib(jd)) llvm::consumeError(std::move(err));
+    // Symbol names stay in the session's pool until swept; sweep now and then
+    // so unique kernel names do not accumulate.
+    if (p.removed.fetch_add(1) % 64 == 63) es.getSymbolStringPool()->clearDeadEntries();
+  }
+
+ private:
+  orc::JITDylib* jd_;
+  std::unordered_map<std::string, void*> symbols_;
+};
+
+std::vector<std::string> frontend_args(const CompileOptions& o, const TargetConfig& t) {
+  std::vector<std::string> args = {
+      "-triple", t.triple, "-target-cpu", t.cpu,
+      "-x", "c++", "-std=c++17", cat("-O", o.opt_level),
+      // We run the LLVM pipeline ourselves (timed, and with our TargetMachine).
+      "-disable-llvm-passes",
+      // Kernels link into a JITDylib anywhere in the address space.
+      "-mrelocation-model", "pic", "-pic-level", "2",
+      // IEEE semantics: no contraction (matches eager and the g++ path), no
+      // errno (so math builtins stay pure), no finite-math assumptions.
+      "-ffp-contract=off", "-fno-rtti", "-fgnuc-version=4.2.1",
+      // Nothing but the in-memory prelude may be included.
+      "-nostdsysteminc", "-nobuiltininc", "-I", k_include_dir,
+      "-Werror=return-type", "-ferror-limit", "20",
+      o.debug_symbols ? "-mframe-pointer=all" : "-mframe-pointer=none"};
+  for (const auto& f : t.features) args.insert(args.end(), {"-target-feature", f});
+  if (o.debug_symbols) args.insert(args.end(), {"-debug-info-kind=constructor", "-dwarf-version=5"});
+  if (sleef_library_path().empty()) args.push_back("-DCPPI_NO_SLEEF");
+  for (const auto& d : o.defines) args.push_back("-D" + d);
+  args.push_back(k_source_path);
+  return args;
+}
+
+/// Parse + IR generation. Diagnostics are captured, never printed.
+Expected<std::unique_ptr<llvm::Module>> run_frontend(const std::string& source,
+                                                     const CompileOptions& o,
+                                                     const TargetConfig& t,
+                                                     llvm::LLVMContext& context) {
+  std::string diagnostics;
+  llvm::raw_string_ostream diag_os(diagnostics);
+  const std::vector<std::string> args = frontend_args(o, t);
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+
+  auto invocation = std::make_shared<clang::CompilerInvocation>();
+  {
+    auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
+    clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diag_opts,
+                                   new clang::TextDiagnosticPrinter(diag_os, diag_opts.get()),
+                                   /*ShouldOwnClient=*/true);
+    if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, diags)) {
+      diag_os.flush();
+      return Error::internal("bad clang arguments: " + diagnostics);
+    }
+  }
+  // CompilerInvocation keeps -disable-free semantics off only if we say so;
+  // with it on, every compile leaks its AST and module.
+  invocation->getFrontendOpts().DisableFree = false;
+  invocation->getCodeGenOpts().DisableFree = false;
+
+  clang::CompilerInstance ci;
+  ci.setInvocation(std::move(invocation));
+  ci.createDiagnostics(new clang::TextDiagnosticPrinter(diag_os, &ci.getDiagnosticOpts()),
+                       /*ShouldOwnClient=*/true);
+  ci.setVerboseOutputStream(diag_os);  // "N errors generated." goes here, not stderr
+
+  auto vfs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  vfs->addFile(k_prelude_path, 0,
+               llvm::MemoryBuffer::getMemBuffer(prelude_source(), k_prelude_path));
+  vfs->addFile(k_source_path, 0, llvm::MemoryBuffer::getMemBuffer(source, k_source_path));
+  ci.createFileManager(vfs);
+
+  clang::EmitLLVMOnlyAction action(&context);
+  const bool ok = ci.ExecuteAction(action);
+  diag_os.flush();
+  if (!ok) return Error::compile_failed(diagnostics.empty() ? "clang failed" : diagnostics);
+  std::unique_ptr<llvm::Module> module = action.takeModule();
+  if (!module) return Error::compile_failed("clang produced no module:\n" + diagnostics);
+  return module;
+}
+
+Expected<std::unique_ptr<llvm::TargetMachine>> make_target_machine(const TargetConfig& t,
+                                                                   int opt_level) {
+  std::string err;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(t.triple, err);
+  if (!target) return Error::internal("no LLVM target for " + t.triple + ": " + err);
+  llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Strict;  // -ffp-contract=off
+  const llvm::CodeGenOpt::Level levels[] = {llvm::CodeGenOpt::None, llvm::CodeGenOpt::Less,
+                                            llvm::CodeGenOpt::Default,
+                                            llvm::CodeGenOpt::Aggressive};
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      t.triple, t.cpu, join(t.features, ","), options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+      levels[opt_level], /*JIT=*/true));
+  if (!tm) return Error::internal("cannot create a TargetMachine for " + t.cpu);
+  return tm;
+}
+
+void optimize(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = opt_level >= 2;
+  tuning.SLPVectorization = opt_level >= 2;
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(&tm, tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  const llvm::OptimizationLevel levels[] = {llvm::OptimizationLevel::O0, llvm::OptimizationLevel::O1,
+                                            llvm::OptimizationLevel::O2,
+                                            llvm::OptimizationLevel::O3};
+  llvm::ModulePassManager mpm = opt_level == 0
+                                    ? pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0)
+                                    : pb.buildPerModuleDefaultPipeline(levels[opt_level]);
+  mpm.run(module, mam);
+}
+
+Expected<std::string> emit_object(llvm::Module& module, llvm::TargetMachine& tm) {
+  module.setDataLayout(tm.createDataLayout());
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager pm;
+  if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile))
+    return Error::internal("the target cannot emit object files");
+  pm.run(module);
+  return std::string(buffer.data(), buffer.size());
+}
+
+/// Links an object into a fresh JITDylib and resolves all its symbols.
+Expected<std::shared_ptr<CompiledModule>> link_object(const std::string& object) {
+  JitProcess& p = jit_process();
+  orc::ExecutionSession& es = p.jit->getExecutionSession();
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, "cppi-kernel.o");
+  auto interface = orc::getObjectFileInterface(es, buffer->getMemBufferRef());
+  if (!interface) return Error::internal("bad object file: " + to_string(interface.takeError()));
+
+  orc::JITDylib& jd = es.createBareJITDylib(cat("cppi_module_", p.next_id.fetch_add(1)));
+  jd.addToLinkOrder(*p.runtime);
+  std::string session_errors;
+  t_session_errors = &session_errors;
+  struct Reset {
+    ~Reset() { t_session_errors = nullptr; }
+  } reset;
+  auto fail = [&](const std::string& what, llvm::Error err) -> Error {
+    std::string text = session_errors + to_string(std::move(err));
+    JitModule::remove_jitdylib(jd);
+    return Error::compile_failed(what + text);
+  };
+  if (auto err = p.jit->addObjectFile(jd, std::move(buffer))) return fail("cannot add object: ", std::move(err));
+
+  orc::SymbolLookupSet names;
+  for (const auto& [name, flags] : interface->SymbolFlags) names.add(name);
+  auto resolved = es.lookup(orc::makeJITDylibSearchOrder(&jd, orc::JITDylibLookupFlags::MatchAllSymbols),
+                            std::move(names));
+  if (!resolved) return fail("JIT link failed: ", resolved.takeError());
+  std::unordered_map<std::string, void*> symbols;
+  for (const auto& [name, symbol] : *resolved)
+    symbols.emplace((*name).str(), llvm::jitTargetAddressToPointer<void*>(symbol.getAddress()));
+  return std::shared_ptr<CompiledModule>(new JitModule(jd, std::move(symbols)));
+}
+
+}  // namespace
+
+std::string clang_jit_target_id(const CompileOptions& options) {
+  const TargetConfig t = target_for(options);
+  return cat("llvm-" LLVM_VERSION_STRING " ", t.triple, " ", t.cpu, " ", join(t.features, ","),
+             sleef_library_path().empty() ? " no-sleef" : " sleef");
+}
+
+Expected<BackendResult> compile_with_clang_jit(const BackendRequest& request) {
+  JitProcess& p = jit_process();
+  if (!p.jit || !p.runtime) return Error::internal("the CPU JIT is unavailable: " + p.error);
+  const CompileOptions& o = request.options;
+  BackendResult result;
+
+  const std::string cache_path =
+      request.cache_dir.empty() ? "" : request.cache_dir + "/" + request.key + ".o";
+  if (!cache_path.empty()) {
+    if (auto object = read_cache_entry(cache_path, &result.disk_corrupt)) {
+      const double t0 = now_ms();
+      auto module = link_object(*object);
+      if (module) {
+        result.module = std::move(*module);
+        result.timings.link_ms = now_ms() - t0;
+        result.disk_hit = true;
+        return result;
+      }
+      result.disk_corrupt = true;
+    }
+  }
+
+  const TargetConfig target = target_for(o);
+  std::string object;
+  {
+    llvm::LLVMContext context;
+    double t0 = now_ms();
+    auto module = run_frontend(request.source, o, target, context);
+    if (!module) return module.error();
+    double t1 = now_ms();
+    result.timings.frontend_ms = t1 - t0;
+
+    auto tm = make_target_machine(target, o.opt_level);
+    if (!tm) return tm.error();
+    optimize(**module, **tm, o.opt_level);
+    double t2 = now_ms();
+    result.timings.optimize_ms = t2 - t1;
+
+    auto obj = emit_object(**module, **tm);
+    if (!obj) return obj.error();
+    object = std::move(*obj);
+    result.timings.codegen_ms = now_ms() - t2;
+  }
+
+  const double t3 = now_ms();
+  auto module = link_object(object);
+  if (!module) return module.error();
+  result.timings.link_ms = now_ms() - t3;
+  result.module = std::move(*module);
+  if (!cache_path.empty()) (void)write_cache_entry(cache_path, object);  // best effort
+  return result;
+}
+
+}  // namespace cppi::cpu

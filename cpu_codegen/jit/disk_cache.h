@@ -1,0 +1,33 @@
+/// \file
+/// The per-user on-disk cache of compiled code (g++ shared objects, JIT
+/// object files). One file per entry: payload followed by a trailer holding
+/// the payload's size and SHA-256, so an entry is verified before use and a
+/// torn or corrupted file is rebuilt instead of loaded. Entries are written
+/// to a temporary file and rename()d into place, so readers never see a
+/// partial entry. ELF loaders ignore bytes past the sections, so a trailer on
+/// a .so does not stop dlopen.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "support/status.h"
+
+namespace cppi::cpu {
+
+/// Creates `dir` (and missing parents) with mode 0700, then refuses it unless
+/// it is a directory owned by the current user and not writable by group or
+/// others (another user could otherwise plant code we would load).
+Status ensure_private_dir(const std::string& dir);
+
+/// Reads an entry. nullopt if missing; `corrupt` is set when a file exists but
+/// fails verification.
+std::optional<std::string> read_cache_entry(const std::string& path, bool* corrupt);
+
+/// Writes payload + trailer atomically (temp file in the same dir + rename).
+Status write_cache_entry(const std::string& path, const std::string& payload);
+
+/// Reads a whole file.
+Expected<std::string> read_file(const std::string& path);
+
+}  // namespace cppi::cpu

@@ -1,0 +1,722 @@
+/// \file
+/// The runtime prelude every generated CPU kernel includes
+/// (`#include "cppinductor_prelude.h"`). It is embedded into the library at
+/// build time and handed to the compiler from memory, so a kernel compile
+/// parses this file and nothing else: no system header is included here
+/// (parsing <math.h> alone costs ~70 ms per kernel, see DESIGN "CPU codegen").
+///
+/// What it gives the C++ printer:
+///   - fixed-width integer typedefs, `cppi_half` / `cppi_bf16` storage types
+///     with conversions that match c10::Half / c10::BFloat16 bit for bit;
+///   - scalar math (`cppi_exp(float)`, ...) on compiler builtins;
+///   - vector types of every width (`cppi_f32x16`, ...) plus `cppi_vf32`,
+///     sized to the host ISA (CPPI_VEC_BYTES: 64 on AVX-512, 32 on AVX/AVX2);
+///   - vector math from SLEEF (1.0 ULP variants), lane loops where SLEEF or
+///     the ISA is missing;
+///   - NaN-propagating max/min as PyTorch defines them;
+///   - `cppi_parallel_for` / `cppi_parallel_reduce` running on the process's
+///     OpenMP (libgomp) thread pool, the one torch itself uses.
+///
+/// Semantics: no fast-math is assumed. NaN and inf propagate as in eager
+/// PyTorch; kernels are compiled without -ffinite-math-only and with
+/// -ffp-contract=off.
+///
+/// The file compiles with clang and g++ (C++17, GNU vector extensions) and is
+/// also included directly by the unit tests, after the standard headers.
+#pragma once
+
+#define CPPI_PRELUDE_VERSION 1
+
+// Static inline helpers over vectors wider than the ISA are fine (they are
+// inlined or split), so GCC's ABI note about them is noise.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// ---------------------------------------------------------------------------
+// Integer types. The compiler-predefined macros name exactly the types glibc's
+// <stdint.h> uses, so these typedefs agree with it when both are seen.
+typedef __INT8_TYPE__ int8_t;
+typedef __INT16_TYPE__ int16_t;
+typedef __INT32_TYPE__ int32_t;
+typedef __INT64_TYPE__ int64_t;
+typedef __UINT8_TYPE__ uint8_t;
+typedef __UINT16_TYPE__ uint16_t;
+typedef __UINT32_TYPE__ uint32_t;
+typedef __UINT64_TYPE__ uint64_t;
+typedef __SIZE_TYPE__ size_t;
+
+#define CPPI_INLINE static inline __attribute__((always_inline))
+
+// ---------------------------------------------------------------------------
+// Runtime interface. The library (cpu_codegen/jit/runtime.cpp) fills a table
+// of function pointers; kernels reach the thread pool only through it.
+//
+// In-process JIT: `cppi_runtime` is resolved by the JIT to the library's
+// table. g++ shared objects: the kernel .so defines its own `cppi_runtime_slot`
+// and the loader copies the table into it right after dlopen, because a
+// kernel .so loaded RTLD_LOCAL from a Python extension that was itself loaded
+// RTLD_LOCAL cannot see the library's symbols.
+extern "C" {
+typedef void (*cppi_parallel_body_fn)(void* ctx, int32_t thread, int32_t num_threads);
+
+struct cppi_runtime_abi {
+  uint32_t abi_version;  // CPPI_RUNTIME_ABI_VERSION
+  uint32_t size;         // sizeof(cppi_runtime_abi), checked by the loader
+  // Runs fn(ctx, t, n) on a team of n <= num_threads workers of the shared
+  // OpenMP pool (t in [0, n)) and returns when all are done. Runs inline with
+  // n == 1 when already inside a parallel region or when no pool is loaded.
+  void (*parallel)(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads);
+  // The number of threads kernels should split work for (set_num_threads).
+  int32_t (*max_threads)(void);
+};
+
+#define CPPI_RUNTIME_ABI_VERSION 1
+
+#if defined(CPPI_PRELUDE_DEFINES_RUNTIME)
+__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0};
+#define CPPI_RT cppi_runtime_slot
+#else
+extern const struct cppi_runtime_abi cppi_runtime;
+#define CPPI_RT cppi_runtime
+#endif
+}  // extern "C"
+
+// ---------------------------------------------------------------------------
+// Bit casts and small helpers.
+template <class To, class From>
+CPPI_INLINE To cppi_bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "cppi_bit_cast: size mismatch");
+  return __builtin_bit_cast(To, from);
+}
+
+template <class T>
+CPPI_INLINE T cppi_min_i(T a, T b) { return a < b ? a : b; }
+template <class T>
+CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
+CPPI_INLINE int64_t cppi_div_up(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---------------------------------------------------------------------------
+// Reduced-precision storage types. Arithmetic happens in float; these only
+// store bits, so they are structs (no accidental integer arithmetic).
+struct cppi_half { uint16_t bits; };
+struct cppi_bf16 { uint16_t bits; };
+
+// IEEE binary16 <-> binary32 without F16C, exact and branch-free; the same
+// algorithm as c10/util/Half.h (fp16_ieee_{to,from}_fp32_value), so results
+// match eager bit for bit (NaN becomes the quiet NaN 0x7E00 with sign).
+CPPI_INLINE float cppi_half_to_float(cppi_half h) {
+  const uint32_t w = (uint32_t)h.bits << 16;
+  const uint32_t sign = w & 0x80000000u;
+  const uint32_t two_w = w + w;
+  const uint32_t exp_offset = 0xE0u << 23;
+  const float exp_scale = 0x1.0p-112f;
+  const float normalized = cppi_bit_cast<float>((two_w >> 4) + exp_offset) * exp_scale;
+  const uint32_t magic_mask = 126u << 23;
+  const float magic_bias = 0.5f;
+  const float denormalized = cppi_bit_cast<float>((two_w >> 17) | magic_mask) - magic_bias;
+  const uint32_t denormalized_cutoff = 1u << 27;
+  const uint32_t result =
+      sign | (two_w < denormalized_cutoff ? cppi_bit_cast<uint32_t>(denormalized)
+                                          : cppi_bit_cast<uint32_t>(normalized));
+  return cppi_bit_cast<float>(result);
+}
+
+CPPI_INLINE cppi_half cppi_float_to_half(float f) {
+  const float scale_to_inf = 0x1.0p+112f;
+  const float scale_to_zero = 0x1.0p-110f;
+  const uint32_t w = cppi_bit_cast<uint32_t>(f);
+  const float abs_f = cppi_bit_cast<float>(w & 0x7FFFFFFFu);
+  float base = (abs_f * scale_to_inf) * scale_to_zero;
+  const uint32_t shl1_w = w + w;
+  const uint32_t sign = w & 0x80000000u;
+  uint32_t bias = shl1_w & 0xFF000000u;
+  if (bias < 0x71000000u) bias = 0x71000000u;
+  base = cppi_bit_cast<float>((bias >> 1) + 0x07800000u) + base;
+  const uint32_t bits = cppi_bit_cast<uint32_t>(base);
+  const uint32_t exp_bits = (bits >> 13) & 0x00007C00u;
+  const uint32_t mantissa_bits = bits & 0x00000FFFu;
+  const uint32_t nonsign = exp_bits + mantissa_bits;
+  cppi_half h;
+  h.bits = (uint16_t)((sign >> 16) | (shl1_w > 0xFF000000u ? 0x7E00u : nonsign));
+  return h;
+}
+
+CPPI_INLINE float cppi_bf16_to_float(cppi_bf16 b) {
+  return cppi_bit_cast<float>((uint32_t)b.bits << 16);
+}
+
+// Round to nearest even; NaN becomes 0x7FC0 as in c10::BFloat16.
+CPPI_INLINE cppi_bf16 cppi_float_to_bf16(float f) {
+  cppi_bf16 b;
+  if (f != f) {
+    b.bits = 0x7FC0u;
+    return b;
+  }
+  const uint32_t u = cppi_bit_cast<uint32_t>(f);
+  const uint32_t rounding_bias = ((u >> 16) & 1u) + 0x7FFFu;
+  b.bits = (uint16_t)((u + rounding_bias) >> 16);
+  return b;
+}
+
+// ---------------------------------------------------------------------------
+// Scalar math. Builtins lower to LLVM/GCC intrinsics or libm calls; with
+// -fno-math-errno they stay pure. Overloaded for float and double.
+#define CPPI_SCALAR_UNARY(name, builtin)                                   \
+  CPPI_INLINE float cppi_##name(float x) { return __builtin_##builtin##f(x); } \
+  CPPI_INLINE double cppi_##name(double x) { return __builtin_##builtin(x); }
+#define CPPI_SCALAR_BINARY(name, builtin)                                            \
+  CPPI_INLINE float cppi_##name(float x, float y) { return __builtin_##builtin##f(x, y); } \
+  CPPI_INLINE double cppi_##name(double x, double y) { return __builtin_##builtin(x, y); }
+
+// name, builtin, SLEEF base name, SLEEF accuracy suffix
+#define CPPI_FOR_EACH_UNARY_MATH(X) \
+  X(exp, exp, exp, u10)             \
+  X(exp2, exp2, exp2, u10)          \
+  X(expm1, expm1, expm1, u10)       \
+  X(log, log, log, u10)             \
+  X(log2, log2, log2, u10)          \
+  X(log10, log10, log10, u10)       \
+  X(log1p_unguarded, log1p, log1p, u10) \
+  X(sin, sin, sin, u10)             \
+  X(cos, cos, cos, u10)             \
+  X(tan, tan, tan, u10)             \
+  X(asin, asin, asin, u10)          \
+  X(acos, acos, acos, u10)          \
+  X(atan, atan, atan, u10)          \
+  X(sinh_unguarded, sinh, sinh, u10) \
+  X(cosh_unguarded, cosh, cosh, u10) \
+  X(tanh, tanh, tanh, u10)          \
+  X(asinh, asinh, asinh, u10)       \
+  X(acosh, acosh, acosh, u10)       \
+  X(atanh, atanh, atanh, u10)       \
+  X(erf, erf, erf, u10)             \
+  X(erfc, erfc, erfc, u15)          \
+  X(lgamma, lgamma, lgamma, u10)    \
+  X(cbrt, cbrt, cbrt, u10)
+
+#define CPPI_FOR_EACH_BINARY_MATH(X) \
+  X(pow, pow, pow, u10)              \
+  X(atan2, atan2, atan2, u10)        \
+  X(hypot, hypot, hypot, u05)
+
+#define CPPI_SCALAR_UNARY_X(name, builtin, sleef, acc) CPPI_SCALAR_UNARY(name, builtin)
+#define CPPI_SCALAR_BINARY_X(name, builtin, sleef, acc) CPPI_SCALAR_BINARY(name, builtin)
+CPPI_FOR_EACH_UNARY_MATH(CPPI_SCALAR_UNARY_X)
+CPPI_FOR_EACH_BINARY_MATH(CPPI_SCALAR_BINARY_X)
+CPPI_SCALAR_UNARY(sqrt, sqrt)
+CPPI_SCALAR_UNARY(floor, floor)
+CPPI_SCALAR_UNARY(ceil, ceil)
+CPPI_SCALAR_UNARY(trunc, trunc)
+CPPI_SCALAR_UNARY(round, rint)  // torch.round: half to even (default rounding mode)
+CPPI_SCALAR_BINARY(fmod, fmod)
+#undef CPPI_SCALAR_UNARY_X
+#undef CPPI_SCALAR_BINARY_X
+
+CPPI_INLINE float cppi_abs(float x) { return __builtin_fabsf(x); }
+CPPI_INLINE double cppi_abs(double x) { return __builtin_fabs(x); }
+CPPI_INLINE bool cppi_isnan(float x) { return x != x; }
+CPPI_INLINE bool cppi_isnan(double x) { return x != x; }
+
+// torch.maximum / torch.minimum / max reductions: NaN wins.
+template <class T>
+CPPI_INLINE T cppi_max(T a, T b) {
+  return (a != a) ? a : (b != b) ? b : (a > b ? a : b);
+}
+template <class T>
+CPPI_INLINE T cppi_min(T a, T b) {
+  return (a != a) ? a : (b != b) ? b : (a < b ? a : b);
+}
+
+CPPI_INLINE float cppi_inf_f32() { return __builtin_inff(); }
+CPPI_INLINE float cppi_nan_f32() { return __builtin_nanf(""); }
+CPPI_INLINE double cppi_inf_f64() { return __builtin_inf(); }
+CPPI_INLINE double cppi_nan_f64() { return __builtin_nan(""); }
+
+// ---------------------------------------------------------------------------
+// Vector types (GNU vector extensions, understood by clang and g++).
+#define CPPI_DEFINE_VEC(elem, tag, lanes)                                           \
+  typedef elem cppi_##tag##x##lanes __attribute__((vector_size(sizeof(elem) * lanes))); \
+  template <>                                                                       \
+  struct cppi_vec_traits<cppi_##tag##x##lanes> {                                    \
+    typedef elem element_type;                                                      \
+    static constexpr int lanes_v = lanes;                                           \
+  };
+
+template <class V>
+struct cppi_vec_traits;
+
+#define CPPI_DEFINE_VEC_WIDTHS(elem, tag, a, b, c) \
+  CPPI_DEFINE_VEC(elem, tag, a) CPPI_DEFINE_VEC(elem, tag, b) CPPI_DEFINE_VEC(elem, tag, c)
+
+CPPI_DEFINE_VEC_WIDTHS(float, f32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(double, f64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(int32_t, i32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint32_t, u32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(int64_t, i64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(uint64_t, u64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(int16_t, i16, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint16_t, u16, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(int8_t, i8, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint8_t, u8, 4, 8, 16)
+#undef CPPI_DEFINE_VEC_WIDTHS
+#undef CPPI_DEFINE_VEC
+
+// The host vector width. The schedule picks a width; these name the natural
+// one (16 floats on AVX-512, 8 on AVX/AVX2, 4 otherwise).
+#if defined(__AVX512F__)
+#define CPPI_VEC_BYTES 64
+typedef cppi_f32x16 cppi_vf32;
+typedef cppi_f64x8 cppi_vf64;
+typedef cppi_i32x16 cppi_vi32;
+typedef cppi_i64x8 cppi_vi64;
+#elif defined(__AVX__)
+#define CPPI_VEC_BYTES 32
+typedef cppi_f32x8 cppi_vf32;
+typedef cppi_f64x4 cppi_vf64;
+typedef cppi_i32x8 cppi_vi32;
+typedef cppi_i64x4 cppi_vi64;
+#else
+#define CPPI_VEC_BYTES 16
+typedef cppi_f32x4 cppi_vf32;
+typedef cppi_f64x2 cppi_vf64;
+typedef cppi_i32x4 cppi_vi32;
+typedef cppi_i64x2 cppi_vi64;
+#endif
+#define CPPI_VF32_LANES (CPPI_VEC_BYTES / 4)
+#define CPPI_VF64_LANES (CPPI_VEC_BYTES / 8)
+
+// Memory access. memcpy-based so any alignment is fine; compiles to one
+// unaligned vector load/store.
+template <class V>
+CPPI_INLINE V cppi_vload(const void* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V>
+CPPI_INLINE void cppi_vstore(void* p, V v) {
+  __builtin_memcpy(p, &v, sizeof(V));
+}
+// Loads the first n lanes (0 <= n <= lanes) and zero-fills the rest: for tails.
+template <class V>
+CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  V v = {};
+  const E* e = (const E*)p;
+  for (int64_t i = 0; i < n; ++i) v[i] = e[i];
+  return v;
+}
+template <class V>
+CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  E* e = (E*)p;
+  for (int64_t i = 0; i < n; ++i) e[i] = v[i];
+}
+template <class V>
+CPPI_INLINE V cppi_vsplat(typename cppi_vec_traits<V>::element_type s) {
+  V v;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = s;
+  return v;
+}
+// Lane i holds start + i.
+template <class V>
+CPPI_INLINE V cppi_viota(typename cppi_vec_traits<V>::element_type start) {
+  V v;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i;
+  return v;
+}
+template <class To, class From>
+CPPI_INLINE To cppi_vconvert(From v) {
+  return __builtin_convertvector(v, To);
+}
+
+// mask ? a : b, lane-wise (mask lanes are all-ones or zero, as comparisons
+// produce). Spelled as bit operations so it compiles the same in clang and
+// g++ for every element type.
+template <class V, class M>
+CPPI_INLINE V cppi_vselect(M mask, V a, V b) {
+  static_assert(sizeof(M) == sizeof(V), "cppi_vselect: mask and value widths differ");
+  typedef M bits_t;
+  const bits_t ab = cppi_bit_cast<bits_t>(a), bb = cppi_bit_cast<bits_t>(b);
+  return cppi_bit_cast<V>((bits_t)((ab & mask) | (bb & ~mask)));
+}
+
+// Fixed-order horizontal reductions (lane 0 first), so results do not depend
+// on the compiler.
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_add(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = acc + v[i];
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_max(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_max(acc, v[i]);
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_min(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_min(acc, v[i]);
+  return acc;
+}
+
+// Per-width definitions of NaN-propagating max/min, abs, sqrt and rounding,
+// and reduced-float conversions. M is the same-width integer mask type.
+#define CPPI_VEC_FLOAT_OPS(V, M, ABS_MASK)                                                     \
+  CPPI_INLINE V cppi_max(V a, V b) {                                                    \
+    const M unordered = (a != a) | (b != b);                                            \
+    return cppi_vselect(unordered, a + b, cppi_vselect(a > b, a, b));                   \
+  }                                                                                     \
+  CPPI_INLINE V cppi_min(V a, V b) {                                                    \
+    const M unordered = (a != a) | (b != b);                                            \
+    return cppi_vselect(unordered, a + b, cppi_vselect(a < b, a, b));                   \
+  }                                                                                     \
+  CPPI_INLINE V cppi_abs(V x) {                                                         \
+    return cppi_bit_cast<V>(cppi_bit_cast<M>(x) & cppi_vsplat<M>(ABS_MASK));           \
+  }                                                                                     \
+  CPPI_INLINE M cppi_isnan(V x) { return x != x; }                                      \
+  CPPI_INLINE V cppi_sqrt(V x) {                                                        \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_sqrt(x[i]);      \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_floor(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_floor(x[i]);     \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_ceil(V x) {                                                        \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_ceil(x[i]);      \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_trunc(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_trunc(x[i]);     \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_round(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_round(x[i]);     \
+    return r;                                                                           \
+  }
+
+CPPI_VEC_FLOAT_OPS(cppi_f32x4, cppi_i32x4, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f32x8, cppi_i32x8, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f32x16, cppi_i32x16, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f64x2, cppi_i64x2, 0x7FFFFFFFFFFFFFFFLL)
+CPPI_VEC_FLOAT_OPS(cppi_f64x4, cppi_i64x4, 0x7FFFFFFFFFFFFFFFLL)
+CPPI_VEC_FLOAT_OPS(cppi_f64x8, cppi_i64x8, 0x7FFFFFFFFFFFFFFFLL)
+#undef CPPI_VEC_FLOAT_OPS
+
+// Reduced floats, N lanes at a time: uint16 vectors of bits <-> float vectors.
+#define CPPI_VEC_REDUCED_FLOAT_OPS(N)                                                     \
+  CPPI_INLINE cppi_f32x##N cppi_bf16_to_float(cppi_u16x##N v) {                          \
+    return cppi_bit_cast<cppi_f32x##N>(cppi_vconvert<cppi_u32x##N>(v) << 16);             \
+  }                                                                                       \
+  CPPI_INLINE cppi_u16x##N cppi_float_to_bf16(cppi_f32x##N f) {                          \
+    const cppi_u32x##N u = cppi_bit_cast<cppi_u32x##N>(f);                                \
+    const cppi_u32x##N rounded = (u + (((u >> 16) & 1u) + 0x7FFFu)) >> 16;                \
+    const cppi_u32x##N r =                                                                \
+        cppi_vselect((cppi_u32x##N)(f != f), cppi_vsplat<cppi_u32x##N>(0x7FC0u), rounded); \
+    return cppi_vconvert<cppi_u16x##N>(r);                                                \
+  }                                                                                       \
+  CPPI_INLINE cppi_f32x##N cppi_half_to_float(cppi_u16x##N h) {                          \
+    const cppi_u32x##N w = cppi_vconvert<cppi_u32x##N>(h) << 16;                          \
+    const cppi_u32x##N sign = w & 0x80000000u;                                            \
+    const cppi_u32x##N two_w = w + w;                                                     \
+    const cppi_f32x##N normalized =                                                       \
+        cppi_bit_cast<cppi_f32x##N>((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;          \
+    const cppi_f32x##N denormalized =                                                     \
+        cppi_bit_cast<cppi_f32x##N>((two_w >> 17) | (126u << 23)) - 0.5f;                 \
+    const cppi_u32x##N is_denormal = (cppi_u32x##N)(two_w < (1u << 27));                  \
+    return cppi_bit_cast<cppi_f32x##N>(                                                   \
+        sign | cppi_vselect(is_denormal, cppi_bit_cast<cppi_u32x##N>(denormalized),      \
+                            cppi_bit_cast<cppi_u32x##N>(normalized)));                    \
+  }                                                                                       \
+  CPPI_INLINE cppi_u16x##N cppi_float_to_half(cppi_f32x##N f) {                          \
+    const cppi_u32x##N w = cppi_bit_cast<cppi_u32x##N>(f);                                \
+    const cppi_f32x##N abs_f = cppi_bit_cast<cppi_f32x##N>(w & 0x7FFFFFFFu);              \
+    cppi_f32x##N base = (abs_f * 0x1.0p+112f) * 0x1.0p-110f;                              \
+    const cppi_u32x##N shl1_w = w + w;                                                    \
+    const cppi_u32x##N sign = w & 0x80000000u;                                            \
+    cppi_u32x##N bias = shl1_w & 0xFF000000u;                                             \
+    bias = cppi_vselect((cppi_u32x##N)(bias < 0x71000000u),                               \
+                        cppi_vsplat<cppi_u32x##N>(0x71000000u), bias);                    \
+    base = cppi_bit_cast<cppi_f32x##N>((bias >> 1) + 0x07800000u) + base;                 \
+    const cppi_u32x##N bits = cppi_bit_cast<cppi_u32x##N>(base);                          \
+    const cppi_u32x##N nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);     \
+    const cppi_u32x##N r =                                                                \
+        (sign >> 16) | cppi_vselect((cppi_u32x##N)(shl1_w > 0xFF000000u),                 \
+                                    cppi_vsplat<cppi_u32x##N>(0x7E00u), nonsign);         \
+    return cppi_vconvert<cppi_u16x##N>(r);                                                \
+  }
+
+CPPI_VEC_REDUCED_FLOAT_OPS(4)
+CPPI_VEC_REDUCED_FLOAT_OPS(8)
+CPPI_VEC_REDUCED_FLOAT_OPS(16)
+#undef CPPI_VEC_REDUCED_FLOAT_OPS
+
+// ---------------------------------------------------------------------------
+// Vector math. SLEEF's 1.0-ULP functions (what ATen's Vectorized uses), at the
+// widths the ISA passes in registers; wider vectors are split in halves,
+// narrower ISAs fall back to lane loops over the scalar builtins. Define
+// CPPI_NO_SLEEF to use lane loops everywhere (the loader does when libsleef
+// cannot be found).
+#if !defined(CPPI_NO_SLEEF)
+#define CPPI_SLEEF_DECL_UNARY(name, builtin, sleef, acc)                            \
+  cppi_f32x4 Sleef_##sleef##f4_##acc(cppi_f32x4);                                   \
+  cppi_f64x2 Sleef_##sleef##d2_##acc(cppi_f64x2);                                   \
+  CPPI_SLEEF_DECL_AVX(cppi_f32x8 Sleef_##sleef##f8_##acc(cppi_f32x8);               \
+                      cppi_f64x4 Sleef_##sleef##d4_##acc(cppi_f64x4);)              \
+  CPPI_SLEEF_DECL_AVX512(cppi_f32x16 Sleef_##sleef##f16_##acc(cppi_f32x16);         \
+                         cppi_f64x8 Sleef_##sleef##d8_##acc(cppi_f64x8);)
+#define CPPI_SLEEF_DECL_BINARY(name, builtin, sleef, acc)                           \
+  cppi_f32x4 Sleef_##sleef##f4_##acc(cppi_f32x4, cppi_f32x4);                       \
+  cppi_f64x2 Sleef_##sleef##d2_##acc(cppi_f64x2, cppi_f64x2);                       \
+  CPPI_SLEEF_DECL_AVX(cppi_f32x8 Sleef_##sleef##f8_##acc(cppi_f32x8, cppi_f32x8);   \
+                      cppi_f64x4 Sleef_##sleef##d4_##acc(cppi_f64x4, cppi_f64x4);)  \
+  CPPI_SLEEF_DECL_AVX512(cppi_f32x16 Sleef_##sleef##f16_##acc(cppi_f32x16, cppi_f32x16); \
+                         cppi_f64x8 Sleef_##sleef##d8_##acc(cppi_f64x8, cppi_f64x8);)
+#if defined(__AVX__)
+#define CPPI_SLEEF_DECL_AVX(...) __VA_ARGS__
+#else
+#define CPPI_SLEEF_DECL_AVX(...)
+#endif
+#if defined(__AVX512F__)
+#define CPPI_SLEEF_DECL_AVX512(...) __VA_ARGS__
+#else
+#define CPPI_SLEEF_DECL_AVX512(...)
+#endif
+extern "C" {
+CPPI_FOR_EACH_UNARY_MATH(CPPI_SLEEF_DECL_UNARY)
+CPPI_FOR_EACH_BINARY_MATH(CPPI_SLEEF_DECL_BINARY)
+}
+#undef CPPI_SLEEF_DECL_UNARY
+#undef CPPI_SLEEF_DECL_BINARY
+#undef CPPI_SLEEF_DECL_AVX
+#undef CPPI_SLEEF_DECL_AVX512
+#endif
+
+// Splitting a vector into halves and joining them back.
+template <class Half, class V>
+CPPI_INLINE Half cppi_vlow(V v) {
+  Half h;
+  __builtin_memcpy(&h, &v, sizeof(Half));
+  return h;
+}
+template <class Half, class V>
+CPPI_INLINE Half cppi_vhigh(V v) {
+  Half h;
+  __builtin_memcpy(&h, (const char*)&v + sizeof(Half), sizeof(Half));
+  return h;
+}
+template <class V, class Half>
+CPPI_INLINE V cppi_vjoin(Half lo, Half hi) {
+  V v;
+  __builtin_memcpy(&v, &lo, sizeof(Half));
+  __builtin_memcpy((char*)&v + sizeof(Half), &hi, sizeof(Half));
+  return v;
+}
+
+#define CPPI_LANES_UNARY(V, name)                                                 \
+  CPPI_INLINE V cppi_##name(V x) {                                                \
+    V r;                                                                          \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_##name(x[i]); \
+    return r;                                                                     \
+  }
+#define CPPI_LANES_BINARY(V, name)                                                        \
+  CPPI_INLINE V cppi_##name(V x, V y) {                                                   \
+    V r;                                                                                  \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_##name(x[i], y[i]); \
+    return r;                                                                             \
+  }
+#define CPPI_SPLIT_UNARY(V, Half, name)                                                      \
+  CPPI_INLINE V cppi_##name(V x) {                                                           \
+    return cppi_vjoin<V>(cppi_##name(cppi_vlow<Half>(x)), cppi_##name(cppi_vhigh<Half>(x))); \
+  }
+#define CPPI_SPLIT_BINARY(V, Half, name)                                             \
+  CPPI_INLINE V cppi_##name(V x, V y) {                                              \
+    return cppi_vjoin<V>(cppi_##name(cppi_vlow<Half>(x), cppi_vlow<Half>(y)),        \
+                         cppi_##name(cppi_vhigh<Half>(x), cppi_vhigh<Half>(y)));     \
+  }
+
+#if defined(CPPI_NO_SLEEF)
+#define CPPI_VMATH_UNARY(name, builtin, sleef, acc)                      \
+  CPPI_LANES_UNARY(cppi_f32x4, name) CPPI_LANES_UNARY(cppi_f32x8, name)  \
+  CPPI_LANES_UNARY(cppi_f32x16, name) CPPI_LANES_UNARY(cppi_f64x2, name) \
+  CPPI_LANES_UNARY(cppi_f64x4, name) CPPI_LANES_UNARY(cppi_f64x8, name)
+#define CPPI_VMATH_BINARY(name, builtin, sleef, acc)                       \
+  CPPI_LANES_BINARY(cppi_f32x4, name) CPPI_LANES_BINARY(cppi_f32x8, name)  \
+  CPPI_LANES_BINARY(cppi_f32x16, name) CPPI_LANES_BINARY(cppi_f64x2, name) \
+  CPPI_LANES_BINARY(cppi_f64x4, name) CPPI_LANES_BINARY(cppi_f64x8, name)
+#else
+#define CPPI_VMATH_UNARY(name, builtin, sleef, acc)                                          \
+  CPPI_INLINE cppi_f32x4 cppi_##name(cppi_f32x4 x) { return Sleef_##sleef##f4_##acc(x); }    \
+  CPPI_INLINE cppi_f64x2 cppi_##name(cppi_f64x2 x) { return Sleef_##sleef##d2_##acc(x); }    \
+  CPPI_VMATH_AVX(                                                                            \
+      CPPI_INLINE cppi_f32x8 cppi_##name(cppi_f32x8 x) { return Sleef_##sleef##f8_##acc(x); } \
+      CPPI_INLINE cppi_f64x4 cppi_##name(cppi_f64x4 x) { return Sleef_##sleef##d4_##acc(x); }, \
+      CPPI_SPLIT_UNARY(cppi_f32x8, cppi_f32x4, name) CPPI_SPLIT_UNARY(cppi_f64x4, cppi_f64x2, name)) \
+  CPPI_VMATH_AVX512(                                                                         \
+      CPPI_INLINE cppi_f32x16 cppi_##name(cppi_f32x16 x) { return Sleef_##sleef##f16_##acc(x); } \
+      CPPI_INLINE cppi_f64x8 cppi_##name(cppi_f64x8 x) { return Sleef_##sleef##d8_##acc(x); }, \
+      CPPI_SPLIT_UNARY(cppi_f32x16, cppi_f32x8, name) CPPI_SPLIT_UNARY(cppi_f64x8, cppi_f64x4, name))
+#define CPPI_VMATH_BINARY(name, builtin, sleef, acc)                                               \
+  CPPI_INLINE cppi_f32x4 cppi_##name(cppi_f32x4 x, cppi_f32x4 y) { return Sleef_##sleef##f4_##acc(x, y); } \
+  CPPI_INLINE cppi_f64x2 cppi_##name(cppi_f64x2 x, cppi_f64x2 y) { return Sleef_##sleef##d2_##acc(x, y); } \
+  CPPI_VMATH_AVX(                                                                                  \
+      CPPI_INLINE cppi_f32x8 cppi_##name(cppi_f32x8 x, cppi_f32x8 y) { return Sleef_##sleef##f8_##acc(x, y); } \
+      CPPI_INLINE cppi_f64x4 cppi_##name(cppi_f64x4 x, cppi_f64x4 y) { return Sleef_##sleef##d4_##acc(x, y); }, \
+      CPPI_SPLIT_BINARY(cppi_f32x8, cppi_f32x4, name) CPPI_SPLIT_BINARY(cppi_f64x4, cppi_f64x2, name)) \
+  CPPI_VMATH_AVX512(                                                                               \
+      CPPI_INLINE cppi_f32x16 cppi_##name(cppi_f32x16 x, cppi_f32x16 y) { return Sleef_##sleef##f16_##acc(x, y); } \
+      CPPI_INLINE cppi_f64x8 cppi_##name(cppi_f64x8 x, cppi_f64x8 y) { return Sleef_##sleef##d8_##acc(x, y); }, \
+      CPPI_SPLIT_BINARY(cppi_f32x16, cppi_f32x8, name) CPPI_SPLIT_BINARY(cppi_f64x8, cppi_f64x4, name))
+// CPPI_VMATH_AVX(native definitions, fallback definitions)
+#if defined(__AVX__)
+#define CPPI_VMATH_AVX(native, fallback) native
+#else
+#define CPPI_VMATH_AVX(native, fallback) fallback
+#endif
+#if defined(__AVX512F__)
+#define CPPI_VMATH_AVX512(native, fallback) native
+#else
+#define CPPI_VMATH_AVX512(native, fallback) fallback
+#endif
+#endif
+
+CPPI_FOR_EACH_UNARY_MATH(CPPI_VMATH_UNARY)
+CPPI_FOR_EACH_BINARY_MATH(CPPI_VMATH_BINARY)
+// SLEEF's log1p returns inf above 1e38 (float) / 1e307 (double), where
+// log1p(x) == log(x) to working precision.
+CPPI_SCALAR_UNARY(log1p, log1p)
+#define CPPI_VEC_LOG1P(V, M, LIMIT)                                              \
+  CPPI_INLINE V cppi_log1p(V x) {                                                \
+    return cppi_vselect((M)(x > LIMIT), cppi_log(x), cppi_log1p_unguarded(x));   \
+  }
+CPPI_VEC_LOG1P(cppi_f32x4, cppi_i32x4, 1e38f)
+CPPI_VEC_LOG1P(cppi_f32x8, cppi_i32x8, 1e38f)
+CPPI_VEC_LOG1P(cppi_f32x16, cppi_i32x16, 1e38f)
+CPPI_VEC_LOG1P(cppi_f64x2, cppi_i64x2, 1e307)
+CPPI_VEC_LOG1P(cppi_f64x4, cppi_i64x4, 1e307)
+CPPI_VEC_LOG1P(cppi_f64x8, cppi_i64x8, 1e307)
+#undef CPPI_VEC_LOG1P
+
+// SLEEF's sinhf/coshf overflow from |x| > 88.5 although the result is finite
+// up to ~89.4; there sinh(x) = sign(x) * e^(|x|/2) * (e^(|x|/2) / 2), each
+// factor exact to SLEEF's 1 ULP (|x|/2 and the halving are exact).
+CPPI_SCALAR_UNARY(sinh, sinh)
+CPPI_SCALAR_UNARY(cosh, cosh)
+#define CPPI_VEC_SINH_COSH(V, M, LIMIT)                                                       \
+  CPPI_INLINE V cppi_cosh(V x) {                                                              \
+    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
+    const V big = half_exp * (half_exp * 0.5f);                                               \
+    return cppi_vselect((M)(cppi_abs(x) > LIMIT), big, cppi_cosh_unguarded(x));               \
+  }                                                                                           \
+  CPPI_INLINE V cppi_sinh(V x) {                                                              \
+    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
+    const V big = half_exp * (half_exp * 0.5f);                                               \
+    const V signed_big = cppi_vselect((M)(x < 0), -big, big);                                 \
+    return cppi_vselect((M)(cppi_abs(x) > LIMIT), signed_big, cppi_sinh_unguarded(x));        \
+  }
+CPPI_VEC_SINH_COSH(cppi_f32x4, cppi_i32x4, 88.0f)
+CPPI_VEC_SINH_COSH(cppi_f32x8, cppi_i32x8, 88.0f)
+CPPI_VEC_SINH_COSH(cppi_f32x16, cppi_i32x16, 88.0f)
+CPPI_VEC_SINH_COSH(cppi_f64x2, cppi_i64x2, 709.0)
+CPPI_VEC_SINH_COSH(cppi_f64x4, cppi_i64x4, 709.0)
+CPPI_VEC_SINH_COSH(cppi_f64x8, cppi_i64x8, 709.0)
+#undef CPPI_VEC_SINH_COSH
+
+CPPI_LANES_BINARY(cppi_f32x4, fmod)
+CPPI_LANES_BINARY(cppi_f32x8, fmod)
+CPPI_LANES_BINARY(cppi_f32x16, fmod)
+CPPI_LANES_BINARY(cppi_f64x2, fmod)
+CPPI_LANES_BINARY(cppi_f64x4, fmod)
+CPPI_LANES_BINARY(cppi_f64x8, fmod)
+
+// ---------------------------------------------------------------------------
+// Parallel loops on the shared OpenMP pool.
+//
+// cppi_parallel_for(begin, end, grain, body) calls body(b, e) on disjoint
+// chunks covering [begin, end) exactly once, like at::parallel_for: the range
+// is split into min(threads, ceil(n / grain)) equal chunks. A range of at most
+// `grain` iterations (or a single thread) runs inline on the caller.
+template <class F>
+struct cppi_parallel_ctx {
+  const F* body;
+  int64_t begin, end, chunk, num_chunks;
+};
+
+template <class F>
+static void cppi_parallel_trampoline(void* p, int32_t thread, int32_t num_threads) {
+  const cppi_parallel_ctx<F>* c = (const cppi_parallel_ctx<F>*)p;
+  // The team may be smaller than asked for (nested regions get one thread),
+  // so each thread strides over the chunks instead of owning exactly one.
+  for (int64_t k = thread; k < c->num_chunks; k += num_threads) {
+    const int64_t b = c->begin + k * c->chunk;
+    const int64_t e = cppi_min_i(b + c->chunk, c->end);
+    (*c->body)(b, e);
+  }
+}
+
+// How many chunks a range is split into (1 means run inline).
+CPPI_INLINE int64_t cppi_parallel_num_chunks(int64_t begin, int64_t end, int64_t grain) {
+  const int64_t n = end - begin;
+  if (n <= 0) return 0;
+  if (grain < 1) grain = 1;
+  if (n <= grain) return 1;
+  const int64_t threads = CPPI_RT.max_threads ? CPPI_RT.max_threads() : 1;
+  return cppi_max_i<int64_t>(1, cppi_min_i<int64_t>(threads, cppi_div_up(n, grain)));
+}
+
+template <class F>
+static inline void cppi_parallel_for(int64_t begin, int64_t end, int64_t grain, const F& body) {
+  const int64_t num_chunks = cppi_parallel_num_chunks(begin, end, grain);
+  if (num_chunks == 0) return;
+  if (num_chunks == 1 || !CPPI_RT.parallel) {
+    body(begin, end);
+    return;
+  }
+  cppi_parallel_ctx<F> ctx = {&body, begin, end, cppi_div_up(end - begin, num_chunks), 0};
+  ctx.num_chunks = cppi_div_up(end - begin, ctx.chunk);
+  CPPI_RT.parallel(&cppi_parallel_trampoline<F>, &ctx, (int32_t)ctx.num_chunks);
+}
+
+// Deterministic parallel reduction: partial(b, e, identity) -> T reduces one
+// chunk, combine(T, T) -> T merges partials, always in chunk order, so the
+// result depends only on the thread count setting, not on scheduling.
+// T must be trivially copyable (scalars, small structs such as Welford state).
+template <class T, class Partial>
+struct cppi_reduce_ctx {
+  const Partial* partial;
+  T* partials;
+  T identity;
+};
+
+template <class T, class Partial, class Combine>
+static inline T cppi_parallel_reduce(int64_t begin, int64_t end, int64_t grain, T identity,
+                                     const Partial& partial, const Combine& combine) {
+  static_assert(__is_trivially_copyable(T), "cppi_parallel_reduce: T must be trivially copyable");
+  const int64_t num_chunks = cppi_parallel_num_chunks(begin, end, grain);
+  if (num_chunks == 0) return identity;
+  if (num_chunks == 1 || !CPPI_RT.parallel) return partial(begin, end, identity);
+  const int64_t chunk = cppi_div_up(end - begin, num_chunks);
+  const int64_t used_chunks = cppi_div_up(end - begin, chunk);
+  T* partials = (T*)__builtin_alloca(sizeof(T) * (size_t)used_chunks);
+  const int64_t begin0 = begin;
+  auto body = [&](int64_t b, int64_t e) { partials[(b - begin0) / chunk] = partial(b, e, identity); };
+  cppi_parallel_ctx<decltype(body)> ctx = {&body, begin, end, chunk, used_chunks};
+  CPPI_RT.parallel(&cppi_parallel_trampoline<decltype(body)>, &ctx, (int32_t)used_chunks);
+  T acc = partials[0];
+  for (int64_t k = 1; k < used_chunks; ++k) acc = combine(acc, partials[k]);
+  return acc;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif

@@ -1,0 +1,337 @@
+// The runtime prelude compiled on its own by the host compiler: conversions,
+// vector math against std:: (NaN/inf included), NaN-propagating max/min,
+// parallel loops on the shared OpenMP pool.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <random>
+#include <vector>
+
+#include "cpu_codegen/jit/runtime.h"
+#include "cpu_codegen/prelude/cppinductor_prelude.h"
+
+namespace {
+
+uint32_t bits_of(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+float float_of(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+
+// c10::BFloat16's round_to_nearest_even, the reference we must match.
+uint16_t reference_bf16(float f) {
+  if (std::isnan(f)) return 0x7FC0;
+  uint32_t u = bits_of(f);
+  return uint16_t((u + ((u >> 16) & 1) + 0x7FFF) >> 16);
+}
+
+std::vector<float> interesting_floats() {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 2.0f, inf, -inf,
+                          std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                          65504.0f, 65520.0f, 6.0e-8f, 3.0e-8f, 1e-3f, 88.7f, 89.0f, -103.0f, 1e10f};
+  std::mt19937 rng(42);
+  std::uniform_real_distribution<float> wide(-20.0f, 20.0f);
+  for (int i = 0; i < 2000; ++i) v.push_back(wide(rng));
+  for (int i = 0; i < 2000; ++i) v.push_back(float_of(rng()));  // any bit pattern
+  while (v.size() % 16) v.push_back(1.0f);
+  return v;
+}
+
+TEST(PreludeBF16, ScalarMatchesC10) {
+  for (float f : interesting_floats()) EXPECT_EQ(cppi_float_to_bf16(f).bits, reference_bf16(f)) << f;
+  // Ties round to even: 1 + 2^-8 is halfway between two bf16 values.
+  EXPECT_EQ(cppi_float_to_bf16(float_of(0x3F808000)).bits, 0x3F80);
+  EXPECT_EQ(cppi_float_to_bf16(float_of(0x3F818000)).bits, 0x3F82);
+}
+
+TEST(PreludeBF16, EveryValueRoundTrips) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    cppi_bf16 x{uint16_t(b)};
+    float f = cppi_bf16_to_float(x);
+    EXPECT_EQ(bits_of(f), b << 16);
+    if (!std::isnan(f)) EXPECT_EQ(cppi_float_to_bf16(f).bits, b);
+    else EXPECT_EQ(cppi_float_to_bf16(f).bits, 0x7FC0);
+  }
+}
+
+TEST(PreludeHalf, EveryValueMatchesFloat16) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    uint16_t bits = uint16_t(b);
+    _Float16 h;
+    std::memcpy(&h, &bits, 2);
+    float expected = float(h);
+    float got = cppi_half_to_float(cppi_half{bits});
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(got)) << b;
+    } else {
+      EXPECT_EQ(bits_of(got), bits_of(expected)) << b;
+      EXPECT_EQ(cppi_float_to_half(got).bits, bits) << b;  // exact round trip
+    }
+  }
+}
+
+TEST(PreludeHalf, RoundingMatchesFloat16) {
+  for (float f : interesting_floats()) {
+    _Float16 h = _Float16(f);
+    uint16_t expected;
+    std::memcpy(&expected, &h, 2);
+    uint16_t got = cppi_float_to_half(f).bits;
+    if (std::isnan(f)) EXPECT_EQ(got & 0x7E00, 0x7E00) << f;
+    else EXPECT_EQ(got, expected) << f;
+  }
+}
+
+TEST(PreludeReducedFloat, VectorsMatchScalars) {
+  std::vector<float> v = interesting_floats();
+  for (size_t i = 0; i < v.size(); i += 16) {
+    auto f = cppi_vload<cppi_f32x16>(&v[i]);
+    cppi_u16x16 bf = cppi_float_to_bf16(f), hf = cppi_float_to_half(f);
+    cppi_f32x16 bf_back = cppi_bf16_to_float(bf), hf_back = cppi_half_to_float(hf);
+    for (int l = 0; l < 16; ++l) {
+      ASSERT_EQ(bf[l], cppi_float_to_bf16(v[i + l]).bits) << v[i + l];
+      ASSERT_EQ(hf[l], cppi_float_to_half(v[i + l]).bits) << v[i + l];
+      ASSERT_EQ(bits_of(bf_back[l]), bits_of(cppi_bf16_to_float(cppi_bf16{bf[l]})));
+      ASSERT_EQ(bits_of(hf_back[l]), bits_of(cppi_half_to_float(cppi_half{hf[l]})));
+    }
+    cppi_f32x8 f8 = cppi_vlow<cppi_f32x8>(f);
+    cppi_u16x8 bf8 = cppi_float_to_bf16(f8);
+    for (int l = 0; l < 8; ++l) ASSERT_EQ(bf8[l], bf[l]);
+  }
+}
+
+// Distance in units in the last place between two finite floats.
+int64_t ulp_distance(float a, float b) {
+  auto ordered = [](float x) {
+    int32_t i = int32_t(bits_of(x));
+    return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i);
+  };
+  return std::llabs(ordered(a) - ordered(b));
+}
+
+// Vector result vs the std:: scalar result: same NaN-ness, same infinities,
+// otherwise within `ulps` (SLEEF u10 and glibc are each within ~1 ULP).
+void expect_close(float got, float want, int ulps, const char* fn, float x) {
+  if (std::isnan(want)) {
+    EXPECT_TRUE(std::isnan(got)) << fn << "(" << x << ") = " << got << ", want NaN";
+  } else if (std::isinf(want) || want == 0.0f) {
+    EXPECT_EQ(got, want) << fn << "(" << x << ")";
+  } else {
+    EXPECT_LE(ulp_distance(got, want), ulps) << fn << "(" << x << ") = " << got << ", want " << want;
+  }
+}
+
+template <class V, class F, class G>
+void check_unary(const char* name, F vector_fn, G std_fn, int ulps) {
+  constexpr int lanes = cppi_vec_traits<V>::lanes_v;
+  std::vector<float> v = interesting_floats();
+  for (size_t i = 0; i + lanes <= v.size(); i += lanes) {
+    V r = vector_fn(cppi_vload<V>(&v[i]));
+    for (int l = 0; l < lanes; ++l) expect_close(r[l], std_fn(v[i + l]), ulps, name, v[i + l]);
+  }
+}
+
+#define CHECK_UNARY(name, stdfn, ulps)                                                          \
+  TEST(PreludeVectorMath, name) {                                                               \
+    check_unary<cppi_f32x16>(#name "x16", [](cppi_f32x16 x) { return cppi_##name(x); },         \
+                             [](float x) { return stdfn(x); }, ulps);                           \
+    check_unary<cppi_f32x8>(#name "x8", [](cppi_f32x8 x) { return cppi_##name(x); },            \
+                            [](float x) { return stdfn(x); }, ulps);                            \
+    check_unary<cppi_f32x4>(#name "x4", [](cppi_f32x4 x) { return cppi_##name(x); },            \
+                            [](float x) { return stdfn(x); }, ulps);                            \
+    for (float x : interesting_floats()) expect_close(cppi_##name(x), stdfn(x), 0, #name, x);   \
+  }
+
+CHECK_UNARY(exp, std::exp, 2)
+CHECK_UNARY(log, std::log, 2)
+CHECK_UNARY(tanh, std::tanh, 2)
+CHECK_UNARY(erf, std::erf, 2)
+CHECK_UNARY(sin, std::sin, 2)
+CHECK_UNARY(cos, std::cos, 2)
+CHECK_UNARY(expm1, std::expm1, 2)
+CHECK_UNARY(log1p, std::log1p, 2)
+CHECK_UNARY(log2, std::log2, 2)
+CHECK_UNARY(exp2, std::exp2, 2)
+CHECK_UNARY(atan, std::atan, 2)
+CHECK_UNARY(sinh, std::sinh, 2)
+CHECK_UNARY(cosh, std::cosh, 2)
+CHECK_UNARY(cbrt, std::cbrt, 2)
+CHECK_UNARY(erfc, std::erfc, 3)
+CHECK_UNARY(sqrt, std::sqrt, 0)
+CHECK_UNARY(floor, std::floor, 0)
+CHECK_UNARY(round, std::nearbyint, 0)
+
+TEST(PreludeVectorMath, PowMatchesStd) {
+  std::vector<float> v = interesting_floats();
+  std::vector<float> y(v.rbegin(), v.rend());
+  for (size_t i = 0; i < v.size(); i += 16) {
+    cppi_f32x16 r = cppi_pow(cppi_vload<cppi_f32x16>(&v[i]), cppi_vload<cppi_f32x16>(&y[i]));
+    for (int l = 0; l < 16; ++l) expect_close(r[l], std::pow(v[i + l], y[i + l]), 2, "pow", v[i + l]);
+  }
+}
+
+TEST(PreludeVectorMath, DoubleExpMatchesStd) {
+  double xs[8] = {0.0, -1.5, 700.0, -800.0, std::nan(""), INFINITY, -INFINITY, 1e-300};
+  cppi_f64x8 r = cppi_exp(cppi_vload<cppi_f64x8>(xs));
+  for (int l = 0; l < 8; ++l) {
+    double want = std::exp(xs[l]);
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(r[l]));
+    else if (std::isinf(want) || want == 0.0) EXPECT_EQ(r[l], want);
+    else EXPECT_NEAR(r[l], want, std::abs(want) * 1e-15) << xs[l];
+  }
+}
+
+TEST(PreludeMaxMin, NaNPropagatesLikeTorch) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  EXPECT_TRUE(std::isnan(cppi_max(nan, 1.0f)));
+  EXPECT_TRUE(std::isnan(cppi_max(1.0f, nan)));
+  EXPECT_TRUE(std::isnan(cppi_min(nan, -inf)));
+  EXPECT_TRUE(std::isnan(cppi_min(-inf, nan)));
+  EXPECT_EQ(cppi_max(-inf, 3.0f), 3.0f);
+  EXPECT_EQ(cppi_min(inf, 3.0f), 3.0f);
+
+  float a[16], b[16];
+  for (int i = 0; i < 16; ++i) a[i] = float(i), b[i] = float(15 - i);
+  a[3] = nan, b[7] = nan, a[9] = inf, b[10] = -inf;
+  cppi_f32x16 mx = cppi_max(cppi_vload<cppi_f32x16>(a), cppi_vload<cppi_f32x16>(b));
+  cppi_f32x16 mn = cppi_min(cppi_vload<cppi_f32x16>(a), cppi_vload<cppi_f32x16>(b));
+  for (int i = 0; i < 16; ++i) {
+    if (std::isnan(a[i]) || std::isnan(b[i])) {
+      EXPECT_TRUE(std::isnan(mx[i]) && std::isnan(mn[i])) << i;
+    } else {
+      EXPECT_EQ(mx[i], std::max(a[i], b[i])) << i;
+      EXPECT_EQ(mn[i], std::min(a[i], b[i])) << i;
+    }
+  }
+  EXPECT_TRUE(std::isnan(cppi_vreduce_max(mx)));
+  float c[8] = {1, 5, -2, 4, 3, 0, 2, 1};
+  EXPECT_EQ(cppi_vreduce_max(cppi_vload<cppi_f32x8>(c)), 5.0f);
+  EXPECT_EQ(cppi_vreduce_min(cppi_vload<cppi_f32x8>(c)), -2.0f);
+  EXPECT_EQ(cppi_vreduce_add(cppi_vload<cppi_f32x8>(c)), 14.0f);
+}
+
+TEST(PreludeVector, AbsSelectSplatPartial) {
+  float a[8] = {-1.0f, -0.0f, 2.0f, -INFINITY, NAN, -3.5f, 0.0f, 7.0f};
+  cppi_f32x8 r = cppi_abs(cppi_vload<cppi_f32x8>(a));
+  for (int i = 0; i < 8; ++i) {
+    if (std::isnan(a[i])) EXPECT_TRUE(std::isnan(r[i]));
+    else EXPECT_EQ(bits_of(r[i]), bits_of(std::fabs(a[i])));
+  }
+  cppi_f32x8 s = cppi_vsplat<cppi_f32x8>(-0.0f);
+  EXPECT_EQ(bits_of(s[5]), 0x80000000u);
+  cppi_f32x8 p = cppi_vload_partial<cppi_f32x8>(a, 3);
+  EXPECT_EQ(p[2], 2.0f);
+  EXPECT_EQ(p[3], 0.0f);
+  cppi_i32x8 iota = cppi_viota<cppi_i32x8>(10);
+  EXPECT_EQ(iota[7], 17);
+  cppi_f32x8 sel = cppi_vselect(iota > 13, cppi_vsplat<cppi_f32x8>(1.0f), cppi_vsplat<cppi_f32x8>(2.0f));
+  EXPECT_EQ(sel[4], 1.0f);  // 14 > 13
+  EXPECT_EQ(sel[3], 2.0f);
+}
+
+TEST(PreludeVector, HostWidth) {
+#if defined(__AVX512F__)
+  EXPECT_EQ(CPPI_VEC_BYTES, 64);
+  EXPECT_EQ(CPPI_VF32_LANES, 16);
+#elif defined(__AVX__)
+  EXPECT_EQ(CPPI_VEC_BYTES, 32);
+#endif
+  EXPECT_EQ(sizeof(cppi_vf32), size_t(CPPI_VEC_BYTES));
+}
+
+class PreludeParallel : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { cppi::cpu::set_num_threads(GetParam()); }
+  void TearDown() override { cppi::cpu::set_num_threads(0); }
+};
+
+TEST_P(PreludeParallel, ForCoversEveryIndexOnce) {
+  for (int64_t n : {0, 1, 7, 64, 1000, 4097}) {
+    for (int64_t grain : {1, 16, 1000, 100000}) {
+      std::vector<std::atomic<int>> hits(size_t(n + 10));
+      for (auto& h : hits) h = 0;
+      std::atomic<int> calls{0};
+      cppi_parallel_for(5, 5 + n, grain, [&](int64_t b, int64_t e) {
+        ++calls;
+        EXPECT_LT(b, e);
+        for (int64_t i = b; i < e; ++i) ++hits[size_t(i)];
+      });
+      for (int64_t i = 0; i < n + 10; ++i)
+        ASSERT_EQ(hits[size_t(i)].load(), (i >= 5 && i < 5 + n) ? 1 : 0) << "n=" << n << " i=" << i;
+      if (n > 0 && n <= grain) EXPECT_EQ(calls.load(), 1);
+      EXPECT_LE(calls.load(), std::max(1, GetParam()));
+    }
+  }
+}
+
+TEST_P(PreludeParallel, RunsOnSeveralThreads) {
+  if (cppi::cpu::openmp_library().empty()) GTEST_SKIP() << "no libgomp: loops run serially";
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  cppi_parallel_for(0, 1 << 16, 1, [&](int64_t, int64_t) {
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.insert(std::this_thread::get_id());
+  });
+  EXPECT_EQ(int(threads.size()), GetParam());
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 1u);  // the caller works too
+}
+
+TEST_P(PreludeParallel, NestedLoopsStillCoverEverything) {
+  std::vector<std::atomic<int>> hits(40 * 40);
+  for (auto& h : hits) h = 0;
+  cppi_parallel_for(0, 40, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      cppi_parallel_for(0, 40, 1, [&](int64_t b2, int64_t e2) {
+        for (int64_t j = b2; j < e2; ++j) ++hits[size_t(i * 40 + j)];
+      });
+  });
+  for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+}
+
+TEST_P(PreludeParallel, ReduceIsDeterministic) {
+  std::vector<float> x(100003);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& v : x) v = dist(rng);
+  auto sum = [&] {
+    return cppi_parallel_reduce(
+        int64_t(0), int64_t(x.size()), int64_t(1000), 0.0f,
+        [&](int64_t b, int64_t e, float acc) {
+          for (int64_t i = b; i < e; ++i) acc += x[size_t(i)];
+          return acc;
+        },
+        [](float a, float b) { return a + b; });
+  };
+  const float first = sum();
+  for (int rep = 0; rep < 20; ++rep) ASSERT_EQ(bits_of(sum()), bits_of(first));
+  // Same value as a serial loop over the same chunks in order.
+  int64_t chunks = std::min<int64_t>(GetParam(), (int64_t(x.size()) + 999) / 1000);
+  int64_t chunk = (int64_t(x.size()) + chunks - 1) / chunks;
+  float expected = 0.0f;
+  for (int64_t b = 0; b < int64_t(x.size()); b += chunk) {
+    float acc = 0.0f;
+    for (int64_t i = b; i < std::min<int64_t>(b + chunk, x.size()); ++i) acc += x[size_t(i)];
+    expected = (b == 0) ? acc : expected + acc;
+  }
+  EXPECT_EQ(bits_of(first), bits_of(expected));
+  // Max with NaN somewhere propagates through partials.
+  x[77777] = NAN;
+  float mx = cppi_parallel_reduce(
+      int64_t(0), int64_t(x.size()), int64_t(1000), -INFINITY,
+      [&](int64_t b, int64_t e, float acc) {
+        for (int64_t i = b; i < e; ++i) acc = cppi_max(acc, x[size_t(i)]);
+        return acc;
+      },
+      [](float a, float b) { return cppi_max(a, b); });
+  EXPECT_TRUE(std::isnan(mx));
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, PreludeParallel, ::testing::Values(1, 2, 3, 4, 8));
+
+}  // namespace
