@@ -211,4 +211,19 @@ std::set<std::string> local_refs(const Expr& e) {
   return std::move(c.out);
 }
 
+std::vector<Expr> cse(const std::vector<Expr>& roots) {
+  struct Cse : ExprMutator {
+    std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> table;
+    // Operands are already canonical, so equality below is shallow.
+    Expr canonical(const Expr& e) { return *table.insert(e).first; }
+#define CPPI_CSE_VISIT(Name) \
+  Expr visit(const Name& n) override { return canonical(ExprMutator::visit(n)); }
+    CPPI_FOR_EACH_EXPR_NODE(CPPI_CSE_VISIT)
+#undef CPPI_CSE_VISIT
+  } pass;
+  std::vector<Expr> out;
+  for (const auto& r : roots) out.push_back(pass.mutate(r));
+  return out;
+}
+
 }  // namespace cppi::ir

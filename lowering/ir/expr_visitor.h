@@ -134,6 +134,12 @@ std::vector<Expr> operands(const Expr& e);
 /// order). Codegen emits one temporary per node in this order.
 std::vector<Expr> post_order(const std::vector<Expr>& roots);
 
+/// Common-subexpression elimination across `roots`: structurally equal
+/// nodes become one shared node (so later passes and the codegens, which
+/// name each distinct node once, compute it once). Returns the roots in
+/// order; a root with nothing to merge comes back as the same node.
+std::vector<Expr> cse(const std::vector<Expr>& roots);
+
 /// Loop variables used by the indices in `e` (for hoisting loop-invariant
 /// work out of inner loops), and the LocalRef names it reads.
 std::set<std::string> free_vars(const Expr& e);

@@ -133,8 +133,10 @@ IndexBounds bounds(const IndexExpr& e, const VarRanges& ranges) {
       auto n = e.as<IndexFloorDiv>();
       if (has_vars(n->rhs) || !prove_positive(n->rhs)) return {};
       IndexBounds a = bounds(n->lhs, ranges), out;
-      if (a.lo) out.lo = floordiv(*a.lo, n->rhs);
-      if (a.hi) out.hi = floordiv(*a.hi, n->rhs);
+      // Bounds are var-free, so simplify() only uses "symbols are >= 1" here,
+      // e.g. (s0*s1 - 1) // s1 -> s0 + (-1 // s1) -> s0 - 1.
+      if (a.lo) out.lo = simplify(floordiv(*a.lo, n->rhs));
+      if (a.hi) out.hi = simplify(floordiv(*a.hi, n->rhs));
       return out;
     }
     case IndexKind::Mod: {
@@ -192,9 +194,14 @@ namespace {
 // atom itself when no rule applies.
 IndexExpr apply_range_rule(const IndexExpr& atom, const VarRanges& ranges) {
   if (auto n = atom.as<IndexFloorDiv>()) {
+    if (!prove_positive(n->rhs, ranges)) return atom;
     if (prove_nonnegative(n->lhs, ranges) && prove_lt(n->lhs, n->rhs, ranges)) return index_const(0);
+    // -d <= n < 0 (e.g. (-1) // s0 in a bound): -1.
+    if (prove_lt(n->lhs, 0, ranges) && prove_le(-n->rhs, n->lhs, ranges)) return index_const(-1);
   } else if (auto n = atom.as<IndexMod>()) {
+    if (!prove_positive(n->rhs, ranges)) return atom;
     if (prove_nonnegative(n->lhs, ranges) && prove_lt(n->lhs, n->rhs, ranges)) return n->lhs;
+    if (prove_lt(n->lhs, 0, ranges) && prove_le(-n->rhs, n->lhs, ranges)) return n->lhs + n->rhs;
   } else if (auto n = atom.as<IndexMin>()) {
     if (prove_le(n->lhs, n->rhs, ranges)) return n->lhs;
     if (prove_le(n->rhs, n->lhs, ranges)) return n->rhs;

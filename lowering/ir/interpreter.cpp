@@ -180,6 +180,15 @@ class Evaluator : public ExprFunctor<ScalarValue> {
   void clear() { memo_.clear(); }
   int64_t index(const IndexExpr& e) { return evaluate(e, *bindings_); }
 
+  void check_bounds(const std::string& buffer, const IndexExpr& e, int64_t i) const {
+    auto it = args_.elements.find(buffer);
+    if (it == args_.elements.end() || (i >= 0 && i < it->second)) return;
+    std::string where;
+    for (const auto& name : free_vars(e)) where += cat(" ", name, "=", bindings_->at(name));
+    fail(cat("interpreter: ", buffer, "[", e, "] = ", buffer, "[", i, "] is out of bounds [0, ", it->second,
+             ") at", where));
+  }
+
  protected:
   ScalarValue visit(const Constant& n) override {
     return is_floating(n.dtype) ? of_float(n.float_value, n.dtype) : of_int(n.int_value, n.dtype);
@@ -189,7 +198,9 @@ class Evaluator : public ExprFunctor<ScalarValue> {
     if (n.mask.defined() && eval(n.mask).i == 0) return zero_of(n.dtype);
     auto it = args_.buffers.find(n.buffer->name);
     if (it == args_.buffers.end() || !it->second) fail(cat("interpreter: no pointer for buffer ", n.buffer->name));
-    return read_element(it->second, n.dtype, index(n.index));
+    int64_t i = index(n.index);
+    check_bounds(n.buffer->name, n.index, i);
+    return read_element(it->second, n.dtype, i);
   }
 
   ScalarValue visit(const IndexValue& n) override { return of_int(index(n.index), DType::Int64); }
@@ -494,7 +505,9 @@ void run_kernel(const Kernel& k, const InterpreterArgs& args) {
           for (const auto& s : p.stores) {
             ev.clear();  // a store may feed a later load of the same iteration
             ScalarValue v = ev.eval(s.value);
-            write_element(pointer(s.buffer), s.buffer->dtype, ev.index(s.index), v);
+            int64_t i = ev.index(s.index);
+            ev.check_bounds(s.buffer->name, s.index, i);
+            write_element(pointer(s.buffer), s.buffer->dtype, i, v);
           }
         });
       }

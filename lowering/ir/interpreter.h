@@ -13,6 +13,7 @@
 
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "lowering/ir/kernel.h"
 #include "lowering/ir/node.h"
@@ -23,8 +24,28 @@ namespace cppi::ir {
 /// Base pointers by buffer name (host memory, laid out as the buffer's dtype
 /// and index expressions say) and the values of the size symbols.
 struct InterpreterArgs {
+  /// Fluent setup: InterpreterArgs().bind("a", a_vec).bind("out", out_vec).symbol("s0", 3).
+  /// The vector overload also records the element count for bounds checks.
+  InterpreterArgs& bind(const std::string& name, void* data, int64_t num_elements = -1) {
+    buffers[name] = data;
+    if (num_elements >= 0) elements[name] = num_elements;
+    return *this;
+  }
+  template <typename T>
+  InterpreterArgs& bind(const std::string& name, std::vector<T>& data) {
+    return bind(name, data.data(), static_cast<int64_t>(data.size()));
+  }
+  InterpreterArgs& symbol(const std::string& name, int64_t value) {
+    symbols[name] = value;
+    return *this;
+  }
+
   std::unordered_map<std::string, void*> buffers;
   IndexBindings symbols;
+  /// Optional: elements available at each base pointer. A load or store
+  /// outside [0, n) of a listed buffer is reported as an error naming the
+  /// buffer and index (instead of corrupting memory).
+  std::unordered_map<std::string, int64_t> elements;
 };
 
 /// One value as the interpreter holds it: integral and bool in `i` (bool is

@@ -1,5 +1,6 @@
 #include "lowering/ir/node.h"
 
+#include <map>
 #include <set>
 
 #include "lowering/ir/expr_visitor.h"
@@ -248,6 +249,35 @@ std::vector<Access> writes(const ComputeNode& n) {
     if (o.buffer) out.push_back(Access{o.buffer, o.index, false});
   }
   return out;
+}
+
+Status verify(const NodeList& list) {
+  std::map<std::string, BufferPtr> declared;
+  for (const auto& b : list.buffers) {
+    if (!b) return Error::internal("node list: null buffer");
+    if (!declared.emplace(b->name, b).second) return Error::internal(cat("node list: buffer ", b->name, " declared twice"));
+  }
+  std::set<std::string> written;
+  for (const auto& n : list.nodes) {
+    const std::string& name = node_name(n);
+    CPPI_RETURN_IF_ERROR(verify(n));
+    for (const auto& a : reads(n)) {
+      auto it = declared.find(a.buffer->name);
+      if (it == declared.end()) return Error::internal(cat("node ", name, " reads undeclared buffer ", a.buffer->name));
+      if (it->second->kind != BufferKind::GraphInput && !written.count(a.buffer->name)) {
+        return Error::internal(cat("node ", name, " reads ", a.buffer->name, " before any node writes it"));
+      }
+    }
+    for (const auto& a : writes(n)) {
+      auto it = declared.find(a.buffer->name);
+      if (it == declared.end()) return Error::internal(cat("node ", name, " writes undeclared buffer ", a.buffer->name));
+      if (it->second->kind == BufferKind::GraphInput) {
+        return Error::internal(cat("node ", name, " writes graph input ", a.buffer->name));
+      }
+      written.insert(a.buffer->name);
+    }
+  }
+  return Status::success();
 }
 
 }  // namespace cppi::ir

@@ -142,4 +142,10 @@ std::vector<Access> writes(const ComputeNode& n);
 /// variables and no LocalRef; the factories call it.
 Status verify(const ComputeNode& n);
 
+/// Checks a whole lowered graph: buffer names are unique, every buffer a node
+/// reads or writes is in `buffers`, no node writes a graph input, and every
+/// buffer that is not a graph input is written by an earlier node before it
+/// is read (program order is execution order).
+Status verify(const NodeList& nodes);
+
 }  // namespace cppi::ir

@@ -153,6 +153,21 @@ def test_mode_goes_to_inductor_and_cppinductor_only():
         parse_backends("inductor", mode="fast")
 
 
+def test_kernel_counters_of_a_backend_package_are_differenced(monkeypatch):
+    import types
+
+    from cppinductor.bench import kernel_counts
+
+    package = types.ModuleType("fake_backend")
+    package.compile_counters = lambda: {"kernels": 7, "kernel_compile_s": 0.35}
+    monkeypatch.setitem(sys.modules, "fake_backend", package)
+    before = kernel_counts.read("fake_backend")
+    package.compile_counters = lambda: {"kernels": 12, "kernel_compile_s": 0.45}
+    diff = kernel_counts.difference(before, kernel_counts.read("fake_backend"))
+    assert diff.kernels == 5 and diff.kernel_compile_s == pytest.approx(0.1)
+    assert kernel_counts.read("aot_eager") is None
+
+
 def test_mismatch_reports_structure_and_values():
     a = torch.ones(3)
     assert mismatch((a, a), (a, a), (1e-5, 1e-5)) is None
@@ -183,7 +198,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "fresh_process_total_s", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
+              "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
 
@@ -228,3 +243,4 @@ def test_inductor_rows_get_ratio_and_overhead_over_aot_eager():
     ind = next(r for r in rows if r.backend == "inductor")
     assert ind.status == "ok" and ind.speedup_vs_inductor == pytest.approx(1.0)
     assert ind.compile_over_aot_eager_s is not None
+    assert ind.kernels >= 1

@@ -7,6 +7,7 @@ fresh process with cold caches, and correctness against eager.
 
 Files, one job each: workloads (what runs, sizes, bytes moved), timing,
 caches (fresh cache dirs), backends, correctness, bandwidth (copy reference),
+kernel_counts (kernels per graph, compile time per kernel),
 _compile_probe (fresh-process compile time), runner (the loop), row (the
 result record), report (table, JSON), plot, progress, cli.
 """

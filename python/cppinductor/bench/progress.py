@@ -1,9 +1,8 @@
-"""A progress bar on stderr: tqdm when installed, else a plain counter."""
+"""Progress on stderr: a tqdm bar on a terminal when installed, else a plain counter."""
 
 from __future__ import annotations
 
 import sys
-from typing import Optional
 
 
 class Progress:
@@ -13,7 +12,7 @@ class Progress:
         self._enabled = enabled
         self._tty = sys.stderr.isatty()
         self._bar = None
-        if enabled:
+        if enabled and self._tty:  # a log file gets one plain line per step instead of \r redraws
             try:
                 from tqdm import tqdm
             except ImportError:

@@ -28,6 +28,8 @@ _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("compile s", 9, lambda r: _num(".3f")(r.compile_s_warm)),
     ("fresh s", 7, lambda r: _num(".2f")(r.compile_s_fresh)),
     ("+aot s", 7, lambda r: _num(".3f")(r.compile_over_aot_eager_s)),
+    ("kern", 4, lambda r: "-" if r.kernels is None else str(r.kernels)),
+    ("ms/kern", 7, lambda r: _num(".1f")(r.kernel_compile_ms)),
     ("check", 5, lambda r: _STATUS.get(r.status, r.status)),
 ]
 _TEXT_COLUMNS = {"workload", "backend", "shape", "check"}
@@ -36,7 +38,8 @@ LEGEND = (
     "ms: median steady-state time per call · x eager / x ind: speedup over eager / inductor\n"
     "GB/s: minimal bytes (inputs read + outputs written once) / time · %copy: vs eager x.clone() of the same size\n"
     "compile s: first call - steady time, warm process, cold caches · fresh s: same, first graph of a new process\n"
-    "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager)"
+    "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager) · kern: kernels generated · "
+    "ms/kern: compile time per kernel"
 )
 
 

@@ -20,7 +20,7 @@ class Row:
     kind: str  # memory | compute | train
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
-    error: Optional[str] = None  # the exception or the mismatch, when status != ok
+    error: Optional[str] = None  # the exception or the mismatch; or a failed fresh-process probe
     correct: Optional[bool] = None  # vs eager; None when it did not run
     time_ms: Optional[float] = None  # median steady-state time per call
     reps: Optional[int] = None  # calls behind the median
@@ -35,6 +35,8 @@ class Row:
     compile_s_warm: Optional[float] = None  # first call - steady time, process already warm
     compile_s_fresh: Optional[float] = None  # same, first graph of a fresh process (probed workloads only)
     fresh_process_total_s: Optional[float] = None  # launch of that fresh process to its first result, imports included
+    kernels: Optional[int] = None  # kernels generated for this graph, when the compiler reports it
+    kernel_compile_ms: Optional[float] = None  # mean compile time per kernel (cppinductor's counters)
     compile_over_aot_eager_s: Optional[float] = None  # compile_s_warm - aot_eager's compile_s_warm
     backend_warmup_s: Optional[float] = None  # this backend's first (throwaway) compile in the bench process
     load_avg: Optional[float] = None  # 1-minute load average when the row was measured (other processes)

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
+from . import kernel_counts
 from ._compile_probe import ProbeResult, probe
 from .backends import Backend, parse_backends
 from .bandwidth import CopyReferences, gbps
@@ -102,8 +103,8 @@ class _Runner:
     def row(self, workload: Workload, backend: Backend) -> Row:
         c = self.config
         return Row(workload=workload.name, backend=backend.label, mode=backend.mode, device=c.device,
-                   dtype=c.dtype_name,
-                   threads=torch.get_num_threads(), torch_version=torch.__version__, kind=workload.kind)
+                   dtype=c.dtype_name, threads=torch.get_num_threads(), torch_version=torch.__version__,
+                   kind=workload.kind)
 
     def run(self) -> List[Row]:
         c = self.config
@@ -178,13 +179,19 @@ class _Runner:
             case = workload.build(self.sizes, c.device, c.dtype)
             row.shape, row.bytes_moved = case.shape, case.bytes_moved
             step = case.make_step(backend.compiler())
+            before = kernel_counts.read(backend.label)
             first_s, result = time_once(step, c.device)
+            compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
             result = snapshot(result)
             steady = steady_time(step, c.device, self.policy)
         row.time_ms, row.reps, row.first_call_s = steady.median_s * 1e3, steady.reps, first_s
         row.load_avg = _load_average()
         if not backend.is_eager:
             row.compile_s_warm = max(first_s - steady.median_s, 0.0)
+        if compiled is not None:
+            row.kernels = compiled.kernels
+            if compiled.kernel_compile_s is not None and compiled.kernels:
+                row.kernel_compile_ms = 1e3 * compiled.kernel_compile_s / compiled.kernels
         if case.bytes_moved is not None and case.largest_input is not None:
             ref = self.copy_refs.for_tensor(case.largest_input)
             row.copy_gbps, row.copy_prealloc_gbps = ref.clone_gbps, ref.prealloc_gbps

@@ -179,6 +179,21 @@ TEST_F(ExprTest, TraversalHelpers) {
   EXPECT_TRUE(simplify_indices(plain, ranges).same_as(plain));
 }
 
+TEST_F(ExprTest, CommonSubexpressionElimination) {
+  // Two stores that each rebuilt exp(x - 1) from scratch.
+  auto build = [&] { return unary(UnaryOp::Exp, binary(BinaryOp::Sub, load(a, x0), const_float(1))); };
+  Expr p = binary(BinaryOp::Mul, build(), const_float(2));
+  Expr q = binary(BinaryOp::Add, build(), build());
+  auto out = cse({p, q});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(post_order({p, q}).size(), 15u);
+  EXPECT_EQ(post_order(out).size(), 7u);  // load, 1, sub, exp, 2, mul, add
+  EXPECT_TRUE(out[0].as<Binary>()->lhs.same_as(out[1].as<Binary>()->lhs));
+  EXPECT_TRUE(structurally_equal(out[0], p));
+  Expr lone = unary(UnaryOp::Sqrt, load(a, x0));
+  EXPECT_TRUE(cse({lone})[0].same_as(lone));
+}
+
 TEST_F(ExprTest, PrintsEveryKind) {
   Expr mask = compare(CompareOp::Lt, IndexValue::make(x0 + 1), const_int(8));
   Expr seed = load(i, index_const(0));

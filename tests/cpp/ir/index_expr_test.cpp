@@ -112,6 +112,24 @@ TEST_F(IndexExprTest, SimplifyReshapeChains) {
   EXPECT_EQ(to_string(simplify(s0 * floordiv(y, s0) + mod(y, s0) + 1)), "y + 1");
 }
 
+TEST_F(IndexExprTest, SimplifySymbolicViews) {
+  // A (s1, s0, 8) tensor flattened and unflattened again.
+  VarRanges ranges{{"x0", s1}, {"x1", s0}, {"x2", index_const(8)}};
+  IndexExpr flat = 8 * s0 * x0 + 8 * x1 + x2;
+  EXPECT_EQ(to_string(simplify(mod(floordiv(flat, 8), s0), ranges)), "x1");
+  EXPECT_EQ(to_string(simplify(floordiv(flat, 8 * s0), ranges)), "x0");
+  EXPECT_EQ(to_string(simplify(mod(flat, 8 * s0), ranges)), "8*x1 + x2");
+  // (x // s1) % s0 with x < s0*s1 is x // s1: needs (s0*s1 - 1) // s1 = s0 - 1.
+  IndexExpr x = var("y");
+  VarRanges yr{{"y", s0 * s1}};
+  EXPECT_EQ(to_string(simplify(mod(floordiv(x, s1), s0), yr)), "(y // s1)");
+  EXPECT_EQ(to_string(simplify(floordiv(-1, s0))), "-1");
+  EXPECT_EQ(to_string(simplify(mod(-1, s0))), "s0 - 1");
+  // Stride-2 slicing then a view: (2*x1) // 4 with x1 < 2 is 0.
+  VarRanges sl{{"x1", index_const(2)}};
+  EXPECT_EQ(to_string(simplify(floordiv(2 * x1, 4), sl)), "0");
+}
+
 TEST_F(IndexExprTest, SimplifyKeepsWhatItCannotProve) {
   VarRanges ranges{{"x1", index_const(5)}};
   EXPECT_EQ(to_string(simplify(floordiv(x1, 4), ranges)), "(x1 // 4)");

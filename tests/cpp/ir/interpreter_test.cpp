@@ -27,13 +27,14 @@ TEST(Interpreter, PointwiseNodeWithSymbolicRows) {
   std::vector<float> av{1, -2, 3, -4, 5, -6, 7, -8, 0.5f, 0.25f, -1, 2};
   std::vector<float> bv{0.5f, 1, -10, 4};
   std::vector<float> ov(12, -99);
-  InterpreterArgs args{{{"a", av.data()}, {"b", bv.data()}, {"out", ov.data()}}, {{"s0", 3}}};
+  auto args = InterpreterArgs().bind("a", av).bind("b", bv).bind("out", ov).symbol("s0", 3);
   ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
   for (int i = 0; i < 3; ++i) {
     for (int j = 0; j < 4; ++j) EXPECT_EQ(ov[i * 4 + j], std::max(av[i * 4 + j] + bv[j], 0.0f)) << i << "," << j;
   }
   // A missing symbol is an error, not a crash.
-  InterpreterArgs missing{args.buffers, {}};
+  InterpreterArgs missing = args;
+  missing.symbols.clear();
   EXPECT_FALSE(interpret(ComputeNode(node), missing).ok());
 }
 
@@ -48,7 +49,7 @@ TEST(Interpreter, ReductionNodes) {
     auto out = buffer("out", out_dtype, {index_const(3)});
     std::vector<double> storage(3, -1);  // big enough for any dtype
     auto node = ReductionNode::make("r", out, {index_const(4)}, kind, body);
-    InterpreterArgs args{{{"in", iv.data()}, {"out", storage.data()}}, {}};
+    auto args = InterpreterArgs().bind("in", iv).bind("out", storage.data());
     Status s = interpret(ComputeNode(node), args);
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
     return storage;
@@ -78,6 +79,34 @@ TEST(Interpreter, ReductionNodes) {
   EXPECT_EQ(reinterpret_cast<const uint8_t*>(any.data())[2], 1);
 }
 
+TEST(Interpreter, FullReductionToScalar) {
+  // x.sum() over a 2-D input: no pointwise ranges, a rank-0 output.
+  auto in = buffer("in", DType::Int32, {index_const(3), index_const(4)}, BufferKind::GraphInput);
+  auto out = buffer("out", DType::Int64, {}, BufferKind::GraphOutput);
+  IndexExpr r0 = reduction_var(0), r1 = reduction_var(1);
+  auto node = ReductionNode::make("total", out, {index_const(3), index_const(4)}, ReductionKind::Sum,
+                                  cast(load(in, in->layout.index({r0, r1})), DType::Int64));
+  std::vector<int32_t> iv(12);
+  // Large values whose int32 sum would overflow; the int64 accumulator does not.
+  for (int k = 0; k < 12; ++k) iv[k] = 2000000000 - k;
+  int64_t result = 0;
+  auto args = InterpreterArgs().bind("in", iv).bind("out", &result, 1);
+  ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
+  int64_t want = 0;
+  for (int k = 0; k < 12; ++k) want += iv[k];
+  EXPECT_EQ(result, want);
+  EXPECT_GT(want, int64_t{1} << 31);
+  // argmax over two reduction dims: position in the row-major flattening.
+  auto pos = buffer("pos", DType::Int64, {}, BufferKind::GraphOutput);
+  auto arg = ReductionNode::make("where_max", pos, {index_const(3), index_const(4)}, ReductionKind::ArgMax,
+                                 load(in, in->layout.index({r0, r1})));
+  std::vector<int32_t> jv{0, 1, 2, 3, 4, 9, 6, 7, 8, 9, 1, 2};
+  int64_t p = -1;
+  auto args2 = InterpreterArgs().bind("in", jv).bind("pos", &p, 1);
+  ASSERT_TRUE(interpret(ComputeNode(arg), args2).ok());
+  EXPECT_EQ(p, 5);
+}
+
 TEST(Interpreter, WelfordMatchesTwoPassVariance) {
   auto in = buffer("in", DType::Float32, {index_const(2), index_const(5)}, BufferKind::GraphInput);
   auto mean = buffer("mean", DType::Float32, {index_const(2)});
@@ -88,7 +117,7 @@ TEST(Interpreter, WelfordMatchesTwoPassVariance) {
                                   load(in, in->layout.index({x0, r0})), {{mean, x0}, {m2, x0}, {weight, x0}});
   std::vector<float> iv{1, 2, 3, 4, 10, -3, -3, -3, -3, -3};
   std::vector<float> mv(2), m2v(2), wv(2);
-  InterpreterArgs args{{{"in", iv.data()}, {"mean", mv.data()}, {"m2", m2v.data()}, {"weight", wv.data()}}, {}};
+  auto args = InterpreterArgs().bind("in", iv).bind("mean", mv).bind("m2", m2v).bind("weight", wv);
   ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
   EXPECT_FLOAT_EQ(mv[0], 4);
   EXPECT_FLOAT_EQ(m2v[0], 9 + 4 + 1 + 0 + 36);
@@ -104,7 +133,7 @@ TEST(Interpreter, FusedSoftmaxKernel) {
   auto k = testing::softmax_kernel(in, out, s0, index_const(5));
   std::vector<float> iv{1, 2, 3, 4, 5, 100, 100, 100, 100, 100, -1, 0, 1, 0, -1};
   std::vector<float> ov(15);
-  InterpreterArgs args{{{"in", iv.data()}, {"out", ov.data()}}, {{"s0", 3}}};
+  auto args = InterpreterArgs().bind("in", iv).bind("out", ov).symbol("s0", 3);
   ASSERT_TRUE(interpret(*k, args).ok());
   for (int row = 0; row < 3; ++row) {
     double mx = -INFINITY, total = 0;
@@ -127,7 +156,7 @@ TEST(Interpreter, ReducedFloatsRoundOnlyAtCasts) {
   auto node = PointwiseNode::make("scale", out, cast(v, DType::Float16));
   std::vector<uint16_t> av{float_to_half(1.0009765625f), float_to_half(-2.5f)};
   std::vector<uint16_t> ov(2);
-  InterpreterArgs args{{{"a", av.data()}, {"out", ov.data()}}, {}};
+  auto args = InterpreterArgs().bind("a", av).bind("out", ov);
   ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
   float want0 = half_to_float(float_to_half(1.0009765625f * 3 + 1e-4f));
   EXPECT_EQ(half_to_float(ov[0]), want0);
@@ -144,9 +173,21 @@ TEST(Interpreter, MaskedLoadDoesNotTouchMemory) {
   auto node = PointwiseNode::make("pad", out, value);
   std::vector<float> iv{7, 8, 9};
   std::vector<float> ov(4, -1);
-  InterpreterArgs args{{{"in", iv.data()}, {"out", ov.data()}}, {}};
+  auto args = InterpreterArgs().bind("in", iv).bind("out", ov);
   ASSERT_TRUE(interpret(ComputeNode(node), args).ok());
   EXPECT_EQ(ov, (std::vector<float>{0, 7, 8, 9}));
+}
+
+TEST(Interpreter, ReportsOutOfBoundsAccess) {
+  // A lowering bug: reading in[x0 + 1] over the full range.
+  auto in = buffer("in", DType::Float32, {index_const(3)}, BufferKind::GraphInput);
+  auto out = buffer("out", DType::Float32, {index_const(3)});
+  auto node = PointwiseNode::make("shift", out, load(in, pointwise_var(0) + 1));
+  std::vector<float> iv(3), ov(3);
+  auto args = InterpreterArgs().bind("in", iv).bind("out", ov);
+  Status s = interpret(ComputeNode(node), args);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "interpreter: in[x0 + 1] = in[3] is out of bounds [0, 3) at x0=2");
 }
 
 TEST(Interpreter, OpSemantics) {

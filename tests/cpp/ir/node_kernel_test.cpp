@@ -167,6 +167,27 @@ TEST_F(NodeKernelTest, KernelVerifierCatchesScopingErrors) {
                                {amax, PointwiseStage{{}, {Store::make(rowsum, x0, amax.result())}}}));
 }
 
+TEST_F(NodeKernelTest, NodeListVerification) {
+  IndexExpr x0 = pointwise_var(0), r0 = reduction_var(0);
+  auto add = testing::add_relu_node(a, b, out);
+  auto sum = ReductionNode::make("sum_rows", rowsum, {index_const(64)}, ReductionKind::Sum,
+                                 load(out, out->layout.index({x0, r0})));
+  NodeList ok{{a, b, out, rowsum}, {add, sum}};
+  EXPECT_TRUE(verify(ok).ok());
+  NodeList wrong_order{{a, b, out, rowsum}, {sum, add}};
+  Status s = verify(wrong_order);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().message, "node sum_rows reads buf2 before any node writes it");
+  NodeList undeclared{{a, out, rowsum}, {add}};
+  EXPECT_FALSE(verify(undeclared).ok());
+  auto clobber = PointwiseNode::make("clobber", a, const_float(0));
+  NodeList writes_input{{a}, {clobber}};
+  EXPECT_FALSE(verify(writes_input).ok());
+  EXPECT_EQ(to_string(NodeList{{a, rowsum}, {}}),
+            "buf0: float32[s0, 64] strides=[64, 1] offset=0 cpu input fixed\n"
+            "buf3: float32[s0] strides=[1] offset=0 cpu intermediate flexible\n");
+}
+
 TEST_F(NodeKernelTest, SingleNodeKernel) {
   IndexExpr x0 = pointwise_var(0), r0 = reduction_var(0);
   auto node = ReductionNode::make("sum_rows", rowsum, {index_const(64)}, ReductionKind::Sum,

@@ -1,0 +1,35 @@
+/// \file
+/// Backend capability (the third fusion layer): what the CPU or GPU codegen
+/// can print. The codegens own the values (FusionOptions carries one per
+/// device); fusion asks before it builds a kernel shape the codegen would
+/// reject.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cppi::lowering::fusion {
+
+struct BackendCapability {
+  /// Stages (reduction and pointwise) in one kernel.
+  int max_stages_per_kernel = 16;
+  /// More than one reduction stage under one outer loop (softmax, layer_norm).
+  bool multiple_reductions = true;
+  /// Pointwise stages with their own loops after a reduction stage (the
+  /// normalise step of softmax). Without them, epilogues are separate kernels.
+  bool reduction_epilogues = true;
+  /// Independent nodes (no producer/consumer relation) in one kernel.
+  bool horizontal_fusion = true;
+};
+
+/// The shape of a kernel as the capability check sees it.
+struct StageShape {
+  bool reduction = false;
+  size_t loops = 0;
+};
+
+/// Why a kernel with these stages cannot be emitted, or nullopt.
+std::optional<std::string> why_unsupported(const BackendCapability& c, const std::vector<StageShape>& stages);
+
+}  // namespace cppi::lowering::fusion

@@ -1,0 +1,100 @@
+#include "lowering/fusion/choices.h"
+
+#include "lowering/ir/expr_visitor.h"
+
+namespace cppi::lowering::fusion {
+
+namespace {
+
+int unary_cost(ir::UnaryOp op) {
+  switch (op) {
+    case ir::UnaryOp::Neg:
+    case ir::UnaryOp::Abs:
+    case ir::UnaryOp::Sign:
+    case ir::UnaryOp::Floor:
+    case ir::UnaryOp::Ceil:
+    case ir::UnaryOp::Round:
+    case ir::UnaryOp::Trunc:
+    case ir::UnaryOp::LogicalNot:
+    case ir::UnaryOp::BitwiseNot:
+    case ir::UnaryOp::IsNan:
+    case ir::UnaryOp::IsInf:
+    case ir::UnaryOp::IsFinite:
+    case ir::UnaryOp::SignBit: return 1;
+    case ir::UnaryOp::Sqrt:
+    case ir::UnaryOp::Rsqrt:
+    case ir::UnaryOp::Reciprocal: return 2;
+    default: return 4;  // exp, log, trigonometric, erf, sigmoid, lgamma, ...
+  }
+}
+
+int binary_cost(ir::BinaryOp op) {
+  switch (op) {
+    case ir::BinaryOp::TrueDiv:
+    case ir::BinaryOp::FloorDiv:
+    case ir::BinaryOp::TruncDiv:
+    case ir::BinaryOp::Fmod:
+    case ir::BinaryOp::Remainder: return 2;
+    case ir::BinaryOp::Pow:
+    case ir::BinaryOp::Atan2:
+    case ir::BinaryOp::Hypot: return 4;
+    default: return 1;
+  }
+}
+
+class CostCounter : public ir::ExprVisitor {
+ public:
+  int cost = 0;
+
+ protected:
+  void visit(const ir::Load& n) override {
+    cost += 1;
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Cast& n) override {
+    cost += 1;
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Unary& n) override {
+    cost += unary_cost(n.op);
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Binary& n) override {
+    cost += binary_cost(n.op);
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Compare& n) override {
+    cost += 1;
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Where& n) override {
+    cost += 1;
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Random& n) override {
+    cost += 8;
+    ExprVisitor::visit(n);
+  }
+};
+
+}  // namespace
+
+int recompute_cost(const ir::Expr& e) {
+  CostCounter c;
+  c.walk(e);
+  return c.cost;
+}
+
+std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads) {
+  if (reads <= 1 || cost <= h.cheap_cost) return std::nullopt;
+  if (reads <= h.max_recompute_reads && cost <= h.expensive_cost) return std::nullopt;
+  return cat("would recompute an expensive producer ", reads, " times (cost ", cost, " per element)");
+}
+
+std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
+                                                       size_t stage_loops) {
+  if (!h.epilogues_need_outer_loops || outer_loops > 0 || stage_loops == 0) return std::nullopt;
+  return "the reduction has no outer loop: a pointwise loop fused with it would run serially";
+}
+
+}  // namespace cppi::lowering::fusion

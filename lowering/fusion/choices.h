@@ -1,0 +1,54 @@
+/// \file
+/// Fusion heuristics (the "choices" layer): what is worth doing among the
+/// fusions that legality allows. Pure functions of their arguments, no
+/// legality and no backend knowledge, so they are tested on their own.
+///
+/// Recompute cost: inlining a pointwise producer into its readers evaluates
+/// its body once per read instead of once per element. Like Inductor's
+/// realize thresholds (realize_reads_threshold = 4,
+/// realize_opcount_threshold = 30) we inline a cheap producer everywhere, a
+/// moderately expensive one into a few reads, and an expensive one only
+/// into a single read; otherwise the producer is stored and its readers load
+/// it (in the same kernel when legality allows).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/ir/expr.h"
+#include "support/status.h"
+
+namespace cppi::lowering::fusion {
+
+struct FusionHeuristics {
+  /// At or below this cost a producer is inlined into any number of reads.
+  int cheap_cost = 8;
+  /// Up to this many reads a producer of at most `expensive_cost` is inlined.
+  int max_recompute_reads = 4;
+  int expensive_cost = 40;
+  /// A reduction without outer loops runs serially in its kernel (or splits
+  /// itself across threads): pointwise stages with loops do not join it,
+  /// they would lose their parallel loop.
+  bool epilogues_need_outer_loops = true;
+};
+
+/// Weighted operation count of one evaluation of `e` (shared nodes once):
+/// loads 1, cheap arithmetic 1, division and square roots 2,
+/// transcendental functions (exp, log, sin, erf, pow, ...) 4, constants 0.
+int recompute_cost(const ir::Expr& e);
+
+/// Why a producer of cost `cost` read at `reads` places should not be
+/// inlined, or nullopt when inlining is worth it.
+std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads);
+
+/// Why a pointwise stage with inner loops should not join a kernel whose
+/// outer loops are `outer` (empty: no loop to parallelise over).
+std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
+                                                       size_t stage_loops);
+
+/// Preference among legal fusions of a node into an existing kernel: a
+/// producer in the kernel beats a shared input, which beats none.
+enum class Affinity { None = 1, SharedRead = 2, Producer = 3 };
+
+}  // namespace cppi::lowering::fusion

@@ -1,0 +1,270 @@
+#include "lowering/fusion/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "lowering/fusion/fusion_node.h"
+#include "lowering/fusion/kernel_builder.h"
+#include "lowering/fusion/legality.h"
+#include "lowering/fusion/program.h"
+
+namespace cppi::lowering {
+
+using fusion::Program;
+
+namespace {
+
+/// Candidate remarks, one per (a, b) pair, emitted at the end only for pairs
+/// that did not end up in one kernel.
+class RefusalLog {
+ public:
+  void add(const Program& p, size_t a, size_t b, std::string reason) {
+    auto key = std::make_pair(a, b);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      index_[key] = entries_.size();
+      entries_.push_back({a, b, fusion::display_name(*p.nodes[a]), fusion::display_name(*p.nodes[b]), {}});
+      it = index_.find(key);
+    }
+    auto& reasons = entries_[it->second].reasons;
+    if (std::find(reasons.begin(), reasons.end(), reason) == reasons.end()) reasons.push_back(std::move(reason));
+  }
+
+  /// `kernel_of[item]`: the kernels an item's computation ended up in.
+  void emit(const std::vector<std::set<int>>& kernels_of, Remarks& remarks) const {
+    for (const auto& e : entries_) {
+      const auto& ka = kernels_of[e.a];
+      const auto& kb = kernels_of[e.b];
+      bool together = std::any_of(ka.begin(), ka.end(), [&](int k) { return kb.count(k) > 0; });
+      if (together) continue;
+      std::string reason;
+      for (const auto& r : e.reasons) reason += (reason.empty() ? "" : "; ") + r;
+      remarks.add(Remark{Remark::Kind::FusionRefusal, e.a_name, "", e.b_name, reason});
+    }
+  }
+
+ private:
+  struct Entry {
+    size_t a, b;
+    std::string a_name, b_name;
+    std::vector<std::string> reasons;
+  };
+  std::map<std::pair<size_t, size_t>, size_t> index_;
+  std::vector<Entry> entries_;
+};
+
+std::string kernel_name(size_t index, const std::vector<std::string>& origins, const std::string& fallback) {
+  std::string base = origins.empty() ? fallback : origins.front();
+  std::string id;
+  for (char c : base) id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return cat("kernel", index, "_", id);
+}
+
+ir::KernelPtr renamed(const ir::KernelPtr& k, std::string name) {
+  return ir::Kernel::make(std::move(name), k->device, k->outer, k->stages, k->schedule, k->origins);
+}
+
+std::vector<BufferBinding> used_buffers(const LoweredGraph& lowered, const std::vector<FusedGraph::Item>& program) {
+  std::set<std::string> used;
+  for (const auto& item : program) {
+    if (auto k = std::get_if<ir::KernelPtr>(&item)) {
+      for (const auto& arg : ir::signature(**k).buffers) used.insert(arg.buffer->name);
+    }
+  }
+  std::vector<BufferBinding> out;
+  for (const auto& b : lowered.buffers) {
+    if (used.count(b.buffer->name)) out.push_back(b);
+  }
+  return out;
+}
+
+FusedGraph one_kernel_per_node(const LoweredGraph& lowered, Remarks& remarks) {
+  FusedGraph out;
+  size_t count = 0;
+  for (const auto& item : lowered.program) {
+    if (auto a = std::get_if<AtenItem>(&item)) {
+      out.program.push_back(*a);
+      continue;
+    }
+    const auto& node = std::get<ir::ComputeNode>(item);
+    auto k = ir::single_node_kernel(node);
+    out.program.push_back(renamed(k, kernel_name(count++, k->origins, k->name)));
+  }
+  out.buffers = lowered.buffers;
+  remarks.add(Remark{Remark::Kind::FusionRefusal, "", "", "", "fusion disabled"});
+  return out;
+}
+
+/// Step 2: substitute pointwise producers into their readers.
+void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, RefusalLog& log) {
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (!p.nodes[i] || fusion::is_reduction(*p.nodes[i])) continue;
+    auto producer = std::get<ir::PointwiseNodePtr>(*p.nodes[i]);
+    const std::string& buffer = producer->store.buffer->name;
+    if (p.needed_outside(buffer)) continue;
+    std::vector<size_t> readers;
+    bool sole_writer = true, readers_after = true;
+    for (size_t j = 0; j < p.size(); ++j) {
+      if (j == i) continue;
+      if (p.writes[j].count(buffer)) sole_writer = false;
+      if (p.reads[j].count(buffer)) {
+        readers.push_back(j);
+        readers_after = readers_after && j > i;
+      }
+    }
+    if (!sole_writer || !readers_after || readers.empty()) continue;
+    std::vector<fusion::ReadMap> maps(readers.size());
+    bool refused = false;
+    int reads = 0;
+    for (size_t r = 0; r < readers.size(); ++r) {
+      if (auto why = fusion::why_not_inline(p, i, readers[r], &maps[r])) {
+        log.add(p, i, readers[r], *why);
+        refused = true;
+      }
+      reads += static_cast<int>(maps[r].accesses.size());
+    }
+    if (refused) continue;
+    int cost = fusion::recompute_cost(producer->store.value);
+    if (auto why = fusion::why_not_recompute(heuristics, cost, reads)) {
+      for (size_t r : readers) log.add(p, i, r, *why);
+      continue;
+    }
+    for (size_t r = 0; r < readers.size(); ++r) {
+      size_t j = readers[r];
+      auto origins = fusion::origins_of(*p.nodes[j]);
+      for (const auto& o : producer->origins) {
+        if (std::find(origins.begin(), origins.end(), o) == origins.end()) origins.push_back(o);
+      }
+      p.set_node(j, fusion::inline_producer(*p.nodes[j], *producer, maps[r].accesses, maps[r].points, origins));
+      p.absorbed[j].insert(p.absorbed[j].end(), p.absorbed[i].begin(), p.absorbed[i].end());
+    }
+    p.remove_node(i);
+  }
+}
+
+/// How strongly `node` relates to `group`, and the member it relates to most.
+std::pair<fusion::Affinity, int> affinity(const Program& p, const fusion::Group& group, size_t node) {
+  auto meets = [](const std::set<std::string>& a, const std::set<std::string>& b) {
+    return std::any_of(a.begin(), a.end(), [&](const std::string& x) { return b.count(x) > 0; });
+  };
+  std::pair<fusion::Affinity, int> best{fusion::Affinity::None, -1};
+  for (int m : group.members) {
+    fusion::Affinity a = fusion::Affinity::None;
+    if (meets(p.writes[m], p.reads[node])) {
+      a = fusion::Affinity::Producer;
+    } else if (meets(p.reads[m], p.reads[node]) || meets(p.reads[m], p.writes[node])) {
+      a = fusion::Affinity::SharedRead;
+    }
+    if (a > best.first) best = {a, m};
+  }
+  return best;
+}
+
+/// Why `node` should not join `group`, asking the three layers in turn.
+std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping& g, size_t group, size_t node,
+                                        const FusionOptions& options) {
+  if (auto why = fusion::why_not_join(p, g, group, node)) return why;
+  std::string unused;
+  auto outer = fusion::joined_outer(p, g.groups[group], node, &unused);
+  auto members = g.groups[group].members;
+  members.push_back(static_cast<int>(node));
+  auto planned = fusion::plan_stages(p, members, outer->size());
+  std::vector<fusion::StageShape> shapes;
+  for (const auto& s : planned) shapes.push_back({s.reduction, s.loops.size()});
+  if (auto why = fusion::why_unsupported(options.capability(g.groups[group].device), shapes)) return why;
+  bool reduces = g.groups[group].has_reduction || fusion::is_reduction(*p.nodes[node]);
+  for (const auto& s : planned) {
+    if (!reduces || s.reduction) continue;
+    if (auto why = fusion::why_not_loops_without_outer(options.heuristics, outer->size(), s.loops.size())) return why;
+  }
+  return std::nullopt;
+}
+
+/// Step 3: form kernels in program order.
+fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, RefusalLog& log) {
+  constexpr size_t kMaxCandidates = 64;  // kernels looked back at, to bound compile time
+  fusion::Grouping g;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p.aten[i]) {
+      g.slots.push_back({static_cast<int>(i), -1});
+      continue;
+    }
+    if (!p.nodes[i]) continue;
+    const auto& node = *p.nodes[i];
+    int best = -1;
+    auto best_affinity = fusion::Affinity::None;
+    size_t first = g.groups.size() > kMaxCandidates ? g.groups.size() - kMaxCandidates : 0;
+    for (size_t gi = g.groups.size(); gi-- > first;) {
+      auto [aff, member] = affinity(p, g.groups[gi], i);
+      if (aff == fusion::Affinity::None && !options.capability(fusion::device_of(node)).horizontal_fusion) continue;
+      if (best >= 0 && aff <= best_affinity) continue;
+      if (auto why = why_not_join(p, g, gi, i, options)) {
+        if (aff != fusion::Affinity::None) log.add(p, member, i, *why);
+        continue;
+      }
+      best = static_cast<int>(gi);
+      best_affinity = aff;
+    }
+    if (best >= 0) {
+      auto& grp = g.groups[best];
+      std::string unused;
+      grp.outer = *fusion::joined_outer(p, grp, i, &unused);
+      grp.has_reduction = grp.has_reduction || fusion::is_reduction(node);
+      grp.members.push_back(static_cast<int>(i));
+      continue;
+    }
+    fusion::Group grp;
+    grp.device = fusion::device_of(node);
+    grp.outer = fusion::ranges_of(node);
+    grp.has_reduction = fusion::is_reduction(node);
+    grp.members = {static_cast<int>(i)};
+    grp.slot = g.slots.size();
+    g.slots.push_back({-1, static_cast<int>(g.groups.size())});
+    g.groups.push_back(std::move(grp));
+  }
+  return g;
+}
+
+}  // namespace
+
+FusedGraph fuse(const LoweredGraph& lowered, const FusionOptions& options, Remarks& remarks) {
+  if (!options.enabled) return one_kernel_per_node(lowered, remarks);
+  Program p = Program::from(lowered);
+  RefusalLog log;
+  inline_producers(p, options.heuristics, log);
+  fusion::Grouping g = group_nodes(p, options, log);
+
+  std::vector<ir::KernelPtr> kernels;
+  std::vector<std::set<int>> kernels_of(p.size());
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    std::vector<int> items;
+    for (int m : g.groups[gi].members) items.insert(items.end(), p.absorbed[m].begin(), p.absorbed[m].end());
+    std::sort(items.begin(), items.end());
+    std::vector<std::string> origins;
+    for (int item : items) {
+      kernels_of[item].insert(static_cast<int>(gi));
+      for (const auto& o : p.item_origins[item]) {
+        if (std::find(origins.begin(), origins.end(), o) == origins.end()) origins.push_back(o);
+      }
+    }
+    const auto& first = *p.nodes[g.groups[gi].members.front()];
+    kernels.push_back(fusion::build_kernel(p, g.groups[gi], ir::node_name(first), origins));
+  }
+  kernels = fusion::remove_dead_stores(kernels, [&](const std::string& b) { return p.needed_outside(b); });
+
+  FusedGraph out;
+  size_t count = 0;
+  for (const auto& slot : g.slots) {
+    if (slot.aten_item >= 0) {
+      out.program.push_back(*p.aten[slot.aten_item]);
+    } else if (const auto& k = kernels[slot.group]) {
+      out.program.push_back(renamed(k, kernel_name(count++, k->origins, k->name)));
+    }
+  }
+  out.buffers = used_buffers(lowered, out.program);
+  log.emit(kernels_of, remarks);
+  return out;
+}
+
+}  // namespace cppi::lowering

@@ -1,0 +1,49 @@
+/// \file
+/// Internal to lowering/fusion: compute nodes as fusion sees them. Fusion
+/// first drops loops of extent 1 (a keepdim reduction's [rows, 1] becomes
+/// [rows]) so that iteration spaces compare by their extents alone, and
+/// substitutes cheap pointwise producers into their readers. Both return new
+/// nodes; the node list of the LoweredGraph is never modified.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "lowering/ir/node.h"
+
+namespace cppi::lowering::fusion {
+
+bool is_reduction(const ir::ComputeNode& n);
+/// Extents of the pointwise loops x0..xn-1.
+const std::vector<ir::IndexExpr>& ranges_of(const ir::ComputeNode& n);
+const std::vector<std::string>& origins_of(const ir::ComputeNode& n);
+ir::Device device_of(const ir::ComputeNode& n);
+ir::VarRanges var_ranges_of(const ir::ComputeNode& n);
+/// Names of the buffers a node loads / stores.
+std::set<std::string> read_buffers(const ir::ComputeNode& n);
+std::set<std::string> written_buffers(const ir::ComputeNode& n);
+/// The value expressions of a node (the store's value, or the reduction body).
+ir::Expr value_of(const ir::ComputeNode& n);
+
+/// The name remarks use: the first FX origin, else the node's name.
+std::string display_name(const ir::ComputeNode& n);
+/// "[s0, 64]".
+std::string format_ranges(const std::vector<ir::IndexExpr>& ranges);
+
+/// The same node without loops of extent 1 (their variables become 0 and
+/// the remaining variables are renumbered x0.., r0..).
+ir::ComputeNode drop_unit_loops(const ir::ComputeNode& n);
+
+/// `reader` with every load of `producer`'s output replaced by the
+/// producer's value at the point the load reads. `points[i]` is, for the
+/// i-th distinct access of the buffer in ir::reads(reader) order, the
+/// producer's point (one expression per producer loop, over the reader's
+/// variables). A masked load becomes where(mask, value, 0) with the mask
+/// pushed into the value's own loads, so no load runs where the mask is false.
+ir::ComputeNode inline_producer(const ir::ComputeNode& reader, const ir::PointwiseNode& producer,
+                                const std::vector<ir::Access>& accesses,
+                                const std::vector<std::vector<ir::IndexExpr>>& points,
+                                std::vector<std::string> origins);
+
+}  // namespace cppi::lowering::fusion

@@ -1,0 +1,209 @@
+#include "lowering/fusion/kernel_builder.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "lowering/fusion/fusion_node.h"
+#include "lowering/fusion/legality.h"
+#include "lowering/ir/expr_visitor.h"
+
+namespace cppi::lowering::fusion {
+
+using ir::Expr;
+using ir::IndexExpr;
+
+namespace {
+
+std::string identifier(const std::string& s) {
+  std::string out;
+  for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "v" + out;
+  return out;
+}
+
+/// A reduction result an earlier stage of the kernel holds.
+struct LocalResult {
+  std::vector<IndexExpr> writer_ranges;
+  IndexExpr write_index;
+  Expr value;  // the LocalRef
+};
+
+/// A value stored earlier in the same pointwise stage.
+struct Forward {
+  IndexExpr index;
+  Expr value;
+};
+
+Expr masked(const Expr& mask, const Expr& value) {
+  if (!mask.defined()) return value;
+  return ir::where(mask, value, ir::Constant::make(0.0, value.dtype()));
+}
+
+class StageRewriter : public ir::ExprMutator {
+ public:
+  StageRewriter(const std::map<std::string, LocalResult>& locals, const std::map<std::string, Forward>& forwards,
+                const ir::VarRanges& ranges)
+      : locals_(locals), forwards_(forwards), ranges_(ranges) {}
+
+ protected:
+  Expr visit(const ir::Load& node) override {
+    Expr base = ExprMutator::visit(node);
+    const auto* l = base.as<ir::Load>();
+    if (!l) return base;
+    if (auto it = locals_.find(l->buffer->name); it != locals_.end()) {
+      auto point = writer_point(it->second.write_index, it->second.writer_ranges, l->index, ranges_);
+      if (point && is_identity(*point, point->size())) return masked(l->mask, it->second.value);
+    }
+    if (auto it = forwards_.find(l->buffer->name); it != forwards_.end() && !l->mask.defined()) {
+      if (ir::simplify(l->index, ranges_) == it->second.index) return it->second.value;
+    }
+    return base;
+  }
+
+ private:
+  const std::map<std::string, LocalResult>& locals_;
+  const std::map<std::string, Forward>& forwards_;
+  const ir::VarRanges& ranges_;
+};
+
+std::vector<ir::Loop> loops_from(const std::vector<IndexExpr>& extents, size_t first, IndexExpr (*var_of)(int)) {
+  std::vector<ir::Loop> loops;
+  for (size_t j = first; j < extents.size(); ++j) loops.push_back({var_of(static_cast<int>(j)), extents[j]});
+  return loops;
+}
+
+std::vector<Expr> stage_values(const ir::Stage& s) {
+  if (auto r = std::get_if<ir::ReductionStage>(&s)) return {r->body};
+  std::vector<Expr> out;
+  for (const auto& st : std::get<ir::PointwiseStage>(s).stores) out.push_back(st.value);
+  return out;
+}
+
+}  // namespace
+
+ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string name, std::vector<std::string> origins) {
+  size_t depth = group.outer.size();
+  auto outer = loops_from(group.outer, 0, &ir::pointwise_var);
+  std::vector<ir::Stage> stages;
+  std::map<std::string, LocalResult> locals;
+  std::set<std::string> result_names;
+  std::vector<ir::Store> pending;  // reduction results to store, in a loop-less stage
+  auto flush = [&] {
+    if (!pending.empty()) stages.push_back(ir::PointwiseStage{{}, std::move(pending)});
+    pending.clear();
+  };
+  for (const auto& planned : plan_stages(p, group.members, depth)) {
+    if (planned.reduction) {
+      const auto& node = *std::get<ir::ReductionNodePtr>(*p.nodes[planned.members.front()]);
+      const std::map<std::string, Forward> no_forwards;
+      auto ranges = node.var_ranges();
+      StageRewriter rewrite(locals, no_forwards, ranges);
+      std::vector<std::string> names;
+      for (const char* suffix : ir::result_suffixes(node.kind)) {
+        std::string base = identifier(suffix[0] ? node.name + "_" + suffix : node.name);
+        std::string unique = base;
+        for (int i = 1; !result_names.insert(unique).second; ++i) unique = cat(base, "_", i);
+        names.push_back(unique);
+      }
+      auto stage = ir::ReductionStage::make(loops_from(node.reduction_ranges, 0, &ir::reduction_var), node.kind,
+                                            rewrite.mutate(node.body), names);
+      for (size_t i = 0; i < node.outputs.size(); ++i) {
+        const auto& out = node.outputs[i];
+        if (!out.buffer) continue;
+        pending.push_back(ir::Store::make(out.buffer, out.index, stage.result(i)));
+        locals[out.buffer->name] = LocalResult{node.ranges, out.index, stage.result(i)};
+      }
+      stages.push_back(std::move(stage));
+      continue;
+    }
+    const auto& first = *std::get<ir::PointwiseNodePtr>(*p.nodes[planned.members.front()]);
+    ir::PointwiseStage stage{loops_from(first.ranges, depth, &ir::pointwise_var), {}};
+    if (stage.loops.empty()) {
+      stage.stores = std::move(pending);
+      pending.clear();
+    }
+    std::map<std::string, Forward> forwards;
+    for (int m : planned.members) {
+      const auto& node = *std::get<ir::PointwiseNodePtr>(*p.nodes[m]);
+      auto ranges = node.var_ranges();
+      StageRewriter rewrite(locals, forwards, ranges);
+      Expr value = rewrite.mutate(node.store.value);
+      const auto& written = node.store.buffer->name;
+      stage.stores.push_back(ir::Store::make(node.store.buffer, node.store.index, value));
+      // A forwarded value is evaluated where it is used: not past a store to
+      // something it loads (a copy_ into an input it read).
+      for (auto it = forwards.begin(); it != forwards.end();) {
+        auto loads = ir::reads(it->second.value);
+        bool clobbered = std::any_of(loads.begin(), loads.end(), [&](const ir::Access& a) { return a.buffer->name == written; });
+        it = clobbered ? forwards.erase(it) : std::next(it);
+      }
+      forwards[written] = Forward{ir::simplify(node.store.index, ranges), value};
+    }
+    stages.push_back(std::move(stage));
+  }
+  // Reduction results nobody stored yet go last: every later use in this
+  // kernel reads the LocalRef, so only other kernels need the memory.
+  flush();
+  return ir::Kernel::make(std::move(name), group.device, outer, std::move(stages), ir::Schedule{}, std::move(origins));
+}
+
+std::vector<ir::KernelPtr> remove_dead_stores(const std::vector<ir::KernelPtr>& input,
+                                              const std::function<bool(const std::string&)>& needed_outside) {
+  std::vector<ir::KernelPtr> kernels = input;
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::set<std::string> loaded;
+    for (const auto& k : kernels) {
+      if (!k) continue;
+      for (const auto& s : k->stages) {
+        for (const auto& a : ir::reads(s)) loaded.insert(a.buffer->name);
+      }
+    }
+    for (auto& k : kernels) {
+      if (!k) continue;
+      std::vector<ir::Stage> stages;
+      bool kernel_changed = false;
+      for (const auto& s : k->stages) {
+        auto* pw = std::get_if<ir::PointwiseStage>(&s);
+        if (!pw) {
+          stages.push_back(s);
+          continue;
+        }
+        ir::PointwiseStage kept{pw->loops, {}};
+        for (const auto& st : pw->stores) {
+          if (needed_outside(st.buffer->name) || loaded.count(st.buffer->name)) kept.stores.push_back(st);
+        }
+        kernel_changed |= kept.stores.size() != pw->stores.size();
+        if (!kept.stores.empty()) stages.push_back(std::move(kept));
+      }
+      // A reduction stage whose results no later stage uses does nothing.
+      std::set<std::string> used;
+      for (const auto& s : stages) {
+        for (const auto& v : stage_values(s)) {
+          for (const auto& name : ir::local_refs(v)) used.insert(name);
+        }
+      }
+      std::vector<ir::Stage> live;
+      for (const auto& s : stages) {
+        auto* r = std::get_if<ir::ReductionStage>(&s);
+        bool dead = r != nullptr;
+        if (r) {
+          for (const auto& name : r->results) dead = dead && !used.count(name);
+        }
+        if (dead) {
+          kernel_changed = true;
+        } else {
+          live.push_back(s);
+        }
+      }
+      if (!kernel_changed) continue;
+      changed = true;
+      k = live.empty() ? nullptr
+                       : ir::Kernel::make(k->name, k->device, k->outer, std::move(live), k->schedule, k->origins);
+    }
+  }
+  return kernels;
+}
+
+}  // namespace cppi::lowering::fusion

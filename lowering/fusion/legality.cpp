@@ -1,0 +1,267 @@
+#include "lowering/fusion/legality.h"
+
+#include <algorithm>
+
+#include "lowering/fusion/fusion_node.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::lowering::fusion {
+
+using ir::ComputeNode;
+using ir::IndexExpr;
+
+std::optional<std::vector<IndexExpr>> writer_point(const IndexExpr& write_index,
+                                                   const std::vector<IndexExpr>& writer_ranges,
+                                                   const IndexExpr& read_index, const ir::VarRanges& reader_ranges) {
+  size_t n = writer_ranges.size();
+  auto vars = ir::pointwise_vars(n);
+  auto form = ir::affine_form(write_index, vars);
+  if (!form) return std::nullopt;
+  // A dense store walks the elements as a mixed-radix number: starting at
+  // stride 1, each next dimension's stride is the previous stride times its
+  // extent. That order (innermost first) undoes the linearisation.
+  std::vector<bool> used(n, false);
+  IndexExpr expected = ir::index_const(1);
+  size_t outermost = n;
+  for (size_t step = 0; step < n; ++step) {
+    size_t found = n;
+    for (size_t j = 0; j < n && found == n; ++j) {
+      if (!used[j] && form->strides[j] == expected) found = j;
+    }
+    if (found == n) return std::nullopt;
+    used[found] = true;
+    expected = expected * writer_ranges[found];
+    outermost = found;
+  }
+  // Loads only read elements the program wrote (a masked load: where its
+  // mask holds), so the outermost coordinate needs no wrap-around; keeping
+  // it bare lets a shifted read (padding, x0 - 1) map exactly.
+  IndexExpr relative = read_index - form->offset;
+  std::vector<IndexExpr> point(n);
+  IndexExpr recomposed = form->offset;
+  for (size_t j = 0; j < n; ++j) {
+    IndexExpr coordinate = ir::floordiv(relative, form->strides[j]);
+    if (j != outermost) coordinate = ir::mod(coordinate, writer_ranges[j]);
+    point[j] = ir::simplify(coordinate, reader_ranges);
+    recomposed = recomposed + form->strides[j] * point[j];
+  }
+  // The decomposition is only a candidate; it must rebuild the read index.
+  if (ir::simplify(recomposed, reader_ranges) != ir::simplify(read_index, reader_ranges)) return std::nullopt;
+  return point;
+}
+
+namespace {
+
+std::optional<IndexExpr> write_index_of(const ComputeNode& writer, const std::string& buffer) {
+  if (auto p = std::get_if<ir::PointwiseNodePtr>(&writer)) {
+    if ((*p)->store.buffer->name == buffer) return (*p)->store.index;
+    return std::nullopt;
+  }
+  for (const auto& out : std::get<ir::ReductionNodePtr>(writer)->outputs) {
+    if (out.buffer && out.buffer->name == buffer) return out.index;
+  }
+  return std::nullopt;
+}
+
+bool is_permutation(const std::vector<IndexExpr>& point) {
+  std::set<std::string> seen;
+  for (const auto& e : point) {
+    auto v = e.as<ir::IndexVar>();
+    if (!v || !seen.insert(v->name).second) return false;
+  }
+  return true;
+}
+
+bool is_prefix(const std::vector<IndexExpr>& prefix, const std::vector<IndexExpr>& of) {
+  return prefix.size() <= of.size() && std::equal(prefix.begin(), prefix.end(), of.begin());
+}
+
+std::string item_name(const Program& p, size_t item) {
+  if (p.nodes[item]) return display_name(*p.nodes[item]);
+  return cat("graph node ", p.aten[item] ? p.aten[item]->graph_node : -1);
+}
+
+std::string first_common(const std::set<std::string>& a, const std::set<std::string>& b) {
+  for (const auto& x : a) {
+    if (b.count(x)) return x;
+  }
+  return "";
+}
+
+/// Why `reader` cannot run in the same outer iteration (the first `depth`
+/// loops) as the `writer` point it reads.
+std::optional<std::string> why_not_same_iteration(const ComputeNode& writer, const ComputeNode& reader,
+                                                  const std::string& buffer, size_t depth) {
+  ReadMap map;
+  if (auto why = why_unmappable(writer, reader, buffer, &map)) return why;
+  for (size_t i = 0; i < map.points.size(); ++i) {
+    if (is_identity(map.points[i], depth)) continue;
+    if (is_permutation(map.points[i])) return cat("consumer reads the producer transposed (", buffer, ")");
+    return cat("consumer reads ", buffer, " at a different index than written (", map.accesses[i].index, " vs ",
+               *write_index_of(writer, buffer), "): it needs the whole producer done first");
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> why_unmappable(const ComputeNode& writer, const ComputeNode& reader,
+                                          const std::string& buffer, ReadMap* out) {
+  auto write_index = write_index_of(writer, buffer);
+  if (!write_index) return cat(display_name(writer), " does not write ", buffer);
+  auto ranges = var_ranges_of(reader);
+  for (const auto& a : ir::reads(reader)) {
+    if (a.buffer->name != buffer) continue;
+    auto point = writer_point(*write_index, ranges_of(writer), a.index, ranges);
+    if (!point) {
+      return cat("consumer reads ", buffer, " at ", a.index, ", which the producer's loops ",
+                 format_ranges(ranges_of(writer)), " storing at ", *write_index, " cannot express");
+    }
+    out->accesses.push_back(a);
+    out->points.push_back(std::move(*point));
+  }
+  return std::nullopt;
+}
+
+bool is_identity(const std::vector<IndexExpr>& point, size_t depth) {
+  if (point.size() < depth) return false;
+  for (size_t j = 0; j < depth; ++j) {
+    if (point[j] != ir::pointwise_var(static_cast<int>(j))) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> why_not_inline(const Program& p, size_t producer, size_t reader, ReadMap* map) {
+  const auto& prod = *p.nodes[producer];
+  const auto& read = *p.nodes[reader];
+  if (device_of(prod) != device_of(read)) return std::string("different devices");
+  // The reader would evaluate the producer's loads at its own position.
+  for (size_t i = producer + 1; i < reader; ++i) {
+    auto clobbered = first_common(p.reads[producer], p.writes[i]);
+    if (clobbered.empty()) continue;
+    if (p.aten[i]) return cat("an ATen call between them (", item_name(p, i), ") writes ", clobbered, ", which the producer reads");
+    return cat(item_name(p, i), " between them overwrites ", clobbered, ", which the producer reads");
+  }
+  const auto& buffer = std::get<ir::PointwiseNodePtr>(prod)->store.buffer->name;
+  return why_unmappable(prod, read, buffer, map);
+}
+
+std::optional<std::vector<IndexExpr>> joined_outer(const Program& p, const Group& group, size_t node,
+                                                   std::string* reason) {
+  const auto& n = *p.nodes[node];
+  const auto& r = ranges_of(n);
+  bool reads_a_reduction = false;
+  for (int m : group.members) {
+    if (is_reduction(*p.nodes[m]) && !first_common(p.writes[m], p.reads[node]).empty()) reads_a_reduction = true;
+  }
+  auto spaces = [&] { return cat("different iteration spaces: ", format_ranges(group.outer), " vs ", format_ranges(r)); };
+  if (is_reduction(n)) {
+    if (group.has_reduction ? r == group.outer : is_prefix(r, group.outer)) return r;
+    bool shares_input = false;
+    for (int m : group.members) {
+      if (is_reduction(*p.nodes[m]) && !first_common(p.reads[m], p.reads[node]).empty()) shares_input = true;
+    }
+    *reason = shares_input || reads_a_reduction ? cat("reduction over a different axis (", spaces(), ")") : spaces();
+    return std::nullopt;
+  }
+  if (group.has_reduction ? is_prefix(group.outer, r) : r == group.outer) return group.outer;
+  *reason = reads_a_reduction ? cat("reduction over a different axis: the consumer's loops ", format_ranges(r),
+                                    " do not start with the reduction's outer loops ", format_ranges(group.outer))
+                              : spaces();
+  return std::nullopt;
+}
+
+std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node) {
+  const Group& grp = g.groups[group];
+  const auto& n = *p.nodes[node];
+  if (device_of(n) != grp.device) return std::string("different devices");
+  std::string reason;
+  auto outer = joined_outer(p, grp, node, &reason);
+  if (!outer) return reason;
+  size_t depth = outer->size();
+  for (int m : grp.members) {
+    const auto& mem = *p.nodes[m];
+    if (auto buf = first_common(p.writes[m], p.writes[node]); !buf.empty()) return cat("both write ", buf);
+    for (const auto& buf : p.writes[m]) {
+      if (!p.reads[node].count(buf)) continue;
+      if (auto why = why_not_same_iteration(mem, n, buf, depth)) return why;
+    }
+    for (const auto& buf : p.writes[node]) {
+      if (!p.reads[m].count(buf)) continue;
+      if (auto why = why_not_same_iteration(n, mem, buf, depth)) {
+        return cat("writes ", buf, ", which ", display_name(mem), " reads at other points (", *why, ")");
+      }
+    }
+    // Two reductions over the same outer loops but reading a shared input
+    // differently reduce along different axes.
+    if (is_reduction(n) && is_reduction(mem)) {
+      for (const auto& a : ir::reads(n)) {
+        for (const auto& b : ir::reads(mem)) {
+          if (a.buffer->name == b.buffer->name && a.index != b.index) {
+            return cat("reduction over a different axis (", a.buffer->name, " read at ", b.index, " vs ", a.index, ")");
+          }
+        }
+      }
+    }
+  }
+  // Joining moves the node up to the group's slot, past everything after it.
+  for (size_t s = grp.slot + 1; s < g.slots.size(); ++s) {
+    std::vector<size_t> items;
+    if (g.slots[s].aten_item >= 0) items.push_back(g.slots[s].aten_item);
+    if (g.slots[s].group >= 0) {
+      for (int m : g.groups[g.slots[s].group].members) items.push_back(m);
+    }
+    for (size_t i : items) {
+      std::string who = p.aten[i] ? cat("an ATen call between them (", item_name(p, i), ")") : cat(item_name(p, i), " (another kernel) between them");
+      if (auto b = first_common(p.writes[i], p.reads[node]); !b.empty()) return cat(who, " writes ", b);
+      if (auto b = first_common(p.reads[i], p.writes[node]); !b.empty()) return cat(who, " reads ", b);
+      if (auto b = first_common(p.writes[i], p.writes[node]); !b.empty()) return cat(who, " also writes ", b);
+    }
+  }
+  return std::nullopt;
+}
+
+bool needs_own_stage(const Program& p, size_t earlier, size_t later) {
+  const auto& a = *p.nodes[earlier];
+  const auto& b = *p.nodes[later];
+  auto full = [](const ComputeNode& w, const ComputeNode& r, const std::string& buf) {
+    ReadMap map;
+    if (why_unmappable(w, r, buf, &map)) return false;
+    for (const auto& pt : map.points) {
+      if (!is_identity(pt, pt.size())) return false;
+    }
+    return true;
+  };
+  for (const auto& buf : p.writes[earlier]) {
+    if (p.reads[later].count(buf) && !full(a, b, buf)) return true;
+  }
+  for (const auto& buf : p.writes[later]) {
+    if (p.reads[earlier].count(buf) && !full(b, a, buf)) return true;
+  }
+  return false;
+}
+
+std::vector<PlannedStage> plan_stages(const Program& p, const std::vector<int>& members, size_t outer_loops) {
+  std::vector<PlannedStage> stages;
+  for (int m : members) {
+    const auto& node = *p.nodes[m];
+    if (auto r = std::get_if<ir::ReductionNodePtr>(&node)) {
+      stages.push_back({true, (*r)->reduction_ranges, {m}});
+      continue;
+    }
+    const auto& ranges = ranges_of(node);
+    std::vector<IndexExpr> inner(ranges.begin() + static_cast<long>(outer_loops), ranges.end());
+    bool merge = !stages.empty() && !stages.back().reduction && stages.back().loops == inner;
+    if (merge) {
+      for (int x : stages.back().members) merge = merge && !needs_own_stage(p, x, m);
+    }
+    if (merge) {
+      stages.back().members.push_back(m);
+    } else {
+      stages.push_back({false, inner, {m}});
+    }
+  }
+  return stages;
+}
+
+}  // namespace cppi::lowering::fusion

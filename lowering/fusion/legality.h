@@ -1,0 +1,76 @@
+/// \file
+/// Fusion legality (the first layer): whether moving nodes together keeps the
+/// program's meaning. Every check is a const function of the program and
+/// answers with the reason it refuses (Inductor's WhyNoFuse), or nullopt.
+///
+/// The central question is where a read lands in the writer's iteration
+/// space: writer_point() inverts the writer's store index at the reader's
+/// load index. A consumer may
+/// - recompute the producer (inlining) when every read lands on a point the
+///   producer's loops express, at any index (broadcast, transposed, shifted);
+/// - share the producer's kernel when every read lands in the same outer
+///   iteration (the producer's outer variables map to the consumer's own);
+///   a read at another inner point only forces a separate stage.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lowering/fusion/program.h"
+
+namespace cppi::lowering::fusion {
+
+/// The writer's iteration point (one expression per writer loop x0..xn-1,
+/// over the reader's variables) whose store to `write_index` is the element
+/// `read_index` reads, or nullopt when it cannot be shown to exist. Handles
+/// dense store indices in any dimension order (contiguous, permuted,
+/// channels-last), symbolic extents, broadcast and reshaped reads.
+std::optional<std::vector<ir::IndexExpr>> writer_point(const ir::IndexExpr& write_index,
+                                                       const std::vector<ir::IndexExpr>& writer_ranges,
+                                                       const ir::IndexExpr& read_index,
+                                                       const ir::VarRanges& reader_ranges);
+
+/// Every distinct access of `buffer` in `reader` with its point in `writer`.
+struct ReadMap {
+  std::vector<ir::Access> accesses;
+  std::vector<std::vector<ir::IndexExpr>> points;
+};
+std::optional<std::string> why_unmappable(const ir::ComputeNode& writer, const ir::ComputeNode& reader,
+                                          const std::string& buffer, ReadMap* out);
+
+/// point[j] is the variable x{j} for every j < depth.
+bool is_identity(const std::vector<ir::IndexExpr>& point, size_t depth);
+
+/// Whether `reader` may recompute pointwise `producer` in place of loading
+/// its output (fills `map` for inline_producer). Heuristics are not asked.
+std::optional<std::string> why_not_inline(const Program& p, size_t producer, size_t reader, ReadMap* map);
+
+/// Outer loops of `group` with `node` added, or nullopt with `reason` set
+/// when their iteration spaces do not nest.
+std::optional<std::vector<ir::IndexExpr>> joined_outer(const Program& p, const Group& group, size_t node,
+                                                       std::string* reason);
+
+/// Whether `node` (later in the program) may join `group`: devices, iteration
+/// spaces, reductions over the same axis, every dependency on a member within
+/// one outer iteration, and no item placed between the group and the node
+/// (an ATen call, another kernel's node) that it depends on or that depends
+/// on it, since joining moves the node up to the group.
+std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node);
+
+/// True when `later` depends on `earlier` (or writes what it reads) at other
+/// than the same iteration point, so they cannot share one loop body.
+bool needs_own_stage(const Program& p, size_t earlier, size_t later);
+
+/// The stages a group's members form under `outer_loops` outer loops:
+/// each reduction is one stage; consecutive pointwise members with the same
+/// inner loops share one unless needs_own_stage says otherwise. (The
+/// kernel builder adds loop-less stages that store reduction results.)
+struct PlannedStage {
+  bool reduction = false;
+  std::vector<ir::IndexExpr> loops;  // extents
+  std::vector<int> members;
+};
+std::vector<PlannedStage> plan_stages(const Program& p, const std::vector<int>& members, size_t outer_loops);
+
+}  // namespace cppi::lowering::fusion

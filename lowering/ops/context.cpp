@@ -1,0 +1,235 @@
+#include "lowering/ops/context.h"
+
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_simplify.h"
+
+namespace cppi::lowering {
+
+ir::IndexExpr view_var(int i) { return ir::var("v" + std::to_string(i)); }
+
+std::vector<ir::IndexExpr> view_vars(size_t n) {
+  std::vector<ir::IndexExpr> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(view_var(static_cast<int>(i)));
+  return out;
+}
+
+namespace {
+ir::VarRanges view_ranges(const std::vector<ir::IndexExpr>& sizes) {
+  ir::VarRanges r;
+  for (size_t i = 0; i < sizes.size(); ++i) r["v" + std::to_string(i)] = sizes[i];
+  return r;
+}
+
+ir::VarRanges ranges_of(const std::vector<ir::IndexExpr>& vars, const std::vector<ir::IndexExpr>& extents) {
+  ir::VarRanges r;
+  for (size_t i = 0; i < vars.size(); ++i) r[vars[i].as<ir::IndexVar>()->name] = extents[i];
+  return r;
+}
+}  // namespace
+
+TensorRef TensorRef::of_buffer(const ir::BufferPtr& buffer, ir::IndexExpr storage_offset) {
+  TensorRef t;
+  t.dtype = buffer->dtype;
+  t.device = buffer->device;
+  t.sizes = buffer->layout.sizes;
+  t.buffer = buffer;
+  t.index = buffer->layout.index(view_vars(buffer->layout.rank()));
+  t.buffer_storage_offset = std::move(storage_offset);
+  return t;
+}
+
+TensorRef TensorRef::view(std::vector<ir::IndexExpr> new_sizes, const std::vector<ir::IndexExpr>& base_coords) const {
+  std::map<std::string, ir::IndexExpr> sub;
+  for (size_t i = 0; i < base_coords.size(); ++i) sub["v" + std::to_string(i)] = base_coords[i];
+  TensorRef t = *this;
+  t.index = ir::simplify(ir::substitute(index, sub), view_ranges(new_sizes));
+  t.sizes = std::move(new_sizes);
+  t.is_view = true;
+  return t;
+}
+
+DType Scalar::category() const {
+  switch (kind) {
+    case Kind::Bool: return DType::Bool;
+    case Kind::Float: return DType::Float64;
+    default: return DType::Int64;
+  }
+}
+
+ir::Expr Scalar::as_expr(DType dtype) const {
+  switch (kind) {
+    case Kind::Bool: return ir::Constant::make(static_cast<double>(i), dtype);
+    case Kind::Int:
+      if (is_floating(dtype)) return ir::const_float(static_cast<double>(i), dtype);
+      return ir::Constant::make_int(dtype == DType::Bool ? (i != 0) : i, dtype);
+    case Kind::Float: return ir::Constant::make(f, dtype);
+    case Kind::Symbolic: return ir::cast(ir::IndexValue::make(sym), dtype);
+  }
+  return ir::Constant::make(0, dtype);
+}
+
+// --- context ---------------------------------------------------------------------------
+
+LoweringContext::LoweringContext(const Graph& graph, const LoweringOptions& options, Remarks& remarks)
+    : graph_(graph), options_(options), remarks_(remarks), values_(graph.nodes.size()) {
+  std::function<void(const Arg&)> collect = [&](const Arg& a) {
+    if (a.kind == Arg::Kind::Node) outputs_.insert(static_cast<int>(a.i));
+    for (const auto& e : a.list) collect(e);
+  };
+  for (const auto& a : graph.output().args) collect(a);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const Node& n = graph.nodes[i];
+    if (n.op == Node::Op::CallFunction && n.target == "getitem" && n.args.size() == 2 &&
+        n.args[0].kind == Arg::Kind::Node && n.args[1].kind == Arg::Kind::Int) {
+      getitems_.emplace(std::make_pair(static_cast<int>(n.args[0].i), static_cast<int>(n.args[1].i)),
+                        static_cast<int>(i));
+    }
+  }
+}
+
+int LoweringContext::getitem_node(int node, int k) const {
+  auto it = getitems_.find({node, k});
+  return it == getitems_.end() ? -1 : it->second;
+}
+
+std::string LoweringContext::fresh_buffer_name(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; used_names_.count(name); ++k) name = cat(base, "_", k);
+  used_names_.insert(name);
+  return name;
+}
+
+std::string LoweringContext::fresh_node_name(const std::string& base) { return fresh_buffer_name("op_" + base); }
+
+ir::BufferPtr LoweringContext::graph_buffer(int node, const TensorMeta& meta, ir::BufferKind kind) {
+  ir::Layout layout;
+  layout.sizes = to_index(meta.sizes);
+  layout.strides = to_index(meta.strides);
+  auto buf = ir::Buffer::make(fresh_buffer_name(graph_.nodes[node].name), meta.dtype, ir_device(meta), kind,
+                              std::move(layout), /*layout_fixed=*/true);
+  bindings_[buf->name] = node;
+  return buf;
+}
+
+ir::BufferPtr LoweringContext::result_buffer(int node, const TensorMeta& meta) {
+  return graph_buffer(node, meta, is_graph_output(node) ? ir::BufferKind::GraphOutput : ir::BufferKind::Intermediate);
+}
+
+ir::BufferPtr LoweringContext::temp_buffer(const std::string& hint, DType dtype, ir::Device device,
+                                           std::vector<ir::IndexExpr> sizes) {
+  return ir::Buffer::make_contiguous(fresh_buffer_name(hint), dtype, device, ir::BufferKind::Intermediate,
+                                     std::move(sizes));
+}
+
+void LoweringContext::emit(ir::ComputeNode node) { result_.program.emplace_back(std::move(node)); }
+
+void LoweringContext::ensure_runtime(int node) {
+  NodeValue& v = values_[node];
+  if (v.runtime_ready) return;
+  // A view, a symbolic value or an alias: cheap for ATen to recompute from
+  // its inputs, which must be available first.
+  emit_aten(node, /*is_extern=*/false);
+}
+
+void LoweringContext::emit_aten(int node, bool is_extern) {
+  std::function<void(const Arg&)> visit = [&](const Arg& a) {
+    if (a.kind == Arg::Kind::Node) ensure_runtime(static_cast<int>(a.i));
+    for (const auto& e : a.list) visit(e);
+  };
+  const Node& n = graph_.nodes[node];
+  for (const auto& a : n.args) visit(a);
+  for (const auto& [k, a] : n.kwargs) visit(a);
+  result_.program.emplace_back(AtenItem{node, is_extern});
+  values_[node].runtime_ready = true;
+}
+
+void LoweringContext::rollback(const Mark& m) {
+  result_.program.resize(m.program);
+  for (auto it = bindings_.begin(); it != bindings_.end();) {
+    if (!m.names.count(it->first)) {
+      it = bindings_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  used_names_ = m.names;
+}
+
+LoweredGraph LoweringContext::finish() {
+  std::set<std::string> seen;
+  auto add = [&](const ir::BufferPtr& b) {
+    if (!b || !seen.insert(b->name).second) return;
+    auto it = bindings_.find(b->name);
+    result_.buffers.push_back({b, it == bindings_.end() ? -1 : it->second});
+  };
+  for (const auto& item : result_.program) {
+    if (auto* n = std::get_if<ir::ComputeNode>(&item)) {
+      for (const auto& a : ir::reads(*n)) add(a.buffer);
+      for (const auto& a : ir::writes(*n)) add(a.buffer);
+    }
+  }
+  return std::move(result_);
+}
+
+// --- bodies ------------------------------------------------------------------------------
+
+ir::Device ir_device(const TensorMeta& meta) {
+  return meta.device == Device::CUDA ? ir::Device::CUDA : ir::Device::CPU;
+}
+
+ir::IndexExpr to_index(const SizeExpr& e) {
+  switch (e.kind) {
+    case SizeExpr::Kind::Const: return ir::index_const(e.value);
+    case SizeExpr::Kind::Symbol: return ir::sym(e.symbol);
+    case SizeExpr::Kind::Add: return ir::sum(to_index(e.operands));
+    case SizeExpr::Kind::Mul: return ir::product(to_index(e.operands));
+    case SizeExpr::Kind::FloorDiv: return ir::floordiv(to_index(e.operands.at(0)), to_index(e.operands.at(1)));
+    case SizeExpr::Kind::Mod: return ir::mod(to_index(e.operands.at(0)), to_index(e.operands.at(1)));
+    case SizeExpr::Kind::Min:
+    case SizeExpr::Kind::Max: {
+      ir::IndexExpr acc = to_index(e.operands.at(0));
+      for (size_t i = 1; i < e.operands.size(); ++i) {
+        acc = e.kind == SizeExpr::Kind::Min ? ir::min(acc, to_index(e.operands[i])) : ir::max(acc, to_index(e.operands[i]));
+      }
+      return acc;
+    }
+  }
+  return ir::index_const(0);
+}
+
+std::vector<ir::IndexExpr> to_index(const std::vector<SizeExpr>& e) {
+  std::vector<ir::IndexExpr> out;
+  for (const auto& x : e) out.push_back(to_index(x));
+  return out;
+}
+
+ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask) {
+  std::map<std::string, ir::IndexExpr> sub;
+  for (size_t i = 0; i < coords.size(); ++i) sub["v" + std::to_string(i)] = coords[i];
+  return ir::load(t.buffer, ir::substitute(t.index, sub), std::move(mask));
+}
+
+ir::Expr load_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& coords) {
+  size_t n = coords.size(), k = t.rank();
+  std::vector<ir::IndexExpr> c(k);
+  for (size_t j = 0; j < k; ++j) c[j] = t.sizes[j].is_constant(1) ? ir::index_const(0) : coords[n - k + j];
+  return load(t, c);
+}
+
+void emit_pointwise_store(LoweringContext& ctx, const std::string& origin, const std::vector<ir::IndexExpr>& ranges,
+                          const ir::BufferPtr& out,
+                          const std::function<ir::IndexExpr(const std::vector<ir::IndexExpr>&)>& store_at,
+                          const BodyFn& body) {
+  auto vars = ir::pointwise_vars(ranges.size());
+  ir::VarRanges vr = ranges_of(vars, ranges);
+  ir::Expr value = ir::simplify_indices(ir::cast(body(vars), out->dtype), vr);
+  ir::Store store = ir::Store::make(out, ir::simplify(store_at(vars), vr), value);
+  ctx.emit(ir::PointwiseNode::make_with_store(ctx.fresh_node_name(out->name), ranges, std::move(store), {origin}));
+}
+
+void emit_pointwise(LoweringContext& ctx, const std::string& origin, const ir::BufferPtr& out, const BodyFn& body) {
+  emit_pointwise_store(ctx, origin, out->layout.sizes, out,
+                       [&](const std::vector<ir::IndexExpr>& x) { return out->layout.index(x); }, body);
+}
+
+}  // namespace cppi::lowering

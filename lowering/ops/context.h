@@ -1,0 +1,176 @@
+/// \file
+/// The explicit state of one lower_graph() call and the value model the
+/// lowerings share.
+///
+/// Every tensor a lowering reads is a TensorRef: logical sizes plus the
+/// element offset into a buffer as an index expression over view variables
+/// v0..vn-1 (one per logical dim). A node's own buffer has the identity
+/// mapping (its layout index); a view (permute, slice, reshape, ...) only
+/// rewrites the mapping, and views of views compose by substitution.
+/// Readers load at their loop variables, and the indices are simplified with
+/// the loop ranges when the compute node is built, so a reshape of a
+/// contiguous buffer ends up as plain affine indices and only the
+/// non-contiguous cases keep floordiv/mod.
+///
+/// No globals: the registry, the graph, the options, the remarks and the
+/// result all hang off the LoweringContext passed to each lowering.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backend/graph.h"
+#include "lowering/ir/expr.h"
+#include "lowering/ir/node.h"
+#include "lowering/lowered_graph.h"
+#include "lowering/ops/lower_graph.h"
+#include "support/remarks.h"
+
+namespace cppi::lowering {
+
+/// The view variable of logical dim i ("v0", "v1", ...).
+ir::IndexExpr view_var(int i);
+std::vector<ir::IndexExpr> view_vars(size_t n);
+
+struct TensorRef {
+  DType dtype = DType::Float32;
+  ir::Device device = ir::Device::CPU;
+  std::vector<ir::IndexExpr> sizes;
+  ir::BufferPtr buffer;
+  /// Element offset of logical element (v0, ..., vn-1) in `buffer`.
+  ir::IndexExpr index;
+  /// The storage offset (in elements, as in the FX meta) of the buffer's base
+  /// pointer: as_strided addresses storage, not the buffer.
+  ir::IndexExpr buffer_storage_offset = ir::index_const(0);
+  bool is_view = false;
+
+  size_t rank() const { return sizes.size(); }
+  /// The whole buffer, identity mapping.
+  static TensorRef of_buffer(const ir::BufferPtr& buffer, ir::IndexExpr storage_offset = ir::index_const(0));
+  /// A view of this value: `sizes` are the view's, `base_coords` gives the
+  /// coordinates in this value of view element (view_var(0), ...).
+  TensorRef view(std::vector<ir::IndexExpr> sizes, const std::vector<ir::IndexExpr>& base_coords) const;
+};
+
+/// A Python scalar argument: a literal or a symbolic int (SymInt node or
+/// symexpr argument).
+struct Scalar {
+  enum class Kind { Bool, Int, Float, Symbolic };
+  Kind kind = Kind::Int;
+  int64_t i = 0;
+  double f = 0;
+  ir::IndexExpr sym;
+
+  static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, 0, {}}; }
+  static Scalar of_int(int64_t v) { return {Kind::Int, v, 0, {}}; }
+  static Scalar of_float(double v) { return {Kind::Float, 0, v, {}}; }
+  static Scalar of_sym(ir::IndexExpr e) { return {Kind::Symbolic, 0, 0, std::move(e)}; }
+  /// Bool, Int64 or Float64: the category for type promotion.
+  DType category() const;
+  double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
+  /// The value as an expression of `dtype` (a constant, or a cast IndexValue).
+  ir::Expr as_expr(DType dtype) const;
+};
+
+/// What lowering knows about one graph node's value.
+struct NodeValue {
+  enum class Kind { None, Tensor, Tuple, Scalar };
+  Kind kind = Kind::None;
+  TensorRef tensor;                          // Tensor
+  std::vector<std::optional<TensorRef>> items;  // Tuple: nullopt where the item is not lowered
+  Scalar scalar;                             // Scalar (SymInt nodes, number nodes)
+  /// The node's runtime slot holds the value (a bound buffer, an executed
+  /// AtenItem, a placeholder). Views and symbolic nodes get an AtenItem on
+  /// demand when something at run time needs their slot.
+  bool runtime_ready = false;
+  /// The value is produced at run time by ATen (its tuple items are read
+  /// through getitem AtenItems).
+  bool from_aten = false;
+};
+
+class LoweringContext {
+ public:
+  LoweringContext(const Graph& graph, const LoweringOptions& options, Remarks& remarks);
+
+  const Graph& graph() const { return graph_; }
+  const LoweringOptions& options() const { return options_; }
+  Remarks& remarks() { return remarks_; }
+  NodeValue& value(int node) { return values_[node]; }
+  bool is_graph_output(int node) const { return outputs_.count(node) > 0; }
+  /// The getitem node reading item `k` of `node`, or -1.
+  int getitem_node(int node, int k) const;
+
+  /// A buffer bound to graph node `node`'s slot with exactly `meta`'s layout
+  /// (fixed), named after the node.
+  ir::BufferPtr graph_buffer(int node, const TensorMeta& meta, ir::BufferKind kind);
+  /// The buffer a lowered node stores its value in: GraphOutput when the
+  /// graph returns it, Intermediate otherwise.
+  ir::BufferPtr result_buffer(int node, const TensorMeta& meta);
+  /// An internal contiguous intermediate (not a graph value; flexible layout).
+  ir::BufferPtr temp_buffer(const std::string& hint, DType dtype, ir::Device device,
+                            std::vector<ir::IndexExpr> sizes);
+
+  /// A unique compute-node name derived from `base`.
+  std::string fresh_node_name(const std::string& base);
+  void emit(ir::ComputeNode node);
+  /// Appends an AtenItem for `node`, first making every node it reads
+  /// available at run time.
+  void emit_aten(int node, bool is_extern);
+  /// Makes node's slot hold its value at run time (AtenItems for views and
+  /// symbolic nodes, recursively).
+  void ensure_runtime(int node);
+
+  /// Undo point for a lowering that fails halfway.
+  struct Mark {
+    size_t program = 0;
+    std::set<std::string> names;
+  };
+  Mark mark() const { return {result_.program.size(), used_names_}; }
+  void rollback(const Mark& m);
+
+  /// The result; buffers are collected from the compute nodes.
+  LoweredGraph finish();
+
+ private:
+  std::string fresh_buffer_name(const std::string& base);
+
+  const Graph& graph_;
+  const LoweringOptions& options_;
+  Remarks& remarks_;
+  std::vector<NodeValue> values_;
+  std::set<int> outputs_;
+  std::map<std::pair<int, int>, int> getitems_;
+  std::map<std::string, int> bindings_;  // buffer name -> graph node
+  std::set<std::string> used_names_;
+  LoweredGraph result_;
+};
+
+// --- building bodies -------------------------------------------------------------------
+
+/// ir::Device of a graph tensor.
+ir::Device ir_device(const TensorMeta& meta);
+ir::IndexExpr to_index(const SizeExpr& e);
+std::vector<ir::IndexExpr> to_index(const std::vector<SizeExpr>& e);
+
+/// `t` at logical coordinates `coords` (optionally masked).
+ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask = {});
+/// `t` broadcast (numpy rules, trailing dims aligned) to the coordinates of
+/// an output of rank coords.size().
+ir::Expr load_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& coords);
+
+using BodyFn = std::function<ir::Expr(const std::vector<ir::IndexExpr>& coords)>;
+/// out[x] = cast(body(x), out dtype) over out's sizes; indices simplified
+/// with the loop ranges.
+void emit_pointwise(LoweringContext& ctx, const std::string& origin, const ir::BufferPtr& out, const BodyFn& body);
+/// The same with an explicit iteration space and store target (`store_at`
+/// maps loop coords to the element offset in `out`).
+void emit_pointwise_store(LoweringContext& ctx, const std::string& origin, const std::vector<ir::IndexExpr>& ranges,
+                          const ir::BufferPtr& out,
+                          const std::function<ir::IndexExpr(const std::vector<ir::IndexExpr>&)>& store_at,
+                          const BodyFn& body);
+
+}  // namespace cppi::lowering
