@@ -49,5 +49,7 @@ const std::string& sleef_library_path();
 
 /// Milliseconds since an arbitrary epoch (steady clock).
 double now_ms();
+/// CPU time of the calling thread, in milliseconds.
+double thread_cpu_ms();
 
 }  // namespace cppi::cpu

@@ -12,11 +12,13 @@
 #include <clang/CodeGen/CodeGenAction.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/FrontendActions.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ObjectFileInterface.h>
 #include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
+#include <llvm/ExecutionEngine/Orc/Shared/WrapperFunctionUtils.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -30,7 +32,10 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -46,6 +51,7 @@ namespace orc = llvm::orc;
 
 constexpr const char* k_include_dir = "/cppi/include";
 constexpr const char* k_prelude_path = "/cppi/include/cppinductor_prelude.h";
+constexpr const char* k_pch_path = "/cppi/include/cppinductor_prelude.h.pch";
 constexpr const char* k_source_path = "/cppi/kernel.cpp";
 
 std::string to_string(llvm::Error err) { return llvm::toString(std::move(err)); }
@@ -88,6 +94,37 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
 /// found" while materialising) go to the compile running on this thread.
 thread_local std::string* t_session_errors = nullptr;
 
+/// LLVM 16's InProcessMemoryManager unmaps a graph's code and data on
+/// deallocation only if the graph has a dealloc action (fixed upstream in
+/// llvm-project#81943, LLVM 19); without one every removed module kept its
+/// pages. This plugin gives every graph a no-op dealloc action.
+llvm::orc::shared::CWrapperFunctionResult noop_dealloc_action(const char* data, size_t size) {
+  using namespace llvm::orc::shared;
+  return WrapperFunction<SPSError()>::handle(data, size, []() { return llvm::Error::success(); })
+      .release();
+}
+
+class ReleaseMemoryOnRemovePlugin final : public orc::ObjectLinkingLayer::Plugin {
+ public:
+  void modifyPassConfig(orc::MaterializationResponsibility&, llvm::jitlink::LinkGraph&,
+                        llvm::jitlink::PassConfiguration& config) override {
+    config.PostFixupPasses.push_back([](llvm::jitlink::LinkGraph& graph) -> llvm::Error {
+      auto call = orc::shared::WrapperFunctionCall::Create<orc::shared::SPSArgList<>>(
+          orc::ExecutorAddr::fromPtr(&noop_dealloc_action));
+      if (!call) return call.takeError();
+      graph.allocActions().push_back({orc::shared::WrapperFunctionCall(), std::move(*call)});
+      return llvm::Error::success();
+    });
+  }
+  llvm::Error notifyFailed(orc::MaterializationResponsibility&) override {
+    return llvm::Error::success();
+  }
+  llvm::Error notifyRemovingResources(orc::JITDylib&, orc::ResourceKey) override {
+    return llvm::Error::success();
+  }
+  void notifyTransferringResources(orc::JITDylib&, orc::ResourceKey, orc::ResourceKey) override {}
+};
+
 /// Process-wide JIT state, created on first use (thread-safe static init) and
 /// never destroyed: modules may outlive static destructors at exit.
 struct JitProcess {
@@ -116,7 +153,9 @@ JitProcess& jit_process() {
                    .setObjectLinkingLayerCreator(
                        [](orc::ExecutionSession& es, const llvm::Triple&)
                            -> llvm::Expected<std::unique_ptr<orc::ObjectLayer>> {
-                         return std::make_unique<orc::ObjectLinkingLayer>(es);
+                         auto layer = std::make_unique<orc::ObjectLinkingLayer>(es);
+                         layer->addPlugin(std::make_unique<ReleaseMemoryOnRemovePlugin>());
+                         return layer;
                        })
                    .create();
     if (!jit) {
@@ -186,10 +225,11 @@ class JitModule final : public CompiledModule {
   std::unordered_map<std::string, void*> symbols_;
 };
 
+/// cc1 flags shared by the prelude PCH and the kernels compiled against it
+/// (everything but the input and the action).
 std::vector<std::string> frontend_args(const CompileOptions& o, const TargetConfig& t) {
   std::vector<std::string> args = {
-      "-triple", t.triple, "-target-cpu", t.cpu,
-      "-x", "c++", "-std=c++17", cat("-O", o.opt_level),
+      "-triple", t.triple, "-target-cpu", t.cpu, "-std=c++17", cat("-O", o.opt_level),
       // We run the LLVM pipeline ourselves (timed, and with our TargetMachine).
       "-disable-llvm-passes",
       // Kernels link into a JITDylib anywhere in the address space.
@@ -205,34 +245,36 @@ std::vector<std::string> frontend_args(const CompileOptions& o, const TargetConf
   if (o.debug_symbols) args.insert(args.end(), {"-debug-info-kind=constructor", "-dwarf-version=5"});
   if (sleef_library_path().empty()) args.push_back("-DCPPI_NO_SLEEF");
   for (const auto& d : o.defines) args.push_back("-D" + d);
-  args.push_back(k_source_path);
   return args;
 }
 
-/// Parse + IR generation. Diagnostics are captured, never printed.
-Expected<std::unique_ptr<llvm::Module>> run_frontend(const std::string& source,
-                                                     const CompileOptions& o,
-                                                     const TargetConfig& t,
-                                                     llvm::LLVMContext& context) {
-  std::string diagnostics;
+/// A file system holding only the prelude (and, for kernels, the source and
+/// the precompiled prelude). Buffers point at strings that outlive it.
+llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> prelude_file_system() {
+  auto vfs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
+  vfs->addFile(k_prelude_path, 0,
+               llvm::MemoryBuffer::getMemBuffer(prelude_source(), k_prelude_path));
+  return vfs;
+}
+
+/// Runs one clang action over `args` on `vfs`. Diagnostics are captured in
+/// `diagnostics`, never printed.
+bool run_clang(const std::vector<std::string>& args,
+               llvm::IntrusiveRefCntPtr<llvm::vfs::FileSystem> vfs, clang::FrontendAction& action,
+               std::string& diagnostics) {
   llvm::raw_string_ostream diag_os(diagnostics);
-  const std::vector<std::string> args = frontend_args(o, t);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
-
   auto invocation = std::make_shared<clang::CompilerInvocation>();
   {
     auto diag_opts = llvm::makeIntrusiveRefCnt<clang::DiagnosticOptions>();
     clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), diag_opts,
                                    new clang::TextDiagnosticPrinter(diag_os, diag_opts.get()),
                                    /*ShouldOwnClient=*/true);
-    if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, diags)) {
-      diag_os.flush();
-      return Error::internal("bad clang arguments: " + diagnostics);
-    }
+    if (!clang::CompilerInvocation::CreateFromArgs(*invocation, argv, diags)) return false;
   }
-  // CompilerInvocation keeps -disable-free semantics off only if we say so;
-  // with it on, every compile leaks its AST and module.
+  // Without this every compile leaks its AST and module (the driver's
+  // -disable-free default).
   invocation->getFrontendOpts().DisableFree = false;
   invocation->getCodeGenOpts().DisableFree = false;
 
@@ -241,17 +283,71 @@ Expected<std::unique_ptr<llvm::Module>> run_frontend(const std::string& source,
   ci.createDiagnostics(new clang::TextDiagnosticPrinter(diag_os, &ci.getDiagnosticOpts()),
                        /*ShouldOwnClient=*/true);
   ci.setVerboseOutputStream(diag_os);  // "N errors generated." goes here, not stderr
-
-  auto vfs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
-  vfs->addFile(k_prelude_path, 0,
-               llvm::MemoryBuffer::getMemBuffer(prelude_source(), k_prelude_path));
-  vfs->addFile(k_source_path, 0, llvm::MemoryBuffer::getMemBuffer(source, k_source_path));
-  ci.createFileManager(vfs);
-
-  clang::EmitLLVMOnlyAction action(&context);
+  ci.createFileManager(std::move(vfs));
   const bool ok = ci.ExecuteAction(action);
   diag_os.flush();
-  if (!ok) return Error::compile_failed(diagnostics.empty() ? "clang failed" : diagnostics);
+  return ok;
+}
+
+/// The prelude, precompiled once per frontend configuration (target, -O,
+/// defines: PCHs must match the flags of their users). Parsing the prelude
+/// costs tens of ms per kernel; loading the PCH, which deserialises lazily,
+/// costs a few.
+struct PreludePch {
+  std::string bytes;  // empty if building it failed (kernels then parse the header)
+  std::string error;
+};
+
+std::shared_ptr<const PreludePch> prelude_pch(const std::vector<std::string>& common_args) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<const PreludePch>> cache;
+  std::string key;
+  for (const auto& a : common_args) key += a + '\0';
+  std::lock_guard<std::mutex> lock(mutex);  // builds are rare; one at a time is fine
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+
+  auto pch = std::make_shared<PreludePch>();
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/cppi-pch-XXXXXX";
+  if (!mkdtemp(dir.data())) {
+    pch->error = "cannot create a temporary directory for the prelude PCH";
+  } else {
+    const std::string out = dir + "/prelude.pch";
+    std::vector<std::string> args = common_args;
+    args.insert(args.end(), {"-emit-pch", "-x", "c++-header", "-o", out, k_prelude_path});
+    clang::GeneratePCHAction action;
+    std::string diagnostics;
+    if (run_clang(args, prelude_file_system(), action, diagnostics)) {
+      if (auto bytes = read_file(out)) pch->bytes = std::move(*bytes);
+    } else {
+      pch->error = diagnostics;
+    }
+    unlink(out.c_str());
+    rmdir(dir.c_str());
+  }
+  cache.emplace(key, pch);
+  return pch;
+}
+
+/// Parse + IR generation against the precompiled prelude.
+Expected<std::unique_ptr<llvm::Module>> run_frontend(const std::string& source,
+                                                     const CompileOptions& o,
+                                                     const TargetConfig& t,
+                                                     llvm::LLVMContext& context) {
+  std::vector<std::string> args = frontend_args(o, t);
+  std::shared_ptr<const PreludePch> pch = prelude_pch(args);
+  auto vfs = prelude_file_system();
+  if (!pch->bytes.empty()) {
+    vfs->addFile(k_pch_path, 0, llvm::MemoryBuffer::getMemBuffer(pch->bytes, k_pch_path, false));
+    args.insert(args.end(), {"-include-pch", k_pch_path});
+  }
+  vfs->addFile(k_source_path, 0, llvm::MemoryBuffer::getMemBuffer(source, k_source_path));
+  args.insert(args.end(), {"-x", "c++", k_source_path});
+
+  clang::EmitLLVMOnlyAction action(&context);
+  std::string diagnostics;
+  if (!run_clang(args, vfs, action, diagnostics))
+    return Error::compile_failed(diagnostics.empty() ? "clang failed" : diagnostics);
   std::unique_ptr<llvm::Module> module = action.takeModule();
   if (!module) return Error::compile_failed("clang produced no module:\n" + diagnostics);
   return module;

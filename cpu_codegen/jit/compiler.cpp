@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -60,6 +62,12 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
+double thread_cpu_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
 const std::string& prelude_source() {
   static const std::string text = k_prelude_text;
   return text;
@@ -103,7 +111,7 @@ std::string host_target_description() {
 
 Expected<std::shared_ptr<CompiledModule>> compile_cpp(const std::string& source,
                                                       const CompileOptions& options) {
-  const double start = now_ms();
+  const double start = now_ms(), start_cpu = thread_cpu_ms();
   if (options.opt_level < 0 || options.opt_level > 3)
     return Error::invalid_input(cat("opt_level must be 0..3, got ", options.opt_level));
 
@@ -166,6 +174,7 @@ Expected<std::shared_ptr<CompiledModule>> compile_cpp(const std::string& source,
 
   CompileTimings timings = result->timings;
   timings.total_ms = now_ms() - start;
+  timings.cpu_ms = thread_cpu_ms() - start_cpu;
   std::shared_ptr<CompiledModule> module = std::move(result->module);
   ModuleAccess::set(*module, options.compiler,
                     result->disk_hit ? CompiledModule::Origin::DiskCache

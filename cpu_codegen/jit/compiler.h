@@ -53,6 +53,9 @@ struct CompileTimings {
   double codegen_ms = 0;   // machine code generation (JIT) / whole g++ run (Gxx)
   double link_ms = 0;      // JIT link / dlopen
   double total_ms = 0;     // wall time of compile_cpp, cache lookups included
+  double cpu_ms = 0;       // CPU time of the calling thread during compile_cpp (the
+                           // number to compare on a loaded machine; g++ runs in a
+                           // child process, so for Gxx this is only our side)
 };
 
 /// Compiled code. Lookups are cheap (a hash map) and thread-safe.

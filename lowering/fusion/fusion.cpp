@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "lowering/fusion/fusion_node.h"
 #include "lowering/fusion/kernel_builder.h"
@@ -33,7 +34,11 @@ class RefusalLog {
 
   /// `kernel_of[item]`: the kernels an item's computation ended up in.
   void emit(const std::vector<std::set<int>>& kernels_of, Remarks& remarks) const {
-    for (const auto& e : entries_) {
+    // In program order of the later node, then of the earlier one.
+    auto entries = entries_;
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Entry& x, const Entry& y) { return std::tie(x.b, x.a) < std::tie(y.b, y.a); });
+    for (const auto& e : entries) {
       const auto& ka = kernels_of[e.a];
       const auto& kb = kernels_of[e.b];
       bool together = std::any_of(ka.begin(), ka.end(), [&](int k) { return kb.count(k) > 0; });

@@ -73,7 +73,15 @@ IndexExpr Layout::storage_size() const {
   return sum(terms);
 }
 
-bool Layout::is_contiguous() const { return *this == contiguous(sizes); }
+bool Layout::is_contiguous() const {
+  // As torch defines it: strides of size-1 dimensions do not matter.
+  Layout c = contiguous(sizes);
+  if (offset != c.offset) return false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (!sizes[i].is_constant(1) && strides[i] != c.strides[i]) return false;
+  }
+  return true;
+}
 
 bool operator==(const Layout& a, const Layout& b) {
   return a.sizes == b.sizes && a.strides == b.strides && a.offset == b.offset;

@@ -53,9 +53,10 @@ struct Layout {
   IndexExpr index(const std::vector<IndexExpr>& coords) const;
   /// Product of sizes.
   IndexExpr numel() const;
-  /// Elements the allocation must hold: offset + 1 + sum((size_i - 1) * stride_i)
-  /// for nonnegative strides (0 when some size is 0 cannot be expressed: sizes are >= 1).
+  /// Elements the allocation must hold, offset + 1 + sum((size_i - 1) * stride_i),
+  /// for nonnegative strides and a nonempty tensor (an empty one needs none).
   IndexExpr storage_size() const;
+  /// Row-major with offset 0, ignoring strides of size-1 dims (torch's rule).
   bool is_contiguous() const;
 };
 bool operator==(const Layout& a, const Layout& b);

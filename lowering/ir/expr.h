@@ -15,6 +15,7 @@
 /// - float32/float64 arithmetic is IEEE-754 with round-to-nearest; NaN and
 ///   inf propagate (codegen must not assume finite math). maximum/minimum
 ///   propagate NaN (NaN wins, as torch.maximum). round is half-to-even.
+///   sign is (0 < x) - (x < 0), so sign(NaN) = 0 as in ATen's CPU kernel.
 ///   Transcendental functions are accurate to a few ulp, not correctly rounded.
 /// - Integer arithmetic wraps (two's complement) on overflow. Integer
 ///   floordiv/truncdiv/fmod/remainder by zero is undefined: lowerings guard

@@ -479,7 +479,16 @@ void for_each_point(const std::vector<Loop>& loops, size_t depth, IndexBindings*
   b->erase(name);
 }
 
-void run_kernel(const Kernel& k, const InterpreterArgs& args) {
+void run_kernel(const Kernel& k, const InterpreterArgs& given) {
+  // Kernel-local scratch is the kernel's own: allocate it unless the caller did.
+  InterpreterArgs args = given;
+  std::vector<std::vector<uint64_t>> scratch;
+  for (const auto& b : signature(k).scratch) {
+    if (args.buffers.count(b->name)) continue;
+    int64_t n = evaluate(b->layout.storage_size(), args.symbols);
+    scratch.emplace_back((n * dtype_size(b->dtype) + 7) / 8 + 1);
+    args.bind(b->name, scratch.back().data(), n);
+  }
   IndexBindings bindings = args.symbols;
   std::unordered_map<std::string, ScalarValue> locals;
   Evaluator ev(args, &bindings, &locals);
@@ -526,30 +535,11 @@ Status guarded(const std::function<void()>& f) {
 
 // --- Philox ------------------------------------------------------------------------------------
 
-void philox4x32_10(uint32_t c[4], uint32_t k0, uint32_t k1) {
-  for (int round = 0; round < 10; ++round) {
-    uint64_t pa = static_cast<uint64_t>(0xD2511F53u) * c[0];
-    uint64_t pb = static_cast<uint64_t>(0xCD9E8D57u) * c[2];
-    uint32_t n0 = static_cast<uint32_t>(pb >> 32) ^ c[1] ^ k0;
-    uint32_t n1 = static_cast<uint32_t>(pb);
-    uint32_t n2 = static_cast<uint32_t>(pa >> 32) ^ c[3] ^ k1;
-    uint32_t n3 = static_cast<uint32_t>(pa);
-    c[0] = n0;
-    c[1] = n1;
-    c[2] = n2;
-    c[3] = n3;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-}
-
 void philox_words(int64_t seed, int64_t offset, uint32_t out[4]) {
   uint64_t s = static_cast<uint64_t>(seed), o = static_cast<uint64_t>(offset);
-  out[0] = static_cast<uint32_t>(o);
-  out[1] = static_cast<uint32_t>(o >> 32);
-  out[2] = 0;
-  out[3] = 0;
-  philox4x32_10(out, static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32));
+  auto w = philox4x32_10({static_cast<uint32_t>(o), static_cast<uint32_t>(o >> 32), 0, 0}, static_cast<uint32_t>(s),
+                         static_cast<uint32_t>(s >> 32));
+  for (int i = 0; i < 4; ++i) out[i] = w[i];
 }
 
 float uint_to_uniform(uint32_t u) {
@@ -560,6 +550,18 @@ float uint_to_uniform(uint32_t u) {
 }
 
 }  // namespace
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    uint64_t pa = static_cast<uint64_t>(0xD2511F53u) * c[0];
+    uint64_t pb = static_cast<uint64_t>(0xCD9E8D57u) * c[2];
+    c = {static_cast<uint32_t>(pb >> 32) ^ c[1] ^ k0, static_cast<uint32_t>(pb),
+         static_cast<uint32_t>(pa >> 32) ^ c[3] ^ k1, static_cast<uint32_t>(pa)};
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  return c;
+}
 
 float philox_uniform(int64_t seed, int64_t offset) {
   uint32_t w[4];

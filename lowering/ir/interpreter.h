@@ -11,6 +11,8 @@
 /// the Philox algorithm documented in expr.h.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -68,6 +70,8 @@ Status interpret(const NodeList& nodes, const InterpreterArgs& args);
 Expected<ScalarValue> evaluate_expr(const Expr& e, const InterpreterArgs& args, const IndexBindings& vars = {},
                                     const std::unordered_map<std::string, ScalarValue>& locals = {});
 
+/// The Philox4x32-10 block function (Salmon et al. 2011; Random123, Triton).
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, uint32_t key0, uint32_t key1);
 /// Philox4x32-10 uniform / normal float32 exactly as Random defines them.
 float philox_uniform(int64_t seed, int64_t offset);
 float philox_normal(int64_t seed, int64_t offset);

@@ -248,7 +248,15 @@ KernelSignature signature(const Kernel& k) {
     }
   }
   KernelSignature sig;
-  for (auto& [name, arg] : buffers) sig.buffers.push_back(arg);
+  for (auto& [name, arg] : buffers) {
+    if (arg.buffer->kind == BufferKind::KernelLocal) {
+      sig.scratch.push_back(arg.buffer);
+      for (const auto& e : arg.buffer->layout.sizes) add_index(e);
+      for (const auto& e : arg.buffer->layout.strides) add_index(e);
+    } else {
+      sig.buffers.push_back(arg);
+    }
+  }
   sig.symbols.assign(symbols.begin(), symbols.end());
   std::sort(sig.symbols.begin(), sig.symbols.end(), natural_name_less);
   return sig;

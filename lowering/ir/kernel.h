@@ -163,7 +163,9 @@ KernelPtr single_node_kernel(const ComputeNode& node);
 Status verify(const Kernel& k);
 
 /// What a kernel needs as arguments: the buffers it reads or writes (sorted by
-/// name) and the size symbols it uses anywhere (natural order).
+/// name) and the size symbols it uses anywhere (natural order). KernelLocal
+/// buffers are not arguments: they are listed in `scratch` for the kernel to
+/// allocate itself.
 struct KernelSignature {
   struct Arg {
     BufferPtr buffer;
@@ -172,6 +174,7 @@ struct KernelSignature {
   };
   std::vector<Arg> buffers;
   std::vector<std::string> symbols;
+  std::vector<BufferPtr> scratch;
 };
 KernelSignature signature(const Kernel& k);
 

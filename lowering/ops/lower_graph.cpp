@@ -77,11 +77,10 @@ void lower_input(LoweringContext& ctx, int i) {
       break;
     }
     case ValueInfo::Kind::Float:
-    case ValueInfo::Kind::SymFloat:
       v.kind = NodeValue::Kind::Scalar;
       v.scalar = Scalar::of_float(n.value.number);
       break;
-    default: break;
+    default: break;  // SymFloat/SymBool: only a hint is known, so users fall back
   }
 }
 
@@ -121,10 +120,12 @@ void lower_symbolic(LoweringContext& ctx, int i) {
   if (n.value.kind == ValueInfo::Kind::SymInt || n.value.kind == ValueInfo::Kind::Int) {
     ir::IndexExpr e = to_index(n.value.sym);
     v.scalar = e.constant() ? Scalar::of_int(*e.constant()) : Scalar::of_sym(e);
-  } else if (n.value.kind == ValueInfo::Kind::Bool || n.value.kind == ValueInfo::Kind::SymBool) {
-    v.scalar = Scalar::of_bool(n.value.number != 0);
-  } else {
+  } else if (n.value.kind == ValueInfo::Kind::Float) {
     v.scalar = Scalar::of_float(n.value.number);
+  } else {
+    // SymFloat / SymBool / Bool: the meta holds a hint, not an expression, so
+    // a kernel must not bake it in; nodes reading it fall back to ATen.
+    v.kind = NodeValue::Kind::None;
   }
 }
 

@@ -32,7 +32,7 @@ extern "C" void gelu_like(const float* x, float* out, int64_t n) {
       cppi_f32x16 r = v * 0.5f * (1.0f + cppi_erf(v * 0.70710678f)) + cppi_tanh(v) * cppi_exp(-v * v);
       cppi_vstore(out + i, cppi_max(r, cppi_vsplat<cppi_f32x16>(-1.0f)));
     }
-    for (; i < e; ++i) {
+    CPPI_NO_AUTOVEC for (; i < e; ++i) {
       float v = x[i];
       float r = v * 0.5f * (1.0f + cppi_erf(v * 0.70710678f)) + cppi_tanh(v) * cppi_exp(-v * v);
       out[i] = cppi_max(r, -1.0f);

@@ -1,1 +1,93 @@
+// The choices (heuristics) and backend capability layers on their own.
 #include <gtest/gtest.h>
+
+#include "fusion_test_util.h"
+#include "lowering/fusion/capability.h"
+#include "lowering/fusion/choices.h"
+
+namespace cppi::lowering::testing {
+namespace {
+
+using fusion::FusionHeuristics;
+using ir::BinaryOp;
+using ir::UnaryOp;
+
+TEST(Choices, RecomputeCostWeighsOperations) {
+  auto b = ir::Buffer::make_contiguous("x", DType::Float32, ir::Device::CPU, BufferKind::GraphInput, {8});
+  auto v = at(b, {x(0)});
+  EXPECT_EQ(fusion::recompute_cost(v), 1);
+  EXPECT_EQ(fusion::recompute_cost(ir::binary(BinaryOp::Add, v, f32(1))), 2);
+  EXPECT_EQ(fusion::recompute_cost(ir::unary(UnaryOp::Exp, v)), 5);
+  EXPECT_EQ(fusion::recompute_cost(ir::binary(BinaryOp::TrueDiv, v, f32(3))), 3);
+  // Shared subexpressions count once: x * x loads x once.
+  EXPECT_EQ(fusion::recompute_cost(ir::binary(BinaryOp::Mul, v, v)), 2);
+}
+
+TEST(Choices, CheapProducersAreRecomputedAnywhere) {
+  FusionHeuristics h;
+  EXPECT_FALSE(fusion::why_not_recompute(h, 8, 100).has_value());
+  EXPECT_FALSE(fusion::why_not_recompute(h, 1000, 1).has_value());
+}
+
+TEST(Choices, ModeratelyExpensiveProducersIntoAFewReads) {
+  FusionHeuristics h;
+  EXPECT_FALSE(fusion::why_not_recompute(h, 20, 4).has_value());
+  EXPECT_EQ(fusion::why_not_recompute(h, 20, 5).value_or(""),
+            "would recompute an expensive producer 5 times (cost 20 per element)");
+  EXPECT_TRUE(fusion::why_not_recompute(h, 41, 2).has_value());
+}
+
+TEST(Choices, ThresholdsAreOptions) {
+  FusionHeuristics h;
+  h.max_recompute_reads = 1;
+  EXPECT_TRUE(fusion::why_not_recompute(h, 9, 2).has_value());
+}
+
+TEST(Choices, EpilogueLoopsNeedAnOuterLoop) {
+  FusionHeuristics h;
+  EXPECT_TRUE(fusion::why_not_loops_without_outer(h, 0, 1).has_value());
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 0).has_value());
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 1, 1).has_value());
+  h.epilogues_need_outer_loops = false;
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 1).has_value());
+}
+
+TEST(Capability, StageLimit) {
+  fusion::BackendCapability c;
+  c.max_stages_per_kernel = 2;
+  EXPECT_FALSE(fusion::why_unsupported(c, {{true, 1}, {false, 1}}).has_value());
+  EXPECT_EQ(fusion::why_unsupported(c, {{true, 1}, {true, 1}, {false, 1}}).value_or(""),
+            "the backend allows at most 2 stages per kernel (would be 3)");
+}
+
+TEST(Capability, EpiloguesAndMultipleReductions) {
+  fusion::BackendCapability c;
+  c.reduction_epilogues = false;
+  EXPECT_FALSE(fusion::why_unsupported(c, {{false, 1}, {true, 1}, {false, 0}}).has_value());  // prologue + result store
+  EXPECT_TRUE(fusion::why_unsupported(c, {{true, 1}, {false, 1}}).has_value());
+  c = {};
+  c.multiple_reductions = false;
+  EXPECT_EQ(fusion::why_unsupported(c, {{true, 1}, {true, 1}}).value_or(""),
+            "the backend does not support several reductions in one kernel");
+}
+
+/// A full reduction (no outer loops) keeps its pointwise consumer over all
+/// elements in a separate, parallel kernel.
+TEST(Choices, FullReductionDoesNotAbsorbAnElementwiseEpilogue) {
+  GraphBuilder b;
+  auto xin = b.input("x", {64});
+  auto total = b.temp("total", {1});
+  auto out = b.output("out", {64});
+  b.reduction("sum", total, {64}, ir::ReductionKind::Sum, at(xin, {r(0)}));
+  b.pointwise("div", out, ir::binary(BinaryOp::TrueDiv, at(xin, {x(0)}), at(total, {0})));
+  Remarks remarks;
+  auto fused = fuse(b.graph, {}, remarks);
+  ASSERT_EQ(kernels(fused).size(), 2u);
+  ASSERT_EQ(remarks.all().size(), 1u);
+  EXPECT_EQ(remarks.all()[0].reason,
+            "the reduction has no outer loop: a pointwise loop fused with it would run serially");
+  EXPECT_EQ(compare_numerics(b.graph, fused), "");
+}
+
+}  // namespace
+}  // namespace cppi::lowering::testing

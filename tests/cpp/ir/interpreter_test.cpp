@@ -145,6 +145,25 @@ TEST(Interpreter, FusedSoftmaxKernel) {
   }
 }
 
+TEST(Interpreter, KernelLocalScratchIsAllocatedByTheKernel) {
+  // Stage 1 writes a row into scratch, stage 2 reads it reversed.
+  IndexExpr s0 = sym("s0");
+  auto in = buffer("in", DType::Float32, {s0, index_const(4)}, BufferKind::GraphInput);
+  auto out = buffer("out", DType::Float32, {s0, index_const(4)}, BufferKind::GraphOutput);
+  auto row = buffer("row", DType::Float32, {index_const(4)}, BufferKind::KernelLocal);
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  PointwiseStage fill{{{r0, index_const(4)}}, {Store::make(row, r0, load(in, 4 * x0 + r0))}};
+  PointwiseStage reverse{{{r0, index_const(4)}}, {Store::make(out, 4 * x0 + r0, load(row, 3 - r0))}};
+  auto k = Kernel::make("reverse_rows", Device::CPU, {{x0, s0}}, {fill, reverse});
+  KernelSignature sig = signature(*k);
+  ASSERT_EQ(sig.buffers.size(), 2u);
+  ASSERT_EQ(sig.scratch.size(), 1u);
+  EXPECT_EQ(sig.scratch[0]->name, "row");
+  std::vector<float> iv{1, 2, 3, 4, 5, 6, 7, 8}, ov(8);
+  ASSERT_TRUE(interpret(*k, InterpreterArgs().bind("in", iv).bind("out", ov).symbol("s0", 2)).ok());
+  EXPECT_EQ(ov, (std::vector<float>{4, 3, 2, 1, 8, 7, 6, 5}));
+}
+
 TEST(Interpreter, ReducedFloatsRoundOnlyAtCasts) {
   // out_h = half(float(a_h) * 3 + 1e-4): the intermediate is float32, the
   // store rounds once to float16.
@@ -224,6 +243,54 @@ TEST(Interpreter, OpSemantics) {
   EXPECT_EQ(eval(binary(BinaryOp::Add, f32(1), f32(1e-8))).f, 1.0);
   EXPECT_NE(eval(binary(BinaryOp::Add, const_float(1, DType::Float64), const_float(1e-8, DType::Float64))).f, 1.0);
   EXPECT_NEAR(eval(unary(UnaryOp::Erfinv, f32(0.5))).f, 0.4769362762044699, 1e-6);
+}
+
+TEST(Interpreter, EveryOpEvaluatesForEveryAcceptedDtype) {
+  // Guards the interpreter (and its typing) against ops added to ops.def
+  // without an implementation.
+  InterpreterArgs none;
+  const DType dtypes[] = {DType::Bool, DType::UInt8, DType::Int32, DType::Int64, DType::Float32, DType::Float64};
+  auto sample = [](DType t, double v) { return Constant::make(v, t); };
+  int evaluated = 0;
+#define CPPI_TRY_UNARY(Name, name, typing)                                                   \
+  for (DType t : dtypes) {                                                                   \
+    Expr e;                                                                                  \
+    try {                                                                                    \
+      e = unary(UnaryOp::Name, sample(t, 1));                                                \
+    } catch (const CompilerError&) {                                                         \
+      continue;                                                                              \
+    }                                                                                        \
+    auto r = evaluate_expr(e, none);                                                         \
+    EXPECT_TRUE(r.ok()) << name << " on " << dtype_name(t) << ": " << r.error().message;     \
+    ++evaluated;                                                                             \
+  }
+  CPPI_FOR_EACH_UNARY_OP(CPPI_TRY_UNARY)
+#undef CPPI_TRY_UNARY
+#define CPPI_TRY_BINARY(Name, name, typing)                                                  \
+  for (DType t : dtypes) {                                                                   \
+    Expr e;                                                                                  \
+    try {                                                                                    \
+      e = binary(BinaryOp::Name, sample(t, 3), sample(t, 1));                                \
+    } catch (const CompilerError&) {                                                         \
+      continue;                                                                              \
+    }                                                                                        \
+    auto r = evaluate_expr(e, none);                                                         \
+    EXPECT_TRUE(r.ok()) << name << " on " << dtype_name(t) << ": " << r.error().message;     \
+    ++evaluated;                                                                             \
+  }
+  CPPI_FOR_EACH_BINARY_OP(CPPI_TRY_BINARY)
+#undef CPPI_TRY_BINARY
+  EXPECT_GT(evaluated, 150);
+}
+
+TEST(Interpreter, PhiloxKnownAnswers) {
+  // Random123's kat_vectors for philox4x32-10.
+  using W = std::array<uint32_t, 4>;
+  EXPECT_EQ(philox4x32_10({0, 0, 0, 0}, 0, 0), (W{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32_10({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffff, 0xffffffff),
+            (W{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32_10({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0),
+            (W{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
 }
 
 TEST(Interpreter, PhiloxIsDeterministicAndInRange) {

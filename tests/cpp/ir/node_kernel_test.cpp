@@ -34,6 +34,8 @@ TEST_F(NodeKernelTest, Layouts) {
   EXPECT_EQ(to_string(cl.strides[0]), "3*s0*s0");
   EXPECT_EQ(to_string(cl.storage_size()), to_string(cl.numel()));
   EXPECT_FALSE(cl.is_contiguous());
+  Layout unit{{index_const(4), index_const(1)}, {index_const(1), index_const(7)}, index_const(0)};
+  EXPECT_TRUE(unit.is_contiguous());  // the stride of a size-1 dim is irrelevant
   EXPECT_EQ(to_string(*a), "buf0: float32[s0, 64] strides=[64, 1] offset=0 cpu input fixed");
   EXPECT_EQ(to_string(*rowsum), "buf3: float32[s0] strides=[1] offset=0 cpu intermediate flexible");
   EXPECT_THROW(a->with_layout(Layout::contiguous({index_const(64), s0})), CompilerError);

@@ -174,7 +174,10 @@ struct Memory {
   void run() {
     ir::InterpreterArgs args;
     args.symbols = symbols;
-    for (auto& [name, s] : storage) args.buffers[name] = s.data();
+    // With element counts, an out-of-bounds access is an error, not a corruption.
+    for (const auto& b : lg.buffers)
+      args.bind(b.buffer->name, storage[b.buffer->name].data(),
+                ir::evaluate(b.buffer->layout.storage_size(), symbols));
     Status st = ir::interpret(node_list(lg), args);
     if (!st.ok()) throw std::runtime_error(st.error().message);
   }
@@ -758,6 +761,58 @@ TEST(Registry, CoversTheCoreOpsAndExplainsTheRest) {
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(g->fn);
   EXPECT_FALSE(g->fallback_reason.empty());
+}
+
+TEST(Lowering, SymFloatScalarsFallBackRatherThanBakingInAHint) {
+  GraphBuilder b;
+  b.symbols = {"s0"};
+  Graph g = b.input("x", tensor("float32", {tag("sym", "s0")}, {1}))
+                .call("n", "aten.sym_size.int", {ref("x"), 0}, tag("symint", tag("sym", "s0")))
+                .call("f", "operator.truediv", {1.0, ref("n")}, tag("symfloat", 0.25))
+                .call("y", "aten.mul.Tensor", {ref("x"), ref("f")}, tensor("float32", {tag("sym", "s0")}, {1}))
+                .output({ref("y")});
+  auto l = lower(g);
+  auto fb = fallbacks(l);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0]->node, "y");
+  // The runtime computes n and f before running y through ATen.
+  ASSERT_EQ(l.lowered.program.size(), 3u);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[0]).graph_node, 1);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[1]).graph_node, 2);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[2]).graph_node, 3);
+}
+
+TEST(Lowering, TupleFallbackItemsAreReadThroughGetitemSlots) {
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {4}))
+                .call("e", "aten.exp.default", {ref("x")}, tensor("float32", {4}))
+                .call("v", "aten.view.default", {ref("e"), Desc::List{2, 2}}, tensor("float32", {2, 2}))
+                .call("sv", "aten.slice.Tensor", {ref("v"), 1, 0, 1}, tensor("float32", {2, 1}, {2, 1}))
+                .call("srt", "aten.sort.default", {ref("sv")},
+                      tag("tuple", Desc::List{tensor("float32", {2, 1}), tensor("int64", {2, 1})}))
+                .call("vals", "getitem", {ref("srt"), 0}, tensor("float32", {2, 1}))
+                .call("y", "aten.add.Tensor", {ref("vals"), 1.0}, tensor("float32", {2, 1}))
+                .output({ref("y")});
+  auto l = lower(g);
+  auto fb = fallbacks(l);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0]->op, "aten.sort.default");
+  // exp (kernel), v and sv (views ATen needs), sort, getitem, add (kernel).
+  ASSERT_EQ(l.lowered.program.size(), 6u);
+  EXPECT_TRUE(std::holds_alternative<ir::ComputeNode>(l.lowered.program[0]));
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[1]).graph_node, 2);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[2]).graph_node, 3);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[3]).graph_node, 4);
+  EXPECT_EQ(std::get<AtenItem>(l.lowered.program[4]).graph_node, 5);
+  EXPECT_TRUE(std::holds_alternative<ir::ComputeNode>(l.lowered.program[5]));
+  bool found = false;
+  for (const auto& b : l.lowered.buffers)
+    if (b.buffer->name == "vals") {
+      found = true;
+      EXPECT_EQ(b.graph_node, 5);
+      EXPECT_EQ(b.buffer->kind, ir::BufferKind::GraphInput);
+    }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

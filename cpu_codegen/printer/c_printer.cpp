@@ -1,0 +1,274 @@
+#include "cpu_codegen/printer/c_printer.h"
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "cpu_codegen/printer/op_tables.h"
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/scalar_convert.h"
+#include "support/status.h"
+
+namespace cppi::codegen {
+
+using namespace ir;
+using cppi::CompilerError;
+using cppi::Error;
+using cppi::cat;
+
+// --- SourceWriter -----------------------------------------------------------------------
+
+void SourceWriter::line(const std::string& s) {
+  if (s.empty()) {
+    out_ << "\n";
+    return;
+  }
+  out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n";
+}
+
+void SourceWriter::open(const std::string& head) {
+  line(head.empty() ? "{" : head + " {");
+  ++indent_;
+}
+
+void SourceWriter::close(const std::string& tail) {
+  --indent_;
+  line(tail);
+}
+
+// --- scopes -------------------------------------------------------------------------------
+
+const CValue* ValueScope::find(const Expr& e) const {
+  for (const ValueScope* s = this; s; s = s->parent_) {
+    auto it = s->values_.find(e);
+    if (it != s->values_.end()) return &it->second;
+  }
+  return nullptr;
+}
+
+void ValueScope::forget_loads_of(const std::string& buffer) {
+  for (auto it = values_.begin(); it != values_.end();) {
+    if (reads_buffer(it->first, buffer)) {
+      it = values_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool reads_buffer(const Expr& e, const std::string& buffer) {
+  struct Finder : ExprVisitor {
+    const std::string& name;
+    bool found = false;
+    explicit Finder(const std::string& n) : name(n) {}
+    void visit(const Load& n) override {
+      if (n.buffer->name == name) found = true;
+      ExprVisitor::visit(n);
+    }
+  } finder(buffer);
+  finder.walk(e);
+  return finder.found;
+}
+
+std::string c_identifier(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "_" + out;
+  return out;
+}
+
+// --- hooks: types, literals, scalar ops ------------------------------------------------------
+
+std::string CPrinterBase::scalar_type(DType t) const { return std::string(dtype_ctype(t)); }
+
+namespace {
+
+std::string int_literal(int64_t v) {
+  if (v == std::numeric_limits<int64_t>::min()) return "(-9223372036854775807LL - 1)";
+  std::string s = std::to_string(v);
+  if (v > std::numeric_limits<int32_t>::max() || v < std::numeric_limits<int32_t>::min()) s += "LL";
+  return s;
+}
+
+std::string float_text(double v, bool single) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, single ? "%.9g" : "%.17g", v);
+  std::string s = buf;
+  if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+  return s;
+}
+
+}  // namespace
+
+std::string CPrinterBase::literal(const Constant& c) const {
+  const DType t = c.dtype;
+  if (t == DType::Bool) return c.int_value ? "true" : "false";
+  if (!is_floating(t)) return int_literal(c.int_value);
+  const double v = c.float_value;
+  if (t == DType::Float16 || t == DType::BFloat16) {
+    const uint16_t bits = t == DType::Float16 ? float_to_half(static_cast<float>(v)) : float_to_bf16(static_cast<float>(v));
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s{0x%04x}", t == DType::Float16 ? "cppi_half" : "cppi_bf16", bits);
+    return buf;
+  }
+  const bool single = t == DType::Float32;
+  if (std::isnan(v)) return single ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+  if (std::isinf(v)) {
+    std::string inf = single ? "__builtin_inff()" : "__builtin_inf()";
+    return v < 0 ? "(-" + inf + ")" : inf;
+  }
+  std::string s = float_text(v, single);
+  if (std::signbit(v)) s = "(" + s + (single ? "f)" : ")");
+  else if (single) s += "f";
+  return s;
+}
+
+std::string CPrinterBase::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
+  const char* tmpl = scalar_unary_template(op, operand_class(t));
+  if (!tmpl) throw CompilerError(Error::internal(cat("codegen: no scalar form of ", to_string(op), " on ", dtype_name(t))));
+  return expand_template(tmpl, {x}, scalar_type(t));
+}
+
+std::string CPrinterBase::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
+  const char* tmpl = scalar_binary_template(op, operand_class(t));
+  if (!tmpl) throw CompilerError(Error::internal(cat("codegen: no scalar form of ", to_string(op), " on ", dtype_name(t))));
+  return expand_template(tmpl, {a, b}, scalar_type(t));
+}
+
+std::string CPrinterBase::scalar_cast(DType from, DType to, const std::string& x) const {
+  if (from == to) return x;
+  if (from == DType::Float16 || from == DType::BFloat16) {
+    const std::string f = (from == DType::Float16 ? "cppi_half_to_float(" : "cppi_bf16_to_float(") + x + ")";
+    return scalar_cast(DType::Float32, to, f);
+  }
+  if (to == DType::Float16 || to == DType::BFloat16) {
+    const std::string f = scalar_cast(from, DType::Float32, x);
+    return (to == DType::Float16 ? "cppi_float_to_half(" : "cppi_float_to_bf16(") + f + ")";
+  }
+  if (to == DType::Bool) return "(" + x + " != 0)";
+  return "((" + scalar_type(to) + ")" + x + ")";
+}
+
+// --- index expressions -----------------------------------------------------------------------
+
+namespace {
+
+bool is_positive_constant_or_symbolic(const IndexExpr& e) { return is_positive_monomial(e); }
+
+}  // namespace
+
+std::string CPrinterBase::index(const IndexExpr& e) const {
+  std::function<std::string(const IndexExpr&, bool)> print = [&](const IndexExpr& x, bool atom) -> std::string {
+    if (auto c = x.as<IndexConst>()) return c->value < 0 && atom ? "(" + int_literal(c->value) + ")" : int_literal(c->value);
+    if (auto s = x.as<IndexSymbol>()) return c_identifier(s->name);
+    if (auto v = x.as<IndexVar>()) return c_identifier(v->name);
+    if (auto m = x.as<IndexMul>()) {
+      std::string s;
+      if (m->coefficient == -1) s = "-";
+      else if (m->coefficient != 1) s = int_literal(m->coefficient) + "*";
+      for (size_t i = 0; i < m->factors.size(); ++i) s += (i ? "*" : "") + print(m->factors[i], true);
+      return atom ? "(" + s + ")" : s;
+    }
+    if (auto a = x.as<IndexAdd>()) {
+      std::string s;
+      auto add_term = [&](const std::string& text) {
+        if (s.empty()) {
+          s = text;
+        } else if (text[0] == '-') {
+          s += " - " + text.substr(1);
+        } else {
+          s += " + " + text;
+        }
+      };
+      for (const auto& t : a->terms) add_term(print(t, false));
+      if (a->constant != 0) add_term(int_literal(a->constant));
+      return atom ? "(" + s + ")" : s;
+    }
+    if (auto d = x.as<IndexFloorDiv>()) {
+      if (prove_nonnegative(d->lhs, ranges_) && is_positive_constant_or_symbolic(d->rhs)) {
+        return "(" + print(d->lhs, true) + " / " + print(d->rhs, true) + ")";
+      }
+      return "cppi_floordiv_i64(" + print(d->lhs, false) + ", " + print(d->rhs, false) + ")";
+    }
+    if (auto d = x.as<IndexMod>()) {
+      if (prove_nonnegative(d->lhs, ranges_) && is_positive_constant_or_symbolic(d->rhs)) {
+        return "(" + print(d->lhs, true) + " % " + print(d->rhs, true) + ")";
+      }
+      return "cppi_mod_i64(" + print(d->lhs, false) + ", " + print(d->rhs, false) + ")";
+    }
+    if (auto m = x.as<IndexMin>()) return "cppi_min_i<int64_t>(" + print(m->lhs, false) + ", " + print(m->rhs, false) + ")";
+    if (auto m = x.as<IndexMax>()) return "cppi_max_i<int64_t>(" + print(m->lhs, false) + ", " + print(m->rhs, false) + ")";
+    throw CompilerError(Error::internal("codegen: unknown index expression kind"));
+  };
+  return print(e, false);
+}
+
+// --- scalar values ---------------------------------------------------------------------------
+
+std::string CPrinterBase::fresh_name(const std::string& prefix) { return prefix + std::to_string(next_name_++); }
+
+std::string CPrinterBase::declare(const std::string& type, const std::string& text) {
+  std::string name = fresh_name();
+  out_.line("const " + type + " " + name + " = " + text + ";");
+  return name;
+}
+
+CValue CPrinterBase::scalar_value(const Expr& e, ValueScope& scope) {
+  if (auto c = e.as<Constant>()) return CValue{literal(*c), e.dtype()};
+  if (auto l = e.as<LocalRef>()) return local_value(*l);
+  if (const CValue* v = scope.find(e)) return *v;
+  CValue v{declare(scalar_type(e.dtype()), scalar_node(e, scope)), e.dtype()};
+  scope.add(e, v);
+  return v;
+}
+
+std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
+  auto operand = [&](const Expr& x) { return scalar_value(x, scope).text; };
+  switch (e.kind()) {
+    case ExprKind::Constant:
+    case ExprKind::LocalRef: break;  // handled inline by scalar_value
+    case ExprKind::Load: {
+      auto n = e.as<Load>();
+      std::string access = pointer_name(n->buffer->name) + "[" + index(n->index) + "]";
+      if (!n->mask.defined()) return access;
+      const std::string zero = literal(*Constant::make(0, n->dtype).as<Constant>());
+      return "(" + operand(n->mask) + " ? " + access + " : " + zero + ")";
+    }
+    case ExprKind::IndexValue: return "(" + index(e.as<IndexValue>()->index) + ")";
+    case ExprKind::Cast: {
+      auto n = e.as<Cast>();
+      return scalar_cast(n->value.dtype(), n->dtype, operand(n->value));
+    }
+    case ExprKind::Unary: {
+      auto n = e.as<Unary>();
+      return scalar_unary(n->op, n->operand.dtype(), operand(n->operand));
+    }
+    case ExprKind::Binary: {
+      auto n = e.as<Binary>();
+      const std::string a = operand(n->lhs), b = operand(n->rhs);
+      return scalar_binary(n->op, n->lhs.dtype(), a, b);
+    }
+    case ExprKind::Compare: {
+      auto n = e.as<Compare>();
+      const std::string a = operand(n->lhs), b = operand(n->rhs);
+      return "(" + a + " " + c_operator(n->op) + " " + b + ")";
+    }
+    case ExprKind::Where: {
+      auto n = e.as<Where>();
+      const std::string c = operand(n->cond), a = operand(n->then_value), b = operand(n->else_value);
+      return "(" + c + " ? " + a + " : " + b + ")";
+    }
+    case ExprKind::Random: {
+      auto n = e.as<Random>();
+      const std::string seed = operand(n->seed);
+      return std::string(n->random_kind == RandomKind::Uniform ? "cppi_rand(" : "cppi_randn(") + seed + ", " +
+             index(n->offset) + ")";
+    }
+  }
+  throw CompilerError(Error::internal(cat("codegen: cannot print ", to_string(e.kind()))));
+}
+
+}  // namespace cppi::codegen

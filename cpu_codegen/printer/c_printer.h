@@ -1,0 +1,118 @@
+/// \file
+/// The target-neutral part of printing loop-IR kernels as C-family source
+/// (the role TVM's CodeGenC plays under CodeGenCUDA): an indenting source
+/// writer, index expressions as C, scalar types and literals, scalar ops from
+/// the scalar table (op_tables.h), and scoped common-subexpression naming.
+///
+/// A target printer derives from CPrinterBase and overrides the hooks
+/// (types, literals, math names, how a node is printed in vector form) and
+/// adds its own loop structure. The CPU printer is cpu_printer.cpp; a CUDA
+/// printer would override scalar_type / scalar_unary for __half and device
+/// math and print thread mappings instead of loops.
+///
+/// Values: every non-trivial expression node gets a name (tmp0, tmp1, ... in
+/// print order) the first time a scope needs it; later uses in that scope or
+/// nested scopes reuse the name. Constants and reduction results print
+/// inline. Names are deterministic: they depend only on the kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "lowering/ir/expr.h"
+#include "lowering/ir/index_simplify.h"
+
+namespace cppi::codegen {
+
+/// Lines with indentation.
+class SourceWriter {
+ public:
+  void line(const std::string& s);
+  /// `head {` and indent.
+  void open(const std::string& head);
+  /// Dedent and `tail` (default "}").
+  void close(const std::string& tail = "}");
+  void blank() { out_ << "\n"; }
+  std::string str() const { return out_.str(); }
+
+ private:
+  std::ostringstream out_;
+  int indent_ = 0;
+};
+
+/// A printed value: a C expression (usually a name or a literal). Vector
+/// values of dtype bool are lane masks with `mask_bytes`-wide lanes.
+struct CValue {
+  std::string text;
+  DType dtype = DType::Float32;
+  bool vector = false;
+  int mask_bytes = 0;
+};
+
+/// A named-value scope: one per C block that introduces names.
+class ValueScope {
+ public:
+  explicit ValueScope(const ValueScope* parent = nullptr) : parent_(parent) {}
+  const CValue* find(const ir::Expr& e) const;
+  void add(const ir::Expr& e, CValue v) { values_.emplace(e, std::move(v)); }
+  /// Forgets every value in this scope (not its parents) that reads `buffer`:
+  /// after a store to it, a later load must read memory again.
+  void forget_loads_of(const std::string& buffer);
+
+ private:
+  const ValueScope* parent_;
+  std::unordered_map<ir::Expr, CValue, ir::ExprStructuralHash, ir::ExprStructuralEqual> values_;
+};
+
+/// True if `e` contains a Load of `buffer`.
+bool reads_buffer(const ir::Expr& e, const std::string& buffer);
+
+/// Makes `name` a C identifier (other characters become '_').
+std::string c_identifier(const std::string& name);
+
+class CPrinterBase {
+ public:
+  virtual ~CPrinterBase() = default;
+
+ protected:
+  explicit CPrinterBase(ir::VarRanges ranges) : ranges_(std::move(ranges)) {}
+
+  // --- hooks ------------------------------------------------------------------------
+  /// Scalar C type of a dtype as computed with ("float", "cppi_half", "bool").
+  virtual std::string scalar_type(DType t) const;
+  virtual std::string literal(const ir::Constant& c) const;
+  virtual std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x) const;
+  virtual std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b) const;
+  virtual std::string scalar_cast(DType from, DType to, const std::string& x) const;
+  /// The C name of a buffer's pointer.
+  virtual std::string pointer_name(const std::string& buffer) const = 0;
+  /// The C expression of a kernel-local (reduction result) value.
+  virtual CValue local_value(const ir::LocalRef& ref) const = 0;
+
+  // --- index expressions ------------------------------------------------------------
+  /// `e` as a C int64 expression; floordiv/mod print as / and % where the
+  /// dividend is provably nonnegative (loop variables are), else through the
+  /// Python-semantics helpers.
+  std::string index(const ir::IndexExpr& e) const;
+
+  // --- scalar values ----------------------------------------------------------------
+  /// The value of `e` in scalar form, naming it in `scope` if needed.
+  CValue scalar_value(const ir::Expr& e, ValueScope& scope);
+  /// Declares `const <type> tmpN = text;` and returns tmpN.
+  std::string declare(const std::string& type, const std::string& text);
+  std::string fresh_name(const std::string& prefix = "tmp");
+
+  SourceWriter out_;
+  ir::VarRanges ranges_;
+
+ private:
+  std::string scalar_node(const ir::Expr& e, ValueScope& scope);
+  int next_name_ = 0;
+};
+
+}  // namespace cppi::codegen

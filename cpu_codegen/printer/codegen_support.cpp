@@ -1,0 +1,336 @@
+#include "cpu_codegen/printer/codegen_support.h"
+
+namespace cppi::cpu {
+
+const char* codegen_support_source() {
+  return R"cppi_support(
+// ---- cppinductor codegen support (cpu_codegen/printer/codegen_support.cpp) ----
+// Integer arithmetic wraps (two's complement), as the loop IR defines it.
+template <class T> struct cppi_unsigned_of { typedef T type; };
+template <> struct cppi_unsigned_of<int8_t> { typedef uint8_t type; };
+template <> struct cppi_unsigned_of<int16_t> { typedef uint16_t type; };
+template <> struct cppi_unsigned_of<int32_t> { typedef uint32_t type; };
+template <> struct cppi_unsigned_of<int64_t> { typedef uint64_t type; };
+template <class T> CPPI_INLINE T cppi_wadd(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a + (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wsub(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a - (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wmul(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a * (U)b);
+}
+// Python // and % on int64 index values (divisor > 0 is not assumed).
+CPPI_INLINE int64_t cppi_floordiv_i64(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+CPPI_INLINE int64_t cppi_mod_i64(int64_t a, int64_t b) {
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+// Integer value ops (divisor != 0 is the lowering's job; MIN / -1 wraps).
+template <class T> CPPI_INLINE T cppi_int_floordiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  const T q = (T)(a / b);
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+template <class T> CPPI_INLINE T cppi_int_truncdiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  return (T)(a / b);
+}
+template <class T> CPPI_INLINE T cppi_int_fmod(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  return (T)(a % b);
+}
+template <class T> CPPI_INLINE T cppi_int_remainder(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  const T r = (T)(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+}
+template <class T> CPPI_INLINE T cppi_int_pow(T base, T exp) {
+  if (exp < 0) {
+    if (base == 1) return (T)1;
+    if (base == -1) return (exp % 2 == 0) ? (T)1 : (T)-1;
+    return (T)0;
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = cppi_wmul<T>(result, base);
+    base = cppi_wmul<T>(base, base);
+    exp = (T)(exp >> 1);
+  }
+  return result;
+}
+template <class T> CPPI_INLINE T cppi_int_shl(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)0 : (T)(U)((U)a << b);
+}
+template <class T> CPPI_INLINE T cppi_int_shr(T a, T b) {
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)(a < 0 ? -1 : 0) : (T)(a >> b);
+}
+template <class T> CPPI_INLINE T cppi_int_abs(T a) { return a < 0 ? cppi_wsub<T>((T)0, a) : a; }
+template <class T> CPPI_INLINE T cppi_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
+
+// Float floor division and remainder exactly as ATen's div_floor_floating
+// and remainder kernels compute them.
+template <class T> CPPI_INLINE T cppi_float_floordiv(T a, T b) {
+  if (b == 0) return a / b;
+  const T m = cppi_fmod(a, b);
+  T div = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+  if (div == 0) return __builtin_copysign((T)0, a / b);
+  T fl = cppi_floor(div);
+  if (div - fl > (T)0.5) fl += 1;
+  return fl;
+}
+template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
+  T m = cppi_fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+CPPI_INLINE float cppi_copysign(float a, float b) { return __builtin_copysignf(a, b); }
+CPPI_INLINE double cppi_copysign(double a, double b) { return __builtin_copysign(a, b); }
+CPPI_INLINE bool cppi_signbit(float a) { return __builtin_signbit(a); }
+CPPI_INLINE bool cppi_signbit(double a) { return __builtin_signbit(a); }
+CPPI_INLINE bool cppi_isinf(float a) { return __builtin_fabsf(a) == __builtin_inff(); }
+CPPI_INLINE bool cppi_isinf(double a) { return __builtin_fabs(a) == __builtin_inf(); }
+CPPI_INLINE bool cppi_isfinite(float a) { return __builtin_fabsf(a) < __builtin_inff(); }
+CPPI_INLINE bool cppi_isfinite(double a) { return __builtin_fabs(a) < __builtin_inf(); }
+
+// erfinv: Giles' approximation refined by Newton steps on erf, in double
+// (the reference interpreter's algorithm).
+CPPI_INLINE double cppi_erfinv(double y) {
+  if (y != y || y < -1 || y > 1) return __builtin_nan("");
+  if (y == 1) return __builtin_inf();
+  if (y == -1) return -__builtin_inf();
+  double w = -__builtin_log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = __builtin_sqrt(w) - 3;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 3; ++i) {
+    const double err = __builtin_erf(x) - y;
+    x -= err / (1.1283791670955126 * __builtin_exp(-x * x));
+  }
+  return x;
+}
+CPPI_INLINE float cppi_erfinv(float y) { return (float)cppi_erfinv((double)y); }
+
+// Philox4x32-10 random numbers as the loop IR's Random defines them.
+CPPI_INLINE void cppi_philox(int64_t seed, int64_t offset, uint32_t out[4]) {
+  const uint64_t s = (uint64_t)seed, o = (uint64_t)offset;
+  uint32_t c0 = (uint32_t)o, c1 = (uint32_t)(o >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = (uint32_t)s, k1 = (uint32_t)(s >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t pa = (uint64_t)0xD2511F53u * c0;
+    const uint64_t pb = (uint64_t)0xCD9E8D57u * c2;
+    const uint32_t n0 = (uint32_t)(pb >> 32) ^ c1 ^ k0;
+    const uint32_t n1 = (uint32_t)pb;
+    const uint32_t n2 = (uint32_t)(pa >> 32) ^ c3 ^ k1;
+    const uint32_t n3 = (uint32_t)pa;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+CPPI_INLINE float cppi_uint_to_uniform(uint32_t u) {
+  int32_t i = (int32_t)u;
+  if (i < 0) i = -i - 1;
+  return (float)i * 4.6566127342e-10f;
+}
+CPPI_INLINE float cppi_rand(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  return cppi_uint_to_uniform(w[0]);
+}
+CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  const float u1 = cppi_max_i(1.0e-7f, cppi_uint_to_uniform(w[0]));
+  const float u2 = cppi_uint_to_uniform(w[1]);
+  return __builtin_sqrtf(-2.0f * __builtin_logf(u1)) * __builtin_cosf(6.283185307179586f * u2);
+}
+
+// Lane-wise fallbacks: lane l gets f(base + l) (masked: only where m[l]).
+template <class V, class F>
+CPPI_INLINE V cppi_vgen(int64_t base, const F& f) {
+  V r;
+  for (int l = 0; l < cppi_vec_traits<V>::lanes_v; ++l) r[l] = f(base + l);
+  return r;
+}
+template <class V, class M, class F>
+CPPI_INLINE V cppi_vgen_masked(M m, int64_t base, const F& f) {
+  V r = {};
+  for (int l = 0; l < cppi_vec_traits<V>::lanes_v; ++l)
+    if (m[l]) r[l] = f(base + l);
+  return r;
+}
+template <class V, class F>
+CPPI_INLINE V cppi_vmap1(V a, const F& f) {
+  V r;
+  for (int l = 0; l < cppi_vec_traits<V>::lanes_v; ++l) r[l] = f(a[l]);
+  return r;
+}
+template <class V, class F>
+CPPI_INLINE V cppi_vmap2(V a, V b, const F& f) {
+  V r;
+  for (int l = 0; l < cppi_vec_traits<V>::lanes_v; ++l) r[l] = f(a[l], b[l]);
+  return r;
+}
+// Integer vector max/min (float vectors use the prelude's NaN-aware ones).
+template <class V> CPPI_INLINE V cppi_vmax_int(V a, V b) { return cppi_vselect(a > b, a, b); }
+template <class V> CPPI_INLINE V cppi_vmin_int(V a, V b) { return cppi_vselect(a < b, a, b); }
+// Horizontal reductions in lane order.
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_mul(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = acc * v[i];
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_wadd(V v) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  E acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_wadd<E>(acc, v[i]);
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_wmul(V v) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  E acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_wmul<E>(acc, v[i]);
+  return acc;
+}
+template <class V> CPPI_INLINE bool cppi_vreduce_any(V m) {
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i)
+    if (m[i]) return true;
+  return false;
+}
+template <class V> CPPI_INLINE bool cppi_vreduce_all(V m) {
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i)
+    if (!m[i]) return false;
+  return true;
+}
+
+// argmax / argmin: the first position of the max (min); NaN beats every
+// number, the first NaN wins. The combines are order-free on ties (smaller
+// index wins), so partials may be merged in any fixed order.
+template <class T> struct cppi_arg { T value; int64_t index; };
+template <class T> CPPI_INLINE cppi_arg<T> cppi_argmax_combine(cppi_arg<T> a, cppi_arg<T> b) {
+  const bool an = a.value != a.value, bn = b.value != b.value;
+  if (an || bn) {
+    if (an && bn) return a.index <= b.index ? a : b;
+    return an ? a : b;
+  }
+  if (a.value != b.value) return a.value > b.value ? a : b;
+  return a.index <= b.index ? a : b;
+}
+template <class T> CPPI_INLINE cppi_arg<T> cppi_argmin_combine(cppi_arg<T> a, cppi_arg<T> b) {
+  const bool an = a.value != a.value, bn = b.value != b.value;
+  if (an || bn) {
+    if (an && bn) return a.index <= b.index ? a : b;
+    return an ? a : b;
+  }
+  if (a.value != b.value) return a.value < b.value ? a : b;
+  return a.index <= b.index ? a : b;
+}
+// Per-lane states; each lane sees increasing positions, so strict
+// comparisons keep the first occurrence.
+template <class V, class I> struct cppi_varg { V value; I index; };
+template <class V, class I>
+CPPI_INLINE cppi_varg<V, I> cppi_vargmax_update(cppi_varg<V, I> a, V v, I pos) {
+  const auto take = (v > a.value) | ((v != v) & (a.value == a.value));
+  a.value = cppi_vselect(take, v, a.value);
+  a.index = cppi_vselect(cppi_vconvert<I>(take), pos, a.index);
+  return a;
+}
+template <class V, class I>
+CPPI_INLINE cppi_varg<V, I> cppi_vargmin_update(cppi_varg<V, I> a, V v, I pos) {
+  const auto take = (v < a.value) | ((v != v) & (a.value == a.value));
+  a.value = cppi_vselect(take, v, a.value);
+  a.index = cppi_vselect(cppi_vconvert<I>(take), pos, a.index);
+  return a;
+}
+template <class V, class I>
+CPPI_INLINE cppi_arg<typename cppi_vec_traits<V>::element_type> cppi_vargmax_reduce(cppi_varg<V, I> a) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  cppi_arg<E> r = {a.value[0], a.index[0]};
+  for (int l = 1; l < cppi_vec_traits<V>::lanes_v; ++l) r = cppi_argmax_combine(r, cppi_arg<E>{a.value[l], a.index[l]});
+  return r;
+}
+template <class V, class I>
+CPPI_INLINE cppi_arg<typename cppi_vec_traits<V>::element_type> cppi_vargmin_reduce(cppi_varg<V, I> a) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  cppi_arg<E> r = {a.value[0], a.index[0]};
+  for (int l = 1; l < cppi_vec_traits<V>::lanes_v; ++l) r = cppi_argmin_combine(r, cppi_arg<E>{a.value[l], a.index[l]});
+  return r;
+}
+
+// Welford (mean, m2, weight); partials merge with Chan et al.'s formula.
+template <class T> struct cppi_welford { T mean, m2, weight; };
+template <class T> CPPI_INLINE cppi_welford<T> cppi_welford_add(cppi_welford<T> a, T v) {
+  a.weight = a.weight + (T)1;
+  const T delta = v - a.mean;
+  a.mean = a.mean + delta / a.weight;
+  a.m2 = a.m2 + delta * (v - a.mean);
+  return a;
+}
+template <class T> CPPI_INLINE cppi_welford<T> cppi_welford_combine(cppi_welford<T> a, cppi_welford<T> b) {
+  if (a.weight == 0) return b;
+  if (b.weight == 0) return a;
+  const T w = a.weight + b.weight;
+  const T delta = b.mean - a.mean;
+  const T nb = b.weight / w;
+  cppi_welford<T> r;
+  r.mean = a.mean + delta * nb;
+  r.m2 = a.m2 + b.m2 + delta * delta * a.weight * nb;
+  r.weight = w;
+  return r;
+}
+template <class V> struct cppi_vwelford { V mean, m2, weight; };
+template <class V> CPPI_INLINE cppi_vwelford<V> cppi_vwelford_add(cppi_vwelford<V> a, V v) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  a.weight = a.weight + cppi_vsplat<V>((E)1);
+  const V delta = v - a.mean;
+  a.mean = a.mean + delta / a.weight;
+  a.m2 = a.m2 + delta * (v - a.mean);
+  return a;
+}
+template <class V>
+CPPI_INLINE cppi_welford<typename cppi_vec_traits<V>::element_type> cppi_vwelford_reduce(cppi_vwelford<V> a) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  cppi_welford<E> r = {a.mean[0], a.m2[0], a.weight[0]};
+  for (int l = 1; l < cppi_vec_traits<V>::lanes_v; ++l)
+    r = cppi_welford_combine(r, cppi_welford<E>{a.mean[l], a.m2[l], a.weight[l]});
+  return r;
+}
+// ---- end of codegen support ----
+)cppi_support";
+}
+
+}  // namespace cppi::cpu

@@ -1,0 +1,58 @@
+/// \file
+/// Scheduled CPU kernels -> callable KernelHandles: prints one module for all
+/// kernels of a graph (print_cpu_module), compiles it once with
+/// cpu::compile_cpp and wraps each extern "C" symbol in a handle that keeps
+/// the compiled module alive.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/printer/cpu_printer.h"
+#include "lowering/ir/kernel.h"
+#include "support/kernel_handle.h"
+#include "support/status.h"
+
+namespace cppi::cpu {
+
+struct CpuKernelOptions {
+  PrintOptions print;
+  CompileOptions compile;
+};
+
+/// A compiled kernel. run() ignores the stream.
+class CpuKernelHandle final : public KernelHandle {
+ public:
+  using Fn = void (*)(void* const* buffers, const int64_t* symbols);
+  CpuKernelHandle(std::string name, Fn fn, std::shared_ptr<CompiledModule> module, PrintedKernel info)
+      : name_(std::move(name)), fn_(fn), module_(std::move(module)), info_(std::move(info)) {}
+
+  const std::string& name() const override { return name_; }
+  const char* device() const override { return "cpu"; }
+  void run(void* const* buffers, const int64_t* symbols, uintptr_t /*stream*/) const override { fn_(buffers, symbols); }
+
+  const PrintedKernel& info() const { return info_; }
+  const CompiledModule& module() const { return *module_; }
+
+ private:
+  std::string name_;
+  Fn fn_;
+  std::shared_ptr<CompiledModule> module_;
+  PrintedKernel info_;
+};
+
+struct CompiledCpuKernels {
+  std::vector<std::shared_ptr<CpuKernelHandle>> kernels;  // in input order
+  std::string source;                                      // the printed module
+  std::shared_ptr<CompiledModule> module;
+};
+
+/// Prints and compiles `kernels` as one module. Print failures are Internal
+/// errors; compiler failures are CompileFailed with the diagnostics.
+Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
+                                                 const std::vector<std::string>& graph_symbols,
+                                                 const CpuKernelOptions& options = {});
+
+}  // namespace cppi::cpu

@@ -1,0 +1,285 @@
+#include "cpu_codegen/schedule/cpu_schedule.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::cpu {
+
+using namespace ir;
+
+CpuTarget CpuTarget::host() {
+  CpuTarget t;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    t.vector_bytes = 64;
+  } else if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx")) {
+    t.vector_bytes = 32;
+  } else {
+    t.vector_bytes = 16;
+  }
+#else
+  t.vector_bytes = 16;
+#endif
+  t.num_threads = std::max(1u, std::thread::hardware_concurrency());
+  return t;
+}
+
+namespace {
+
+const std::vector<Loop>& loops_of(const Stage& s) {
+  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
+}
+
+/// What the accesses of some expressions look like along one loop variable.
+struct AccessCounts {
+  int contiguous = 0;  // stride-1 loads
+  int broadcast = 0;   // loads that do not move with the variable
+  int gathers = 0;     // lane-by-lane work: other strides, masked, random, non-affine
+  int bad_stores = 0;  // stores that are not stride 1
+  int stores = 0;
+  int max_lane_bytes = 4;
+  bool unsupported = false;  // something the vector printer cannot do
+};
+
+class AccessScanner : public ExprVisitor {
+ public:
+  AccessScanner(std::string var, AccessCounts* counts) : var_(std::move(var)), counts_(counts) {}
+
+  void store(const Store& s) {
+    ++counts_->stores;
+    auto c = coefficient(s.index, ir::var(var_));
+    if (!c || !c->is_constant(1)) ++counts_->bad_stores;
+    note_dtype(s.buffer->dtype);
+    walk(s.value);
+  }
+  void note_dtype(DType t) {
+    if (t != DType::Bool) counts_->max_lane_bytes = std::max(counts_->max_lane_bytes, dtype_size(t));
+  }
+
+ protected:
+  void visit(const Load& n) override {
+    note_dtype(n.dtype);
+    auto c = coefficient(n.index, ir::var(var_));
+    if (n.mask.defined() && c && !c->is_constant(0)) {
+      ++counts_->gathers;
+    } else if (c && c->is_constant(1)) {
+      ++counts_->contiguous;
+    } else if (c && c->is_constant(0)) {
+      ++counts_->broadcast;
+    } else {
+      ++counts_->gathers;
+    }
+    ExprVisitor::visit(n);
+  }
+  void visit(const IndexValue& n) override {
+    note_dtype(DType::Int64);
+    auto c = coefficient(n.index, ir::var(var_));
+    if (!c || !(c->is_constant(0) || c->is_constant(1))) ++counts_->gathers;
+    ExprVisitor::visit(n);
+  }
+  void visit(const Random& n) override {
+    if (depends_on(n.offset, var_)) ++counts_->gathers;
+    ExprVisitor::visit(n);
+  }
+  void visit(const Cast& n) override {
+    note_dtype(n.dtype);
+    ExprVisitor::visit(n);
+  }
+  void visit(const Unary& n) override {
+    note_dtype(n.dtype);
+    ExprVisitor::visit(n);
+  }
+  void visit(const Binary& n) override {
+    note_dtype(n.dtype);
+    ExprVisitor::visit(n);
+  }
+  void visit(const Compare& n) override {
+    note_dtype(n.lhs.dtype());
+    ExprVisitor::visit(n);
+  }
+  void visit(const Where& n) override {
+    note_dtype(n.dtype);
+    ExprVisitor::visit(n);
+  }
+  void visit(const LocalRef& n) override {
+    note_dtype(n.dtype);
+    ExprVisitor::visit(n);
+  }
+
+ private:
+  std::string var_;
+  AccessCounts* counts_;
+};
+
+void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts) {
+  AccessScanner scanner(var, counts);
+  if (auto r = std::get_if<ReductionStage>(&stage)) {
+    scanner.walk(r->body);
+    for (DType t : r->result_dtypes) scanner.note_dtype(t);
+    if (r->kind == ReductionKind::ArgMax || r->kind == ReductionKind::ArgMin) {
+      if (r->body.dtype() == DType::Bool) counts->unsupported = true;
+      scanner.note_dtype(DType::Int64);
+    }
+  } else {
+    for (const auto& s : std::get<PointwiseStage>(stage).stores) scanner.store(s);
+  }
+}
+
+bool worth_vectorizing(const AccessCounts& c) {
+  if (c.unsupported || c.bad_stores > 0) return false;
+  if (c.contiguous + c.stores == 0) return false;
+  return c.gathers * 2 <= c.contiguous;
+}
+
+std::string var_name(const Loop& l) { return l.var.as<IndexVar>()->name; }
+
+struct Estimator {
+  const CpuTarget& target;
+  int64_t operator()(const IndexExpr& e) const {
+    IndexBindings b;
+    for (const auto& s : free_symbols(e)) b[s] = target.symbol_hint;
+    return std::max<int64_t>(1, evaluate(e, b));
+  }
+  int64_t product(const std::vector<Loop>& loops, size_t begin = 0, size_t end = SIZE_MAX) const {
+    int64_t p = 1;
+    for (size_t i = begin; i < std::min(end, loops.size()); ++i) p = sat_mul(p, (*this)(loops[i].extent));
+    return p;
+  }
+  static int64_t sat_mul(int64_t a, int64_t b) {
+    if (a != 0 && b > INT64_MAX / a) return INT64_MAX;
+    return a * b;
+  }
+};
+
+struct Decision {
+  CpuSchedule cpu;
+  std::string why;
+};
+
+/// Largest width in {16, 8, 4} that fits the lanes and the constant extents.
+int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<IndexExpr>& extents) {
+  int w = target.vector_bytes / std::max(4, max_lane_bytes);
+  w = std::min(16, std::max(4, w));
+  if (max_lane_bytes == 8) w = std::min(w, 8);
+  for (const auto& e : extents) {
+    if (auto c = e.constant()) {
+      while (w > 4 && *c < w) w /= 2;
+      if (*c < w) return 0;
+    }
+  }
+  return w;
+}
+
+Decision decide(const Kernel& k, const CpuTarget& target) {
+  Decision d;
+  Estimator est{target};
+  const int64_t outer_iters = est.product(k.outer);
+  int64_t stage_work = 0;
+  size_t reductions = 0;
+  bool pointwise_loops = false;
+  bool any_stage_loops = false;
+  for (const auto& s : k.stages) {
+    stage_work = std::min<int64_t>(INT64_MAX / 2, stage_work + est.product(loops_of(s)));
+    if (std::holds_alternative<ReductionStage>(s)) ++reductions;
+    else if (!loops_of(s).empty()) pointwise_loops = true;
+    if (!loops_of(s).empty()) any_stage_loops = true;
+  }
+  const int64_t work = Estimator::sat_mul(outer_iters, std::max<int64_t>(1, stage_work));
+
+  // --- vectorisation -----------------------------------------------------------------
+  std::string vec_why = "scalar: no contiguous loop";
+  if (any_stage_loops) {
+    AccessCounts counts;
+    std::vector<IndexExpr> extents;
+    for (const auto& s : k.stages) {
+      const auto& loops = loops_of(s);
+      if (loops.empty()) continue;
+      scan_stage(s, var_name(loops.back()), &counts);
+      extents.push_back(loops.back().extent);
+    }
+    int w = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, extents) : 0;
+    if (w) {
+      d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
+      d.cpu.vector_width = w;
+      vec_why = cat("vectorised the innermost loop of each stage (", counts.contiguous, " contiguous, ",
+                    counts.broadcast, " broadcast, ", counts.gathers, " gathered loads)");
+    }
+  }
+  if (d.cpu.vectorized == VectorizedLoop::None && !k.outer.empty()) {
+    AccessCounts counts;
+    const std::string v = var_name(k.outer.back());
+    for (const auto& s : k.stages) scan_stage(s, v, &counts);
+    int w = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, {k.outer.back().extent}) : 0;
+    if (w) {
+      d.cpu.vectorized = VectorizedLoop::InnermostOuter;
+      d.cpu.vector_width = w;
+      vec_why = cat("vectorised outer loop ", v, " (", counts.contiguous, " contiguous, ", counts.broadcast,
+                    " broadcast, ", counts.gathers, " gathered loads)");
+    } else if (counts.bad_stores || counts.gathers) {
+      vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ", counts.contiguous,
+                    " contiguous loads in ", v);
+    }
+  }
+  d.cpu.tail = TailKind::ScalarLoop;
+
+  // --- parallelism -------------------------------------------------------------------
+  std::string par_why;
+  const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
+  if (work < target.min_parallel_work) {
+    par_why = cat("serial: ", work, " elements of work");
+  } else if (outer_iters < target.num_threads && reductions == 1 && !pointwise_loops && !vec_outer) {
+    const ReductionStage* r = nullptr;
+    for (const auto& s : k.stages) {
+      if (auto rs = std::get_if<ReductionStage>(&s)) r = rs;
+    }
+    if (!r->loops.empty()) {
+      d.cpu.parallel_reduction = true;
+      const int64_t per_iter = est.product(r->loops, 1);
+      d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_iter - 1) / per_iter);
+      par_why = cat("parallel reduction over ", var_name(r->loops[0]), " (", outer_iters, " outer iterations)");
+    } else {
+      par_why = "serial: nothing to split";
+    }
+  } else if (!k.outer.empty()) {
+    const size_t n = k.outer.size();
+    size_t max_p = (vec_outer && n > 1) ? n - 1 : n;
+    size_t p = 0;
+    int64_t iters = 1;
+    while (p < max_p && iters < 4 * static_cast<int64_t>(target.num_threads)) {
+      iters = Estimator::sat_mul(iters, est(k.outer[p].extent));
+      ++p;
+    }
+    if (p > 0) {
+      d.cpu.parallel_loops = static_cast<int>(p);
+      int64_t units = iters;
+      if (vec_outer && p == n) units = (iters + d.cpu.vector_width - 1) / d.cpu.vector_width;
+      const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
+      d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
+      par_why = cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", d.cpu.grain_size);
+    } else {
+      par_why = "serial: the only outer loop is vectorised across several loops";
+    }
+  } else {
+    par_why = "serial: no outer loops";
+  }
+  d.why = par_why + "; " + vec_why;
+  return d;
+}
+
+}  // namespace
+
+KernelPtr schedule_for_cpu(const KernelPtr& kernel, const CpuTarget& target) {
+  Schedule s = kernel->schedule;
+  s.cpu = decide(*kernel, target).cpu;
+  return kernel->with_schedule(s);
+}
+
+std::string explain_cpu_schedule(const Kernel& kernel, const CpuTarget& target) {
+  return kernel.name + ": " + decide(kernel, target).why;
+}
+
+}  // namespace cppi::cpu

@@ -1,0 +1,59 @@
+/// \file
+/// The CPU schedule pass: decides each kernel's ir::CpuSchedule (which outer
+/// loops run under cppi_parallel_for and with what grain, whether a lone
+/// reduction is split across threads, which loop is vectorised and how wide)
+/// from the kernel's loops and access patterns and the target CPU. The
+/// printer (cpu_codegen/printer) prints exactly what this decides.
+///
+/// The rules, in order:
+/// - Work = product of outer extents x sum over stages of the product of the
+///   stage's extents (size symbols count as CpuTarget::symbol_hint).
+/// - Vectorisation. Candidate loops: the innermost loop of every stage that
+///   has loops (a row reduction or a softmax row), else/otherwise the
+///   innermost outer loop (plain pointwise kernels; column reductions, whose
+///   reduction loop is not the contiguous one, vectorise across outputs). A
+///   candidate is taken when every store is stride-1 in that loop and the
+///   loads are mostly stride-1 or broadcast (stride 0): gathers (other strides,
+///   non-affine indices, masked loads, random numbers) may be at most half as
+///   many as contiguous loads. Width = vector bytes / the widest lane (4-byte
+///   minimum: fp16/bf16/int8 compute in float lanes anyway): 16 floats or 8
+///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
+///   constant extent below the width, none below 4. Tail: a scalar loop.
+/// - Parallelism. Work below CpuTarget::min_parallel_work stays serial. A
+///   kernel whose outer iterations are fewer than the threads and that is a
+///   single reduction (plus loop-less stores) splits the reduction loop
+///   (parallel_reduction; partials combined in order). Otherwise the fewest
+///   leading outer loops whose product reaches 4 x threads are collapsed into
+///   cppi_parallel_for, with grain = min_parallel_work / work per iteration,
+///   so each chunk carries at least that much work. A vectorised outer loop is
+///   parallel only when it is the only outer loop (its iterations then count
+///   in vectors).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "lowering/ir/kernel.h"
+
+namespace cppi::cpu {
+
+struct CpuTarget {
+  /// Bytes per vector register: 64 (AVX-512), 32 (AVX/AVX2), 16 (SSE).
+  int vector_bytes = 64;
+  int num_threads = 1;
+  /// Elements of work below which a kernel runs on one thread.
+  int64_t min_parallel_work = 32768;
+  /// The value assumed for a size symbol in the estimates above.
+  int64_t symbol_hint = 1024;
+
+  /// The running CPU (cpuid) and its hardware threads.
+  static CpuTarget host();
+};
+
+/// The kernel with its CPU schedule decided (its GPU schedule kept).
+ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);
+
+/// One line saying what schedule_for_cpu decided and why, for remarks.
+std::string explain_cpu_schedule(const ir::Kernel& kernel, const CpuTarget& target);
+
+}  // namespace cppi::cpu

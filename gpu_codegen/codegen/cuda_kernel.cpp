@@ -1,0 +1,102 @@
+#include "gpu_codegen/codegen/cuda_kernel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace cppi::gpu {
+
+using namespace ir;
+
+CudaKernelHandle::CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, std::optional<CudaKernel> scalar_twin)
+    : info_(std::move(info)), kernel_(std::move(kernel)), scalar_(std::move(scalar_twin)) {}
+
+int64_t CudaKernelHandle::evaluate(const IndexExpr& e, const int64_t* symbols) const {
+  if (auto c = e.constant()) return *c;
+  IndexBindings b;
+  for (size_t i = 0; i < info_.symbols.size(); ++i) b[info_.symbols[i]] = symbols[info_.symbol_positions[i]];
+  return ir::evaluate(e, b);
+}
+
+CudaKernelHandle::Launch CudaKernelHandle::plan(void* const* buffers, const int64_t* symbols) const {
+  Launch l;
+  const GpuSchedule& g = info_.schedule;
+  l.iterations = evaluate(info_.iterations, symbols);
+  l.block.x = static_cast<unsigned>(g.block_size);
+  l.vectorized = scalar_.has_value();
+  for (const auto& c : info_.vector_checks) {
+    if (!l.vectorized) break;
+    if (c.buffer_arg >= 0 && reinterpret_cast<uintptr_t>(buffers[c.buffer_arg]) % static_cast<uintptr_t>(c.alignment)) {
+      l.vectorized = false;
+    }
+    for (const auto& m : c.multiples) {
+      if (evaluate(m, symbols) % c.divisor != 0) l.vectorized = false;
+    }
+  }
+  int64_t per_block = g.block_size;
+  switch (g.mapping) {
+    case GpuMapping::GridStridePointwise:
+    case GpuMapping::ColumnReduction: per_block = g.block_size * (l.vectorized ? g.elements_per_thread : 1); break;
+    case GpuMapping::RowPerWarp: per_block = g.block_size / 32; break;
+    case GpuMapping::RowPerBlock: per_block = 1; break;
+    case GpuMapping::None: break;
+  }
+  int64_t blocks = (l.iterations + per_block - 1) / per_block;
+  if (g.grid_size > 0) blocks = std::min(blocks, g.grid_size);
+  blocks = std::clamp<int64_t>(blocks, 1, std::numeric_limits<int32_t>::max());
+  l.grid.x = static_cast<unsigned>(blocks);
+  return l;
+}
+
+void CudaKernelHandle::run(void* const* buffers, const int64_t* symbols, uintptr_t stream) const {
+  const Launch l = plan(buffers, symbols);
+  if (l.iterations <= 0) return;
+  constexpr size_t kMaxArgs = 64;
+  const size_t nb = static_cast<size_t>(info_.buffer_args), ns = info_.symbol_positions.size();
+  if (nb + ns > kMaxArgs) throw CompilerError(Error::internal(cat("cuda kernel ", info_.name, ": too many arguments")));
+  void* args[kMaxArgs];
+  for (size_t i = 0; i < nb; ++i) args[i] = const_cast<void**>(&buffers[i]);
+  for (size_t j = 0; j < ns; ++j) args[nb + j] = const_cast<int64_t*>(&symbols[info_.symbol_positions[j]]);
+  const CudaKernel& k = l.vectorized || !scalar_ ? kernel_ : *scalar_;
+  Status s = launch(k, l.grid, l.block, 0, stream, args);
+  if (!s.ok()) throw CompilerError(s.error());
+}
+
+Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>& kernels,
+                                                   const std::vector<std::string>& graph_symbols,
+                                                   const CudaKernelOptions& options) {
+  auto printed = print_cuda_module(kernels, graph_symbols, options.print);
+  if (!printed.ok()) return printed.error();
+  int cc = options.compute_capability;
+  if (cc == 0) {
+    auto current = current_device_compute_capability();
+    if (!current.ok()) return current.error();
+    cc = *current;
+  }
+  auto program = compile_cuda(printed->source, "cppinductor_kernels.cu", cc, options.nvrtc);
+  if (!program.ok()) return program.error();
+  const auto start = std::chrono::steady_clock::now();
+  auto module = CudaModule::load_ptx(program->ptx);
+  if (!module.ok()) return module.error();
+  CompiledCudaKernels out;
+  out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (auto& info : printed->kernels) {
+    auto fn = module->function(info.name);
+    if (!fn.ok()) return fn.error();
+    std::optional<CudaKernel> twin;
+    if (!info.scalar_twin.empty()) {
+      auto t = module->function(info.scalar_twin);
+      if (!t.ok()) return t.error();
+      twin = *t;
+    }
+    out.kernels.push_back(std::make_shared<CudaKernelHandle>(std::move(info), *fn, std::move(twin)));
+  }
+  out.source = std::move(printed->source);
+  out.ptx = std::move(program->ptx);
+  out.nvrtc_log = std::move(program->log);
+  out.arch = program->arch;
+  out.nvrtc_ms = program->compile_ms;
+  return out;
+}
+
+}  // namespace cppi::gpu

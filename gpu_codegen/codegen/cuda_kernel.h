@@ -1,0 +1,77 @@
+/// \file
+/// Scheduled CUDA kernels -> callable KernelHandles: prints one module for
+/// all kernels of a graph (print_cuda_module), compiles it once with NVRTC to
+/// PTX for the current device (compile_cuda), loads it (CudaModule) and wraps
+/// each kernel in a handle that computes its grid from the size symbols at
+/// launch, picks the vectorised or scalar variant after checking alignment,
+/// and launches on the caller's stream. The mirror of
+/// cpu_codegen/printer/cpu_kernel.h.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/runtime/cuda_module.h"
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
+#include "lowering/ir/kernel.h"
+#include "support/kernel_handle.h"
+#include "support/status.h"
+
+namespace cppi::gpu {
+
+struct CudaKernelOptions {
+  CudaPrintOptions print;
+  NvrtcOptions nvrtc;
+  /// major*10+minor to compile for; 0 = the current device's.
+  int compute_capability = 0;
+};
+
+/// A compiled kernel. run() launches asynchronously on `stream` (a CUstream,
+/// 0 = the legacy default stream); launch failures throw CompilerError.
+class CudaKernelHandle final : public KernelHandle {
+ public:
+  CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, std::optional<CudaKernel> scalar_twin);
+
+  const std::string& name() const override { return info_.name; }
+  const char* device() const override { return "cuda"; }
+  void run(void* const* buffers, const int64_t* symbols, uintptr_t stream) const override;
+
+  const PrintedCudaKernel& info() const { return info_; }
+  /// The launch configuration run() would use (for tests and benchmarks).
+  struct Launch {
+    Dim3 grid, block;
+    bool vectorized = false;  // the vectorised variant passes its checks
+    int64_t iterations = 0;
+  };
+  Launch plan(void* const* buffers, const int64_t* symbols) const;
+
+ private:
+  int64_t evaluate(const ir::IndexExpr& e, const int64_t* symbols) const;
+
+  PrintedCudaKernel info_;
+  CudaKernel kernel_;
+  std::optional<CudaKernel> scalar_;
+  std::vector<std::string> symbol_names_;  // by graph position, for evaluate()
+};
+
+struct CompiledCudaKernels {
+  std::vector<std::shared_ptr<CudaKernelHandle>> kernels;  // in input order
+  std::string source;                                       // the printed module (.cu)
+  std::string ptx;                                          // what NVRTC produced (.ptx)
+  std::string nvrtc_log;
+  int arch = 0;             // the compute_XX compiled for
+  double nvrtc_ms = 0.0;    // 0 when the PTX came from the cache
+  double load_ms = 0.0;     // driver JIT of the PTX (cuModuleLoadData)
+};
+
+/// Prints, compiles and loads `kernels` as one module. Print failures are
+/// Internal errors; NVRTC or driver JIT failures CompileFailed with the log;
+/// no GPU or no NVRTC is Unsupported.
+Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<ir::KernelPtr>& kernels,
+                                                   const std::vector<std::string>& graph_symbols,
+                                                   const CudaKernelOptions& options = {});
+
+}  // namespace cppi::gpu

@@ -1,0 +1,83 @@
+/// \file
+/// Prints scheduled CUDA kernels (lowering/ir/kernel.h, GpuSchedule filled by
+/// gpu_schedule.h) as one CUDA C++ translation unit for NVRTC. Codegen
+/// decides nothing: it prints the mapping the schedule names and fails with
+/// Error::Kind::Internal on a schedule it cannot honour.
+///
+/// The printer derives from the C printer (cpu_codegen/printer/c_printer.h)
+/// and shares its scalar op table; it adds what differs on the GPU: kernel
+/// parameters, thread indexing, __launch_bounds__, warp/block reductions,
+/// register-cached rows and 16-byte vector accesses. Math names resolve to
+/// CUDA's libdevice functions through cuda_support.h.
+///
+/// A kernel looks like
+///   // kernel: softmax_0
+///   extern "C" __global__ void __launch_bounds__(256)
+///   softmax_0(const float* in_x, float* out_y, int64_t s0) {
+///     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) { ...stages... }
+///   }
+/// Parameters: one pointer per buffer of ir::signature(kernel) (in that
+/// order), then one int64_t per size symbol the kernel uses (signature order).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lowering/ir/kernel.h"
+#include "support/status.h"
+
+namespace cppi::gpu {
+
+struct CudaPrintOptions {
+  /// Origin (FX node name) -> "file:line | code", printed under the kernel's
+  /// provenance comment when present.
+  std::map<std::string, std::string> origin_source;
+};
+
+/// A condition the launcher checks before it runs a vectorised kernel:
+/// buffer argument `buffer_arg` must be aligned to `alignment` bytes and every
+/// expression in `multiples` (over size symbols) must be a multiple of
+/// `divisor`.
+struct VectorCheck {
+  int buffer_arg = -1;  // -1: no pointer to check
+  int alignment = 1;
+  int64_t divisor = 1;
+  std::vector<ir::IndexExpr> multiples;
+};
+
+/// What the printer did with one kernel and what launching it needs.
+struct PrintedCudaKernel {
+  std::string name;         // the extern "C" __global__ symbol
+  std::string scalar_twin;  // the V = 1 variant of a vectorised kernel, else ""
+  ir::GpuSchedule schedule;
+  /// Product of the outer extents: elements (pointwise, column) or rows.
+  ir::IndexExpr iterations;
+  /// Launch-time checks for the vectorised variant (empty when not vectorised).
+  std::vector<VectorCheck> vector_checks;
+  /// The size symbols it takes, in parameter order, and the position of
+  /// each in the graph's symbols array.
+  std::vector<std::string> symbols;
+  std::vector<int> symbol_positions;
+  int buffer_args = 0;
+  bool warp_reduction = false;   // uses warp shuffles
+  bool block_reduction = false;  // uses the shared-memory block reduce
+  bool row_cached = false;       // single pass with the row in registers
+};
+
+struct PrintedCudaModule {
+  std::string source;
+  std::vector<PrintedCudaKernel> kernels;  // in input order
+
+  int vectorized_kernel_count() const;
+};
+
+/// One translation unit with one extern "C" __global__ function per kernel
+/// (two for a vectorised kernel: itself and its scalar twin "<name>_scalar").
+/// Kernel names must be distinct C identifiers; `graph_symbols` lists the
+/// graph's size symbols in the order the symbols array passes them.
+Expected<PrintedCudaModule> print_cuda_module(const std::vector<ir::KernelPtr>& kernels,
+                                              const std::vector<std::string>& graph_symbols,
+                                              const CudaPrintOptions& options = {});
+
+}  // namespace cppi::gpu

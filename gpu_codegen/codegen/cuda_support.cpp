@@ -1,0 +1,217 @@
+#include "gpu_codegen/codegen/cuda_support.h"
+
+namespace cppi::gpu {
+
+const char* cuda_codegen_support_source() {
+  return R"cppi_support(
+// ---- cppinductor CUDA codegen support (gpu_codegen/codegen/cuda_support.cpp) ----
+#define CPPI_INLINE __device__ __forceinline__
+
+// 16-byte (or narrower) vector accesses: a struct as aligned as it is wide,
+// which NVVM loads and stores with one ld/st.global.v* instruction.
+template <class T, int N>
+struct alignas(sizeof(T) * N) cppi_vec {
+  T v[N];
+};
+
+// Integer arithmetic wraps (two's complement), as the loop IR defines it.
+template <class T> struct cppi_unsigned_of { typedef T type; };
+template <> struct cppi_unsigned_of<int8_t> { typedef uint8_t type; };
+template <> struct cppi_unsigned_of<int16_t> { typedef uint16_t type; };
+template <> struct cppi_unsigned_of<int32_t> { typedef uint32_t type; };
+template <> struct cppi_unsigned_of<int64_t> { typedef uint64_t type; };
+template <class T> CPPI_INLINE T cppi_wadd(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a + (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wsub(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a - (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wmul(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a * (U)b);
+}
+template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
+template <class T> CPPI_INLINE T cppi_min_i(T a, T b) { return a < b ? a : b; }
+
+// Python // and % on int64 index values.
+CPPI_INLINE int64_t cppi_floordiv_i64(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+CPPI_INLINE int64_t cppi_mod_i64(int64_t a, int64_t b) {
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+// Integer value ops (divisor != 0 is the lowering's job; MIN / -1 wraps).
+template <class T> CPPI_INLINE T cppi_int_floordiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  const T q = (T)(a / b);
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+template <class T> CPPI_INLINE T cppi_int_truncdiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  return (T)(a / b);
+}
+template <class T> CPPI_INLINE T cppi_int_fmod(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  return (T)(a % b);
+}
+template <class T> CPPI_INLINE T cppi_int_remainder(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  const T r = (T)(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+}
+template <class T> CPPI_INLINE T cppi_int_pow(T base, T exp) {
+  if (exp < 0) {
+    if (base == 1) return (T)1;
+    if (base == -1) return (exp % 2 == 0) ? (T)1 : (T)-1;
+    return (T)0;
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = cppi_wmul<T>(result, base);
+    base = cppi_wmul<T>(base, base);
+    exp = (T)(exp >> 1);
+  }
+  return result;
+}
+template <class T> CPPI_INLINE T cppi_int_shl(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)0 : (T)(U)((U)a << b);
+}
+template <class T> CPPI_INLINE T cppi_int_shr(T a, T b) {
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)(a < 0 ? -1 : 0) : (T)(a >> b);
+}
+template <class T> CPPI_INLINE T cppi_int_abs(T a) { return a < 0 ? cppi_wsub<T>((T)0, a) : a; }
+template <class T> CPPI_INLINE T cppi_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
+
+// Float math: CUDA's accurate libdevice functions (no fast-math intrinsics).
+#define CPPI_MATH1(name, f32, f64)                          \
+  CPPI_INLINE float name(float x) { return f32(x); }       \
+  CPPI_INLINE double name(double x) { return f64(x); }
+#define CPPI_MATH2(name, f32, f64)                                   \
+  CPPI_INLINE float name(float x, float y) { return f32(x, y); }    \
+  CPPI_INLINE double name(double x, double y) { return f64(x, y); }
+CPPI_MATH1(cppi_abs, fabsf, fabs)
+CPPI_MATH1(cppi_exp, expf, exp)
+CPPI_MATH1(cppi_exp2, exp2f, exp2)
+CPPI_MATH1(cppi_expm1, expm1f, expm1)
+CPPI_MATH1(cppi_log, logf, log)
+CPPI_MATH1(cppi_log2, log2f, log2)
+CPPI_MATH1(cppi_log10, log10f, log10)
+CPPI_MATH1(cppi_log1p, log1pf, log1p)
+CPPI_MATH1(cppi_sqrt, sqrtf, sqrt)
+CPPI_MATH1(cppi_sin, sinf, sin)
+CPPI_MATH1(cppi_cos, cosf, cos)
+CPPI_MATH1(cppi_tan, tanf, tan)
+CPPI_MATH1(cppi_asin, asinf, asin)
+CPPI_MATH1(cppi_acos, acosf, acos)
+CPPI_MATH1(cppi_atan, atanf, atan)
+CPPI_MATH1(cppi_sinh, sinhf, sinh)
+CPPI_MATH1(cppi_cosh, coshf, cosh)
+CPPI_MATH1(cppi_tanh, tanhf, tanh)
+CPPI_MATH1(cppi_asinh, asinhf, asinh)
+CPPI_MATH1(cppi_acosh, acoshf, acosh)
+CPPI_MATH1(cppi_atanh, atanhf, atanh)
+CPPI_MATH1(cppi_erf, erff, erf)
+CPPI_MATH1(cppi_erfc, erfcf, erfc)
+CPPI_MATH1(cppi_erfinv, erfinvf, erfinv)
+CPPI_MATH1(cppi_lgamma, lgammaf, lgamma)
+CPPI_MATH1(cppi_floor, floorf, floor)
+CPPI_MATH1(cppi_ceil, ceilf, ceil)
+CPPI_MATH1(cppi_round, rintf, rint)  // half to even
+CPPI_MATH1(cppi_trunc, truncf, trunc)
+CPPI_MATH2(cppi_fmod, fmodf, fmod)
+CPPI_MATH2(cppi_pow, powf, pow)
+CPPI_MATH2(cppi_atan2, atan2f, atan2)
+CPPI_MATH2(cppi_hypot, hypotf, hypot)
+CPPI_MATH2(cppi_copysign, copysignf, copysign)
+#undef CPPI_MATH1
+#undef CPPI_MATH2
+CPPI_INLINE bool cppi_isnan(float a) { return a != a; }
+CPPI_INLINE bool cppi_isnan(double a) { return a != a; }
+CPPI_INLINE bool cppi_isinf(float a) { return fabsf(a) == __int_as_float(0x7f800000); }
+CPPI_INLINE bool cppi_isinf(double a) { return fabs(a) == __longlong_as_double(0x7ff0000000000000LL); }
+CPPI_INLINE bool cppi_isfinite(float a) { return fabsf(a) < __int_as_float(0x7f800000); }
+CPPI_INLINE bool cppi_isfinite(double a) { return fabs(a) < __longlong_as_double(0x7ff0000000000000LL); }
+CPPI_INLINE bool cppi_signbit(float a) { return (__float_as_uint(a) >> 31) != 0; }
+CPPI_INLINE bool cppi_signbit(double a) { return __double_as_longlong(a) < 0; }
+
+// Float floor division and remainder exactly as ATen's div_floor_floating
+// and remainder kernels compute them.
+template <class T> CPPI_INLINE T cppi_float_floordiv(T a, T b) {
+  if (b == 0) return a / b;
+  const T m = cppi_fmod(a, b);
+  T div = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+  if (div == 0) return cppi_copysign((T)0, a / b);
+  T fl = cppi_floor(div);
+  if (div - fl > (T)0.5) fl += 1;
+  return fl;
+}
+template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
+  T m = cppi_fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+
+// Reduced floats: the names the shared scalar table's casts use.
+CPPI_INLINE float cppi_half_to_float(cppi_half h) { return cppi_to_float(h); }
+CPPI_INLINE float cppi_bf16_to_float(cppi_bf16 b) { return cppi_to_float(b); }
+
+// Philox4x32-10 random numbers as the loop IR's Random defines them.
+CPPI_INLINE void cppi_philox(int64_t seed, int64_t offset, uint32_t out[4]) {
+  const uint64_t s = (uint64_t)seed, o = (uint64_t)offset;
+  uint32_t c0 = (uint32_t)o, c1 = (uint32_t)(o >> 32), c2 = 0, c3 = 0;
+  uint32_t k0 = (uint32_t)s, k1 = (uint32_t)(s >> 32);
+#pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+    const uint32_t hi2 = __umulhi(0xCD9E8D57u, c2), lo2 = 0xCD9E8D57u * c2;
+    const uint32_t n0 = hi2 ^ c1 ^ k0;
+    const uint32_t n2 = hi0 ^ c3 ^ k1;
+    c0 = n0; c1 = lo2; c2 = n2; c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+CPPI_INLINE float cppi_uint_to_uniform(uint32_t u) {
+  int32_t i = (int32_t)u;
+  if (i < 0) i = -i - 1;
+  return (float)i * 4.6566127342e-10f;
+}
+CPPI_INLINE float cppi_rand(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  return cppi_uint_to_uniform(w[0]);
+}
+CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  const float u1 = fmaxf(1.0e-7f, cppi_uint_to_uniform(w[0]));
+  const float u2 = cppi_uint_to_uniform(w[1]);
+  return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+}
+
+// Reduction ops the prelude lacks (it has sum, max, min, welford, argmax/min).
+struct cppi_prod_op {
+  template <typename T>
+  CPPI_INLINE T operator()(T a, T b) const { return a * b; }
+};
+struct cppi_any_op {
+  template <typename T>
+  CPPI_INLINE T operator()(T a, T b) const { return (T)(a || b); }
+};
+struct cppi_all_op {
+  template <typename T>
+  CPPI_INLINE T operator()(T a, T b) const { return (T)(a && b); }
+};
+// ---- end of codegen support ----
+)cppi_support";
+}
+
+}  // namespace cppi::gpu

@@ -1,0 +1,293 @@
+#include "gpu_codegen/codegen/gpu_schedule.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "gpu_codegen/runtime/cuda_module.h"
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::gpu {
+
+using namespace ir;
+
+Expected<GpuTarget> GpuTarget::current() {
+  auto props = current_device_properties();
+  if (!props.ok()) return props.error();
+  GpuTarget t;
+  t.multiprocessors = props->multiprocessors;
+  t.max_threads_per_block = props->max_threads_per_block;
+  t.compute_capability = props->compute_capability;
+  return t;
+}
+
+namespace {
+
+constexpr int kPointwiseBlock = 256;
+constexpr int kColumnBlock = 128;
+constexpr int kRowPerWarpBlock = 128;
+constexpr int64_t kMaxWarpRow = 1024;
+constexpr int kRowCacheRegisters = 64;
+constexpr int kVectorBytes = 16;
+
+const std::vector<Loop>& loops_of(const Stage& s) {
+  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
+}
+
+std::vector<Expr> values_of(const Stage& s) {
+  if (auto r = std::get_if<ReductionStage>(&s)) return {r->body};
+  std::vector<Expr> out;
+  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
+  return out;
+}
+
+/// Every Load node reachable from the stage's values.
+std::vector<const Load*> loads_of(const Stage& s) {
+  std::vector<const Load*> out;
+  for (const Expr& e : post_order(values_of(s))) {
+    if (auto l = e.as<Load>()) out.push_back(l);
+  }
+  return out;
+}
+
+bool has_random(const Kernel& k) {
+  for (const auto& s : k.stages) {
+    for (const Expr& e : post_order(values_of(s))) {
+      if (e.kind() == ExprKind::Random) return true;
+    }
+  }
+  return false;
+}
+
+std::optional<int64_t> hinted(const IndexExpr& e, int64_t hint) {
+  std::set<std::string> syms = free_symbols(e);
+  IndexBindings b;
+  for (const auto& s : syms) b[s] = hint;
+  try {
+    return evaluate(e, b);
+  } catch (const CompilerError&) {
+    return std::nullopt;
+  }
+}
+
+IndexExpr product_of(const std::vector<Loop>& loops) {
+  std::vector<IndexExpr> ex;
+  for (const auto& l : loops) ex.push_back(l.extent);
+  return product(ex);
+}
+
+bool is_stride(const IndexExpr& index, const IndexExpr& v, int64_t s) {
+  auto c = coefficient(index, v);
+  return c && c->is_constant(s);
+}
+
+/// Vector width for a GridStridePointwise kernel, 1 when it cannot vectorise.
+int pointwise_vector_width(const Kernel& k) {
+  if (k.outer.empty() || has_random(k)) return 1;
+  int widest = 1;
+  int contiguous = 0;
+  for (const auto& s : k.stages) {
+    if (std::holds_alternative<ReductionStage>(s)) return 1;
+    for (const auto& st : std::get<PointwiseStage>(s).stores) {
+      if (!is_vector_access(k, st.index)) return 1;
+      widest = std::max(widest, dtype_size(st.buffer->dtype));
+      ++contiguous;
+    }
+    for (const Load* l : loads_of(s)) {
+      if (!l->mask.defined() && is_vector_access(k, l->index)) {
+        widest = std::max(widest, dtype_size(l->dtype));
+        ++contiguous;
+      }
+    }
+  }
+  if (contiguous == 0) return 1;
+  const int width = kVectorBytes / widest;
+  if (width < 2) return 1;
+  auto inner = k.outer.back().extent.constant();
+  if (inner && *inner % width != 0) return 1;
+  return width;
+}
+
+/// Stride-1 loads along `v` over the stages with loops.
+int contiguous_loads(const Kernel& k, const IndexExpr& v) {
+  int n = 0;
+  for (const auto& s : k.stages) {
+    if (loops_of(s).empty()) continue;
+    for (const Load* l : loads_of(s)) n += is_stride(l->index, v, 1) ? 1 : 0;
+  }
+  return n;
+}
+
+bool is_column_kernel(const Kernel& k) {
+  if (k.outer.empty()) return false;
+  int along_stage = 0;
+  for (const auto& s : k.stages) {
+    const auto& loops = loops_of(s);
+    if (loops.empty()) continue;
+    for (const Load* l : loads_of(s)) along_stage += is_stride(l->index, loops.back().var, 1) ? 1 : 0;
+  }
+  return contiguous_loads(k, k.outer.back().var) > along_stage;
+}
+
+/// Whether every stage with loops has the same list of extents.
+bool uniform_stage_loops(const Kernel& k) {
+  const std::vector<Loop>* first = nullptr;
+  for (const auto& s : k.stages) {
+    const auto& loops = loops_of(s);
+    if (loops.empty()) continue;
+    if (!first) {
+      first = &loops;
+      continue;
+    }
+    if (loops.size() != first->size()) return false;
+    for (size_t i = 0; i < loops.size(); ++i) {
+      if (loops[i].extent != (*first)[i].extent) return false;
+    }
+  }
+  return true;
+}
+
+std::set<std::string> written_buffers(const Kernel& k) {
+  std::set<std::string> out;
+  for (const auto& s : k.stages) {
+    for (const auto& a : writes(s)) out.insert(a.buffer->name);
+  }
+  return out;
+}
+
+int pow2_near(int64_t x) {
+  int p = 1;
+  while (p < x && p < (1 << 20)) p <<= 1;
+  if (p > 1 && (p - x) > (x - p / 2)) p >>= 1;
+  return p;
+}
+
+GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
+  GpuSchedule g;
+  bool any_loops = false, any_reduction = false;
+  for (const auto& s : k.stages) {
+    any_loops |= !loops_of(s).empty();
+    any_reduction |= std::holds_alternative<ReductionStage>(s);
+  }
+  if (!any_loops) {
+    g.mapping = GpuMapping::GridStridePointwise;
+    g.block_size = kPointwiseBlock;
+    g.elements_per_thread = any_reduction ? 1 : pointwise_vector_width(k);
+    *why = g.elements_per_thread > 1
+               ? cat("pointwise: ", g.elements_per_thread, " contiguous elements per thread (16-byte accesses)")
+               : "pointwise: scalar (no contiguous, vectorisable innermost access)";
+    return g;
+  }
+  if (is_column_kernel(k)) {
+    g.mapping = GpuMapping::ColumnReduction;
+    g.block_size = kColumnBlock;
+    *why = "stage loops are strided, the innermost outer loop is contiguous: one thread per column";
+    return g;
+  }
+  IndexExpr longest = 1;
+  int64_t longest_hint = 1;
+  for (const auto& s : k.stages) {
+    IndexExpr l = product_of(loops_of(s));
+    int64_t h = hinted(l, target.symbol_hint).value_or(target.symbol_hint);
+    if (h > longest_hint) {
+      longest_hint = h;
+      longest = l;
+    }
+  }
+  const std::optional<int64_t> length = longest.constant();
+  const std::optional<int64_t> rows = product_of(k.outer).constant();
+  int threads;
+  if (length && *length <= kMaxWarpRow) {
+    g.mapping = GpuMapping::RowPerWarp;
+    g.block_size = kRowPerWarpBlock;
+    threads = 32;
+  } else {
+    g.mapping = GpuMapping::RowPerBlock;
+    if (!length) {
+      threads = 256;
+    } else if (rows && *rows < target.multiprocessors) {
+      threads = target.max_threads_per_block;
+    } else {
+      threads = std::clamp(pow2_near(*length / 16), 128, target.max_threads_per_block);
+    }
+    g.block_size = threads;
+  }
+  g.elements_per_thread = 0;
+  std::string cache_why = "rows of symbolic length stream from global memory";
+  if (length) {
+    const int64_t e = (*length + threads - 1) / threads;
+    const size_t cached = row_cached_loads(k).size();
+    if (!uniform_stage_loops(k)) {
+      cache_why = "stages loop over different extents: multi-pass";
+    } else if (cached == 0) {
+      cache_why = "nothing to cache: multi-pass";
+    } else if (e * static_cast<int64_t>(cached) > kRowCacheRegisters) {
+      cache_why = cat("row needs ", e * static_cast<int64_t>(cached), " registers per thread (> ",
+                      kRowCacheRegisters, "): multi-pass");
+    } else {
+      g.elements_per_thread = static_cast<int>(e);
+      cache_why = cat("row cached in registers: ", cached, " loads x ", e, " elements per thread, single pass");
+    }
+  }
+  *why = cat(g.mapping == GpuMapping::RowPerWarp ? "row per warp" : "row per block", " (row length ",
+             length ? std::to_string(*length) : to_string(longest), ", ", threads, " threads per row); ", cache_why);
+  return g;
+}
+
+}  // namespace
+
+bool is_vector_access(const Kernel& k, const IndexExpr& index) {
+  if (k.outer.empty() || !is_stride(index, k.outer.back().var, 1)) return false;
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k.outer) vars.push_back(l.var);
+  return affine_form(index, vars).has_value();
+}
+
+IndexExpr row_cache_var(size_t i) { return var("rc" + std::to_string(i)); }
+
+IndexExpr canonical_row_index(const Kernel& k, size_t stage, const IndexExpr& index) {
+  std::map<std::string, IndexExpr> rename;
+  const auto& loops = loops_of(k.stages.at(stage));
+  for (size_t i = 0; i < loops.size(); ++i) rename[loops[i].var.as<IndexVar>()->name] = row_cache_var(i);
+  return substitute(index, rename);
+}
+
+std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
+  std::vector<CachedLoad> out;
+  const std::set<std::string> written = written_buffers(k);
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    const auto& loops = loops_of(k.stages[i]);
+    if (loops.empty()) continue;
+    for (const Load* l : loads_of(k.stages[i])) {
+      if (l->mask.defined() || written.count(l->buffer->name)) continue;
+      bool moves = false;
+      for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
+      if (!moves) continue;
+      IndexExpr canon = canonical_row_index(k, i, l->index);
+      bool seen = false;
+      for (const auto& c : out) seen |= c.buffer->name == l->buffer->name && c.index == canon;
+      if (!seen) out.push_back(CachedLoad{l->buffer, canon});
+    }
+  }
+  return out;
+}
+
+KernelPtr schedule_for_gpu(const KernelPtr& kernel, const GpuTarget& target) {
+  if (kernel->device != Device::CUDA) {
+    throw CompilerError(Error::internal(cat("gpu schedule: kernel ", kernel->name, " is not a CUDA kernel")));
+  }
+  std::string why;
+  Schedule s = kernel->schedule;
+  s.gpu = decide(*kernel, target, &why);
+  return kernel->with_schedule(s);
+}
+
+std::string explain_gpu_schedule(const Kernel& kernel, const GpuTarget& target) {
+  std::string why;
+  GpuSchedule g = decide(kernel, target, &why);
+  return cat(kernel.name, ": ", to_string(g.mapping), " block=", g.block_size,
+             " elements_per_thread=", g.elements_per_thread, " — ", why);
+}
+
+}  // namespace cppi::gpu

@@ -1,0 +1,106 @@
+/// \file
+/// The GPU schedule pass: decides each CUDA kernel's ir::GpuSchedule (how its
+/// loops map to threads, warps and blocks, the block size, how many elements
+/// a thread handles) from the kernel's loops and access patterns and the
+/// target GPU. The CUDA printer (cuda_printer.h) prints exactly what this
+/// decides; the handle (cuda_kernel.h) derives the grid from it at launch.
+///
+/// What each mapping means (the printer's contract):
+/// - GridStridePointwise: the outer loops, flattened row-major into one index
+///   i over their product N, run in a grid-stride loop; each thread runs every
+///   stage for its i (stage loops, if any, serially). elements_per_thread V > 1
+///   (kernels without stage loops only): each thread takes V consecutive i, the
+///   innermost outer loop's extent is a multiple of V, and the accesses that
+///   are stride-1 in that loop (all stores must be) move as one V-element
+///   vector (16 bytes at most); other loads are per-lane scalars. The
+///   alignment this needs (extent % V, offsets and strides of the vector
+///   accesses % V, base pointers aligned to the vector) is checked at launch;
+///   when it fails the kernel's scalar twin (V = 1) runs instead.
+///   grid_size 0: ceil(N / (block_size * V)) blocks, else min(grid_size, that).
+/// - ColumnReduction: as GridStridePointwise with V = 1: threads map to the
+///   flattened outer iterations, whose innermost loop is the contiguous one,
+///   and each thread folds its reductions down its column serially.
+/// - RowPerWarp / RowPerBlock: one outer iteration (a row) per warp / per
+///   block (warps or blocks stride over the rows). Each stage's loops,
+///   flattened row-major into a position p over their product L, are split
+///   across the warp's lanes / the block's threads (p = t, t + T, ...;
+///   coalesced); reductions fold per thread, then combine with warp shuffles
+///   (and a shared-memory step across warps for a block). Loop-less stages
+///   (storing a reduction result) run on thread 0 of the row.
+///   elements_per_thread E > 0: the row is cached in registers — L is a
+///   constant <= E * T, every stage with loops has the same loop extents, and
+///   each cacheable load (row_cached_loads) is read once into an E-slot
+///   register array before the first stage (single pass over global memory).
+///   E = 0: every stage re-reads global memory (multi-pass, one kernel).
+///
+/// The rules, in order:
+/// - No stage has loops and there is no reduction: GridStridePointwise,
+///   block 256; V = 16 bytes / the widest element among the stores and the
+///   stride-1 loads of the innermost outer loop (4 for float32, 8 for
+///   float16/bfloat16) when every store is stride-1 there, at least one access
+///   is, nothing is Random, and a constant innermost extent is a multiple of V.
+/// - Stage loops whose loads are mostly stride-1 in the innermost outer loop
+///   rather than in the stage's innermost loop: ColumnReduction, block 128.
+/// - Otherwise a row kernel. L = the largest product of a stage's extents.
+///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block). Longer
+///   or symbolic rows: RowPerBlock with T = the power of two in [128, 1024]
+///   nearest L / 16 (1024 when the kernel has fewer rows than the GPU has
+///   multiprocessors; 256 for symbolic L). E = ceil(L / T) when L is constant,
+///   the row can be cached (see above) and E * (number of cached loads) <= 64
+///   registers; else 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lowering/ir/kernel.h"
+#include "support/status.h"
+
+namespace cppi::gpu {
+
+struct GpuTarget {
+  int multiprocessors = 132;  // H100/H200 SXM
+  int max_threads_per_block = 1024;
+  int compute_capability = 90;
+  /// The value assumed for a size symbol in estimates.
+  int64_t symbol_hint = 1024;
+
+  /// The current CUDA device (gpu_codegen/runtime); Unsupported without one.
+  static Expected<GpuTarget> current();
+};
+
+/// The kernel with its GPU schedule decided (its CPU schedule kept). The
+/// kernel must be on Device::CUDA.
+ir::KernelPtr schedule_for_gpu(const ir::KernelPtr& kernel, const GpuTarget& target);
+
+/// One line saying what schedule_for_gpu decided and why, for remarks.
+std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);
+
+/// The loads a row-cached kernel keeps in registers, in first-use order:
+/// unmasked loads that move with the stage loops, of buffers the kernel does
+/// not write, from stages with loops. Each is given with its index over the
+/// canonical row variables (row_cache_var(0), ...), one per stage loop, so
+/// the same element read by two stages (with their own loop variables) is
+/// one entry.
+struct CachedLoad {
+  ir::BufferPtr buffer;
+  ir::IndexExpr index;  // over row_cache_var(i)
+};
+std::vector<CachedLoad> row_cached_loads(const ir::Kernel& kernel);
+/// The i-th canonical row variable ("rc0", ...).
+ir::IndexExpr row_cache_var(size_t i);
+/// The load `load` of stage `stage` with its stage loop variables renamed to
+/// the canonical row variables.
+ir::IndexExpr canonical_row_index(const ir::Kernel& kernel, size_t stage, const ir::IndexExpr& index);
+
+}  // namespace cppi::gpu
+
+namespace cppi::gpu {
+
+/// Whether a GridStridePointwise kernel of `kernel` moves the access at
+/// `index` as a vector: stride 1 in the innermost outer loop and affine in
+/// all outer loops (so its alignment can be checked at launch).
+bool is_vector_access(const ir::Kernel& kernel, const ir::IndexExpr& index);
+
+}  // namespace cppi::gpu

@@ -1,0 +1,391 @@
+// CPU schedule + printer: FileCheck-style checks of the generated source and
+// numerical runs against the reference interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/printer/cpu_printer.h"
+#include "cpu_codegen/schedule/cpu_schedule.h"
+#include "kernel_builders.h"
+#include "lowering/ir/printer.h"
+
+namespace cppi::cpu::test {
+namespace {
+
+using namespace ir;
+
+/// An AVX-512 machine with 8 threads, where kernels of >= 4096 elements of
+/// work go parallel (small enough for test sizes).
+CpuTarget avx512_target(int64_t min_parallel_work = 4096) {
+  CpuTarget t;
+  t.vector_bytes = 64;
+  t.num_threads = 8;
+  t.min_parallel_work = min_parallel_work;
+  return t;
+}
+
+/// FileCheck's CHECK lines: each pattern must occur after the previous one.
+/// A pattern starting with "NOT:" must not occur at all.
+::testing::AssertionResult file_check(const std::string& source, const std::vector<std::string>& patterns) {
+  size_t pos = 0;
+  for (const auto& p : patterns) {
+    if (p.rfind("NOT:", 0) == 0) {
+      if (source.find(p.substr(4)) != std::string::npos) {
+        return ::testing::AssertionFailure() << "found forbidden '" << p.substr(4) << "' in:\n" << source;
+      }
+      continue;
+    }
+    size_t at = source.find(p, pos);
+    if (at == std::string::npos) {
+      return ::testing::AssertionFailure() << "missing '" << p << "' (after offset " << pos << ") in:\n" << source;
+    }
+    pos = at + p.size();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+PrintedModule print_one(const KernelPtr& k, const std::vector<std::string>& symbols = {}, const PrintOptions& o = {}) {
+  auto m = print_cpu_module({k}, symbols, o);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? *m : PrintedModule{};
+}
+
+/// Only the kernel's own text (after the support block).
+std::string kernel_text(const PrintedModule& m) {
+  size_t at = m.source.find("// kernel: ");
+  return at == std::string::npos ? m.source : m.source.substr(at);
+}
+
+// --- schedule ------------------------------------------------------------------------------
+
+TEST(CpuSchedule, PointwiseIsVectorisedAt16FloatsAndParallelInVectorBlocks) {
+  auto k = schedule_for_cpu(pointwise_kernel(100000), avx512_target());
+  const auto& s = k->schedule.cpu;
+  EXPECT_EQ(s.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(s.vector_width, 16);
+  EXPECT_EQ(s.parallel_loops, 1);
+  EXPECT_EQ(s.tail, TailKind::ScalarLoop);
+  // 4096 elements per chunk = 256 vectors of 16.
+  EXPECT_EQ(s.grain_size, 256);
+}
+
+TEST(CpuSchedule, SmallKernelsStaySerial) {
+  auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(32768));
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
+  EXPECT_FALSE(k->schedule.cpu.parallel_reduction);
+}
+
+TEST(CpuSchedule, Avx2AndDoublesHalveTheWidth) {
+  CpuTarget avx2 = avx512_target();
+  avx2.vector_bytes = 32;
+  EXPECT_EQ(schedule_for_cpu(pointwise_kernel(1000), avx2)->schedule.cpu.vector_width, 8);
+  auto argmax = schedule_for_cpu(row_reduction_kernel(ReductionKind::ArgMax, 64, 1000), avx512_target());
+  EXPECT_EQ(argmax->schedule.cpu.vector_width, 8);  // int64 indices
+  auto dbl = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 64, 1000, DType::Float64), avx512_target());
+  EXPECT_EQ(dbl->schedule.cpu.vector_width, 8);
+}
+
+TEST(CpuSchedule, RowReductionVectorisesTheReductionLoop) {
+  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 1000), avx512_target());
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 1);
+  EXPECT_FALSE(k->schedule.cpu.parallel_reduction);
+}
+
+TEST(CpuSchedule, ColumnReductionVectorisesAcrossOutputs) {
+  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 1000, 512), avx512_target());
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
+}
+
+TEST(CpuSchedule, FullReductionIsSplitAcrossThreads) {
+  auto k = schedule_for_cpu(full_reduction_kernel(ReductionKind::Sum, 1 << 20), avx512_target());
+  EXPECT_TRUE(k->schedule.cpu.parallel_reduction);
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
+  EXPECT_EQ(k->schedule.cpu.grain_size, 4096);
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
+}
+
+TEST(CpuSchedule, TransposedStoresStayScalar) {
+  auto in = input("arg0", DType::Float32, {64, 64});
+  auto out = output("buf0", DType::Float32, {64, 64});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  auto k = Kernel::make("transpose_0", Device::CPU, {Loop{x0, 64}, Loop{x1, 64}},
+                        {PointwiseStage{{}, {Store::make(out, x1 * 64 + x0, load(in, x0 * 64 + x1))}}});
+  auto s = schedule_for_cpu(k, avx512_target());
+  EXPECT_EQ(s->schedule.cpu.vectorized, VectorizedLoop::None);
+  EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
+}
+
+// --- generated source ---------------------------------------------------------------------------
+
+TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
+  auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20));
+  auto m = print_one(k);
+  ASSERT_EQ(m.kernels.size(), 1u);
+  EXPECT_TRUE(m.kernels[0].vectorized);
+  EXPECT_EQ(m.vectorized_kernel_count(), 1);
+  EXPECT_TRUE(file_check(m.source, {
+                                       "#include \"cppinductor_prelude.h\"",
+                                       "// kernel: pointwise_0",
+                                       "// origins: mul add relu neg exp mul_1",
+                                       "extern \"C\" void pointwise_0(void* const* buffers, const int64_t* symbols) {",
+                                       "const float* in_arg0 = (const float*)buffers[0];",
+                                       "float* out_buf0 = (float*)buffers[1];",
+                                       "for (int64_t x0 = 0; x0 < 992; x0 += 16) {",
+                                       "const cppi_f32x16 tmp0 = cppi_vload<cppi_f32x16>(&in_arg0[x0]);",
+                                       "cppi_max(",
+                                       "cppi_exp(",
+                                       "cppi_vstore(&out_buf0[x0], ",
+                                       "for (int64_t x0 = 992; x0 < 1000; ++x0) {",
+                                       "const float tmp",
+                                       "= in_arg0[x0];",
+                                       "out_buf0[x0] = tmp",
+                                       "NOT:cppi_parallel_for",
+                                   }));
+}
+
+TEST(CpuPrinter, ParallelForWithGrain) {
+  auto k = schedule_for_cpu(broadcast_add_kernel(512, 1000), avx512_target());
+  auto m = print_one(k);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "cppi_parallel_for(0, 512, 5, [&](int64_t begin, int64_t end) {",
+                                             "for (int64_t x0 = begin; x0 < end; ++x0) {",
+                                             "for (int64_t x1 = 0; x1 < 992; x1 += 16) {",
+                                             "cppi_vload<cppi_f32x16>(&in_arg0[1000*x0 + x1])",
+                                             // the row-broadcast operand is contiguous in x1
+                                             "cppi_vload<cppi_f32x16>(&in_arg1[x1])",
+                                             "});",
+                                         }));
+  EXPECT_TRUE(m.kernels[0].parallel);
+}
+
+TEST(CpuPrinter, ProvenanceCommentsCarrySourceLines) {
+  PrintOptions o;
+  o.origin_source["relu"] = "model.py:12 | y = torch.relu(x)";
+  auto m = print_one(schedule_for_cpu(pointwise_kernel(64), avx512_target()), {}, o);
+  EXPECT_TRUE(file_check(m.source, {"// origins: mul add relu", "//   relu: model.py:12 | y = torch.relu(x)"}));
+}
+
+TEST(CpuPrinter, RowReductionVectorAccumulatorAndHorizontalCombine) {
+  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 1000), avx512_target());
+  auto m = print_one(k);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "// stage 0: reduce sum over r0 -> red",
+                                             "float red_acc = (0.0f);",
+                                             "cppi_f32x16 red_vacc = cppi_vsplat<cppi_f32x16>(0.0f);",
+                                             "for (int64_t r0 = 0; r0 < 992; r0 += 16) {",
+                                             "cppi_vload<cppi_f32x16>(&in_arg0[r0 + 1000*x0])",
+                                             "red_vacc = red_vacc + tmp",
+                                             "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
+                                             "red_acc = (red_acc + tmp",
+                                             "const float red_red = (cppi_vreduce_add(red_vacc) + red_acc);",
+                                             "const float red = red_red;",
+                                             "out_buf0[x0] = red;",
+                                         }));
+}
+
+TEST(CpuPrinter, ColumnReductionVectorisesOverTheContiguousOutputs) {
+  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 1000, 512), avx512_target());
+  auto m = print_one(k);
+  EXPECT_TRUE(m.kernels[0].vectorized);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "cppi_parallel_for(0, 32, 1, [&](int64_t begin, int64_t end) {",
+                                             "const int64_t x0_end = cppi_min_i<int64_t>(end * 16, 512);",
+                                             "for (int64_t x0 = x0_lo; x0 < x0_vec_end; x0 += 16) {",
+                                             "cppi_f32x16 red_vacc = cppi_vsplat<cppi_f32x16>(0.0f);",
+                                             "for (int64_t r0 = 0; r0 < 1000; ++r0) {",
+                                             "cppi_vload<cppi_f32x16>(&in_arg0[512*r0 + x0])",
+                                             "red_vacc = red_vacc + tmp",
+                                             "const cppi_f32x16 red = red_vacc;",
+                                             "cppi_vstore(&out_buf0[x0], red);",
+                                             "NOT:cppi_vreduce_add",
+                                         }));
+}
+
+TEST(CpuPrinter, SoftmaxHasThreeVectorisedStages) {
+  auto k = schedule_for_cpu(softmax_kernel(256, 1000), avx512_target());
+  auto m = print_one(k);
+  EXPECT_TRUE(m.kernels[0].vectorized);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "// stage 0: reduce max over r0 -> amax",
+                                             "amax_vacc = cppi_max(amax_vacc, tmp",
+                                             "cppi_vreduce_max(amax_vacc)",
+                                             "// stage 1: reduce sum over r0 -> denom",
+                                             "cppi_vsplat<cppi_f32x16>(amax)",
+                                             "cppi_exp(",
+                                             "cppi_vreduce_add(denom_vacc)",
+                                             "// stage 2: store buf0 over r0",
+                                             "cppi_vsplat<cppi_f32x16>(denom)",
+                                             "cppi_vstore(&out_buf0[r0 + 1000*x0]",
+                                         }));
+}
+
+TEST(CpuPrinter, HalfLoadsConvertToFloatAndStoresRoundBack) {
+  auto k = schedule_for_cpu(half_kernel(1000), avx512_target(1 << 20));
+  auto m = print_one(k);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "const cppi_half* in_arg0 = (const cppi_half*)buffers[0];",
+                                             "cppi_vload<cppi_u16x16>(&in_arg0[x0])",
+                                             "cppi_half_to_float(tmp",
+                                             "cppi_float_to_half(",
+                                             "cppi_vstore(&out_buf0[x0], ",
+                                             "cppi_half_to_float(",
+                                             "cppi_float_to_half(",
+                                         }));
+}
+
+TEST(CpuPrinter, CommonSubexpressionsAreNamedOnce) {
+  // exp(x - amax) appears in two stages; inside each it is computed once, and
+  // the pointwise kernel's load of x is shared by three uses.
+  auto m = print_one(schedule_for_cpu(pointwise_kernel(70), avx512_target()));
+  const std::string text = kernel_text(m);
+  size_t loads = 0;
+  for (size_t at = text.find("in_arg0[x0]"); at != std::string::npos; at = text.find("in_arg0[x0]", at + 1)) ++loads;
+  EXPECT_EQ(loads, 2u) << text;  // once in the vector body, once in the tail
+}
+
+TEST(CpuPrinter, SymbolsMapToGraphOrder) {
+  IndexExpr s1 = sym("s1");
+  auto k = schedule_for_cpu(pointwise_kernel(s1), avx512_target());
+  auto m = print_one(k, {"s0", "s1"});
+  EXPECT_TRUE(file_check(kernel_text(m), {"const int64_t s1 = symbols[1];", "x0_vec_end"}));
+  auto missing = print_cpu_module({k}, {"s0"}, {});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("s1"), std::string::npos);
+}
+
+TEST(CpuPrinter, RefusesASchedulItCannotHonour) {
+  Schedule s;
+  s.cpu.vectorized = VectorizedLoop::InnermostOuter;
+  s.cpu.vector_width = 16;
+  s.cpu.tail = TailKind::Masked;
+  auto m = print_cpu_module({pointwise_kernel(64)->with_schedule(s)}, {}, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, Error::Kind::Internal);
+}
+
+// --- numerics: compiled vs the reference interpreter ----------------------------------------------
+
+struct NumericCase {
+  std::string name;
+  std::function<KernelPtr(int64_t)> make;
+};
+
+class CpuNumerics : public ::testing::TestWithParam<int64_t> {};
+
+void expect_matches(const KernelPtr& k, bool specials, const RunOptions& base = {}) {
+  for (const CpuTarget& target : {avx512_target(), avx512_target(1 << 30)}) {
+    RunOptions o = base;
+    o.specials = specials;
+    auto scheduled = schedule_for_cpu(k, target);
+    std::string r = run_and_compare(scheduled, o);
+    EXPECT_EQ(r, "") << k->name << " " << to_string(scheduled->schedule);
+  }
+}
+
+TEST_P(CpuNumerics, Pointwise) {
+  expect_matches(pointwise_kernel(GetParam()), false);
+  expect_matches(pointwise_kernel(GetParam()), true);
+}
+
+TEST_P(CpuNumerics, BroadcastAdd) { expect_matches(broadcast_add_kernel(7, GetParam()), true); }
+
+TEST_P(CpuNumerics, RowReductions) {
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::Min, ReductionKind::Prod,
+                    ReductionKind::ArgMax, ReductionKind::ArgMin, ReductionKind::Any, ReductionKind::All,
+                    ReductionKind::Welford}) {
+    RunOptions o;
+    o.rtol = 1e-4;
+    o.atol = 1e-4;
+    expect_matches(row_reduction_kernel(kind, 5, GetParam()), false, o);
+    expect_matches(row_reduction_kernel(kind, 5, GetParam()), true, o);
+  }
+}
+
+TEST_P(CpuNumerics, ColumnReductions) {
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::ArgMin, ReductionKind::Welford,
+                    ReductionKind::Any}) {
+    RunOptions o;
+    o.rtol = 1e-4;
+    o.atol = 1e-4;
+    expect_matches(column_reduction_kernel(kind, 37, GetParam()), true, o);
+  }
+}
+
+TEST_P(CpuNumerics, Softmax) {
+  RunOptions o;
+  o.rtol = 1e-5;
+  expect_matches(softmax_kernel(3, GetParam()), false, o);
+}
+
+TEST_P(CpuNumerics, HalfAndBFloat16) {
+  expect_matches(half_kernel(GetParam(), DType::Float16), true);
+  expect_matches(half_kernel(GetParam(), DType::BFloat16), true);
+}
+
+TEST_P(CpuNumerics, OpZoo) { expect_matches(op_zoo_kernel(GetParam()), false); }
+
+TEST_P(CpuNumerics, FullReductions) {
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::ArgMax, ReductionKind::Welford}) {
+    RunOptions o;
+    o.rtol = 1e-4;
+    o.atol = 1e-3;
+    expect_matches(full_reduction_kernel(kind, GetParam() * 37), true, o);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 100, 1023));
+
+TEST(CpuNumerics, SymbolicSizes) {
+  RunOptions o;
+  o.graph_symbols = {"s0", "s1"};
+  o.symbols = {{"s0", 5}, {"s1", 203}};
+  expect_matches(softmax_kernel(sym("s0"), sym("s1")), false, o);
+  expect_matches(pointwise_kernel(sym("s1")), true, o);
+  o.rtol = o.atol = 1e-4;
+  expect_matches(column_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), true, o);
+}
+
+TEST(CpuNumerics, ArgmaxFirstIndexOnTiesAndFirstNaNWins) {
+  // All-equal rows pick index 0; a row with NaNs picks the first NaN.
+  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::ArgMax, 2, 40), avx512_target());
+  auto compiled = compile_cpu_kernels({k}, {});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  std::vector<float> in(80, 1.0f);
+  in[40 + 21] = NAN;
+  in[40 + 33] = NAN;
+  in[40 + 5] = INFINITY;
+  std::vector<int64_t> out(2, -1);
+  void* bufs[] = {in.data(), out.data()};
+  compiled->kernels[0]->run(bufs, nullptr, 0);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 21);
+}
+
+TEST(CpuNumerics, GxxCompilesTheSameSource) {
+  RunOptions o;
+  o.compiler = CompileOptions::Compiler::Gxx;
+  o.rtol = o.atol = 1e-4;
+  for (auto k : {softmax_kernel(3, 77), op_zoo_kernel(45), row_reduction_kernel(ReductionKind::Welford, 3, 77),
+                 column_reduction_kernel(ReductionKind::ArgMax, 9, 45), half_kernel(45, DType::BFloat16),
+                 full_reduction_kernel(ReductionKind::Sum, 100000)}) {
+    EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target()), o), "") << k->name;
+  }
+}
+
+TEST(CpuKernel, OneModuleForManyKernels) {
+  auto a = schedule_for_cpu(pointwise_kernel(100), avx512_target());
+  auto b = schedule_for_cpu(softmax_kernel(4, 50), avx512_target());
+  auto compiled = compile_cpu_kernels({a, b}, {});
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  ASSERT_EQ(compiled->kernels.size(), 2u);
+  EXPECT_EQ(compiled->kernels[0]->name(), "pointwise_0");
+  EXPECT_EQ(compiled->kernels[1]->name(), "softmax_0");
+  EXPECT_STREQ(compiled->kernels[1]->device(), "cpu");
+  EXPECT_TRUE(compiled->kernels[1]->info().vectorized);
+}
+
+}  // namespace
+}  // namespace cppi::cpu::test

@@ -1,0 +1,52 @@
+// Small loop-IR kernels for the CPU codegen tests, and a harness that runs a
+// kernel compiled and in the reference interpreter on the same random data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/schedule/cpu_schedule.h"
+#include "lowering/ir/kernel.h"
+
+namespace cppi::cpu::test {
+
+ir::BufferPtr input(const std::string& name, DType t, std::vector<ir::IndexExpr> sizes);
+ir::BufferPtr output(const std::string& name, DType t, std::vector<ir::IndexExpr> sizes);
+
+/// out[i] = maximum(in[i] * 2 + 1, 0) * exp(-in[i]) over one loop of `n`.
+ir::KernelPtr pointwise_kernel(const ir::IndexExpr& n);
+/// out[x0, x1] = a[x0, x1] + b[x1] (a row broadcast) over [rows, cols].
+ir::KernelPtr broadcast_add_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
+/// out[x0] = reduce(kind) over r0 of body(in[x0, r0]) for a [rows, cols] input.
+/// float32 input; argmax/argmin store int64; welford stores mean and m2.
+ir::KernelPtr row_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& rows, const ir::IndexExpr& cols,
+                                   DType dtype = DType::Float32);
+/// out[x0] = sum over r0 of in[r0, x0]: a column sum of a [rows, cols] input.
+ir::KernelPtr column_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& rows, const ir::IndexExpr& cols);
+/// Softmax over the last dim of [rows, cols]: max, sum of exp, normalise.
+ir::KernelPtr softmax_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
+/// out = half(float(a) * float(b) + 1) for float16 (or bfloat16) a, b.
+ir::KernelPtr half_kernel(const ir::IndexExpr& n, DType half = DType::Float16);
+/// A kernel exercising many ops (unary math, integer ops, compare/where, casts,
+/// masked loads, iota) on `n` elements; stores several outputs.
+ir::KernelPtr op_zoo_kernel(const ir::IndexExpr& n);
+/// A full reduction of a 1-D tensor (no outer loops).
+ir::KernelPtr full_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& n);
+
+struct RunOptions {
+  CompileOptions::Compiler compiler = default_compiler();
+  std::vector<std::string> graph_symbols;
+  ir::IndexBindings symbols;  // values of the graph's symbols
+  bool specials = false;  // sprinkle NaN / inf / -inf into float inputs
+  double rtol = 1.3e-5, atol = 1.5e-5;
+  uint32_t seed = 1;
+};
+
+/// Compiles `kernel` (already scheduled) and runs it and the interpreter on
+/// the same inputs; returns "" when all written buffers agree, else a report.
+std::string run_and_compare(const ir::KernelPtr& kernel, const RunOptions& options);
+
+
+}  // namespace cppi::cpu::test

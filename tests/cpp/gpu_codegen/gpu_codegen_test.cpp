@@ -1,0 +1,428 @@
+// Tests for the GPU schedule and the CUDA printer, in three layers:
+// - schedule decisions and FileCheck-style checks on the generated source
+//   (no GPU, no NVRTC needed);
+// - NVRTC compiles every generated test kernel (skips without NVRTC);
+// - on a GPU, kernels run on random data (odd sizes, NaN and inf) under every
+//   mapping the printer supports and are compared with the IR reference
+//   interpreter run on the host (skips without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_codegen/runtime/device_memory.h"
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
+#include "gpu_test_kernels.h"
+#include "lowering/ir/scalar_convert.h"
+
+namespace cppi::gpu {
+namespace {
+
+using namespace ir;
+using namespace testing;
+
+bool have_nvrtc() {
+  static const bool available = [] {
+    const char* env = std::getenv("CPPINDUCTOR_NVRTC_LIBRARY");
+    if ((!env || !*env) && *CPPI_TEST_NVRTC_LIBRARY) (void)set_nvrtc_library(CPPI_TEST_NVRTC_LIBRARY);
+    return nvrtc_available();
+  }();
+  return available;
+}
+
+#define REQUIRE_NVRTC() \
+  if (!have_nvrtc()) GTEST_SKIP() << "no NVRTC: " << nvrtc().error().message
+#define REQUIRE_GPU()                                                                \
+  REQUIRE_NVRTC();                                                                   \
+  if (!cuda_driver_available()) GTEST_SKIP() << "no GPU: " << cuda_driver().error().message
+
+const std::vector<std::string> kSymbols = {"s0", "s1"};
+
+KernelPtr scheduled(const KernelPtr& k) { return schedule_for_gpu(k, GpuTarget{}); }
+
+KernelPtr with_gpu(const KernelPtr& k, GpuMapping m, int block, int ept) {
+  Schedule s = k->schedule;
+  s.gpu = GpuSchedule{m, block, 0, ept};
+  return k->with_schedule(s);
+}
+
+std::string source_of(const KernelPtr& k) {
+  auto m = print_cuda_module({k}, kSymbols);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? m->source : "";
+}
+
+/// FileCheck-style: each pattern occurs, in order.
+void expect_in_order(const std::string& text, const std::vector<std::string>& patterns) {
+  size_t at = 0;
+  for (const auto& p : patterns) {
+    size_t found = text.find(p, at);
+    ASSERT_NE(found, std::string::npos) << "missing (in order): " << p << "\n--- source ---\n" << text;
+    at = found + p.size();
+  }
+}
+
+// --- schedule -------------------------------------------------------------------------------
+
+TEST(GpuSchedule, PointwiseVectorWidthFollowsDtype) {
+  auto f32 = scheduled(add_relu_mul(sym("s0"), 1024));
+  EXPECT_EQ(f32->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
+  EXPECT_EQ(f32->schedule.gpu.elements_per_thread, 4);
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::Float16))->schedule.gpu.elements_per_thread, 8);
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::BFloat16))->schedule.gpu.elements_per_thread, 8);
+  // A constant innermost extent that is not a multiple of the width: scalar.
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1001))->schedule.gpu.elements_per_thread, 1);
+  // Symbolic: vectorised, checked at launch.
+  EXPECT_EQ(scheduled(sin_plus_cos(sym("s0")))->schedule.gpu.elements_per_thread, 4);
+}
+
+TEST(GpuSchedule, RowsAndColumns) {
+  auto warp = scheduled(softmax(sym("s0"), 1000));
+  EXPECT_EQ(warp->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_EQ(warp->schedule.gpu.elements_per_thread, 32);  // 1000 <= 32 x 32, one cached load
+  auto block = scheduled(softmax(16384, 4096));
+  EXPECT_EQ(block->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(block->schedule.gpu.block_size, 256);
+  EXPECT_EQ(block->schedule.gpu.elements_per_thread, 16);
+  auto ln = scheduled(layer_norm(16384, 4096));
+  EXPECT_EQ(ln->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(ln->schedule.gpu.elements_per_thread, 16);  // x, w, b: 48 registers
+  auto symbolic = scheduled(softmax(sym("s0"), sym("s1")));
+  EXPECT_EQ(symbolic->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
+  auto col = scheduled(column_sum(sym("s0"), sym("s1")));
+  EXPECT_EQ(col->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("cached in registers"), std::string::npos);
+}
+
+// --- generated source -------------------------------------------------------------------------
+
+TEST(CudaPrinter, PointwiseGridStrideVectorised) {
+  auto m = print_cuda_module({scheduled(add_relu_mul(sym("s0"), sym("s1")))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->vectorized_kernel_count(), 1);
+  ASSERT_EQ(m->kernels.size(), 1u);
+  EXPECT_EQ(m->kernels[0].scalar_twin, "add_relu_mul_scalar");
+  expect_in_order(m->source, {"#include \"cppinductor_cuda_prelude.cuh\"",
+                              "extern \"C\" __global__ void __launch_bounds__(256)",
+                              "add_relu_mul(const float* in_b, float* out_out, const float* in_x, int64_t s0, int64_t s1)",
+                              "for (int64_t idx = ((int64_t)blockIdx.x * 256 + threadIdx.x) * 4; idx < n;",
+                              "idx += (int64_t)gridDim.x * 1024",
+                              "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
+                              "*(cppi_vec<float, 4>*)(out_out + ",
+                              "add_relu_mul_scalar(", "idx += (int64_t)gridDim.x * 256"});
+  // The bias, broadcast over rows, is contiguous along the columns: a vector too.
+  EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
+  // Launch checks: the extent, then out/x alignment.
+  EXPECT_GE(m->kernels[0].vector_checks.size(), 3u);
+}
+
+TEST(CudaPrinter, HalfLoadsComputeInFloat) {
+  std::string src = source_of(scheduled(add_relu_mul(sym("s0"), sym("s1"), DType::Float16)));
+  expect_in_order(src, {"cppi_vec<cppi_half, 8>", "cppi_half_to_float(", "cppi_float_to_half("});
+}
+
+TEST(CudaPrinter, RowPerWarpUsesShuffles) {
+  auto m = print_cuda_module({scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->kernels[0].warp_reduction);
+  EXPECT_FALSE(m->kernels[0].block_reduction);
+  expect_in_order(m->source, {"__launch_bounds__(128)", "const int tid = threadIdx.x & 31;",
+                              "row += (int64_t)gridDim.x * 4", "cppi_warp_reduce(red_acc_acc, cppi_sum_op())",
+                              "if (tid == 0)", "out_out[x0] = red_acc;"});
+}
+
+TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
+  auto m = print_cuda_module({scheduled(softmax(16384, 4096))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->kernels[0].row_cached);
+  EXPECT_TRUE(m->kernels[0].block_reduction);
+  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "cache0[slot] = in_x[",
+                              "cppi_max(red_amax_acc", "cppi_block_reduce(red_amax_acc, cppi_max_op()",
+                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "out_out["});
+  // The row is read from global memory once.
+  const std::string fill = "cache0[slot] = in_x[";
+  EXPECT_EQ(m->source.find("in_x[", m->source.find(fill) + fill.size()), std::string::npos);
+}
+
+TEST(CudaPrinter, SymbolicRowsStream) {
+  std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
+  expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
+                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_update(",
+                        "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
+}
+
+TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
+  std::string src = source_of(scheduled(column_sum(sym("s0"), sym("s1"))));
+  expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
+                        "for (int64_t r0 = 0; r0 < s0; ++r0)", "out_out[x0] = red_acc;"});
+  EXPECT_EQ(src.find("cppi_warp_reduce"), std::string::npos);
+}
+
+TEST(CudaPrinter, RefusesWhatItCannotPrint) {
+  auto bad = with_gpu(softmax(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 256, 4);  // cache needs constant rows
+  auto m = print_cuda_module({bad}, kSymbols);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, Error::Kind::Internal);
+  auto none = print_cuda_module({softmax(sym("s0"), sym("s1"))}, kSymbols);  // unscheduled
+  ASSERT_FALSE(none.ok());
+  auto missing = print_cuda_module({scheduled(softmax(sym("s0"), sym("s1")))}, {"s0"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, Error::Kind::InvalidInput);
+}
+
+// --- every kernel under every mapping it supports ------------------------------------------------
+
+struct Case {
+  std::string label;
+  KernelPtr kernel;
+  std::vector<int64_t> symbols;  // s0, s1
+};
+
+/// Forced schedules: each mapping the printer supports for the kernel.
+std::vector<KernelPtr> mapping_variants(const KernelPtr& k) {
+  std::vector<KernelPtr> out = {scheduled(k)};
+  bool loops = false;
+  for (const auto& s : k->stages) loops |= !std::visit([](const auto& st) { return st.loops.empty(); }, s);
+  if (!loops) {
+    out.push_back(with_gpu(k, GpuMapping::GridStridePointwise, 128, 1));
+    return out;
+  }
+  out.push_back(with_gpu(k, GpuMapping::ColumnReduction, 64, 1));
+  out.push_back(with_gpu(k, GpuMapping::RowPerWarp, 64, 0));
+  out.push_back(with_gpu(k, GpuMapping::RowPerBlock, 128, 0));
+  out.push_back(with_gpu(k, GpuMapping::RowPerBlock, 1024, 0));
+  return out;
+}
+
+std::vector<Case> all_cases() {
+  const IndexExpr s0 = sym("s0"), s1 = sym("s1");
+  std::vector<Case> c = {
+      {"add_relu_mul_f32", add_relu_mul(s0, s1), {37, 1004}},
+      {"add_relu_mul_f32_odd", add_relu_mul(s0, s1), {5, 1001}},
+      {"add_relu_mul_f16", add_relu_mul(s0, s1, DType::Float16), {9, 520}},
+      {"add_relu_mul_bf16", add_relu_mul(s0, s1, DType::BFloat16), {9, 520}},
+      {"sin_plus_cos", sin_plus_cos(s0), {100003, 1}},
+      {"gelu_bias", gelu_bias(s0, s1), {33, 256}},
+      {"nan_to_index", nan_to_index(s0, s1), {7, 129}},
+      {"row_sum", row_reduce(ReductionKind::Sum, s0, s1), {67, 1003}},
+      {"row_max", row_reduce(ReductionKind::Max, s0, s1), {67, 77}},
+      {"row_min", row_reduce(ReductionKind::Min, s0, s1), {13, 3000}},
+      {"row_argmax", row_reduce(ReductionKind::ArgMax, s0, s1), {67, 999}},
+      {"row_argmin", row_reduce(ReductionKind::ArgMin, s0, s1), {31, 2050}},
+      {"row_any", row_any_positive(s0, s1), {40, 33}},
+      {"column_sum", column_sum(s0, s1), {1001, 67}},
+      {"softmax_sym", softmax(s0, s1), {37, 1500}},
+      {"softmax_f16_sym", softmax(s0, s1, DType::Float16), {37, 700}},
+      {"layer_norm_sym", layer_norm(s0, s1), {21, 4099}},
+      {"var_mean_sym", var_mean(s0, s1), {29, 2047}},
+      // Constant shapes: the schedule caches rows in registers.
+      {"softmax_warp_cached", softmax(45, 1000), {}},
+      {"softmax_block_cached", softmax(19, 4096), {}},
+      {"softmax_block_cached_odd", softmax(19, 3001), {}},
+      {"layer_norm_cached", layer_norm(23, 1537), {}},
+      {"layer_norm_bf16_cached", layer_norm(23, 768, DType::BFloat16), {}},
+      {"var_mean_cached", var_mean(17, 5000), {}},
+      {"row_argmax_cached", row_reduce(ReductionKind::ArgMax, 33, 129), {}},
+      {"column_sum_const", column_sum(300, 1000), {}},
+      {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
+  };
+  return c;
+}
+
+TEST(CudaNvrtc, EveryTestKernelCompiles) {
+  REQUIRE_NVRTC();
+  std::vector<KernelPtr> kernels;
+  int n = 0;
+  for (const auto& c : all_cases()) {
+    for (const auto& k : mapping_variants(c.kernel)) {
+      Schedule s = k->schedule;
+      kernels.push_back(Kernel::make(cat(k->name, "_", n++), k->device, k->outer, k->stages, s, k->origins));
+    }
+  }
+  auto m = print_cuda_module(kernels, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto ptx = compile_cuda(m->source, "gpu_codegen_test.cu", 90);
+  ASSERT_TRUE(ptx.ok()) << ptx.error().message;
+  EXPECT_NE(ptx->ptx.find(".entry softmax"), std::string::npos);
+  // 128-bit vector loads made it into the PTX, and shuffles for warp reductions.
+  EXPECT_NE(ptx->ptx.find("ld.global.v4.f32"), std::string::npos);
+  EXPECT_NE(ptx->ptx.find("shfl.sync.bfly"), std::string::npos);
+  // No fast math (libdevice's expf still uses ex2.approx inside its accurate
+  // range reduction, so the PTX alone cannot show it).
+  for (const auto& flag : nvrtc_flags(ptx->arch, {})) EXPECT_EQ(flag.find("fast_math"), std::string::npos) << flag;
+  EXPECT_EQ(ptx->log.find("warning"), std::string::npos) << ptx->log.substr(0, 2000);
+}
+
+// --- on a GPU: compare with the reference interpreter ----------------------------------------------
+
+struct HostBuffer {
+  BufferPtr buffer;
+  std::vector<unsigned char> bytes;
+  size_t count = 0;
+};
+
+float random_float(std::mt19937& rng, bool specials) {
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  if (specials) {
+    const unsigned r = rng() % 1000;
+    if (r == 0) return std::nanf("");
+    if (r == 1) return INFINITY;
+    if (r == 2) return -INFINITY;
+  }
+  return u(rng);
+}
+
+void fill_random(HostBuffer& h, std::mt19937& rng, bool specials) {
+  unsigned char* p = h.bytes.data();
+  for (size_t i = 0; i < h.count; ++i) {
+    const float f = random_float(rng, specials);
+    switch (h.buffer->dtype) {
+      case DType::Float32: std::memcpy(p + 4 * i, &f, 4); break;
+      case DType::Float16: {
+        uint16_t b = float_to_half(f);
+        std::memcpy(p + 2 * i, &b, 2);
+        break;
+      }
+      case DType::BFloat16: {
+        uint16_t b = float_to_bf16(f);
+        std::memcpy(p + 2 * i, &b, 2);
+        break;
+      }
+      default: FAIL() << "no random fill for " << dtype_name(h.buffer->dtype);
+    }
+  }
+}
+
+double element(const HostBuffer& h, size_t i) {
+  const unsigned char* p = h.bytes.data();
+  switch (h.buffer->dtype) {
+    case DType::Float32: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      return f;
+    }
+    case DType::Float64: {
+      double d;
+      std::memcpy(&d, p + 8 * i, 8);
+      return d;
+    }
+    case DType::Float16: {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      return half_to_float(b);
+    }
+    case DType::BFloat16: {
+      uint16_t b;
+      std::memcpy(&b, p + 2 * i, 2);
+      return bf16_to_float(b);
+    }
+    case DType::Int64: {
+      int64_t v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return static_cast<double>(v);
+    }
+    case DType::Bool: return p[i];
+    default: return NAN;
+  }
+}
+
+/// Runs `k` on the GPU and in the interpreter on the same random inputs.
+void run_and_compare(const std::string& label, const KernelPtr& k, const std::vector<int64_t>& symbol_values,
+                     bool specials, unsigned seed) {
+  SCOPED_TRACE(label + " [" + to_string(k->schedule.gpu.mapping) + " block " +
+               std::to_string(k->schedule.gpu.block_size) + " ept " +
+               std::to_string(k->schedule.gpu.elements_per_thread) + "]");
+  IndexBindings bindings;
+  std::vector<int64_t> syms = symbol_values;
+  syms.resize(kSymbols.size(), 1);
+  for (size_t i = 0; i < kSymbols.size(); ++i) bindings[kSymbols[i]] = syms[i];
+  auto sig = signature(*k);
+  std::mt19937 rng(seed);
+  std::vector<HostBuffer> host, ref;
+  for (const auto& a : sig.buffers) {
+    HostBuffer h;
+    h.buffer = a.buffer;
+    h.count = static_cast<size_t>(evaluate(a.buffer->layout.storage_size(), bindings));
+    h.bytes.assign(h.count * dtype_size(a.buffer->dtype), 0x7F);  // poison: unwritten outputs show
+    if (!a.written) fill_random(h, rng, specials);
+    host.push_back(std::move(h));
+  }
+  ref = host;
+  InterpreterArgs args;
+  args.symbols = bindings;
+  for (auto& r : ref) args.buffers[r.buffer->name] = r.bytes.data();
+  Status st = interpret(*k, args);
+  ASSERT_TRUE(st.ok()) << st.error().message;
+
+  auto compiled = compile_cuda_kernels({k}, kSymbols);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  std::vector<DeviceBuffer> dev;
+  std::vector<void*> ptrs;
+  for (auto& h : host) {
+    auto b = DeviceBuffer::allocate(h.bytes.size());
+    ASSERT_TRUE(b.ok()) << b.error().message;
+    ASSERT_TRUE(b->upload(h.bytes.data(), h.bytes.size()).ok());
+    ptrs.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(b->ptr())));
+    dev.push_back(std::move(*b));
+  }
+  compiled->kernels[0]->run(ptrs.data(), syms.data(), 0);
+  Status sync = synchronize_context();
+  ASSERT_TRUE(sync.ok()) << sync.error().message;
+  const bool reduction = k->stages.size() > 1 || std::holds_alternative<ReductionStage>(k->stages[0]);
+  for (size_t b = 0; b < host.size(); ++b) {
+    if (!sig.buffers[b].written) continue;
+    ASSERT_TRUE(dev[b].download(host[b].bytes.data(), host[b].bytes.size()).ok());
+    const DType t = host[b].buffer->dtype;
+    const double rtol = t == DType::Float16 ? 2e-3 : t == DType::BFloat16 ? 1.6e-2 : reduction ? 1e-4 : 1.3e-5;
+    const double atol = t == DType::Float16 ? 1e-3 : t == DType::BFloat16 ? 1e-2 : reduction ? 1e-4 : 1.5e-5;
+    int bad = 0;
+    for (size_t i = 0; i < host[b].count && bad < 5; ++i) {
+      const double got = element(host[b], i), want = element(ref[b], i);
+      const bool ok = (std::isnan(got) && std::isnan(want)) || got == want ||
+                      (std::isfinite(want) && std::abs(got - want) <= atol + rtol * std::abs(want));
+      if (!ok) {
+        ++bad;
+        ADD_FAILURE() << host[b].buffer->name << "[" << i << "]: gpu " << got << " vs reference " << want;
+      }
+    }
+  }
+}
+
+TEST(CudaRun, EveryMappingMatchesTheInterpreter) {
+  REQUIRE_GPU();
+  unsigned seed = 1;
+  for (const auto& c : all_cases()) {
+    for (const auto& k : mapping_variants(c.kernel)) {
+      run_and_compare(c.label, k, c.symbols, /*specials=*/false, seed++);
+      run_and_compare(c.label + " (NaN/inf)", k, c.symbols, /*specials=*/true, seed++);
+    }
+  }
+}
+
+TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
+  REQUIRE_GPU();
+  auto k = scheduled(sin_plus_cos(sym("s0")));
+  auto compiled = compile_cuda_kernels({k}, kSymbols);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  const auto& h = *compiled->kernels[0];
+  auto x = DeviceBuffer::allocate(4096 * 4), out = DeviceBuffer::allocate(4096 * 4);
+  ASSERT_TRUE(x.ok() && out.ok());
+  void* aligned[] = {reinterpret_cast<void*>(static_cast<uintptr_t>(out->ptr())),
+                     reinterpret_cast<void*>(static_cast<uintptr_t>(x->ptr()))};
+  void* shifted[] = {reinterpret_cast<void*>(static_cast<uintptr_t>(out->ptr() + 4)), aligned[1]};
+  int64_t n_even[] = {4000, 1}, n_odd[] = {4001, 1};
+  EXPECT_TRUE(h.plan(aligned, n_even).vectorized);
+  EXPECT_FALSE(h.plan(shifted, n_even).vectorized);
+  EXPECT_FALSE(h.plan(aligned, n_odd).vectorized);
+  // And the scalar twin computes the right thing on the shifted view.
+  run_and_compare("sin_plus_cos odd", k, {4001}, true, 99);
+}
+
+}  // namespace
+}  // namespace cppi::gpu

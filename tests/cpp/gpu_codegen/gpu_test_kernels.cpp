@@ -1,0 +1,127 @@
+#include "gpu_test_kernels.h"
+
+namespace cppi::gpu::testing {
+
+using namespace ir;
+
+namespace {
+
+BufferPtr buffer(const std::string& name, DType t, BufferKind kind, std::vector<IndexExpr> sizes) {
+  return Buffer::make_contiguous(name, t, Device::CUDA, kind, std::move(sizes));
+}
+BufferPtr input(const std::string& name, DType t, std::vector<IndexExpr> sizes) {
+  return buffer(name, t, BufferKind::GraphInput, std::move(sizes));
+}
+BufferPtr output(const std::string& name, DType t, std::vector<IndexExpr> sizes) {
+  return buffer(name, t, BufferKind::GraphOutput, std::move(sizes));
+}
+Expr f32(Expr e) { return cast(std::move(e), DType::Float32); }
+Expr add(Expr a, Expr b) { return binary(BinaryOp::Add, std::move(a), std::move(b)); }
+Expr sub(Expr a, Expr b) { return binary(BinaryOp::Sub, std::move(a), std::move(b)); }
+Expr mul(Expr a, Expr b) { return binary(BinaryOp::Mul, std::move(a), std::move(b)); }
+Expr div(Expr a, Expr b) { return binary(BinaryOp::TrueDiv, std::move(a), std::move(b)); }
+
+}  // namespace
+
+KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), b = input("b", t, {cols}), out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr v = add(f32(load(x, x->layout.index({x0, x1}))), f32(load(b, b->layout.index({x1}))));
+  v = mul(binary(BinaryOp::Maximum, v, const_float(0)), const_float(2));
+  return Kernel::make("add_relu_mul", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), cast(v, t))}}}, {},
+                      {"add", "relu", "mul"});
+}
+
+KernelPtr sin_plus_cos(const IndexExpr& n, DType t) {
+  auto x = input("x", t, {n}), out = output("out", t, {n});
+  IndexExpr x0 = var("x0");
+  Expr xv = f32(load(x, x0));
+  Expr v = add(unary(UnaryOp::Sin, xv), unary(UnaryOp::Cos, xv));
+  return Kernel::make("sin_plus_cos", Device::CUDA, {{x0, n}}, {PointwiseStage{{}, {Store::make(out, x0, cast(v, t))}}},
+                      {}, {"sin", "cos", "add"});
+}
+
+KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), b = input("b", t, {cols}), out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr y = add(f32(load(x, x->layout.index({x0, x1}))), f32(load(b, b->layout.index({x1}))));
+  Expr g = mul(mul(const_float(0.5), y),
+               add(const_float(1), unary(UnaryOp::Erf, mul(y, const_float(0.7071067811865476)))));
+  return Kernel::make("gelu_bias", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), cast(g, t))}}}, {},
+                      {"add", "gelu"});
+}
+
+KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr xv = load(x, x->layout.index({x0, x1}));
+  Expr v = add(where(unary(UnaryOp::IsNan, xv), const_float(-1), xv), cast(IndexValue::make(x1), DType::Float32));
+  return Kernel::make("nan_to_index", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), v)}}});
+}
+
+KernelPtr row_reduce(ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols});
+  const bool arg = kind == ReductionKind::ArgMax || kind == ReductionKind::ArgMin;
+  auto out = output("out", arg ? DType::Int64 : DType::Float32, {rows});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto red = ReductionStage::make({{r0, cols}}, kind, load(x, x->layout.index({x0, r0})), {"acc"});
+  return Kernel::make(std::string("row_") + to_string(kind), Device::CUDA, {{x0, rows}},
+                      {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
+}
+
+KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto red = ReductionStage::make({{r0, rows}}, ReductionKind::Sum, load(x, x->layout.index({r0, x0})), {"acc"});
+  return Kernel::make("column_sum", Device::CUDA, {{x0, cols}},
+                      {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
+}
+
+KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto in = input("x", t, {rows, cols}), out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr x = f32(load(in, in->layout.index({x0, r0})));
+  auto amax = ReductionStage::make({{r0, cols}}, ReductionKind::Max, x, {"amax"});
+  Expr e = unary(UnaryOp::Exp, sub(x, amax.result()));
+  auto denom = ReductionStage::make({{r0, cols}}, ReductionKind::Sum, e, {"denom"});
+  PointwiseStage norm{{{r0, cols}}, {Store::make(out, out->layout.index({x0, r0}), cast(div(e, denom.result()), t))}};
+  return Kernel::make("softmax", Device::CUDA, {{x0, rows}}, {amax, denom, norm}, {}, {"amax", "sub", "exp", "sum", "div"});
+}
+
+KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto in = input("x", t, {rows, cols}), w = input("w", t, {cols}), b = input("b", t, {cols});
+  auto out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr x = f32(load(in, in->layout.index({x0, r0})));
+  auto stats = ReductionStage::make({{r0, cols}}, ReductionKind::Welford, x, {"mean", "m2", "weight"});
+  Expr rstd = unary(UnaryOp::Rsqrt, add(div(stats.result(1), stats.result(2)), const_float(1e-5)));
+  Expr y = add(mul(mul(sub(x, stats.result(0)), rstd), f32(load(w, r0))), f32(load(b, r0)));
+  PointwiseStage norm{{{r0, cols}}, {Store::make(out, out->layout.index({x0, r0}), cast(y, t))}};
+  return Kernel::make("layer_norm", Device::CUDA, {{x0, rows}}, {stats, norm}, {}, {"native_layer_norm"});
+}
+
+KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("x", DType::Float32, {rows, cols});
+  auto var_out = output("var", DType::Float32, {rows}), mean_out = output("mean", DType::Float32, {rows});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto stats = ReductionStage::make({{r0, cols}}, ReductionKind::Welford, load(in, in->layout.index({x0, r0})),
+                                    {"mean", "m2", "weight"});
+  Expr v = div(stats.result(1), sub(stats.result(2), const_float(1)));
+  return Kernel::make("var_mean", Device::CUDA, {{x0, rows}},
+                      {stats, PointwiseStage{{}, {Store::make(var_out, x0, v), Store::make(mean_out, x0, stats.result(0))}}},
+                      {}, {"var_mean"});
+}
+
+KernelPtr row_any_positive(const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("x", DType::Float32, {rows, cols});
+  auto out = output("out", DType::Bool, {rows});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto red = ReductionStage::make({{r0, cols}}, ReductionKind::Any,
+                                  compare(CompareOp::Gt, load(in, in->layout.index({x0, r0})), const_float(0)), {"any"});
+  return Kernel::make("row_any", Device::CUDA, {{x0, rows}}, {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
+}
+
+}  // namespace cppi::gpu::testing

@@ -1,0 +1,39 @@
+// IR kernels for the GPU codegen tests and gpu_codegen_bench, built the way
+// lowerings and fusion build them (reduced floats loaded, cast to float32,
+// cast back before the store). Every buffer is a contiguous CUDA buffer;
+// sizes may be constants or size symbols.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lowering/ir/ir.h"
+
+namespace cppi::gpu::testing {
+
+using ir::IndexExpr;
+using ir::KernelPtr;
+
+/// out[i, j] = relu(x[i, j] + b[j]) * 2 over (rows, cols).
+KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// out = sin(x) + cos(x), 1-D.
+KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
+/// out[i, j] = gelu(x[i, j] + b[j]) (erf form).
+KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// out[i, j] = where(isnan(x), -1, x) + (float)j: NaN handling, IndexValue.
+KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
+/// out[i] = sum / max / min / argmax / prod over j of x[i, j] (float32; argmax
+/// writes int64).
+KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
+/// out[j] = sum over i of x[i, j].
+KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols);
+/// Softmax over the last dim.
+KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// layer_norm over the last dim with weight and bias (eps 1e-5), Welford stats.
+KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// var (correction 1) and mean over the last dim, Welford.
+KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols);
+/// any(x > 0) per row, written as bool.
+KernelPtr row_any_positive(const IndexExpr& rows, const IndexExpr& cols);
+
+}  // namespace cppi::gpu::testing

@@ -1,0 +1,122 @@
+"""End to end, compiled vs eager: reductions, softmax, normalisations (forward and backward)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from check import check_model
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, (0, 2)], ids=lambda d: f"dim{d}")
+@pytest.mark.parametrize("keepdim", [False, True], ids=["", "keepdim"])
+def test_sum_mean_amax(dim, keepdim, device):
+    def f(x):
+        return x.sum(dim, keepdim=keepdim), x.mean(dim, keepdim=keepdim), x.amax(dim, keepdim=keepdim), x.amin(
+            dim, keepdim=keepdim
+        )
+
+    check_model(f, (torch.randn(6, 17, 5, device=device),), reduction=True)
+
+
+@pytest.mark.parametrize("dim", [0, 1], ids=lambda d: f"dim{d}")
+def test_argmax_argmin_max_with_indices(dim, device):
+    def f(x):
+        values, indices = x.max(dim)
+        return x.argmax(dim), x.argmin(dim, keepdim=True), values, indices, x.argmax()
+
+    # Distinct values: ties would make the index implementation-defined.
+    x = torch.randperm(9 * 13, device=device).float().reshape(9, 13)
+    check_model(f, (x,))
+
+
+def test_full_reductions_and_prod(device):
+    def f(x, i):
+        return x.sum(), x.mean(), x.prod(), i.sum(), i.prod(), x.std(), (x > 0).sum()
+
+    x = torch.rand(31, device=device) + 0.5
+    check_model(f, (x, torch.randint(1, 3, (10,), device=device)), reduction=True)
+
+
+def test_large_reduction(device):
+    """Long enough for per-thread partials and vector lanes."""
+
+    def f(x):
+        return x.sum(-1), x.sum(0), (x * x).mean()
+
+    check_model(f, (torch.randn(64, 4099, device=device),), reduction=True)
+
+
+def test_reduction_with_pointwise_prologue_and_epilogue(device):
+    def f(x, w):
+        s = (torch.exp(x) * w).sum(1, keepdim=True)
+        return torch.log(s) + 1, s.squeeze(1).sqrt()
+
+    check_model(f, (torch.randn(7, 40, device=device), torch.rand(40, device=device)), reduction=True)
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_softmax_log_softmax(dim, device):
+    def f(x):
+        return torch.softmax(x, dim), F.log_softmax(x, dim), torch.logsumexp(x, dim)
+
+    check_model(f, (torch.randn(5, 23, device=device) * 4,), grad=True, reduction=True)
+
+
+def test_softmax_extreme_values(device):
+    def f(x):
+        return torch.softmax(x, -1)
+
+    x = torch.tensor([[1e4, 0.0, -1e4], [-float("inf"), 0.0, 1.0], [3.0, 3.0, 3.0]], device=device)
+    check_model(f, (x,))
+
+
+def test_var_mean(device):
+    def f(x):
+        var, mean = torch.var_mean(x, dim=1, correction=1)
+        var0, mean0 = torch.var_mean(x, dim=(0, 2), keepdim=True, correction=0)
+        return var, mean, var0, mean0, x.var(), x.std(2)
+
+    check_model(f, (torch.randn(4, 19, 6, device=device) + 3,), reduction=True)
+
+
+def test_layer_norm_functional(device):
+    def f(x, w, b):
+        return F.layer_norm(x, (16,), w, b, eps=1e-5), F.layer_norm(x, (8, 16))
+
+    x = torch.randn(3, 8, 16, device=device)
+    w, b = torch.randn(16, device=device), torch.randn(16, device=device)
+    check_model(f, (x, w, b), grad=True, reduction=True)
+
+
+def test_layer_norm_module(device):
+    ln = torch.nn.LayerNorm(24).to(device)
+    with torch.no_grad():
+        ln.weight.normal_()
+        ln.bias.normal_()
+    check_model(ln, (torch.randn(5, 24, device=device),), grad=True, reduction=True)
+
+
+def test_batch_norm_train_updates_running_stats(device):
+    bn = torch.nn.BatchNorm2d(3).to(device).train()
+    check_model(bn, (torch.randn(4, 3, 5, 5, device=device),), grad=True, reduction=True)
+
+
+def test_batch_norm_eval(device):
+    bn = torch.nn.BatchNorm1d(6).to(device)
+    with torch.no_grad():
+        bn.running_mean.normal_()
+        bn.running_var.uniform_(0.5, 2)
+    bn.eval()
+    check_model(bn, (torch.randn(4, 6, device=device),), reduction=True)
+
+
+def test_group_norm(device):
+    gn = torch.nn.GroupNorm(2, 4).to(device)
+    check_model(gn, (torch.randn(2, 4, 3, 3, device=device),), grad=True, reduction=True)
+
+
+def test_cumsum_and_sort(device):
+    def f(x):
+        return x.cumsum(1), torch.sort(x, dim=1).values, torch.topk(x, 3).values
+
+    check_model(f, (torch.randn(4, 10, device=device),), reduction=True)
