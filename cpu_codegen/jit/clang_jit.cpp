@@ -440,9 +440,11 @@ Expected<std::shared_ptr<CompiledModule>> link_object(const std::string& object)
 }  // namespace
 
 std::string clang_jit_target_id(const CompileOptions& options) {
+  // Everything that shapes the object: LLVM, target, and the exact frontend
+  // flags (so changing them here invalidates cached objects).
   const TargetConfig t = target_for(options);
-  return cat("llvm-" LLVM_VERSION_STRING " ", t.triple, " ", t.cpu, " ", join(t.features, ","),
-             sleef_library_path().empty() ? " no-sleef" : " sleef");
+  return cat("llvm-" LLVM_VERSION_STRING " jit-v1 ", t.triple, " ", t.cpu, " ",
+             join(frontend_args(options, t), " "));
 }
 
 Expected<BackendResult> compile_with_clang_jit(const BackendRequest& request) {

@@ -28,7 +28,8 @@ struct CompileOptions {
   enum class Compiler { ClangJit, Gxx };
   Compiler compiler = Compiler::ClangJit;
   int opt_level = 3;           // 0..3
-  bool debug_symbols = false;  // DWARF (+ frame pointers); JIT code registers with gdb
+  bool debug_symbols = false;  // DWARF + frame pointers (JIT code is not yet
+                               // registered with gdb: use Gxx to step into kernels)
   /// CPU to compile for, as clang -target-cpu / g++ -march take it ("skylake",
   /// "haswell"); empty means the host, with its exact feature set.
   std::string target_cpu;
@@ -53,9 +54,9 @@ struct CompileTimings {
   double codegen_ms = 0;   // machine code generation (JIT) / whole g++ run (Gxx)
   double link_ms = 0;      // JIT link / dlopen
   double total_ms = 0;     // wall time of compile_cpp, cache lookups included
-  double cpu_ms = 0;       // CPU time of the calling thread during compile_cpp (the
-                           // number to compare on a loaded machine; g++ runs in a
-                           // child process, so for Gxx this is only our side)
+  double cpu_ms = 0;       // CPU time of compile_cpp: the calling thread plus, for
+                           // Gxx, the g++ processes (the number to compare on a
+                           // loaded machine, where wall time is inflated)
 };
 
 /// Compiled code. Lookups are cheap (a hash map) and thread-safe.

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,8 +48,9 @@ std::string gxx_executable() {
 }
 
 /// Runs argv, stdout+stderr into `log_path`; returns the exit status (-1 if
-/// it could not start).
-int run_process(const std::vector<std::string>& argv, const std::string& log_path) {
+/// it could not start). Adds the child's CPU time to *child_cpu_ms if given.
+int run_process(const std::vector<std::string>& argv, const std::string& log_path,
+                double* child_cpu_ms = nullptr) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -61,8 +63,13 @@ int run_process(const std::vector<std::string>& argv, const std::string& log_pat
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) return -1;
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
+  struct rusage usage {};
+  while (wait4(pid, &status, 0, &usage) < 0) {
     if (errno != EINTR) return -1;
+  }
+  if (child_cpu_ms) {
+    auto ms = [](const timeval& t) { return double(t.tv_sec) * 1e3 + double(t.tv_usec) * 1e-3; };
+    *child_cpu_ms += ms(usage.ru_utime) + ms(usage.ru_stime);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -130,7 +137,8 @@ Expected<std::shared_ptr<CompiledModule>> load(const std::string& so_path) {
 }  // namespace
 
 std::string gxx_target_id(const CompileOptions& options) {
-  return cat(gxx_host_id(), "|sleef=", sleef_library_path().empty() ? "no" : "yes");
+  // Bump the version when the command line in compile_with_gxx changes.
+  return cat(gxx_host_id(), "|gxx-v1|sleef=", sleef_library_path());
 }
 
 Expected<BackendResult> compile_with_gxx(const BackendRequest& request) {
@@ -172,7 +180,7 @@ Expected<BackendResult> compile_with_gxx(const BackendRequest& request) {
   if (!sleef_library_path().empty()) argv.push_back(sleef_library_path());
 
   const double t0 = now_ms();
-  const int rc = run_process(argv, log);
+  const int rc = run_process(argv, log, &result.timings.cpu_ms);
   result.timings.codegen_ms = now_ms() - t0;
   if (rc != 0) {
     auto diagnostics = read_file(log);

@@ -25,7 +25,7 @@ struct Gomp {
 
 std::mutex g_mutex;                      // guards loading / switching
 std::atomic<const Gomp*> g_gomp{nullptr};  // set once loaded, never freed
-bool g_load_attempted = false;           // under g_mutex
+std::atomic<bool> g_load_attempted{false};  // the default load ran (maybe failed)
 std::atomic<bool> g_used{false};         // a parallel loop has run
 std::atomic<int> g_num_threads{0};       // 0: runtime default
 
@@ -52,20 +52,22 @@ Expected<const Gomp*> open_gomp(void* handle, const std::string& what) {
 /// Loads the default libgomp once. Caller holds g_mutex.
 const Gomp* load_default_locked() {
   if (const Gomp* g = g_gomp.load()) return g;
-  if (g_load_attempted) return nullptr;
-  g_load_attempted = true;
+  if (g_load_attempted.load()) return nullptr;
   // Prefer the one already in the process (torch's), then the system one.
   void* handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!handle) handle = dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!handle) return nullptr;
-  auto g = open_gomp(handle, "libgomp.so.1");
-  if (!g) return nullptr;
-  g_gomp.store(*g);
-  return *g;
+  if (handle) {
+    if (auto g = open_gomp(handle, "libgomp.so.1")) g_gomp.store(*g, std::memory_order_release);
+  }
+  // Published after g_gomp, so a reader that sees it set and no library
+  // knows there is none.
+  g_load_attempted.store(true, std::memory_order_release);
+  return g_gomp.load();
 }
 
 const Gomp* gomp() {
   if (const Gomp* g = g_gomp.load(std::memory_order_acquire)) return g;
+  if (g_load_attempted.load(std::memory_order_acquire)) return g_gomp.load();  // null: serial
   std::lock_guard<std::mutex> lock(g_mutex);
   return load_default_locked();
 }

@@ -5,6 +5,11 @@ namespace cppi::cpu {
 const char* codegen_support_source() {
   return R"cppi_support(
 // ---- cppinductor codegen support (cpu_codegen/printer/codegen_support.cpp) ----
+// Loops the printer vectorised by hand (and their scalar tails) must not be
+// vectorised again; older preludes lack the macro.
+#ifndef CPPI_NO_AUTOVEC
+#define CPPI_NO_AUTOVEC
+#endif
 // Integer arithmetic wraps (two's complement), as the loop IR defines it.
 template <class T> struct cppi_unsigned_of { typedef T type; };
 template <> struct cppi_unsigned_of<int8_t> { typedef uint8_t type; };

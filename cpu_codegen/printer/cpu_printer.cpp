@@ -8,7 +8,9 @@
 ///   stride-1 accesses; scalars that do not depend on the loop variable stay
 ///   scalar and are splat where a vector op needs them; other strides and
 ///   masked loads are lane-wise gathers), then a scalar tail loop running the
-///   same body for the remaining extent % W iterations.
+///   same body for the remaining extent % W iterations. Both carry
+///   CPPI_NO_AUTOVEC: the compiler must not vectorise them again (that only
+///   costs compile time).
 ///   * InnermostOuter: the innermost outer loop is vectorised; every stage
 ///     runs on W outer iterations at once, so a reduction over its own loops
 ///     keeps one accumulator per lane (column sums: no horizontal step).
@@ -97,8 +99,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_reduction(const ReductionStage& s, size_t index);
   /// Prints the accumulation over the stage's loops (the first loop over
   /// [lo0, hi0)) and returns the C name of the final scalar state (horizontal
-  /// and scalar modes) or of the per-lane vector state (lane mode).
-  std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0);
+  /// and scalar modes; horizontal mode declares it as `result_name` when
+  /// given) or of the per-lane vector state (lane mode).
+  std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
+                                   const std::string& result_name = "");
 
   // --- vector values -------------------------------------------------------------------
   bool in_vector() const { return !vvar_.empty(); }
@@ -317,11 +321,13 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
   if (lo.value && hi.value) {
     const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
     if (vend > *lo.value) {
+      out_.line("CPPI_NO_AUTOVEC");
       out_.open(cat("for (int64_t ", v, " = ", *lo.value, "; ", v, " < ", vend, "; ", v, " += ", w, ")"));
       vector_body();
       out_.close();
     }
     if (vend < *hi.value) {
+      out_.line("CPPI_NO_AUTOVEC");
       out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", *hi.value, "; ++", v, ")"));
       tail_body();
       out_.close();
@@ -333,9 +339,11 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
   out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
   out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
   out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
+  out_.line("CPPI_NO_AUTOVEC");
   out_.open(cat("for (int64_t ", v, " = ", lo_name, "; ", v, " < ", vend, "; ", v, " += ", w, ")"));
   vector_body();
   out_.close();
+  out_.line("CPPI_NO_AUTOVEC");
   out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", hi_name, "; ++", v, ")"));
   tail_body();
   out_.close();
@@ -465,25 +473,31 @@ void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
   if (sched_.parallel_reduction && !s.loops.empty()) {
     const Loop& first = s.loops[0];
     const std::string st = state_type(s.kind, t);
+    const std::string identity = state_identity(s.kind, t);
+    const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
     state = names[0] + "_state";
     const std::string b = var_name(first) + "_chunk_begin", e = var_name(first) + "_chunk_end";
     out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(first).text, ", ",
-                  std::max<int64_t>(1, sched_.grain_size), ", ", st, state_identity(s.kind, t), ",\n    [&](int64_t ",
+                  std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [&](int64_t ",
                   b, ", int64_t ", e, ", ", st, ") -> ", st));
     const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt});
     out_.line("return " + partial + ";");
     out_.close(cat("}, [](", st, " a, ", st, " b) { return ", state_combine(s.kind, t, "a", "b"), "; });"));
   } else {
-    state = print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]));
+    // A one-value reduction's combined result is declared under its own name.
+    const bool simple = num_results(s.kind) == 1 && s.kind != ReductionKind::ArgMax && s.kind != ReductionKind::ArgMin;
+    state = print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]),
+                                 simple ? names[0] : "");
   }
   auto results = state_results(s.kind, state);
   for (size_t i = 0; i < names.size(); ++i) {
-    out_.line(cat("const ", scalar_type(s.result_dtypes[i]), " ", names[i], " = ", results[i], ";"));
+    if (results[i] != names[i]) out_.line(cat("const ", scalar_type(s.result_dtypes[i]), " ", names[i], " = ", results[i], ";"));
     locals_[s.results[i]] = CValue{names[i], s.result_dtypes[i]};
   }
 }
 
-std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0) {
+std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
+                                                   const std::string& result_name) {
   const DType t = s.body.dtype();
   const std::string base = local_name(s.results[0]);
   const bool lanes = in_vector();
@@ -543,7 +557,7 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
   }
   if (lanes) return vacc;
   if (!horizontal_mode) return acc;
-  const std::string combined = base + "_red";
+  const std::string combined = result_name.empty() ? base + "_red" : result_name;
   out_.line(cat("const ", state_type(s.kind, t), " ", combined, " = ",
                 state_combine(s.kind, t, horizontal(s.kind, t, vacc), acc), ";"));
   return combined;
@@ -573,7 +587,7 @@ std::string CpuKernelPrinter::state_identity(ReductionKind kind, DType t) const 
     case ReductionKind::ArgMax:
     case ReductionKind::ArgMin: return "{" + identity_value(kind, t) + ", 0}";
     case ReductionKind::Welford: return "{0, 0, 0}";
-    default: return "(" + identity_value(kind, t) + ")";
+    default: return identity_value(kind, t);
   }
 }
 

@@ -55,6 +55,8 @@ IndexExpr product_of(const std::vector<Loop>& loops) {
 
 std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
 
+std::string shuffle_type(DType t);
+
 bool is_row_mapping(GpuMapping m) { return m == GpuMapping::RowPerWarp || m == GpuMapping::RowPerBlock; }
 
 class CudaKernelPrinter : public codegen::CPrinterBase {
@@ -606,6 +608,15 @@ void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
   }
   for_each_position(i, [&](ValueScope& scope) {
     const CValue v = scalar_value(s.body, scope);
+    if (s.kind == ReductionKind::Welford) {
+      // Division-free Welford steps (cuda_support.h): in a cached row a
+      // thread's valid slots are a prefix, so slot + 1 is its weight.
+      const std::string st = shuffle_type(t);
+      const std::string inv = g_.elements_per_thread > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
+                                                         : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
+      out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
+      return;
+    }
     out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
   });
   if (g_.mapping == GpuMapping::RowPerWarp) {

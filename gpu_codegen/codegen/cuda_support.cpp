@@ -197,6 +197,20 @@ CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
   return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
 }
 
+// A Welford step given 1 / (weight + 1): row kernels pass a constant (cached
+// rows: the slot decides the weight) or a correctly rounded reciprocal, so the
+// serial chain has no IEEE division. NaN and inf behave as in
+// cppi_welford_update; the mean differs from it by at most an ulp per step.
+template <class T> CPPI_INLINE cppi_welford<T> cppi_welford_add(cppi_welford<T> acc, T x, T inv_weight) {
+  acc.weight = acc.weight + T(1);
+  const T delta = x - acc.mean;
+  acc.mean = acc.mean + delta * inv_weight;
+  acc.m2 = acc.m2 + delta * (x - acc.mean);
+  return acc;
+}
+CPPI_INLINE float cppi_rcp(float x) { return __frcp_rn(x); }
+CPPI_INLINE double cppi_rcp(double x) { return __drcp_rn(x); }
+
 // Reduction ops the prelude lacks (it has sum, max, min, welford, argmax/min).
 struct cppi_prod_op {
   template <typename T>

@@ -261,9 +261,10 @@ std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
     if (loops.empty()) continue;
     for (const Load* l : loads_of(k.stages[i])) {
       if (l->mask.defined() || written.count(l->buffer->name)) continue;
-      bool moves = false;
+      bool moves = false, per_row = false;
       for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
-      if (!moves) continue;
+      for (const auto& lp : k.outer) per_row |= depends_on(l->index, lp.var.as<IndexVar>()->name);
+      if (!moves || !per_row) continue;
       IndexExpr canon = canonical_row_index(k, i, l->index);
       bool seen = false;
       for (const auto& c : out) seen |= c.buffer->name == l->buffer->name && c.index == canon;

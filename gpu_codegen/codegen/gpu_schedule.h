@@ -78,8 +78,10 @@ ir::KernelPtr schedule_for_gpu(const ir::KernelPtr& kernel, const GpuTarget& tar
 std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);
 
 /// The loads a row-cached kernel keeps in registers, in first-use order:
-/// unmasked loads that move with the stage loops, of buffers the kernel does
-/// not write, from stages with loops. Each is given with its index over the
+/// unmasked loads that move with the stage loops and with the row (the outer
+/// loops), of buffers the kernel does not write, from stages with loops.
+/// Loads that are the same for every row (layer_norm's weight and bias) stay
+/// in their stages: they hit in L1/L2 and would only cost registers. Each is given with its index over the
 /// canonical row variables (row_cache_var(0), ...), one per stage loop, so
 /// the same element read by two stages (with their own loop variables) is
 /// one entry.

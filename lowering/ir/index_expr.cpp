@@ -84,17 +84,17 @@ std::optional<int64_t> IndexExpr::constant() const {
 std::string IndexExpr::str() const { return to_string(*this); }
 
 bool natural_name_less(const std::string& a, const std::string& b) {
-  auto split = [](const std::string& s) {
+  auto digits_start = [](const std::string& s) {
     size_t i = s.size();
     while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
     return i;
   };
-  size_t ia = split(a), ib = split(b);
+  size_t ia = digits_start(a), ib = digits_start(b);
   int c = a.compare(0, ia, b, 0, ib);
   if (c != 0) return c < 0;
-  std::string da = a.substr(ia), db = b.substr(ib);
-  if (da.size() != db.size()) return da.size() < db.size();  // no leading zeros in practice
-  return da < db;
+  size_t na = a.size() - ia, nb = b.size() - ib;
+  if (na != nb) return na < nb;  // no leading zeros in practice
+  return a.compare(ia, na, b, ib, nb) < 0;
 }
 
 namespace {
@@ -188,22 +188,34 @@ bool is_atom(const IndexExpr& e) {
 }
 
 namespace {
-// Lexicographic, a proper prefix first, but the empty list last.
-int compare_parts(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
-  if (a.empty() != b.empty()) return a.empty() ? 1 : -1;
-  return compare_lists(a, b);
+// Compares the factors of `a` and `b` that satisfy `keep` (in order),
+// lexicographically with a proper prefix first, but the empty list last.
+template <typename Keep>
+int compare_parts(const Monomial& a, const Monomial& b, Keep keep) {
+  auto ia = a.begin(), ib = b.begin();
+  auto skip = [&](Monomial::const_iterator it, const Monomial& m) {
+    while (it != m.end() && !keep(*it)) ++it;
+    return it;
+  };
+  ia = skip(ia, a);
+  ib = skip(ib, b);
+  bool ea = ia == a.end(), eb = ib == b.end();
+  if (ea || eb) return ea == eb ? 0 : (ea ? 1 : -1);
+  while (ia != a.end() && ib != b.end()) {
+    if (int c = compare(*ia, *ib)) return c;
+    ia = skip(ia + 1, a);
+    ib = skip(ib + 1, b);
+  }
+  if (ia == a.end()) return ib == b.end() ? 0 : -1;
+  return 1;
 }
-void split_vars(const Monomial& m, std::vector<IndexExpr>* vars, std::vector<IndexExpr>* rest) {
-  for (const auto& f : m) (f.kind() == IndexKind::Var ? vars : rest)->push_back(f);
-}
+bool is_var(const IndexExpr& e) { return e.kind() == IndexKind::Var; }
+bool is_not_var(const IndexExpr& e) { return e.kind() != IndexKind::Var; }
 }  // namespace
 
 bool TermLess::operator()(const Monomial& a, const Monomial& b) const {
-  std::vector<IndexExpr> va, ra, vb, rb;
-  split_vars(a, &va, &ra);
-  split_vars(b, &vb, &rb);
-  if (int c = compare_parts(va, vb)) return c < 0;
-  return compare_parts(ra, rb) < 0;
+  if (int c = compare_parts(a, b, is_var)) return c < 0;
+  return compare_parts(a, b, is_not_var) < 0;
 }
 
 void Poly::add_term(const Monomial& m, int64_t c) {
@@ -328,6 +340,117 @@ IndexExpr var(const std::string& name) {
   return IndexExpr(std::make_shared<IndexVar>(name));
 }
 
+namespace {
+
+// Fast paths for + and scaling by a constant: they walk the canonical terms
+// directly instead of going through a Poly (a map of vectors), because
+// lowerings build many affine indices.
+
+// One non-constant term of a canonical expression: coefficient * factors[0..n).
+struct TermRef {
+  const IndexExpr* factors;
+  size_t n;
+  int64_t coefficient;
+  const IndexExpr* expr;  // the term as an expression
+};
+
+void collect_terms(const IndexExpr& e, std::vector<TermRef>* out, int64_t* constant) {
+  auto add_term = [&](const IndexExpr& t) {
+    if (auto m = t.as<IndexMul>()) {
+      out->push_back({m->factors.data(), m->factors.size(), m->coefficient, &t});
+    } else {
+      out->push_back({&t, 1, 1, &t});
+    }
+  };
+  if (auto c = e.as<IndexConst>()) {
+    *constant = c->value;
+  } else if (auto a = e.as<IndexAdd>()) {
+    for (const auto& t : a->terms) add_term(t);
+    *constant = a->constant;
+  } else {
+    add_term(e);
+    *constant = 0;
+  }
+}
+
+// TermLess on factor spans (see detail::TermLess).
+template <typename Keep>
+int compare_factor_parts(const TermRef& a, const TermRef& b, Keep keep) {
+  size_t i = 0, j = 0;
+  auto skip = [&](size_t k, const TermRef& t) {
+    while (k < t.n && !keep(t.factors[k])) ++k;
+    return k;
+  };
+  i = skip(i, a);
+  j = skip(j, b);
+  bool ea = i == a.n, eb = j == b.n;
+  if (ea || eb) return ea == eb ? 0 : (ea ? 1 : -1);
+  while (i < a.n && j < b.n) {
+    if (int c = compare(a.factors[i], b.factors[j])) return c;
+    i = skip(i + 1, a);
+    j = skip(j + 1, b);
+  }
+  if (i == a.n) return j == b.n ? 0 : -1;
+  return 1;
+}
+
+int compare_terms(const TermRef& a, const TermRef& b) {
+  if (int c = compare_factor_parts(a, b, [](const IndexExpr& f) { return f.kind() == IndexKind::Var; })) return c;
+  return compare_factor_parts(a, b, [](const IndexExpr& f) { return f.kind() != IndexKind::Var; });
+}
+
+IndexExpr term_with_coefficient(const TermRef& t, int64_t c) {
+  if (c == t.coefficient) return *t.expr;
+  if (t.n == 1 && c == 1) return t.factors[0];
+  return IndexExpr(std::make_shared<IndexMul>(c, std::vector<IndexExpr>(t.factors, t.factors + t.n)));
+}
+
+IndexExpr build_sum(std::vector<IndexExpr> terms, int64_t constant) {
+  if (terms.empty()) return index_const(constant);
+  if (terms.size() == 1 && constant == 0) return terms[0];
+  return IndexExpr(std::make_shared<IndexAdd>(std::move(terms), constant));
+}
+
+IndexExpr add_canonical(const IndexExpr& a, const IndexExpr& b) {
+  std::vector<TermRef> ta, tb;
+  int64_t ca, cb;
+  collect_terms(a, &ta, &ca);
+  collect_terms(b, &tb, &cb);
+  std::vector<IndexExpr> terms;
+  terms.reserve(ta.size() + tb.size());
+  size_t i = 0, j = 0;
+  while (i < ta.size() || j < tb.size()) {
+    int c = i == ta.size() ? 1 : (j == tb.size() ? -1 : compare_terms(ta[i], tb[j]));
+    if (c < 0) {
+      terms.push_back(*ta[i++].expr);
+    } else if (c > 0) {
+      terms.push_back(*tb[j++].expr);
+    } else {
+      int64_t coefficient = detail::wrap_add(ta[i].coefficient, tb[j].coefficient);
+      if (coefficient != 0) terms.push_back(term_with_coefficient(ta[i], coefficient));
+      ++i;
+      ++j;
+    }
+  }
+  return build_sum(std::move(terms), detail::wrap_add(ca, cb));
+}
+
+IndexExpr scale_canonical(const IndexExpr& e, int64_t k) {
+  if (k == 0) return index_const(0);
+  std::vector<TermRef> te;
+  int64_t c;
+  collect_terms(e, &te, &c);
+  std::vector<IndexExpr> terms;
+  terms.reserve(te.size());
+  for (const auto& t : te) {
+    int64_t coefficient = detail::wrap_mul(t.coefficient, k);
+    if (coefficient != 0) terms.push_back(term_with_coefficient(t, coefficient));
+  }
+  return build_sum(std::move(terms), detail::wrap_mul(c, k));
+}
+
+}  // namespace
+
 IndexExpr operator+(const IndexExpr& a, const IndexExpr& b) {
   require_defined(a, "+");
   require_defined(b, "+");
@@ -335,9 +458,7 @@ IndexExpr operator+(const IndexExpr& a, const IndexExpr& b) {
   if (b.is_constant(0)) return a;
   auto ca = a.constant(), cb = b.constant();
   if (ca && cb) return index_const(detail::wrap_add(*ca, *cb));
-  Poly p = to_poly(a);
-  p.add(to_poly(b));
-  return from_poly(p);
+  return add_canonical(a, b);
 }
 
 IndexExpr operator-(const IndexExpr& a) { return a * index_const(-1); }
@@ -350,6 +471,8 @@ IndexExpr operator*(const IndexExpr& a, const IndexExpr& b) {
   if (b.is_constant(1)) return a;
   auto ca = a.constant(), cb = b.constant();
   if (ca && cb) return index_const(detail::wrap_mul(*ca, *cb));
+  if (ca) return scale_canonical(b, *ca);
+  if (cb) return scale_canonical(a, *cb);
   return from_poly(detail::poly_mul(to_poly(a), to_poly(b)));
 }
 

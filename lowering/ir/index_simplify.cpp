@@ -65,7 +65,28 @@ bool nonnegative_var_free(const IndexExpr& e) {
   return true;
 }
 
-bool has_vars(const IndexExpr& e) { return !free_vars(e).empty(); }
+bool has_vars(const IndexExpr& e) {
+  return dispatch(e, [](const auto& n) -> bool {
+    using N = std::decay_t<decltype(n)>;
+    if constexpr (std::is_same_v<N, IndexVar>) {
+      return true;
+    } else if constexpr (std::is_same_v<N, IndexConst> || std::is_same_v<N, IndexSymbol>) {
+      return false;
+    } else if constexpr (std::is_same_v<N, IndexAdd>) {
+      for (const auto& t : n.terms) {
+        if (has_vars(t)) return true;
+      }
+      return false;
+    } else if constexpr (std::is_same_v<N, IndexMul>) {
+      for (const auto& f : n.factors) {
+        if (has_vars(f)) return true;
+      }
+      return false;
+    } else {
+      return has_vars(n.lhs) || has_vars(n.rhs);
+    }
+  });
+}
 
 IndexBounds scale(const IndexBounds& b, int64_t c) {
   IndexBounds out;
@@ -230,7 +251,14 @@ IndexExpr apply_range_rules(const IndexExpr& e, const VarRanges& ranges) {
 
 // k*d*(x // d) + k*(x % d) -> k*x.
 IndexExpr recombine_div_mod(const IndexExpr& e) {
-  if (e.kind() != IndexKind::Add) return e;
+  auto add = e.as<IndexAdd>();
+  if (!add) return e;
+  bool has_mod_term = false;
+  for (const auto& t : add->terms) {
+    auto m = t.as<IndexMul>();
+    has_mod_term |= t.kind() == IndexKind::Mod || (m && m->factors.size() == 1 && m->factors[0].kind() == IndexKind::Mod);
+  }
+  if (!has_mod_term) return e;
   Poly p = detail::to_poly(e);
   for (const auto& [m, c] : p.terms) {
     if (m.size() != 1) continue;

@@ -51,15 +51,16 @@ REDUCTION_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 
 def clone_preserve_strides(x: Any) -> Any:
-    """A copy of x with its own storage, same sizes, strides and storage offset."""
+    """A copy of x with its own storage, same sizes, strides and storage offset (and requires_grad)."""
     if not isinstance(x, torch.Tensor):
         return x
     if x.numel() == 0 or x.untyped_storage().nbytes() == 0:
-        return torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
-    storage_numel = x.untyped_storage().nbytes() // x.element_size()
-    base = torch.as_strided(x.detach(), (storage_numel,), (1,), 0).clone()
-    out = torch.as_strided(base, x.size(), x.stride(), x.storage_offset())
-    return out
+        out = torch.empty_strided(x.size(), x.stride(), dtype=x.dtype, device=x.device)
+    else:
+        storage_numel = x.untyped_storage().nbytes() // x.element_size()
+        base = torch.as_strided(x.detach(), (storage_numel,), (1,), 0).clone()
+        out = torch.as_strided(base, x.size(), x.stride(), x.storage_offset())
+    return out.requires_grad_(x.requires_grad)  # a leaf like the original
 
 
 def clone_inputs(args: Any) -> Any:

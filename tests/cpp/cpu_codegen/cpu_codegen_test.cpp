@@ -173,15 +173,14 @@ TEST(CpuPrinter, RowReductionVectorAccumulatorAndHorizontalCombine) {
   auto m = print_one(k);
   EXPECT_TRUE(file_check(kernel_text(m), {
                                              "// stage 0: reduce sum over r0 -> red",
-                                             "float red_acc = (0.0f);",
+                                             "float red_acc = 0.0f;",
                                              "cppi_f32x16 red_vacc = cppi_vsplat<cppi_f32x16>(0.0f);",
                                              "for (int64_t r0 = 0; r0 < 992; r0 += 16) {",
                                              "cppi_vload<cppi_f32x16>(&in_arg0[r0 + 1000*x0])",
                                              "red_vacc = red_vacc + tmp",
                                              "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
                                              "red_acc = (red_acc + tmp",
-                                             "const float red_red = (cppi_vreduce_add(red_vacc) + red_acc);",
-                                             "const float red = red_red;",
+                                             "const float red = (cppi_vreduce_add(red_vacc) + red_acc);",
                                              "out_buf0[x0] = red;",
                                          }));
 }

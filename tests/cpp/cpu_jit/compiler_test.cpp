@@ -270,6 +270,22 @@ TEST_P(CompilerTest, StageTimingsAreRecorded) {
   }
 }
 
+TEST_P(CompilerTest, DebugAndUnoptimisedBuildsRun) {
+  for (int level : {0, 1, 3}) {
+    for (bool debug : {false, true}) {
+      CompileOptions o = options();
+      o.opt_level = level;
+      o.debug_symbols = debug;
+      o.disk_cache = false;
+      auto m = compile_cpp(k_pointwise, o);
+      ASSERT_TRUE(m.ok()) << "O" << level << " debug=" << debug << ": " << m.error().message;
+      using Sum = float (*)(const float*, int64_t);
+      std::vector<float> x(5000, 0.5f);
+      EXPECT_EQ(reinterpret_cast<Sum>((*m)->lookup("sum"))(x.data(), 5000), 2500.0f);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, CompilerTest, ::testing::ValuesIn(test::available_compilers()),
                          [](const auto& info) { return std::string(test::name(info.param)); });
 
@@ -396,6 +412,32 @@ TEST(DiskCacheEntry, RoundTripAndTruncation) {
   EXPECT_TRUE(corrupt);
   EXPECT_FALSE(read_cache_entry(dir + "/missing", &corrupt).has_value());
   EXPECT_FALSE(corrupt);
+}
+
+}  // namespace
+}  // namespace cppi::cpu
+
+namespace cppi::cpu {
+namespace {
+
+TEST(ParallelRuntime, RefusesLibrariesThatAreNotLibgomp) {
+  Status missing = set_openmp_library("/nonexistent/libgomp.so.1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().message.find("cannot load"), std::string::npos);
+  Status not_gomp = set_openmp_library("libm.so.6");
+  ASSERT_FALSE(not_gomp.ok());
+  EXPECT_NE(not_gomp.error().message.find("not a libgomp"), std::string::npos);
+}
+
+TEST(ParallelRuntime, ThreadCountIsSettable) {
+  set_num_threads(3);
+  EXPECT_EQ(get_num_threads(), 3);
+  set_num_threads(0);
+  EXPECT_GE(get_num_threads(), 1);  // the OpenMP default (or 1 without libgomp)
+  if (!openmp_library().empty()) {
+    // Naming the library already in use is accepted even after loops ran.
+    EXPECT_TRUE(set_openmp_library(openmp_library()).ok());
+  }
 }
 
 }  // namespace

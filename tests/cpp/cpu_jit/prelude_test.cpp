@@ -264,7 +264,9 @@ TEST_P(PreludeParallel, ForCoversEveryIndexOnce) {
       });
       for (int64_t i = 0; i < n + 10; ++i)
         ASSERT_EQ(hits[size_t(i)].load(), (i >= 5 && i < 5 + n) ? 1 : 0) << "n=" << n << " i=" << i;
-      if (n > 0 && n <= grain) EXPECT_EQ(calls.load(), 1);
+      if (n > 0 && n <= grain) {
+        EXPECT_EQ(calls.load(), 1);
+      }
       EXPECT_LE(calls.load(), std::max(1, GetParam()));
     }
   }

@@ -1,1 +1,200 @@
-int main() { return 0; }
+// gpu_codegen_bench: times generated CUDA kernels on large inputs against the
+// device's copy bandwidth measured in the same run. Not a test; needs a GPU.
+//
+//   gpu_codegen_bench [--reps N]
+//
+// For each workload: schedule_for_gpu -> compile_cuda_kernels (NVRTC time
+// with an empty PTX cache), inputs filled on the device with a hash-based
+// uniform [-3, 3), 3 warm-up launches, then N launches each timed with CUDA
+// events; the median is reported. GB/s counts the bytes each kernel must move
+// (inputs read once, outputs written once). The copy reference is a 16-byte
+// grid-stride copy kernel over 1 GiB (bytes read + written).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_codegen/runtime/device_memory.h"
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
+#include "gpu_test_kernels.h"
+
+using namespace cppi;
+using namespace cppi::gpu;
+
+namespace {
+
+const char* kHelpers = R"(
+#include "cppinductor_cuda_prelude.cuh"
+__device__ __forceinline__ float uniform_hash(uint64_t i, uint32_t seed) {
+  uint32_t h = (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32) ^ seed;
+  h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16;
+  return (float)(h >> 8) * (6.0f / 16777216.0f) - 3.0f;
+}
+extern "C" __global__ void fill_f32(float* p, int64_t n, uint32_t seed) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    p[i] = uniform_hash(i, seed);
+}
+extern "C" __global__ void fill_f16(cppi_half* p, int64_t n, uint32_t seed) {
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+    p[i] = cppi_float_to_half(uniform_hash(i, seed));
+}
+struct alignas(16) v4 { float a, b, c, d; };
+extern "C" __global__ void __launch_bounds__(256) copy16(const v4* src, v4* dst, int64_t n) {
+  for (int64_t i = (int64_t)blockIdx.x * 256 + threadIdx.x; i < n; i += (int64_t)gridDim.x * 256) dst[i] = src[i];
+}
+)";
+
+#define CHECK_OK(expr)                                                              \
+  do {                                                                              \
+    auto _s = (expr);                                                               \
+    if (!_s.ok()) {                                                                 \
+      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, _s.error().message.c_str()); \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+template <typename T>
+T take(Expected<T> e) {
+  if (!e.ok()) {
+    std::fprintf(stderr, "error: %s\n", e.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(e).value();
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+/// Times `launch` with events: warm-up, then `reps` timed launches; median ms.
+template <typename F>
+double time_ms(F launch, int reps) {
+  EventTimer timer = take(EventTimer::create());
+  for (int i = 0; i < 3; ++i) launch();
+  CHECK_OK(synchronize_context());
+  std::vector<float> ms;
+  for (int i = 0; i < reps; ++i) {
+    CHECK_OK(timer.start(0));
+    launch();
+    CHECK_OK(timer.stop(0));
+    ms.push_back(take(timer.elapsed_ms()));
+  }
+  return median(ms);
+}
+
+struct Helpers {
+  CudaModule module;
+  CudaKernel fill_f32, fill_f16, copy16;
+};
+
+void fill(const Helpers& h, const DeviceBuffer& b, DType t, uint32_t seed) {
+  int64_t n = static_cast<int64_t>(b.bytes() / dtype_size(t));
+  CUdeviceptr p = b.ptr();
+  void* args[] = {&p, &n, &seed};
+  CHECK_OK(launch(t == DType::Float16 ? h.fill_f16 : h.fill_f32, Dim3{1056, 1, 1}, Dim3{256, 1, 1}, 0, 0, args));
+}
+
+struct Row {
+  std::string name, shape, schedule;
+  double bytes = 0, ms = 0, nvrtc_ms = 0;
+};
+
+Row bench_kernel(const Helpers& h, const std::string& name, const std::string& shape, const ir::KernelPtr& k,
+                 int reps, bool reschedule = true) {
+  GpuTarget target = take(GpuTarget::current());
+  ir::KernelPtr s = reschedule ? schedule_for_gpu(k, target) : k;
+  clear_ptx_cache();
+  CompiledCudaKernels compiled = take(compile_cuda_kernels({s}, {}));
+  const auto& handle = *compiled.kernels[0];
+  auto sig = ir::signature(*s);
+  std::vector<DeviceBuffer> bufs;
+  std::vector<void*> ptrs;
+  double bytes = 0;
+  uint32_t seed = 1;
+  for (const auto& a : sig.buffers) {
+    const int64_t n = ir::evaluate(a.buffer->layout.storage_size(), {});
+    const size_t size = static_cast<size_t>(n) * dtype_size(a.buffer->dtype);
+    DeviceBuffer b = take(DeviceBuffer::allocate(size));
+    if (a.read) fill(h, b, a.buffer->dtype, seed++);
+    bytes += static_cast<double>(size);  // read once or written once
+    ptrs.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(b.ptr())));
+    bufs.push_back(std::move(b));
+  }
+  CHECK_OK(synchronize_context());
+  auto plan = handle.plan(ptrs.data(), nullptr);
+  Row r;
+  r.name = name;
+  r.shape = shape;
+  r.schedule = cat(ir::to_string(s->schedule.gpu.mapping), " b", s->schedule.gpu.block_size, " e",
+                   s->schedule.gpu.elements_per_thread, plan.vectorized ? " vec" : "", " grid", plan.grid.x);
+  r.bytes = bytes;
+  r.nvrtc_ms = compiled.nvrtc_ms;
+  r.ms = time_ms([&] { handle.run(ptrs.data(), nullptr, 0); }, reps);
+  CHECK_OK(synchronize_context());
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 20;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+  }
+  GpuTarget target = take(GpuTarget::current());
+  auto props = take(current_device_properties());
+  std::printf("device: %s, cc %d, %d SMs\n", props.name.c_str(), props.compute_capability, props.multiprocessors);
+
+  CudaModule helpers =
+      take(CudaModule::load_ptx(take(compile_to_ptx(kHelpers, "bench_helpers.cu", target.compute_capability))));
+  Helpers h{helpers, take(helpers.function("fill_f32")), take(helpers.function("fill_f16")),
+            take(helpers.function("copy16"))};
+
+  // Copy bandwidth: 1 GiB -> 1 GiB.
+  const size_t gib = size_t(1) << 30;
+  double copy_gbs;
+  {
+    DeviceBuffer src = take(DeviceBuffer::allocate(gib)), dst = take(DeviceBuffer::allocate(gib));
+    fill(h, src, DType::Float32, 7);
+    CUdeviceptr s = src.ptr(), d = dst.ptr();
+    int64_t n = static_cast<int64_t>(gib / 16);
+    void* args[] = {&s, &d, &n};
+    const unsigned grid = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 1 << 30));
+    const double ms = time_ms([&] { CHECK_OK(launch(h.copy16, Dim3{grid, 1, 1}, Dim3{256, 1, 1}, 0, 0, args)); }, reps);
+    copy_gbs = 2.0 * gib / ms / 1e6;
+    std::printf("copy reference: 1 GiB in %.3f ms = %.0f GB/s (read + write)\n", ms, copy_gbs);
+  }
+
+  using namespace cppi::gpu::testing;
+  const int64_t R = 65536, C = 4096;  // 1 GiB of float32
+  std::vector<Row> rows;
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32", "65536x4096", add_relu_mul(R, C), reps));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f16", "65536x8192", add_relu_mul(R, 2 * C, DType::Float16), reps));
+  rows.push_back(bench_kernel(h, "sin(x)+cos(x) f32", "268435456", sin_plus_cos(R * C), reps));
+  rows.push_back(bench_kernel(h, "gelu(x+b) f32", "65536x4096", gelu_bias(R, C), reps));
+  rows.push_back(bench_kernel(h, "softmax f32", "16384x4096", softmax(16384, 4096), reps));
+  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x4096", layer_norm(16384, 4096), reps));
+  rows.push_back(bench_kernel(h, "var_mean f32", "16384x4096", var_mean(16384, 4096), reps));
+  rows.push_back(bench_kernel(h, "softmax f32 (symbolic-like, 3 pass)", "16384x4096",
+                              softmax(16384, 4096)->with_schedule([] {
+                                ir::Schedule s;
+                                s.gpu = ir::GpuSchedule{ir::GpuMapping::RowPerBlock, 256, 0, 0};
+                                return s;
+                              }()),
+                              reps, /*reschedule=*/false));
+  rows.push_back(bench_kernel(h, "column_sum f32", "16384x4096", column_sum(16384, 4096), reps));
+
+  std::printf("\n%-36s %-12s %-42s %9s %9s %8s %7s %9s\n", "kernel", "shape", "schedule", "MB", "ms", "GB/s", "%copy",
+              "nvrtc ms");
+  for (const auto& r : rows) {
+    const double gbs = r.bytes / r.ms / 1e6;
+    std::printf("%-36s %-12s %-42s %9.1f %9.4f %8.0f %6.1f%% %9.1f\n", r.name.c_str(), r.shape.c_str(),
+                r.schedule.c_str(), r.bytes / 1e6, r.ms, gbs, 100.0 * gbs / copy_gbs, r.nvrtc_ms);
+  }
+  return 0;
+}

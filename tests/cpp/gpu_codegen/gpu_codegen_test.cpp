@@ -91,7 +91,8 @@ TEST(GpuSchedule, RowsAndColumns) {
   EXPECT_EQ(block->schedule.gpu.elements_per_thread, 16);
   auto ln = scheduled(layer_norm(16384, 4096));
   EXPECT_EQ(ln->schedule.gpu.mapping, GpuMapping::RowPerBlock);
-  EXPECT_EQ(ln->schedule.gpu.elements_per_thread, 16);  // x, w, b: 48 registers
+  EXPECT_EQ(ln->schedule.gpu.elements_per_thread, 16);  // x cached; w and b are the same for every row
+  EXPECT_EQ(row_cached_loads(*ln).size(), 1u);
   auto symbolic = scheduled(softmax(sym("s0"), sym("s1")));
   EXPECT_EQ(symbolic->schedule.gpu.mapping, GpuMapping::RowPerBlock);
   EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
@@ -153,7 +154,7 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 TEST(CudaPrinter, SymbolicRowsStream) {
   std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
   expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
-                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_update(",
+                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_rcp(red_mean_acc.weight",
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
 }
 

@@ -265,6 +265,8 @@ TEST_F(IndexExprTest, RandomizedAgreementWithEvaluation) {
   for (int trial = 0; trial < 1500; ++trial) {
     Gen g = gen(3);
     IndexExpr s = simplify(g.e, ranges);
+    ASSERT_EQ(simplify(s, ranges), s) << "simplify is not idempotent on " << g.e;
+    auto affine = affine_form(g.e, {x0, x1});
     for (int64_t s0v = 1; s0v <= 4; ++s0v) {
       for (int64_t a = 0; a < 6; ++a) {
         for (int64_t c = 0; c < s0v; ++c) {
@@ -272,6 +274,11 @@ TEST_F(IndexExprTest, RandomizedAgreementWithEvaluation) {
           int64_t want = g.ref(b);
           ASSERT_EQ(evaluate(g.e, b), want) << g.e;
           ASSERT_EQ(evaluate(s, b), want) << g.e << " simplified to " << s;
+          if (affine) {
+            int64_t v = evaluate(affine->offset, b) + evaluate(affine->strides[0], b) * a +
+                        evaluate(affine->strides[1], b) * c;
+            ASSERT_EQ(v, want) << "affine form of " << g.e;
+          }
         }
       }
     }

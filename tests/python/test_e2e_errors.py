@@ -1,0 +1,147 @@
+"""User mistakes and unsupported input: the clear error, or eager with a warning.
+
+Dynamo wraps an exception raised by a backend in BackendCompilerFailed (a
+RuntimeError); the backend's own exception is its inner exception, and its
+message is part of Dynamo's. `_backend_error` digs it out.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from check import check_model, compile_fn
+
+
+def _backend_error(excinfo: pytest.ExceptionInfo) -> BaseException:
+    e = excinfo.value
+    seen = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if not isinstance(e, torch._dynamo.exc.BackendCompilerFailed):
+            return e
+        e = getattr(e, "inner_exception", None) or e.__cause__
+    return excinfo.value
+
+
+def _f(x):
+    return x * 2 + 1
+
+
+def test_registered_with_dynamo():
+    assert "cppinductor" in torch._dynamo.list_backends()
+
+
+def test_works_without_importing_the_package():
+    """The entry point registers the backend: a process that only imports torch can use it."""
+    code = (
+        "import sys, torch\n"
+        "f = torch.compile(lambda x: torch.relu(x) * 2, backend='cppinductor')\n"
+        "x = torch.randn(8)\n"
+        "assert torch.equal(f(x), torch.relu(x) * 2)\n"
+        "assert 'cppinductor' in sys.modules, 'backend did not run'\n"
+        "print('ok')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().endswith("ok")
+
+
+def test_unknown_option_names_valid_ones():
+    f = torch.compile(_f, backend="cppinductor", options={"bogus": 1})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    err = _backend_error(excinfo)
+    assert isinstance(err, ValueError), repr(err)
+    msg = str(err)
+    assert "bogus" in msg
+    for valid in ("fallback", "mode", "debug_dir"):
+        assert valid in msg, msg
+
+
+def test_bad_option_value_names_allowed_values():
+    f = torch.compile(_f, backend="cppinductor", options={"fallback": "sometimes"})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    err = _backend_error(excinfo)
+    assert isinstance(err, ValueError), repr(err)
+    assert "fallback" in str(err) and "eager" in str(err) and "error" in str(err)
+
+
+@pytest.mark.parametrize("how", ["mode", "options"])
+def test_unknown_mode(how):
+    kwargs = {"mode": "turbo"} if how == "mode" else {"options": {"mode": "turbo"}}
+    f = torch.compile(_f, backend="cppinductor", **kwargs)
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    err = _backend_error(excinfo)
+    assert isinstance(err, ValueError), repr(err)
+    assert "turbo" in str(err) and "max-autotune" in str(err) and "reduce-overhead" in str(err)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"])
+def test_every_mode_is_accepted(mode, device):
+    f = torch.compile(_f, backend="cppinductor", mode=mode)
+    x = torch.randn(5, device=device)
+    torch.testing.assert_close(f(x), _f(x))
+
+
+def test_mode_and_options_together_refused_by_torch():
+    with pytest.raises(RuntimeError, match="mode.*options|options.*mode"):
+        torch.compile(_f, backend="cppinductor", mode="default", options={"fallback": "eager"})
+
+
+def test_complex_runs_eagerly_with_warning(device):
+    def f(x):
+        return x * x.conj() + 1
+
+    x = torch.randn(4, dtype=torch.complex64, device=device)
+    with pytest.warns(UserWarning, match="eager"):
+        out = compile_fn(f)(x)
+    torch.testing.assert_close(out, f(x))
+
+
+def test_complex_with_fallback_error_raises(device):
+    x = torch.randn(4, dtype=torch.complex64, device=device)
+    f = compile_fn(lambda x: x * 2, options={"fallback": "error"})
+    with pytest.raises(Exception) as excinfo:
+        f(x)
+    err = _backend_error(excinfo)
+    assert "complex" in str(err), repr(err)
+
+
+def test_complex_mixed_with_real_graph(device):
+    """A complex intermediate in an otherwise real graph: still correct."""
+
+    def f(x):
+        c = torch.view_as_complex(x.reshape(-1, 2))
+        return torch.view_as_real(c * c).sum(-1)
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_model(f, (torch.randn(4, 2, device=device),), reduction=True)
+
+
+def test_user_error_inside_compiled_function_propagates(device):
+    def f(x, y):
+        return x + y  # shapes do not broadcast
+
+    with pytest.raises(RuntimeError, match="size"):
+        compile_fn(f)(torch.randn(3, device=device), torch.randn(4, device=device))
+
+
+def test_shape_mismatch_in_matmul_is_a_clear_error(device):
+    with pytest.raises(RuntimeError, match="shape|size|mat"):
+        compile_fn(lambda a, b: a @ b)(torch.randn(2, 3, device=device), torch.randn(4, 5, device=device))
+
+
+def test_bool_option_rejects_a_string():
+    f = torch.compile(_f, backend="cppinductor", options={"fuse": "yes"})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    assert isinstance(_backend_error(excinfo), ValueError)
