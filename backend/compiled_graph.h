@@ -12,15 +12,21 @@
 #include <vector>
 
 #include "backend/graph.h"
+#include "lowering/ir/index_expr.h"
 #include "support/remarks.h"
 #include "support/kernel_handle.h"
 
 namespace cppi {
 
-/// A buffer the wrapper allocates before a kernel writes it.
+/// A buffer the wrapper allocates before a kernel writes it. Sizes and
+/// strides are index expressions over the graph's size symbols.
 struct Allocation {
   int slot = -1;
-  TensorMeta meta;
+  DType dtype = DType::Float32;
+  Device device = Device::CPU;
+  int device_index = 0;
+  std::vector<ir::IndexExpr> sizes;
+  std::vector<ir::IndexExpr> strides;
 };
 
 struct Step {
@@ -34,6 +40,11 @@ struct Step {
   int kernel = -1;
   std::vector<int> buffers;          // Kernel: slots in kernel argument order
   std::vector<Allocation> allocs;    // Kernel: slots to allocate first
+  /// Kernel: tensors made outside our kernels (graph inputs, ATen results)
+  /// with the layout the kernel was compiled for; the runtime re-lays out a
+  /// tensor whose strides differ (and copies back the ones the kernel writes).
+  std::vector<Allocation> expected_layouts;
+  std::vector<bool> expected_written;
   std::vector<int> free_after;       // slots whose last use is this step
 };
 

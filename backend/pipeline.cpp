@@ -2,16 +2,21 @@
 
 #include <chrono>
 #include <fstream>
-#include <functional>
+#include <set>
 #include <sys/stat.h>
 
-#include "lowering/ops/externs.h"
+#include "backend/wrapper.h"
+#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/schedule/cpu_schedule.h"
+#include "lowering/fusion/fusion.h"
+#include "lowering/ir/printer.h"
+#include "lowering/ops/lower_graph.h"
 
 namespace cppi {
 namespace {
 
-/// What every stage may use: the options, where remarks go, stage timings and
-/// the debug dump. Passed explicitly; there is no ambient state.
+/// What every stage may use: the options, the result being built (remarks,
+/// timings) and the debug dump. Passed explicitly; there is no ambient state.
 struct PipelineContext {
   const Options& options;
   CompiledGraph& result;
@@ -41,88 +46,144 @@ auto timed(PipelineContext& ctx, const char* name, F&& stage) {
   }
 }
 
-bool is_aten_op(const std::string& target) {
-  return target.rfind("aten.", 0) == 0 || target.rfind("prims.", 0) == 0;
+lowering::LoweringOptions lowering_options(const Options& o) {
+  lowering::LoweringOptions lo;
+  lo.cpu = true;
+#ifdef CPPINDUCTOR_GPU_CODEGEN
+  lo.cuda = true;
+#else
+  lo.cuda = false;
+#endif
+  lo.inject_relu_bug_testing_only = o.inject_relu_bug_testing_only;
+  return lo;
 }
 
-/// Every node that computes something becomes a step. Nodes without a lowering
-/// run through ATen with a recorded reason; matmuls and convolutions are
-/// extern calls by design.
-Status plan_steps(PipelineContext& ctx) {
-  const Graph& g = ctx.result.graph;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.op != Node::Op::CallFunction && n.op != Node::Op::GetAttr) continue;
-    Step step;
-    step.kind = Step::Kind::Aten;
-    step.node = static_cast<int>(i);
-    if (n.op == Node::Op::CallFunction && is_aten_op(n.target)) {
-      std::string device = "cpu";
-      if (n.value.kind == ValueInfo::Kind::Tensor && n.value.tensor.device == Device::CUDA) device = "cuda";
-      ctx.result.kernel_infos.push_back(
-          {n.name, device, is_extern_op(n.target) ? "extern" : "fallback", {n.name}, false});
-      if (is_extern_op(n.target)) {
-        step.is_extern = true;
-        ctx.result.remarks.add({Remark::Kind::Extern, n.name, n.target, "", "calls the vendor library through ATen"});
-      } else {
-        ctx.result.remarks.add({Remark::Kind::Fallback, n.name, n.target, "", cat("no lowering for ", n.target)});
-      }
-    }
-    ctx.result.steps.push_back(std::move(step));
+Expected<cpu::CompileOptions::Compiler> cpu_compiler(const Options& o) {
+  switch (o.cpu_compiler) {
+    case Options::CpuCompiler::Default: return cpu::default_compiler();
+    case Options::CpuCompiler::Gxx: return cpu::CompileOptions::Compiler::Gxx;
+    case Options::CpuCompiler::ClangJit:
+      if (!cpu::has_clang_jit())
+        return Error::invalid_input("cpu_compiler='clang' but this build has no in-process JIT (LLVM 16 not found)");
+      return cpu::CompileOptions::Compiler::ClangJit;
   }
-  ctx.result.num_slots = static_cast<int>(g.nodes.size());
-  if (ctx.options.fallback == Options::FallbackPolicy::Error) {
-    for (const Remark& r : ctx.result.remarks.all())
-      if (r.kind == Remark::Kind::Fallback)
-        return Error::unsupported(cat("node '", r.node, "' (", r.op, ") would fall back to ATen: ", r.reason,
-                                      " [options={'fallback': 'error'}]"));
-  }
+  return cpu::default_compiler();
+}
+
+/// Under fallback="error", any node that falls back to ATen is an error.
+Status check_fallback_policy(const PipelineContext& ctx) {
+  if (ctx.options.fallback != Options::FallbackPolicy::Error) return Status::success();
+  for (const Remark& r : ctx.result.remarks.all())
+    if (r.kind == Remark::Kind::Fallback)
+      return Error::unsupported(cat("node '", r.node, "' (", r.op, ") would fall back to ATen: ", r.reason,
+                                    " [options={'fallback': 'error'}]"));
   return Status::success();
 }
 
-void collect_slots(const Arg& a, std::vector<int>& out) {
-  if (a.kind == Arg::Kind::Node) out.push_back(static_cast<int>(a.i));
-  for (const auto& e : a.list) collect_slots(e, out);
-}
-
-/// The slots each step reads: a kernel's buffers, an ATen step's node args.
-std::vector<int> slots_read(const Graph& g, const Step& s) {
-  std::vector<int> out;
-  if (s.kind == Step::Kind::Kernel) return s.buffers;
-  const Node& n = g.nodes[s.node];
-  for (const auto& a : n.args) collect_slots(a, out);
-  for (const auto& [k, a] : n.kwargs) collect_slots(a, out);
-  return out;
-}
-
-/// Frees each slot right after its last reader so peak memory matches eager's
-/// (the backward graph holds many saved activations).
-void plan_frees(PipelineContext& ctx) {
-  CompiledGraph& cg = ctx.result;
-  std::vector<int> last_use(cg.num_slots, -1);
-  for (size_t s = 0; s < cg.steps.size(); ++s) {
-    for (int slot : slots_read(cg.graph, cg.steps[s])) last_use[slot] = static_cast<int>(s);
-    if (cg.steps[s].kind == Step::Kind::Kernel)
-      for (const auto& a : cg.steps[s].allocs) last_use[a.slot] = std::max(last_use[a.slot], static_cast<int>(s));
-  }
-  std::vector<int> outputs;
-  for (const auto& a : cg.graph.output().args) collect_slots(a, outputs);
-  for (int slot : outputs) last_use[slot] = -1;  // returned: never freed
-  for (int slot = 0; slot < cg.num_slots; ++slot)
-    if (last_use[slot] >= 0) cg.steps[last_use[slot]].free_after.push_back(slot);
-}
-
-std::string describe_plan(const CompiledGraph& cg) {
+std::string describe_lowered(const lowering::LoweredGraph& lowered, const Graph& g) {
   std::string out;
-  for (const Step& s : cg.steps) {
-    if (s.kind == Step::Kind::Aten) {
-      const Node& n = cg.graph.nodes[s.node];
-      out += cat(s.is_extern ? "extern   " : "aten     ", n.name, " = ", n.target, "\n");
+  for (const auto& item : lowered.program) {
+    if (const auto* aten = std::get_if<lowering::AtenItem>(&item)) {
+      const Node& n = g.nodes[aten->graph_node];
+      out += cat(aten->is_extern ? "extern " : "aten ", n.name, " = ", n.target, "\n\n");
     } else {
-      out += cat("kernel   ", cg.kernels[s.kernel]->name(), "\n");
+      out += ir::to_string(std::get<ir::ComputeNode>(item)) + "\n";
     }
   }
   return out;
+}
+
+std::string describe_fused(const lowering::FusedGraph& fused, const Graph& g) {
+  std::string out;
+  for (const auto& item : fused.program) {
+    if (const auto* aten = std::get_if<lowering::AtenItem>(&item)) {
+      const Node& n = g.nodes[aten->graph_node];
+      out += cat(aten->is_extern ? "extern " : "aten ", n.name, " = ", n.target, "\n\n");
+    } else {
+      out += ir::to_string(*std::get<ir::KernelPtr>(item)) + "\n";
+    }
+  }
+  return out;
+}
+
+/// Fills each kernel's schedule for its device.
+void schedule_kernels(lowering::FusedGraph& fused) {
+  const cpu::CpuTarget cpu_target = cpu::CpuTarget::host();
+  for (auto& item : fused.program) {
+    if (auto* k = std::get_if<ir::KernelPtr>(&item)) {
+      if ((*k)->device == ir::Device::CPU) *k = cpu::schedule_for_cpu(*k, cpu_target);
+    }
+  }
+}
+
+std::vector<ir::KernelPtr> kernels_of(const lowering::FusedGraph& fused) {
+  std::vector<ir::KernelPtr> out;
+  for (const auto& item : fused.program)
+    if (const auto* k = std::get_if<ir::KernelPtr>(&item)) out.push_back(*k);
+  return out;
+}
+
+const char* kernel_kind(const ir::Kernel& k) {
+  for (const auto& s : k.stages)
+    if (std::holds_alternative<ir::ReductionStage>(s)) return "reduction";
+  return "pointwise";
+}
+
+/// Provenance for generated code: FX node name -> "file:line | code".
+std::map<std::string, std::string> origin_sources(const Graph& g) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : g.nodes)
+    if (!n.stack_trace.empty()) out[n.name] = n.stack_trace;
+  return out;
+}
+
+/// Prints and compiles the graph's kernels (one module per device) and
+/// records what explain reports about each.
+Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& kernels) {
+  CompiledGraph& cg = ctx.result;
+  std::vector<ir::KernelPtr> cpu_kernels;
+  for (const auto& k : kernels) {
+    if (k->device != ir::Device::CPU)
+      return Error::internal(cat("kernel ", k->name, " is for a device without codegen"));
+    cpu_kernels.push_back(k);
+  }
+  if (cpu_kernels.empty()) return Status::success();
+  auto compiler = cpu_compiler(ctx.options);
+  if (!compiler) return compiler.error();
+  cpu::CpuKernelOptions opts;
+  opts.print.origin_source = origin_sources(cg.graph);
+  opts.compile.compiler = *compiler;
+  auto compiled = cpu::compile_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
+  if (!compiled) return compiled.error();
+  ctx.dump("kernels.cpp", compiled->source);
+  cg.sources.emplace_back("kernels.cpp", compiled->source);
+  for (size_t i = 0; i < compiled->kernels.size(); ++i) {
+    const auto& handle = compiled->kernels[i];
+    cg.kernels.push_back(handle);
+    cg.kernel_infos.push_back({handle->name(), "cpu", kernel_kind(*cpu_kernels[i]), cpu_kernels[i]->origins,
+                               handle->info().vectorized});
+  }
+  const auto& t = compiled->module->timings();
+  cg.stage_times.push_back({"cpu_compile", t.total_ms / 1e3});
+  return Status::success();
+}
+
+/// explain's entries for the ATen calls the wrapper makes.
+void record_aten_calls(CompiledGraph& cg) {
+  std::set<std::string> fallbacks, externs;
+  for (const Remark& r : cg.remarks.all()) {
+    if (r.kind == Remark::Kind::Fallback) fallbacks.insert(r.node);
+    if (r.kind == Remark::Kind::Extern) externs.insert(r.node);
+  }
+  for (const Step& s : cg.steps) {
+    if (s.kind != Step::Kind::Aten) continue;
+    const Node& n = cg.graph.nodes[s.node];
+    bool is_fallback = fallbacks.count(n.name), is_extern = externs.count(n.name);
+    if (!is_fallback && !is_extern) continue;  // plumbing: getitem, views the runtime needs, attributes
+    std::string device =
+        n.value.kind == ValueInfo::Kind::Tensor && n.value.tensor.device == Device::CUDA ? "cuda" : "cpu";
+    cg.kernel_infos.push_back({n.name, device, is_extern ? "extern" : "fallback", {n.name}, false});
+  }
 }
 
 }  // namespace
@@ -131,15 +192,36 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
   CompiledGraph result;
   result.graph = std::move(graph);
   PipelineContext ctx{options, result};
-  ctx.dump("fx_graph.json", export_graph(result.graph).to_json());
+  const Graph& g = result.graph;
+  ctx.dump("fx_graph.json", export_graph(g).to_json());
 
-  Status planned = timed(ctx, "plan", [&] { return plan_steps(ctx); });
-  if (!planned) return planned.error();
-  timed(ctx, "memory_plan", [&] { plan_frees(ctx); });
-  ctx.dump("wrapper_plan.txt", describe_plan(result));
+  auto lowered = timed(ctx, "lower", [&] { return lowering::lower_graph(g, lowering_options(options), result.remarks); });
+  if (!lowered) return lowered.error();
+  if (Status s = check_fallback_policy(ctx); !s) return s.error();
+  ctx.dump("loop_ir_pre_fusion.txt", describe_lowered(*lowered, g));
+
+  lowering::FusionOptions fusion_options;
+  fusion_options.enabled = options.fuse;
+  lowering::FusedGraph fused = timed(ctx, "fuse", [&] { return lowering::fuse(*lowered, fusion_options, result.remarks); });
+
+  timed(ctx, "schedule", [&] { schedule_kernels(fused); });
+  ctx.dump("loop_ir_post_fusion.txt", describe_fused(fused, g));
+
+  Status compiled = timed(ctx, "codegen", [&] { return compile_kernels(ctx, kernels_of(fused)); });
+  if (!compiled) return compiled.error();
+
+  Status wrapped = timed(ctx, "wrapper", [&] {
+    Status s = build_wrapper_steps(fused, result);
+    if (s) plan_frees(result);
+    return s;
+  });
+  if (!wrapped) return wrapped.error();
+  record_aten_calls(result);
+  ctx.dump("wrapper_plan.txt", describe_steps(result));
 
   double total = 0;
-  for (const auto& t : result.stage_times) total += t.seconds;
+  for (const auto& t : result.stage_times)
+    if (t.stage != "cpu_compile") total += t.seconds;  // cpu_compile is inside codegen
   result.stage_times.push_back({"total", total});
   return result;
 }

@@ -11,6 +11,8 @@
 #include "backend/graph.h"
 #include "backend/options.h"
 #include "backend/pipeline.h"
+#include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/jit/runtime.h"
 
 namespace py = pybind11;
 using namespace cppi;
@@ -78,6 +80,18 @@ py::dict remark_dict(const Remark& r) {
   return d;
 }
 
+py::tuple layout_tuple(const CompiledGraph& cg, const Allocation& a, const std::vector<int64_t>& symbols) {
+  ir::IndexBindings bindings;
+  for (size_t i = 0; i < cg.graph.symbols.size() && i < symbols.size(); ++i) bindings[cg.graph.symbols[i]] = symbols[i];
+  auto eval = [&](const std::vector<ir::IndexExpr>& exprs) {
+    std::vector<int64_t> out;
+    for (const auto& e : exprs) out.push_back(ir::evaluate(e, bindings));
+    return out;
+  };
+  std::string device = a.device == Device::CPU ? "cpu" : cat("cuda:", a.device_index);
+  return py::make_tuple(std::string(dtype_name(a.dtype)), eval(a.sizes), eval(a.strides), device);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -107,7 +121,7 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<Allocation>(m, "Allocation")
       .def_readonly("slot", &Allocation::slot)
-      .def_property_readonly("dtype", [](const Allocation& a) { return std::string(dtype_name(a.meta.dtype)); });
+      .def_property_readonly("dtype", [](const Allocation& a) { return std::string(dtype_name(a.dtype)); });
 
   py::enum_<Step::Kind>(m, "StepKind").value("Aten", Step::Kind::Aten).value("Kernel", Step::Kind::Kernel);
   py::class_<Step>(m, "Step")
@@ -117,6 +131,8 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("kernel", &Step::kernel)
       .def_readonly("buffers", &Step::buffers)
       .def_readonly("allocs", &Step::allocs)
+      .def_readonly("expected_layouts", &Step::expected_layouts)
+      .def_readonly("expected_written", &Step::expected_written)
       .def_readonly("free_after", &Step::free_after);
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
@@ -171,16 +187,15 @@ PYBIND11_MODULE(_C, m) {
       .def(
           "allocation",
           [](const CompiledGraph& cg, int step, int index, const std::vector<int64_t>& symbols) {
-            const TensorMeta& meta = cg.steps.at(step).allocs.at(index).meta;
-            auto eval = [&](const std::vector<SizeExpr>& exprs) {
-              std::vector<int64_t> out;
-              for (const auto& e : exprs) out.push_back(unwrap(e.evaluate(cg.graph.symbols, symbols)));
-              return out;
-            };
-            std::string device = meta.device == Device::CPU ? "cpu" : cat("cuda:", meta.device_index);
-            return py::make_tuple(std::string(dtype_name(meta.dtype)), eval(meta.sizes), eval(meta.strides), device);
+            return layout_tuple(cg, cg.steps.at(step).allocs.at(index), symbols);
           },
           "(dtype, sizes, strides, device) of a buffer a kernel step allocates, given the symbol values.")
+      .def(
+          "expected_layout",
+          [](const CompiledGraph& cg, int step, int index, const std::vector<int64_t>& symbols) {
+            return layout_tuple(cg, cg.steps.at(step).expected_layouts.at(index), symbols);
+          },
+          "(dtype, sizes, strides, device) a kernel step expects of a tensor made outside our kernels.")
       .def(
           "run_kernel",
           [](const CompiledGraph& cg, int kernel, const std::vector<uintptr_t>& buffers,
@@ -191,6 +206,36 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("kernel"), py::arg("buffers"), py::arg("symbols"), py::arg("stream") = 0,
           "Runs compiled kernel `kernel` on the given data pointers.");
+
+  // CPU runtime: kernels run on torch's own OpenMP threads (cpu_codegen/jit/runtime.h).
+  m.def(
+      "set_openmp_library", [](const std::string& path) { cpu::set_openmp_library(path).throw_if_error(); },
+      "Runs parallel loops on this libgomp (torch's).");
+  m.def("openmp_library", &cpu::openmp_library);
+  m.def("set_num_threads", &cpu::set_num_threads, "Threads per parallel loop (torch.get_num_threads()).");
+  m.def("get_num_threads", &cpu::get_num_threads);
+  m.def("has_clang_jit", &cpu::has_clang_jit);
+  m.def(
+      "cpu_compiler_stats",
+      [] {
+        cpu::CompilerStats s = cpu::compiler_stats();
+        py::dict d;
+        d["modules_compiled"] = s.modules_compiled;
+        d["compile_errors"] = s.compile_errors;
+        d["memory_cache_hits"] = s.memory_cache_hits;
+        d["disk_cache_hits"] = s.disk_cache_hits;
+        d["disk_cache_corrupt"] = s.disk_cache_corrupt;
+        d["frontend_ms"] = s.frontend_ms;
+        d["optimize_ms"] = s.optimize_ms;
+        d["codegen_ms"] = s.codegen_ms;
+        d["link_ms"] = s.link_ms;
+        return d;
+      },
+      "Process-wide CPU compiler counters.");
+  m.def("reset_cpu_compiler_stats", &cpu::reset_compiler_stats);
+  m.def(
+      "cpu_cache_dir", [] { return unwrap(cpu::cache_dir()); },
+      "The on-disk kernel cache directory (validated: owned by you, not writable by others).");
 
   m.def(
       "compile_graph",

@@ -16,6 +16,40 @@ import torch.fx
 from . import _C
 
 
+def _loaded_libgomp() -> str | None:
+    """The libgomp this process already runs torch's parallel regions on."""
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.split()[-1]
+                if "libgomp" in path and path.startswith("/"):
+                    return path
+    except OSError:
+        pass
+    return None
+
+
+_threads_in_use: list[int] = [0]
+
+
+def configure_cpu_runtime() -> None:
+    """Before the first CPU kernel: share torch's OpenMP pool and thread count."""
+    path = _loaded_libgomp()
+    if path and _C.openmp_library() != path:
+        try:
+            _C.set_openmp_library(path)
+        except _C.CompilerError:
+            pass  # a loop already ran on another libgomp: keep it
+    sync_num_threads()
+
+
+def sync_num_threads() -> None:
+    n = torch.get_num_threads()
+    if n != _threads_in_use[0]:
+        _C.set_num_threads(n)
+        _threads_in_use[0] = n
+
+
 class _Slot:
     __slots__ = ("index",)
 
@@ -95,33 +129,53 @@ _TORCH_DTYPES = {
 }
 
 
+def _layout_fn(layout_of, index: int, dynamic: bool):
+    """symbols -> (dtype, sizes, strides, device), evaluated once when static."""
+    if dynamic:
+        return lambda symbols: layout_of(index, symbols)
+    fixed = layout_of(index, [])
+    return lambda symbols: fixed
+
+
+def _empty(layout) -> torch.Tensor:
+    dtype, sizes, strides, device = layout
+    return torch.empty_strided(sizes, strides, dtype=_TORCH_DTYPES[dtype], device=device)
+
+
 def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dynamic: bool):
-    """A closure running one compiled kernel: allocate its outputs, call it."""
+    """A closure running one compiled kernel: allocate its outputs, make sure
+    tensors from outside our kernels have the strides it was compiled for,
+    call it."""
     kernel, buffers = step.kernel, tuple(step.buffers)
     device = compiled.kernel_devices[kernel]
-
-    def make_alloc(i: int):
-        def alloc(symbols: list) -> torch.Tensor:
-            dtype, sizes, strides, dev = compiled.allocation(index, i, symbols)
-            return torch.empty_strided(sizes, strides, dtype=_TORCH_DTYPES[dtype], device=dev)
-
-        return alloc
-
-    allocs = [(a.slot, make_alloc(i)) for i, a in enumerate(step.allocs)]
-    if not dynamic:  # shapes are fixed: evaluate them once
-        fixed = [(slot, compiled.allocation(index, i, [])) for i, (slot, _) in enumerate(allocs)]
-        allocs = [
-            (slot, lambda _s, m=meta: torch.empty_strided(m[1], m[2], dtype=_TORCH_DTYPES[m[0]], device=m[3]))
-            for slot, meta in fixed
-        ]
+    allocs = [
+        (a.slot, _layout_fn(lambda i, s: compiled.allocation(index, i, s), i, dynamic))
+        for i, a in enumerate(step.allocs)
+    ]
+    checks = [
+        (e.slot, written, _layout_fn(lambda i, s: compiled.expected_layout(index, i, s), i, dynamic))
+        for i, (e, written) in enumerate(zip(step.expected_layouts, step.expected_written))
+    ]
     run_kernel = compiled.run_kernel
 
     def run(env: list, symbols: list) -> None:
-        for slot, alloc in allocs:
-            env[slot] = alloc(symbols)
+        for slot, layout in allocs:
+            env[slot] = _empty(layout(symbols))
+        write_back = []
+        for slot, written, layout in checks:
+            t = env[slot]
+            expected = layout(symbols)
+            if list(t.stride()) != expected[2] and t.numel() > 1:
+                relaid = _empty(expected).copy_(t)
+                if written:
+                    write_back.append((slot, t, relaid))
+                env[slot] = relaid
         ptrs = [env[b].data_ptr() for b in buffers]
         stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else 0
         run_kernel(kernel, ptrs, symbols, stream)
+        for slot, original, relaid in write_back:  # the kernel mutated a graph input
+            original.copy_(relaid)
+            env[slot] = original
 
     return run
 
@@ -150,6 +204,7 @@ class CompiledFunction:
                 run = _kernel_step(compiled, index, step, dynamic)
             program.append((run, tuple(step.free_after)))
         self._program = program
+        self._has_cpu_kernels = "cpu" in compiled.kernel_devices
         self._output = _resolver(_template(nodes[-1].args[0], slot_of))
 
     def __call__(self, args: list) -> Any:
@@ -157,6 +212,8 @@ class CompiledFunction:
         for slot, value in zip(self._placeholders, args):
             env[slot] = value
         args.clear()
+        if self._has_cpu_kernels and torch.get_num_threads() != _threads_in_use[0]:
+            sync_num_threads()
         symbols = [
             int(env[slot]) if dim < 0 else env[slot].size(dim) for slot, dim in self._symbol_sources
         ]

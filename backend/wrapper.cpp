@@ -1,0 +1,126 @@
+#include "backend/wrapper.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace cppi {
+namespace {
+
+void collect_slots(const Arg& a, std::vector<int>& out) {
+  if (a.kind == Arg::Kind::Node) out.push_back(static_cast<int>(a.i));
+  for (const auto& e : a.list) collect_slots(e, out);
+}
+
+/// The slots each step reads: a kernel's buffers, an ATen step's node args.
+std::vector<int> slots_read(const Graph& g, const Step& s) {
+  std::vector<int> out;
+  if (s.kind == Step::Kind::Kernel) return s.buffers;
+  const Node& n = g.nodes[s.node];
+  for (const auto& a : n.args) collect_slots(a, out);
+  for (const auto& [k, a] : n.kwargs) collect_slots(a, out);
+  return out;
+}
+
+Allocation allocation_for(int slot, const ir::Buffer& buffer, const Graph& g, int graph_node) {
+  Allocation a;
+  a.slot = slot;
+  a.dtype = buffer.dtype;
+  a.sizes = buffer.layout.sizes;
+  a.strides = buffer.layout.strides;
+  a.device = buffer.device == ir::Device::CUDA ? Device::CUDA : Device::CPU;
+  if (graph_node >= 0 && g.nodes[graph_node].value.kind == ValueInfo::Kind::Tensor)
+    a.device_index = g.nodes[graph_node].value.tensor.device_index;
+  return a;
+}
+
+}  // namespace
+
+Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg) {
+  const Graph& g = cg.graph;
+  cg.num_slots = static_cast<int>(g.nodes.size());
+  std::map<const ir::Buffer*, std::pair<int, int>> slot_of;  // buffer -> (slot, graph node or -1)
+  for (const auto& b : fused.buffers) {
+    int slot = b.graph_node >= 0 ? b.graph_node : cg.num_slots++;
+    slot_of[b.buffer.get()] = {slot, b.graph_node};
+  }
+  std::set<int> filled;
+  for (int p : g.placeholders()) filled.insert(p);
+  std::set<int> made_by_kernels;  // slots whose layout a kernel step chose
+
+  int kernel_index = 0;
+  for (const auto& item : fused.program) {
+    Step step;
+    if (const auto* aten = std::get_if<lowering::AtenItem>(&item)) {
+      step.kind = Step::Kind::Aten;
+      step.node = aten->graph_node;
+      step.is_extern = aten->is_extern;
+      filled.insert(aten->graph_node);
+    } else {
+      const ir::Kernel& k = *std::get<ir::KernelPtr>(item);
+      step.kind = Step::Kind::Kernel;
+      step.kernel = kernel_index++;
+      for (const auto& arg : ir::signature(k).buffers) {
+        auto it = slot_of.find(arg.buffer.get());
+        if (it == slot_of.end())
+          return Error::internal(cat("kernel ", k.name, " uses buffer ", arg.buffer->name, " that has no binding"));
+        auto [slot, graph_node] = it->second;
+        step.buffers.push_back(slot);
+        if (filled.count(slot)) {
+          if (graph_node >= 0 && !made_by_kernels.count(slot)) {
+            step.expected_layouts.push_back(allocation_for(slot, *arg.buffer, g, graph_node));
+            step.expected_written.push_back(arg.written);
+          }
+          continue;
+        }
+        if (!arg.written)
+          return Error::internal(cat("kernel ", k.name, " reads buffer ", arg.buffer->name, " before anything wrote it"));
+        step.allocs.push_back(allocation_for(slot, *arg.buffer, g, graph_node));
+        filled.insert(slot);
+        made_by_kernels.insert(slot);
+      }
+    }
+    cg.steps.push_back(std::move(step));
+  }
+  // Everything the graph returns must exist by the end.
+  std::vector<int> outputs;
+  for (const auto& a : g.output().args) collect_slots(a, outputs);
+  for (int slot : outputs)
+    if (!filled.count(slot) && g.nodes[slot].op != Node::Op::Placeholder)
+      return Error::internal(cat("graph output '", g.nodes[slot].name, "' is never produced"));
+  return Status::success();
+}
+
+void plan_frees(CompiledGraph& cg) {
+  std::vector<int> last_use(cg.num_slots, -1);
+  for (size_t s = 0; s < cg.steps.size(); ++s) {
+    for (int slot : slots_read(cg.graph, cg.steps[s])) last_use[slot] = static_cast<int>(s);
+    if (cg.steps[s].kind == Step::Kind::Aten) last_use[cg.steps[s].node] = std::max(last_use[cg.steps[s].node], int(s));
+  }
+  std::vector<int> outputs;
+  for (const auto& a : cg.graph.output().args) collect_slots(a, outputs);
+  for (int slot : outputs) last_use[slot] = -1;  // returned: never freed
+  for (int slot = 0; slot < cg.num_slots; ++slot)
+    if (last_use[slot] >= 0) cg.steps[last_use[slot]].free_after.push_back(slot);
+}
+
+std::string describe_steps(const CompiledGraph& cg) {
+  std::string out;
+  auto slot_name = [&](int slot) {
+    return slot < static_cast<int>(cg.graph.nodes.size()) ? cg.graph.nodes[slot].name : cat("buf", slot);
+  };
+  for (const Step& s : cg.steps) {
+    if (s.kind == Step::Kind::Aten) {
+      const Node& n = cg.graph.nodes[s.node];
+      out += cat(s.is_extern ? "extern   " : "aten     ", n.name, " = ", n.target, "\n");
+      continue;
+    }
+    for (const auto& a : s.allocs) out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), "\n");
+    out += cat("kernel   ", cg.kernels[s.kernel]->name(), "(");
+    for (size_t i = 0; i < s.buffers.size(); ++i) out += cat(i ? ", " : "", slot_name(s.buffers[i]));
+    out += ")\n";
+  }
+  return out;
+}
+
+}  // namespace cppi
