@@ -10,6 +10,9 @@ const char* codegen_support_source() {
 #ifndef CPPI_NO_AUTOVEC
 #define CPPI_NO_AUTOVEC
 #endif
+// Kernel-local scratch buffers come from the C heap.
+extern "C" void* malloc(size_t) noexcept;
+extern "C" void free(void*) noexcept;
 // Integer arithmetic wraps (two's complement), as the loop IR defines it.
 template <class T> struct cppi_unsigned_of { typedef T type; };
 template <> struct cppi_unsigned_of<int8_t> { typedef uint8_t type; };

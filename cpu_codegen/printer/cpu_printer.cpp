@@ -84,6 +84,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   // --- loops -------------------------------------------------------------------------
   void print_outer();
   void print_outer_loops(size_t level);
+  /// Kernel-local scratch: allocated where it is private to one thread (per
+  /// parallel chunk, else per call) and freed at the end of that block.
+  void print_scratch_alloc();
+  void print_scratch_free();
   void print_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const std::function<void()>& vector_body,
                          const std::function<void()>& tail_body);
   Bound extent(const Loop& l) const {
@@ -222,6 +226,11 @@ void CpuKernelPrinter::print_arguments() {
       out_.line(cat("const ", type, "* ", name, " = (const ", type, "*)buffers[", i, "];"));
     }
   }
+  for (const auto& b : sig_.scratch) {
+    const std::string name = "scratch_" + codegen::c_identifier(b->name);
+    pointers_[b->name] = name;
+    reserved_.insert(name);
+  }
   for (const auto& s : sig_.symbols) {
     size_t pos = 0;
     while (pos < graph_symbols_.size() && graph_symbols_[pos] != s) ++pos;
@@ -254,8 +263,13 @@ void CpuKernelPrinter::print_outer() {
   if (vec_outer && n == 0) fail(cat("kernel ", k_.name, ": innermost outer loop vectorised but there are no outer loops"));
   if (sched_.parallel_reduction && p > 0) fail(cat("kernel ", k_.name, ": parallel_reduction with parallel outer loops"));
   const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
+  if (!sig_.scratch.empty() && sched_.parallel_reduction) {
+    fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
+  }
   if (p == 0) {
+    print_scratch_alloc();
     print_outer_loops(0);
+    print_scratch_free();
     return;
   }
   if (vec_outer && p == n) {
@@ -266,15 +280,18 @@ void CpuKernelPrinter::print_outer() {
     const int64_t w = sched_.vector_width;
     const std::string blocks = e.value ? std::to_string((*e.value + w - 1) / w) : cat("cppi_div_up(", e.text, ", ", w, ")");
     out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
+    print_scratch_alloc();
     print_vector_loop(var_name(l), Bound{cat("begin * ", w), std::nullopt},
                       Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt},
                       [&] { print_stages(true); }, [&] { print_stages(false); });
+    print_scratch_free();
     out_.close("});");
     return;
   }
   std::vector<IndexExpr> extents;
   for (size_t i = 0; i < p; ++i) extents.push_back(k_.outer[i].extent);
   out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
+  print_scratch_alloc();
   if (p == 1) {
     out_.open(cat("for (int64_t ", var_name(k_.outer[0]), " = begin; ", var_name(k_.outer[0]), " < end; ++",
                   var_name(k_.outer[0]), ")"));
@@ -293,7 +310,20 @@ void CpuKernelPrinter::print_outer() {
   }
   print_outer_loops(p);
   out_.close();
+  print_scratch_free();
   out_.close("});");
+}
+
+void CpuKernelPrinter::print_scratch_alloc() {
+  for (const auto& b : sig_.scratch) {
+    const std::string type(dtype_ctype(b->dtype));
+    out_.line(cat(type, "* ", pointer_name(b->name), " = (", type, "*)malloc(sizeof(", type, ") * (",
+                  index(b->layout.storage_size()), "));  // kernel-local ", b->name));
+  }
+}
+
+void CpuKernelPrinter::print_scratch_free() {
+  for (const auto& b : sig_.scratch) out_.line(cat("free(", pointer_name(b->name), ");"));
 }
 
 void CpuKernelPrinter::print_outer_loops(size_t level) {

@@ -388,3 +388,34 @@ TEST(CpuKernel, OneModuleForManyKernels) {
 
 }  // namespace
 }  // namespace cppi::cpu::test
+
+namespace cppi::cpu::test {
+namespace {
+
+// A kernel-local buffer (not an argument): each outer iteration writes a row
+// of scratch in one stage and reads it back reversed in the next.
+KernelPtr scratch_kernel(int64_t rows, int64_t cols) {
+  auto in = input("arg0", DType::Float32, {rows, cols});
+  auto out = output("buf0", DType::Float32, {rows, cols});
+  auto tmp = Buffer::make_contiguous("tmp0", DType::Float32, Device::CPU, BufferKind::KernelLocal, {cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  PointwiseStage fill{{Loop{x1, cols}},
+                      {Store::make(tmp, x1, binary(BinaryOp::Mul, load(in, x0 * cols + x1), const_float(2)))}};
+  PointwiseStage use{{Loop{x1, cols}}, {Store::make(out, x0 * cols + x1, load(tmp, (cols - 1) - x1))}};
+  return Kernel::make("scratch_0", Device::CPU, {Loop{x0, rows}}, {fill, use});
+}
+
+TEST(CpuNumerics, KernelLocalScratchIsPrivatePerChunk) {
+  auto k = scratch_kernel(64, 100);
+  ASSERT_TRUE(signature(*k).scratch.size() == 1u);
+  auto s = schedule_for_cpu(k, avx512_target(256));
+  EXPECT_EQ(s->schedule.cpu.parallel_loops, 1);
+  auto m = print_one(s);
+  EXPECT_TRUE(file_check(kernel_text(m), {"cppi_parallel_for(", "float* scratch_tmp0 = (float*)malloc(sizeof(float) * (100));",
+                                          "for (int64_t x0 = begin;", "free(scratch_tmp0);", "});"}));
+  EXPECT_EQ(run_and_compare(s, {}), "");
+  EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target(1 << 30)), {}), "");
+}
+
+}  // namespace
+}  // namespace cppi::cpu::test
