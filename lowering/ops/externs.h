@@ -14,6 +14,13 @@ inline bool is_extern_op(std::string_view target) {
       "aten.mm.default",          "aten.addmm.default",       "aten.bmm.default",
       "aten.baddbmm.default",     "aten.convolution.default", "aten.convolution_backward.default",
       "aten._scaled_dot_product_flash_attention_for_cpu.default",
+      "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+      "aten._scaled_dot_product_flash_attention.default",
+      "aten._scaled_dot_product_flash_attention_backward.default",
+      "aten._scaled_dot_product_efficient_attention.default",
+      "aten._scaled_dot_product_efficient_attention_backward.default",
+      "aten._scaled_dot_product_cudnn_attention.default",
+      "aten._scaled_dot_product_cudnn_attention_backward.default",
   };
   for (auto e : kExterns)
     if (e == target) return true;

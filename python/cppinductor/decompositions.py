@@ -44,8 +44,17 @@ _EXTRA = [
     aten.nll_loss_backward,
 ]
 
-# Kept whole: extern calls (see lowering/ops/externs.h).
-_KEEP = {aten.addmm.default, aten.mm.default, aten.bmm.default, aten.convolution.default}
+# Kept whole: extern calls (see lowering/ops/externs.h). CPU flash attention
+# must stay whole: its decomposition's logsumexp output does not match what
+# the fused backward kernel expects, so gradients would be wrong (Inductor
+# excludes it for the same reason).
+_KEEP = {
+    aten.addmm.default,
+    aten.mm.default,
+    aten.bmm.default,
+    aten.convolution.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+}
 
 
 @functools.lru_cache(maxsize=1)

@@ -56,21 +56,8 @@ def test_hand_written_attention_block(training, device):
     check_model(model, (torch.randn(2, 5, 16, device=device),), grad=training, reduction=True)
 
 
-SDPA_DECOMP_BUG = (
-    "decompositions.py keeps core ATen's decomposition of aten._scaled_dot_product_flash_attention_for_cpu "
-    "(Inductor excludes it): the decomposed forward's logsumexp output feeds the fused backward kernel, "
-    "so gradients through scaled_dot_product_attention on CPU are wrong"
-)
-
-
-def _xfail_sdpa_backward_on_cpu(request, training, device):
-    if training and device == "cpu":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=SDPA_DECOMP_BUG))
-
-
 @pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
-def test_scaled_dot_product_attention(training, device, request):
-    _xfail_sdpa_backward_on_cpu(request, training, device)
+def test_scaled_dot_product_attention(training, device):
 
     def f(q, k, v):
         return F.scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -80,8 +67,7 @@ def test_scaled_dot_product_attention(training, device, request):
 
 
 @pytest.mark.parametrize("training", [False, True], ids=["eval", "train"])
-def test_transformer_encoder_layer(training, device, request):
-    _xfail_sdpa_backward_on_cpu(request, training, device)
+def test_transformer_encoder_layer(training, device):
     layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).to(device)
     layer.train(training)
     ctx = torch.enable_grad() if training else torch.no_grad()
