@@ -89,7 +89,7 @@ const std::string& sleef_library_path() {
   return path;
 }
 
-CompileOptions::Compiler default_compiler() {
+Compiler default_compiler() {
   return has_clang_jit() ? CompileOptions::Compiler::ClangJit : CompileOptions::Compiler::Gxx;
 }
 

@@ -24,9 +24,17 @@
 
 namespace cppi::cpu {
 
+enum class Compiler { ClangJit, Gxx };
+
+/// ClangJit when built with CPPINDUCTOR_CPU_JIT, else Gxx.
+Compiler default_compiler();
+/// Whether this build has the in-process compiler.
+bool has_clang_jit();
+
 struct CompileOptions {
-  enum class Compiler { ClangJit, Gxx };
-  Compiler compiler = Compiler::ClangJit;
+  using Compiler = cpu::Compiler;
+  /// Asking for ClangJit in a build without it is an Error (Unsupported).
+  Compiler compiler = default_compiler();
   int opt_level = 3;           // 0..3
   bool debug_symbols = false;  // DWARF + frame pointers (JIT code is not yet
                                // registered with gdb: use Gxx to step into kernels)
@@ -41,11 +49,6 @@ struct CompileOptions {
   /// object file).
   bool disk_cache = true;
 };
-
-/// ClangJit when built with CPPINDUCTOR_CPU_JIT, else Gxx.
-CompileOptions::Compiler default_compiler();
-/// Whether this build has the in-process compiler.
-bool has_clang_jit();
 
 /// Where the time of one compile went (milliseconds).
 struct CompileTimings {

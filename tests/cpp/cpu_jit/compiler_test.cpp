@@ -297,6 +297,16 @@ TEST(CompilerOptions, DefaultCompilerMatchesBuild) {
 #endif
 }
 
+TEST(CompilerOptions, ClangJitWithoutTheJitIsUnsupported) {
+  if (has_clang_jit()) GTEST_SKIP() << "this build has the JIT";
+  CompileOptions o;
+  EXPECT_EQ(o.compiler, Compiler::Gxx);  // the default follows the build
+  o.compiler = Compiler::ClangJit;
+  auto m = compile_cpp("extern \"C\" int f() { return 1; }\n", o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, Error::Kind::Unsupported);
+}
+
 TEST(CompilerOptions, BadOptLevelIsRefused) {
   CompileOptions o;
   o.opt_level = 7;
