@@ -42,8 +42,11 @@ struct FusionHeuristics {
 int recompute_cost(const ir::Expr& e);
 
 /// Why a producer of cost `cost` read at `reads` places should not be
-/// inlined, or nullopt when inlining is worth it.
-std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads);
+/// inlined, or nullopt when inlining is worth it. `broadcast`: some read
+/// repeats one producer element across a loop of the reader (a [C] producer
+/// read in an [N, C] loop), so inlining recomputes each element many times;
+/// tolerated up to `expensive_cost`, as Inductor does for cheap broadcasts.
+std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast = false);
 
 /// Why a pointwise stage with inner loops should not join a kernel whose
 /// outer loops are `outer` (empty: no loop to parallelise over).

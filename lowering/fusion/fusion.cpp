@@ -100,6 +100,24 @@ FusedGraph one_kernel_per_node(const LoweredGraph& lowered, Remarks& remarks) {
   return out;
 }
 
+/// Whether some read repeats a producer element along a loop of its reader
+/// (a reader loop of extent > 1 that the producer point does not use).
+bool any_broadcast(const Program& p, const std::vector<size_t>& readers, const std::vector<fusion::ReadMap>& maps) {
+  for (size_t r = 0; r < readers.size(); ++r) {
+    const auto ranges = fusion::var_ranges_of(*p.nodes[readers[r]]);
+    for (const auto& point : maps[r].points) {
+      std::set<std::string> used;
+      for (const auto& e : point) {
+        for (const auto& v : ir::free_vars(e)) used.insert(v);
+      }
+      for (const auto& [var, extent] : ranges) {
+        if (!used.count(var) && !extent.is_constant(1)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /// Step 2: substitute pointwise producers into their readers.
 void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, RefusalLog& log) {
   for (size_t i = 0; i < p.size(); ++i) {
@@ -123,7 +141,7 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     }
     if (refused) continue;
     int cost = fusion::recompute_cost(producer->store.value);
-    if (auto why = fusion::why_not_recompute(heuristics, cost, reads)) {
+    if (auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps))) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;
     }

@@ -37,6 +37,13 @@ TEST(Choices, ModeratelyExpensiveProducersIntoAFewReads) {
   EXPECT_TRUE(fusion::why_not_recompute(h, 41, 2).has_value());
 }
 
+TEST(Choices, BroadcastReadsOfVeryExpensiveProducers) {
+  FusionHeuristics h;
+  EXPECT_FALSE(fusion::why_not_recompute(h, 20, 1, /*broadcast=*/true).has_value());
+  EXPECT_EQ(fusion::why_not_recompute(h, 41, 1, /*broadcast=*/true).value_or(""),
+            "would recompute an expensive producer for every element it is broadcast to (cost 41 per element)");
+}
+
 TEST(Choices, ThresholdsAreOptions) {
   FusionHeuristics h;
   h.max_recompute_reads = 1;

@@ -767,5 +767,25 @@ TEST(Fusion, NodesOnDifferentDevicesNeverShareAKernel) {
   EXPECT_EQ(ks[1]->device, ir::Device::CUDA);
 }
 
+
+TEST(Fusion, VeryExpensiveBroadcastProducerIsComputedOnce) {
+  GraphBuilder b;
+  auto w = b.input("w", {16});
+  auto xin = b.input("x", {8, 16});
+  auto t = b.temp("t", {16});
+  auto out = b.output("out", {8, 16});
+  Expr v = at(w, {x(0)});
+  for (int i = 0; i < 10; ++i) v = ir::unary(i % 2 ? UnaryOp::Sin : UnaryOp::Tanh, v);  // cost 41
+  b.pointwise("tanh", t, v);
+  b.pointwise("mul", out, ir::binary(BinaryOp::Mul, at(xin, {x(0), x(1)}), at(t, {x(1)})));
+  Remarks remarks;
+  auto fused = run(b.graph, remarks);
+  ASSERT_EQ(kernels(fused).size(), 2u);
+  EXPECT_EQ(remark_text(remarks),
+            "tanh / mul: would recompute an expensive producer for every element it is broadcast to (cost 41 per "
+            "element); different iteration spaces: [16] vs [8, 16]\n");
+  EXPECT_EQ(compare_numerics(b.graph, fused), "");
+}
+
 }  // namespace
 }  // namespace cppi::lowering::testing
