@@ -2,12 +2,16 @@
 
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sys/stat.h>
 
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_codegen/runtime/cuda_api.h"
 #include "lowering/fusion/fusion.h"
 #include "lowering/ir/printer.h"
 #include "lowering/ops/lower_graph.h"
@@ -49,11 +53,9 @@ auto timed(PipelineContext& ctx, const char* name, F&& stage) {
 lowering::LoweringOptions lowering_options(const Options& o) {
   lowering::LoweringOptions lo;
   lo.cpu = true;
-#ifdef CPPINDUCTOR_GPU_CODEGEN
-  lo.cuda = true;
-#else
-  lo.cuda = false;
-#endif
+  // CUDA kernels need NVRTC at run time; without it CUDA nodes fall back
+  // one by one with that reason instead of failing the whole graph.
+  lo.cuda = gpu::nvrtc_available();
   lo.inject_relu_bug_testing_only = o.inject_relu_bug_testing_only;
   return lo;
 }
@@ -107,13 +109,24 @@ std::string describe_fused(const lowering::FusedGraph& fused, const Graph& g) {
 }
 
 /// Fills each kernel's schedule for its device.
-void schedule_kernels(lowering::FusedGraph& fused) {
+Status schedule_kernels(lowering::FusedGraph& fused) {
   const cpu::CpuTarget cpu_target = cpu::CpuTarget::host();
+  std::optional<gpu::GpuTarget> gpu_target;
   for (auto& item : fused.program) {
-    if (auto* k = std::get_if<ir::KernelPtr>(&item)) {
-      if ((*k)->device == ir::Device::CPU) *k = cpu::schedule_for_cpu(*k, cpu_target);
+    auto* k = std::get_if<ir::KernelPtr>(&item);
+    if (!k) continue;
+    if ((*k)->device == ir::Device::CPU) {
+      *k = cpu::schedule_for_cpu(*k, cpu_target);
+      continue;
     }
+    if (!gpu_target) {
+      auto target = gpu::GpuTarget::current();
+      if (!target) return target.error();
+      gpu_target = *target;
+    }
+    *k = gpu::schedule_for_gpu(*k, *gpu_target);
   }
+  return Status::success();
 }
 
 std::vector<ir::KernelPtr> kernels_of(const lowering::FusedGraph& fused) {
@@ -137,34 +150,55 @@ std::map<std::string, std::string> origin_sources(const Graph& g) {
   return out;
 }
 
-/// Prints and compiles the graph's kernels (one module per device) and
-/// records what explain reports about each.
+/// Prints and compiles the graph's kernels, one module per device, and
+/// records what explain reports about each. Handles keep program order.
 Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& kernels) {
   CompiledGraph& cg = ctx.result;
-  std::vector<ir::KernelPtr> cpu_kernels;
-  for (const auto& k : kernels) {
-    if (k->device != ir::Device::CPU)
-      return Error::internal(cat("kernel ", k->name, " is for a device without codegen"));
-    cpu_kernels.push_back(k);
+  std::vector<size_t> cpu_index, cuda_index;
+  std::vector<ir::KernelPtr> cpu_kernels, cuda_kernels;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    bool cuda = kernels[i]->device == ir::Device::CUDA;
+    (cuda ? cuda_index : cpu_index).push_back(i);
+    (cuda ? cuda_kernels : cpu_kernels).push_back(kernels[i]);
   }
-  if (cpu_kernels.empty()) return Status::success();
-  auto compiler = cpu_compiler(ctx.options);
-  if (!compiler) return compiler.error();
-  cpu::CpuKernelOptions opts;
-  opts.print.origin_source = origin_sources(cg.graph);
-  opts.compile.compiler = *compiler;
-  auto compiled = cpu::compile_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
-  if (!compiled) return compiled.error();
-  ctx.dump("kernels.cpp", compiled->source);
-  cg.sources.emplace_back("kernels.cpp", compiled->source);
-  for (size_t i = 0; i < compiled->kernels.size(); ++i) {
-    const auto& handle = compiled->kernels[i];
-    cg.kernels.push_back(handle);
-    cg.kernel_infos.push_back({handle->name(), "cpu", kernel_kind(*cpu_kernels[i]), cpu_kernels[i]->origins,
-                               handle->info().vectorized});
+  cg.kernels.assign(kernels.size(), nullptr);
+  std::vector<bool> vectorized(kernels.size(), false);
+  const auto origins = origin_sources(cg.graph);
+
+  if (!cpu_kernels.empty()) {
+    auto compiler = cpu_compiler(ctx.options);
+    if (!compiler) return compiler.error();
+    cpu::CpuKernelOptions opts;
+    opts.print.origin_source = origins;
+    opts.compile.compiler = *compiler;
+    auto compiled = cpu::compile_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
+    if (!compiled) return compiled.error();
+    ctx.dump("kernels.cpp", compiled->source);
+    cg.sources.emplace_back("kernels.cpp", compiled->source);
+    for (size_t i = 0; i < compiled->kernels.size(); ++i) {
+      cg.kernels[cpu_index[i]] = compiled->kernels[i];
+      vectorized[cpu_index[i]] = compiled->kernels[i]->info().vectorized;
+    }
+    cg.stage_times.push_back({"cpu_compile", compiled->module->timings().total_ms / 1e3});
   }
-  const auto& t = compiled->module->timings();
-  cg.stage_times.push_back({"cpu_compile", t.total_ms / 1e3});
+  if (!cuda_kernels.empty()) {
+    gpu::CudaKernelOptions opts;
+    opts.print.origin_source = origins;
+    auto compiled = gpu::compile_cuda_kernels(cuda_kernels, cg.graph.symbols, opts);
+    if (!compiled) return compiled.error();
+    ctx.dump("kernels.cu", compiled->source);
+    ctx.dump("kernels.ptx", compiled->ptx);
+    cg.sources.emplace_back("kernels.cu", compiled->source);
+    cg.sources.emplace_back("kernels.ptx", compiled->ptx);
+    for (size_t i = 0; i < compiled->kernels.size(); ++i) {
+      cg.kernels[cuda_index[i]] = compiled->kernels[i];
+      vectorized[cuda_index[i]] = !compiled->kernels[i]->info().scalar_twin.empty();
+    }
+    cg.stage_times.push_back({"nvrtc_compile", compiled->nvrtc_ms / 1e3});
+  }
+  for (size_t i = 0; i < kernels.size(); ++i)
+    cg.kernel_infos.push_back({kernels[i]->name, kernels[i]->device == ir::Device::CUDA ? "cuda" : "cpu",
+                               kernel_kind(*kernels[i]), kernels[i]->origins, vectorized[i]});
   return Status::success();
 }
 
@@ -204,7 +238,8 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
   fusion_options.enabled = options.fuse;
   lowering::FusedGraph fused = timed(ctx, "fuse", [&] { return lowering::fuse(*lowered, fusion_options, result.remarks); });
 
-  timed(ctx, "schedule", [&] { schedule_kernels(fused); });
+  Status scheduled = timed(ctx, "schedule", [&] { return schedule_kernels(fused); });
+  if (!scheduled) return scheduled.error();
   ctx.dump("loop_ir_post_fusion.txt", describe_fused(fused, g));
 
   Status compiled = timed(ctx, "codegen", [&] { return compile_kernels(ctx, kernels_of(fused)); });
@@ -221,7 +256,7 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
 
   double total = 0;
   for (const auto& t : result.stage_times)
-    if (t.stage != "cpu_compile") total += t.seconds;  // cpu_compile is inside codegen
+    if (t.stage != "cpu_compile" && t.stage != "nvrtc_compile") total += t.seconds;  // inside codegen
   result.stage_times.push_back({"total", total});
   return result;
 }

@@ -13,6 +13,7 @@
 #include "backend/pipeline.h"
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
+#include "gpu_codegen/runtime/cuda_api.h"
 
 namespace py = pybind11;
 using namespace cppi;
@@ -236,6 +237,13 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "cpu_cache_dir", [] { return unwrap(cpu::cache_dir()); },
       "The on-disk kernel cache directory (validated: owned by you, not writable by others).");
+
+  // CUDA runtime: NVRTC comes from torch's CUDA wheel (found by the Python side).
+  m.def(
+      "set_nvrtc_library", [](const std::string& path) { gpu::set_nvrtc_library(path).throw_if_error(); },
+      "Compiles CUDA kernels with this libnvrtc.");
+  m.def("nvrtc_available", [] { return gpu::nvrtc_available(); });
+  m.def("cuda_driver_available", [] { return gpu::cuda_driver_available(); });
 
   m.def(
       "compile_graph",

@@ -22,7 +22,7 @@ from . import _C, debug
 from .decompositions import decomposition_table
 from .export import export_graph
 from .options import Options, parse_options
-from .runtime import CompiledFunction, configure_cpu_runtime
+from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
 
 log = logging.getLogger("cppinductor.backend")
 
@@ -48,6 +48,7 @@ def compile_fx_graph(
         desc = export_graph(gm)
         record.python_times["export"] = time.perf_counter() - start
         configure_cpu_runtime()
+        configure_cuda_runtime()
         compiled = _C.compile_graph(desc, options.for_core(dump_dir))
     except (_C.UnsupportedError, _C.CompilerError) as e:
         if options.fallback_error:

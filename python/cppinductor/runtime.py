@@ -8,6 +8,7 @@ op (extern calls and fallbacks), kernel steps call compiled code.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import torch
@@ -30,6 +31,37 @@ def _loaded_libgomp() -> str | None:
 
 
 _threads_in_use: list[int] = [0]
+_cuda_configured: list[bool] = [False]
+
+
+def _torch_nvrtc() -> str | None:
+    """The libnvrtc shipped with torch's CUDA wheel (nvidia-cuda-nvrtc), if any."""
+    import glob
+    import site
+    import sys
+
+    roots = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]
+    for root in roots:
+        for pattern in ("nvidia/cu*/lib/libnvrtc.so*", "nvidia/cuda_nvrtc/lib/libnvrtc.so*"):
+            found = sorted(p for p in glob.glob(os.path.join(root, pattern)) if "builtins" not in p)
+            if found:
+                return found[-1]
+    return None
+
+
+def configure_cuda_runtime() -> None:
+    """Before the first CUDA compile: point NVRTC at torch's copy when the
+    system has none (CUDA kernels then run on torch's streams)."""
+    if _cuda_configured[0] or not torch.cuda.is_available():
+        return
+    _cuda_configured[0] = True
+    if not _C.nvrtc_available():
+        path = _torch_nvrtc()
+        if path:
+            try:
+                _C.set_nvrtc_library(path)
+            except _C.CompilerError:
+                pass  # CUDA nodes fall back with the reason
 
 
 def configure_cpu_runtime() -> None:
