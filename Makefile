@@ -3,6 +3,7 @@
 #   make test   installs what is missing, builds once, runs every C++ and Python test
 # Each step is idempotent: what is installed or built already is skipped.
 
+SHELL    := /bin/bash
 PYTHON   ?= python3
 BUILD    ?= build
 JOBS     ?= $(shell nproc)
@@ -13,7 +14,7 @@ APT_PKGS := llvm-16-dev libclang-cpp16-dev libclang-16-dev clang-16 libomp-16-de
 TORCH    := torch==2.13.0
 PIP_PKGS := pytest expecttest matplotlib tqdm pybind11 setuptools wheel numpy
 
-.PHONY: all deps apt-deps pip-deps configure build install test test-cpp test-python demo gpu-test clean
+.PHONY: all deps apt-deps pip-deps configure build install test test-cpp test-python demo gpu-check clean
 
 all: build
 
@@ -57,6 +58,21 @@ test: test-cpp test-python
 demo: build
 	$(PYTHON) examples/quickstart.py
 	$(PYTHON) -m cppinductor.bench --quick
+
+# On the GPU machine (no LLVM dev libs, no apt, no network): build with the
+# g++ CPU path, then run the GPU C++ tests, the CUDA end-to-end tests and the
+# CUDA benchmark. Logs go to $(GPU_OUT). GoogleTest for the C++ GPU tests:
+# installed, or its sources in CPPI_GTEST_SOURCE_DIR.
+GPU_OUT ?= gpu-logs
+GPU_BENCH_ARGS ?=
+gpu-check:
+	mkdir -p $(GPU_OUT)
+	CPPINDUCTOR_BUILD_DIR=$(CURDIR)/build-gpu CPPINDUCTOR_CPU_JIT=OFF CPPINDUCTOR_BUILD_TESTS=OFF \
+	  $(PYTHON) -m pip install -q --no-build-isolation --no-deps --no-index -e . > $(GPU_OUT)/install.log 2>&1 \
+	  || (tail -30 $(GPU_OUT)/install.log; exit 1)
+	OUT=$(GPU_OUT) SKIP_INDUCTOR=1 bash gpu_codegen/tools/run_gpu_codegen_checks.sh
+	set -o pipefail; $(PYTHON) -m pytest tests/python -q -k "cuda and not bench" -p no:cacheprovider 2>&1 | tee $(GPU_OUT)/pytest_cuda.log | tail -15
+	set -o pipefail; $(PYTHON) -m cppinductor.bench --device cuda --no-progress $(GPU_BENCH_ARGS) --json $(GPU_OUT)/bench_cuda.json 2>&1 | tee $(GPU_OUT)/bench_cuda.log
 
 clean:
 	rm -rf $(BUILD) python/cppinductor/_C*.so
