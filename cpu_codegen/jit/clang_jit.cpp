@@ -23,6 +23,8 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
+#include <llvm/Object/ELFObjectFile.h>
+#include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <atomic>
 #include <mutex>
@@ -404,6 +407,34 @@ Expected<std::string> emit_object(llvm::Module& module, llvm::TargetMachine& tm)
   return std::string(buffer.data(), buffer.size());
 }
 
+/// With CPPINDUCTOR_PERF_MAP=1, appends each kernel's address, size and name
+/// to /tmp/perf-<pid>.map, which `perf report` reads to name JIT'd code.
+/// Entries of freed modules stay in the file (perf has no way to retire them).
+void write_perf_map(const std::string& object, const std::unordered_map<std::string, void*>& symbols) {
+  const char* env = std::getenv("CPPINDUCTOR_PERF_MAP");
+  if (!env || !*env || std::string(env) == "0") return;
+  auto file = llvm::object::ObjectFile::createObjectFile(
+      llvm::MemoryBufferRef(object, "cppi-kernel.o"));
+  if (!file) return llvm::consumeError(file.takeError());
+  if (!llvm::isa<llvm::object::ELFObjectFileBase>(file->get())) return;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  FILE* out = std::fopen(cat("/tmp/perf-", getpid(), ".map").c_str(), "a");
+  if (!out) return;
+  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
+    auto name = sym.getName();
+    if (!name) {
+      llvm::consumeError(name.takeError());
+      continue;
+    }
+    auto it = symbols.find(name->str());
+    if (it == symbols.end()) continue;
+    std::fprintf(out, "%llx %llx %s\n", (unsigned long long)(uintptr_t)it->second,
+                 (unsigned long long)llvm::object::ELFSymbolRef(sym).getSize(), it->first.c_str());
+  }
+  std::fclose(out);
+}
+
 /// Links an object into a fresh JITDylib and resolves all its symbols.
 Expected<std::shared_ptr<CompiledModule>> link_object(const std::string& object) {
   JitProcess& p = jit_process();
@@ -434,6 +465,7 @@ Expected<std::shared_ptr<CompiledModule>> link_object(const std::string& object)
   std::unordered_map<std::string, void*> symbols;
   for (const auto& [name, symbol] : *resolved)
     symbols.emplace((*name).str(), llvm::jitTargetAddressToPointer<void*>(symbol.getAddress()));
+  write_perf_map(object, symbols);
   return std::shared_ptr<CompiledModule>(new JitModule(jd, std::move(symbols)));
 }
 

@@ -36,8 +36,10 @@ struct CompileOptions {
   /// Asking for ClangJit in a build without it is an Error (Unsupported).
   Compiler compiler = default_compiler();
   int opt_level = 3;           // 0..3
-  bool debug_symbols = false;  // DWARF + frame pointers (JIT code is not yet
-                               // registered with gdb: use Gxx to step into kernels)
+  /// DWARF + frame pointers. JIT code is not registered with gdb yet (use Gxx
+  /// to step into kernels); for perf, set CPPINDUCTOR_PERF_MAP=1 and JIT'd
+  /// kernels are listed in /tmp/perf-<pid>.map.
+  bool debug_symbols = false;
   /// CPU to compile for, as clang -target-cpu / g++ -march take it ("skylake",
   /// "haswell"); empty means the host, with its exact feature set.
   std::string target_cpu;

@@ -307,6 +307,21 @@ TEST(CompilerOptions, ClangJitWithoutTheJitIsUnsupported) {
   EXPECT_EQ(m.error().kind, Error::Kind::Unsupported);
 }
 
+#if defined(CPPINDUCTOR_CPU_JIT)
+TEST(CompilerOptions, PerfMapNamesJitKernels) {
+  setenv("CPPINDUCTOR_PERF_MAP", "1", 1);
+  CompileOptions o;
+  o.disk_cache = false;
+  auto m = compile_cpp("extern \"C\" int perf_map_probe_kernel(int x) { return x * 7; }\n", o);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  std::ifstream map("/tmp/perf-" + std::to_string(getpid()) + ".map");
+  std::string text((std::istreambuf_iterator<char>(map)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(" perf_map_probe_kernel"), std::string::npos) << text;
+  unsetenv("CPPINDUCTOR_PERF_MAP");
+  unlink(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str());
+}
+#endif
+
 TEST(CompilerOptions, BadOptLevelIsRefused) {
   CompileOptions o;
   o.opt_level = 7;
