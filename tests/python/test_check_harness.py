@@ -104,3 +104,12 @@ def test_catches_unmodelled_module_state():
     bn = torch.nn.BatchNorm1d(3).train()
     with pytest.raises(AssertionError, match="module state"):
         check_model(bn, (torch.randn(4, 3),), backend=backend)
+
+
+def test_catches_injected_codegen_bug():
+    """cppinductor's hidden fault-injection option makes relu codegen wrong: the suite must notice."""
+    f = lambda x: torch.relu(x) * 2 + 1  # noqa: E731
+    check_model(f, (torch.randn(64),))
+    torch._dynamo.reset()
+    with pytest.raises(AssertionError, match="not close"):
+        check_model(f, (torch.randn(64),), options={"inject_relu_bug_TESTING_ONLY": True})
