@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -368,6 +369,8 @@ class CacheDirTest : public ::testing::Test {
   void TearDown() override {
     if (saved_.empty()) unsetenv("CPPINDUCTOR_CACHE_DIR");
     else setenv("CPPINDUCTOR_CACHE_DIR", saved_.c_str(), 1);
+    std::string cmd = "chmod -R u+rwx '" + root_ + "' 2>/dev/null; rm -rf '" + root_ + "'";
+    (void)!std::system(cmd.c_str());
   }
   std::string root_, saved_;
 };

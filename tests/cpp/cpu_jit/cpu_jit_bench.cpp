@@ -103,5 +103,7 @@ int main(int argc, char** argv) {
       std::printf("  (warning: only %llu of %d were disk hits)\n",
                   (unsigned long long)(compiler_stats().disk_cache_hits - disk_hits_before), n);
   }
+  std::string cleanup = std::string("rm -rf '") + dir + "'";
+  (void)!std::system(cleanup.c_str());
   return 0;
 }

@@ -1,20 +1,35 @@
 #include "test_util.h"
 
+#include <ftw.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <fstream>
 
 namespace cppi::cpu::test {
 
+namespace {
+std::string g_temp_cache_dir;
+
+void remove_temp_cache_dir() {
+  nftw(g_temp_cache_dir.c_str(),
+       [](const char* path, const struct stat*, int, struct FTW*) { return std::remove(path); }, 16,
+       FTW_DEPTH | FTW_PHYS);
+}
+}  // namespace
+
 const std::string& use_temp_cache_dir() {
-  static const std::string dir = [] {
+  static const bool once = [] {
     char pattern[] = "/tmp/cppi-cache-test-XXXXXX";  // mkdtemp makes it 0700
-    std::string d = mkdtemp(pattern);
-    setenv("CPPINDUCTOR_CACHE_DIR", d.c_str(), 1);
-    return d;
+    g_temp_cache_dir = mkdtemp(pattern);
+    setenv("CPPINDUCTOR_CACHE_DIR", g_temp_cache_dir.c_str(), 1);
+    std::atexit(remove_temp_cache_dir);
+    return true;
   }();
-  return dir;
+  (void)once;
+  return g_temp_cache_dir;
 }
 
 size_t rss_bytes() {
