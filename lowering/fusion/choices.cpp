@@ -102,6 +102,11 @@ std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h
   return "the reduction has no outer loop: a pointwise loop fused with it would run serially";
 }
 
+std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguous, bool node_stores_contiguous) {
+  if (kernel_stores_contiguous == node_stores_contiguous) return std::nullopt;
+  return std::string("independent loops storing along different axes would not vectorise together");
+}
+
 std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes) {
   if (static_cast<int>(nodes) <= h.max_fusion_size) return std::nullopt;
   return cat("the kernel already has ", h.max_fusion_size, " nodes (max_fusion_size)");

@@ -53,6 +53,11 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
 std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
                                                        size_t stage_loops);
 
+/// Why independent loops (no shared buffer) should not share a kernel: one
+/// stores contiguously along its innermost loop and the other does not, so
+/// the kernel could not be vectorised although one of them alone could.
+std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguous, bool node_stores_contiguous);
+
 /// Why a kernel should not grow to `nodes` nodes.
 std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes);
 

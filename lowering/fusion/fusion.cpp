@@ -9,6 +9,7 @@
 #include "lowering/fusion/kernel_builder.h"
 #include "lowering/fusion/legality.h"
 #include "lowering/fusion/program.h"
+#include "lowering/ir/index_affine.h"
 
 namespace cppi::lowering {
 
@@ -176,10 +177,25 @@ std::pair<fusion::Affinity, int> affinity(const Program& p, const fusion::Group&
   return best;
 }
 
+/// Whether a pointwise node stores with stride 1 along its innermost loop
+/// (reductions and loop-less nodes count as contiguous).
+bool stores_contiguous(const ir::ComputeNode& n) {
+  auto pw = std::get_if<ir::PointwiseNodePtr>(&n);
+  if (!pw || (*pw)->ranges.empty()) return true;
+  auto stride = ir::coefficient((*pw)->store.index, ir::pointwise_var(static_cast<int>((*pw)->ranges.size()) - 1));
+  return stride && stride->is_constant(1);
+}
+
 /// Why `node` should not join `group`, asking the three layers in turn.
 std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping& g, size_t group, size_t node,
-                                        const std::optional<fusion::MoveBarrier>& barrier, const FusionOptions& options) {
+                                        const std::optional<fusion::MoveBarrier>& barrier, fusion::Affinity affinity,
+                                        const FusionOptions& options) {
   if (auto why = fusion::why_not_grow(options.heuristics, g.groups[group].members.size() + 1)) return why;
+  if (affinity == fusion::Affinity::None) {
+    bool contiguous = true;
+    for (int m : g.groups[group].members) contiguous = contiguous && stores_contiguous(*p.nodes[m]);
+    if (auto why = fusion::why_not_fuse_independent(contiguous, stores_contiguous(*p.nodes[node]))) return why;
+  }
   if (auto why = fusion::why_not_join(p, g, group, node, barrier)) return why;
   std::string unused;
   auto outer = fusion::joined_outer(p, g.groups[group], node, &unused);
@@ -216,7 +232,7 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
       auto [aff, member] = affinity(p, g.groups[gi], i);
       if (aff == fusion::Affinity::None && !options.capability(fusion::device_of(node)).horizontal_fusion) continue;
       if (best >= 0 && aff <= best_affinity) continue;
-      if (auto why = why_not_join(p, g, gi, i, barrier, options)) {
+      if (auto why = why_not_join(p, g, gi, i, barrier, aff, options)) {
         if (aff != fusion::Affinity::None) log.add(p, member, i, *why);
         continue;
       }

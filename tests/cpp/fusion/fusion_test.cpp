@@ -432,6 +432,23 @@ TEST(Fusion, HorizontalFusionFollowsTheBackendCapability) {
   EXPECT_TRUE(remarks.all().empty()) << remark_text(remarks);  // unrelated nodes: nothing to explain
 }
 
+TEST(Fusion, IndependentLoopsStoringAlongDifferentAxesStayApart) {
+  GraphBuilder b;
+  auto p = b.input("p", {8, 8});
+  auto q = b.input("q", {8, 8});
+  auto t = b.output("t", {8, 8});
+  auto o = b.output("o", {8, 8});
+  b.node(ir::PointwiseNode::make_with_store("permute_copy", {8, 8},
+                                            ir::Store::make(t, t->layout.index({x(1), x(0)}), at(p, {x(0), x(1)})),
+                                            {"permute_copy"}));
+  b.pointwise("neg", o, ir::unary(UnaryOp::Neg, at(q, {x(0), x(1)})));
+  Remarks remarks;
+  auto fused = run(b.graph, remarks);
+  EXPECT_EQ(kernels(fused).size(), 2u);  // the contiguous one stays vectorisable
+  EXPECT_TRUE(remarks.all().empty());
+  EXPECT_EQ(compare_numerics(b.graph, fused), "");
+}
+
 TEST(Fusion, IndependentRowReductionsShareAKernel) {
   GraphBuilder b;
   auto p = b.input("p", {6, 7});
