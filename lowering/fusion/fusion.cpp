@@ -84,7 +84,7 @@ std::vector<BufferBinding> used_buffers(const LoweredGraph& lowered, const std::
   return out;
 }
 
-FusedGraph one_kernel_per_node(const LoweredGraph& lowered, Remarks& remarks) {
+FusedGraph one_kernel_per_node(const LoweredGraph& lowered) {
   FusedGraph out;
   size_t count = 0;
   for (const auto& item : lowered.program) {
@@ -97,7 +97,6 @@ FusedGraph one_kernel_per_node(const LoweredGraph& lowered, Remarks& remarks) {
     out.program.push_back(renamed(k, kernel_name(count++, k->origins, k->name)));
   }
   out.buffers = lowered.buffers;
-  remarks.add(Remark{Remark::Kind::FusionRefusal, "", "", "", "fusion disabled"});
   return out;
 }
 
@@ -146,13 +145,25 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;
     }
-    for (size_t r = 0; r < readers.size(); ++r) {
+    std::vector<ir::ComputeNode> inlined;
+    for (size_t r = 0; r < readers.size() && !refused; ++r) {
       size_t j = readers[r];
       auto origins = fusion::origins_of(*p.nodes[j]);
       for (const auto& o : producer->origins) {
         if (std::find(origins.begin(), origins.end(), o) == origins.end()) origins.push_back(o);
       }
-      p.set_node(j, fusion::inline_producer(*p.nodes[j], *producer, maps[r].accesses, maps[r].points, origins));
+      inlined.push_back(fusion::inline_producer(*p.nodes[j], *producer, maps[r].accesses, maps[r].points, origins));
+      // A load the substitution cannot reach (inside an indirect index) would
+      // read a buffer that is no longer written.
+      if (fusion::read_buffers(inlined.back()).count(buffer)) {
+        log.add(p, i, j, "consumer reads the producer where it cannot be inlined (inside an indirect index)");
+        refused = true;
+      }
+    }
+    if (refused) continue;
+    for (size_t r = 0; r < readers.size(); ++r) {
+      size_t j = readers[r];
+      p.set_node(j, inlined[r]);
       p.absorbed[j].insert(p.absorbed[j].end(), p.absorbed[i].begin(), p.absorbed[i].end());
     }
     p.remove_node(i);
@@ -259,10 +270,8 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
   return g;
 }
 
-}  // namespace
-
-FusedGraph fuse(const LoweredGraph& lowered, const FusionOptions& options, Remarks& remarks) {
-  if (!options.enabled) return one_kernel_per_node(lowered, remarks);
+/// The pass proper (steps 1-4 of fusion.h).
+FusedGraph fuse_kernels(const LoweredGraph& lowered, const FusionOptions& options, Remarks& remarks) {
   Program p = Program::from(lowered);
   RefusalLog log;
   inline_producers(p, options.heuristics, log);
@@ -298,6 +307,22 @@ FusedGraph fuse(const LoweredGraph& lowered, const FusionOptions& options, Remar
   out.buffers = used_buffers(lowered, out.program);
   log.emit(kernels_of, remarks);
   return out;
+}
+
+}  // namespace
+
+FusedGraph fuse(const LoweredGraph& lowered, const FusionOptions& options, Remarks& remarks) {
+  if (!options.enabled) {
+    remarks.add(Remark{Remark::Kind::FusionRefusal, "", "", "", "fusion disabled"});
+    return one_kernel_per_node(lowered);
+  }
+  // A kernel the IR rejects is our bug; the graph still runs, unfused.
+  try {
+    return fuse_kernels(lowered, options, remarks);
+  } catch (const CompilerError& e) {
+    remarks.add(Remark{Remark::Kind::FusionRefusal, "", "", "", cat("fusion failed (", e.what(), "): one kernel per node")});
+    return one_kernel_per_node(lowered);
+  }
 }
 
 }  // namespace cppi::lowering

@@ -27,7 +27,13 @@
 ///
 /// Kernels are named "kernel<i>_<first FX origin>" in program order; their
 /// origins are all FX nodes fused in. Schedules are left default: the
-/// scheduling pass fills them.
+/// scheduling passes (cpu_codegen/schedule, gpu_codegen) fill them. Should
+/// the IR reject a kernel fusion built (a bug), the graph still runs: one
+/// kernel per node and a remark "fusion failed (...)".
+///
+/// What an ATen item reads is not in LoweredGraph, so fusion assumes it may
+/// read every graph-node value that exists when it runs: such values are
+/// stored, never inlined away, when an ATen item follows their writer.
 #pragma once
 
 #include "lowering/fusion/capability.h"

@@ -157,7 +157,9 @@ ComputeNode inline_producer(const ComputeNode& reader, const ir::PointwiseNode& 
   const std::string& buffer = producer.store.buffer->name;
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&reader)) {
     const auto& node = **p;
-    auto store = ir::Store::make(node.store.buffer, node.store.index, ir::replace_loads(node.store.value, buffer, value_at));
+    // A scatter's store index may read the producer too (an index tensor).
+    auto store = ir::Store::make(node.store.buffer, ir::replace_loads(node.store.index, buffer, value_at),
+                                 ir::replace_loads(node.store.value, buffer, value_at));
     return ir::PointwiseNode::make_with_store(node.name, node.ranges, store, std::move(origins));
   }
   const auto& node = *std::get<ir::ReductionNodePtr>(reader);
