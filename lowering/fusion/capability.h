@@ -21,6 +21,19 @@ struct BackendCapability {
   bool reduction_epilogues = true;
   /// Independent nodes (no producer/consumer relation) in one kernel.
   bool horizontal_fusion = true;
+  /// A stage may load what an earlier stage of the kernel stored at another
+  /// position of its loops (or in a loop-less stage). True when one thread
+  /// runs all stages of an outer iteration (the CPU); a backend that splits
+  /// stage loops across threads needs a barrier between such stages.
+  bool stages_read_other_positions = true;
+
+  /// The CUDA printer splits stage loops across a warp's or block's threads
+  /// and emits no barrier between stages.
+  static BackendCapability cuda_default() {
+    BackendCapability c;
+    c.stages_read_other_positions = false;
+    return c;
+  }
 };
 
 /// The shape of a kernel as the capability check sees it.
@@ -28,6 +41,10 @@ struct StageShape {
   bool reduction = false;
   size_t loops = 0;
 };
+
+/// Why a stage cannot read memory an earlier stage stored, given whether it
+/// reads at the same position (legality.h same_position), or nullopt.
+std::optional<std::string> why_unsupported_dependency(const BackendCapability& c, bool same_position);
 
 /// Why a kernel with these stages cannot be emitted, or nullopt.
 std::optional<std::string> why_unsupported(const BackendCapability& c, const std::vector<StageShape>& stages);

@@ -215,7 +215,20 @@ std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping
   auto planned = fusion::plan_stages(p, members, outer->size());
   std::vector<fusion::StageShape> shapes;
   for (const auto& s : planned) shapes.push_back({s.reduction, s.loops.size()});
-  if (auto why = fusion::why_unsupported(options.capability(g.groups[group].device), shapes)) return why;
+  const auto& capability = options.capability(g.groups[group].device);
+  if (auto why = fusion::why_unsupported(capability, shapes)) return why;
+  for (int m : g.groups[group].members) {
+    for (const auto& buf : p.writes[m]) {
+      if (!p.reads[node].count(buf)) continue;
+      bool same = fusion::same_position(p, m, node, buf, outer->size());
+      if (auto why = fusion::why_unsupported_dependency(capability, same)) return why;
+    }
+    for (const auto& buf : p.writes[node]) {
+      if (!p.reads[m].count(buf)) continue;
+      bool same = fusion::same_position(p, node, m, buf, outer->size());
+      if (auto why = fusion::why_unsupported_dependency(capability, same)) return why;
+    }
+  }
   bool reduces = g.groups[group].has_reduction || fusion::is_reduction(*p.nodes[node]);
   for (const auto& s : planned) {
     if (!reduces || s.reduction) continue;

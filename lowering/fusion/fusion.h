@@ -47,7 +47,7 @@ struct FusionOptions {
   /// false: one kernel per node (ir::single_node_kernel), one remark "fusion disabled".
   bool enabled = true;
   fusion::BackendCapability cpu;
-  fusion::BackendCapability cuda;
+  fusion::BackendCapability cuda = fusion::BackendCapability::cuda_default();
   fusion::FusionHeuristics heuristics;
 
   const fusion::BackendCapability& capability(ir::Device d) const { return d == ir::Device::CUDA ? cuda : cpu; }

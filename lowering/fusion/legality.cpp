@@ -242,6 +242,37 @@ bool needs_own_stage(const Program& p, size_t earlier, size_t later) {
   return false;
 }
 
+bool same_position(const Program& p, size_t writer, size_t reader, const std::string& buffer, size_t depth) {
+  const auto& w = *p.nodes[writer];
+  const auto& r = *p.nodes[reader];
+  if (is_reduction(w)) return true;
+  ReadMap map;
+  if (why_unmappable(w, r, buffer, &map)) return false;
+  const auto& wranges = ranges_of(w);
+  std::vector<IndexExpr> reader_vars, reader_extents;
+  if (auto red = std::get_if<ir::ReductionNodePtr>(&r)) {
+    reader_vars = (*red)->reduction_vars();
+    reader_extents = (*red)->reduction_ranges;
+  } else {
+    const auto& rr = ranges_of(r);
+    for (size_t j = depth; j < rr.size(); ++j) {
+      reader_vars.push_back(ir::pointwise_var(static_cast<int>(j)));
+      reader_extents.push_back(rr[j]);
+    }
+  }
+  if (wranges.size() - depth != reader_extents.size()) return false;
+  for (size_t j = depth; j < wranges.size(); ++j) {
+    if (wranges[j] != reader_extents[j - depth]) return false;
+  }
+  for (const auto& point : map.points) {
+    if (!is_identity(point, depth)) return false;
+    for (size_t j = depth; j < point.size(); ++j) {
+      if (point[j] != reader_vars[j - depth]) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<PlannedStage> plan_stages(const Program& p, const std::vector<int>& members, size_t outer_loops) {
   std::vector<PlannedStage> stages;
   for (int m : members) {

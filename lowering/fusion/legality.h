@@ -71,6 +71,15 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
 /// than the same iteration point, so they cannot share one loop body.
 bool needs_own_stage(const Program& p, size_t earlier, size_t later);
 
+/// True when every element `reader` loads from `buffer` (written by pointwise
+/// `writer`, `depth` outer loops shared) was stored at the same position of
+/// the same inner loops: the writer's inner variables map one to one, in
+/// order and with equal extents, onto the reader's stage variables (x{depth}..
+/// of a pointwise reader, r0.. of a reduction). A backend that splits stage
+/// loops across threads runs both on one thread then. Reduction writers
+/// (their results become LocalRefs) count as true.
+bool same_position(const Program& p, size_t writer, size_t reader, const std::string& buffer, size_t depth);
+
 /// The stages a group's members form under `outer_loops` outer loops:
 /// each reduction is one stage; consecutive pointwise members with the same
 /// inner loops share one unless needs_own_stage says otherwise. (The

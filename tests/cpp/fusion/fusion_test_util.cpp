@@ -16,18 +16,18 @@ BufferPtr GraphBuilder::add_buffer(BufferPtr b, int graph_node) {
 }
 
 BufferPtr GraphBuilder::input(const std::string& name, std::vector<IndexExpr> sizes, DType dtype) {
-  return add_buffer(ir::Buffer::make_contiguous(name, dtype, ir::Device::CPU, BufferKind::GraphInput, sizes),
+  return add_buffer(ir::Buffer::make_contiguous(name, dtype, device, BufferKind::GraphInput, sizes),
                     next_graph_node_++);
 }
 BufferPtr GraphBuilder::output(const std::string& name, std::vector<IndexExpr> sizes, DType dtype) {
-  return add_buffer(ir::Buffer::make_contiguous(name, dtype, ir::Device::CPU, BufferKind::GraphOutput, sizes),
+  return add_buffer(ir::Buffer::make_contiguous(name, dtype, device, BufferKind::GraphOutput, sizes),
                     next_graph_node_++);
 }
 BufferPtr GraphBuilder::temp(const std::string& name, std::vector<IndexExpr> sizes, DType dtype) {
-  return add_buffer(ir::Buffer::make_contiguous(name, dtype, ir::Device::CPU, BufferKind::Intermediate, sizes), -1);
+  return add_buffer(ir::Buffer::make_contiguous(name, dtype, device, BufferKind::Intermediate, sizes), -1);
 }
 BufferPtr GraphBuilder::graph_value(const std::string& name, std::vector<IndexExpr> sizes, DType dtype) {
-  return add_buffer(ir::Buffer::make_contiguous(name, dtype, ir::Device::CPU, BufferKind::Intermediate, sizes),
+  return add_buffer(ir::Buffer::make_contiguous(name, dtype, device, BufferKind::Intermediate, sizes),
                     next_graph_node_++);
 }
 

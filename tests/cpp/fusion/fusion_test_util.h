@@ -38,6 +38,8 @@ class GraphBuilder {
   void aten(const BufferPtr& result, bool is_extern = true);
 
   LoweredGraph graph;
+  /// The device of the buffers made from now on.
+  ir::Device device = ir::Device::CPU;
 
  private:
   int next_graph_node_ = 0;

@@ -144,6 +144,41 @@ TEST(Legality, BufferNeededOutsideTheKernels) {
   EXPECT_TRUE(p.may_read(2, "x"));
 }
 
+GraphBuilder row_then_reversed_row(ir::Device device) {
+  GraphBuilder b;
+  b.device = device;
+  auto xin = b.input("x", {4, 16});
+  auto sum = b.output("sum", {4});
+  auto a = b.output("a", {4, 16});
+  auto c = b.output("c", {4, 16});
+  auto d = b.output("d", {4, 16});
+  b.reduction("sum", sum, {16}, ir::ReductionKind::Sum, at(xin, {x(0), r(0)}));
+  b.pointwise("a", a, ir::binary(BinaryOp::Mul, at(xin, {x(0), x(1)}), at(sum, {x(0)})));
+  b.pointwise("c", c, ir::binary(BinaryOp::Add, at(a, {x(0), x(1)}), f32(1)));
+  b.pointwise("d", d, at(a, {x(0), ir::index_const(15) - x(1)}));
+  return b;
+}
+
+TEST(Legality, SamePositionAcrossStages) {
+  auto b = row_then_reversed_row(ir::Device::CPU);
+  auto p = fusion::Program::from(b.graph);
+  EXPECT_TRUE(fusion::same_position(p, 0, 1, "sum", 1));  // a reduction result: a LocalRef
+  EXPECT_TRUE(fusion::same_position(p, 1, 2, "a", 1));
+  EXPECT_FALSE(fusion::same_position(p, 1, 3, "a", 1));
+}
+
+TEST(Legality, GpuKernelsDoNotReadOtherPositionsOfAnEarlierStage) {
+  // The CUDA printer splits a row's loop across threads with no barrier
+  // between stages: the reversed read goes to its own kernel there.
+  auto b = row_then_reversed_row(ir::Device::CUDA);
+  Remarks remarks;
+  auto fused = fuse(b.graph, {}, remarks);
+  ASSERT_EQ(kernels(fused).size(), 2u);
+  EXPECT_EQ(stage_shape(*kernels(fused)[0]), "R1 P1 P0");
+  EXPECT_EQ(remark_text(remarks),
+            "a / d: the backend cannot order a stage after one that stored what it reads at other positions\n");
+}
+
 TEST(Legality, StagesSplitWhereAReadCrossesInnerPoints) {
   GraphBuilder b;
   auto xin = b.input("x", {4, 16});
