@@ -63,11 +63,17 @@ demo: build
 # g++ CPU path, then run the GPU C++ tests, the CUDA end-to-end tests and the
 # CUDA benchmark. Logs go to $(GPU_OUT). GoogleTest for the C++ GPU tests:
 # installed, or its sources in CPPI_GTEST_SOURCE_DIR.
+# The extension must be built by the compiler whose libstdc++ the process
+# loads: the GPU image's default g++ (/opt/gcc) is newer than the system
+# libstdc++ torch runs with, and code instantiated from newer headers crashed
+# inside std::ostream. So the system g++ is preferred when present.
 GPU_OUT ?= gpu-logs
 GPU_BENCH_ARGS ?=
+GPU_CXX := $(shell [ -x /usr/bin/g++ ] && echo /usr/bin/g++ || echo g++)
+GPU_CC  := $(shell [ -x /usr/bin/gcc ] && echo /usr/bin/gcc || echo gcc)
 gpu-check:
 	mkdir -p $(GPU_OUT)
-	CPPINDUCTOR_BUILD_DIR=$(CURDIR)/build-gpu CPPINDUCTOR_CPU_JIT=OFF CPPINDUCTOR_BUILD_TESTS=OFF \
+	CC=$(GPU_CC) CXX=$(GPU_CXX) CPPINDUCTOR_BUILD_DIR=$(CURDIR)/build-gpu CPPINDUCTOR_CPU_JIT=OFF CPPINDUCTOR_BUILD_TESTS=OFF \
 	  $(PYTHON) -m pip install -q --no-build-isolation --no-deps --no-index -e . > $(GPU_OUT)/install.log 2>&1 \
 	  || (tail -30 $(GPU_OUT)/install.log; exit 1)
 	OUT=$(GPU_OUT) SKIP_INDUCTOR=1 bash gpu_codegen/tools/run_gpu_codegen_checks.sh

@@ -108,10 +108,10 @@ std::string describe_fused(const lowering::FusedGraph& fused, const Graph& g) {
   return out;
 }
 
-/// Fills each kernel's schedule for its device.
-Status schedule_kernels(lowering::FusedGraph& fused) {
+/// Fills each kernel's schedule for its device (the GPU target of the
+/// current device unless one is given).
+Status schedule_kernels(lowering::FusedGraph& fused, std::optional<gpu::GpuTarget> gpu_target = std::nullopt) {
   const cpu::CpuTarget cpu_target = cpu::CpuTarget::host();
-  std::optional<gpu::GpuTarget> gpu_target;
   for (auto& item : fused.program) {
     auto* k = std::get_if<ir::KernelPtr>(&item);
     if (!k) continue;
@@ -259,6 +259,27 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
     if (t.stage != "cpu_compile" && t.stage != "nvrtc_compile") total += t.seconds;  // inside codegen
   result.stage_times.push_back({"total", total});
   return result;
+}
+
+Expected<std::string> generate_cuda_source(Graph graph, const Options& options) {
+  CompiledGraph result;
+  result.graph = std::move(graph);
+  lowering::LoweringOptions lo = lowering_options(options);
+  lo.cuda = true;
+  auto lowered = lowering::lower_graph(result.graph, lo, result.remarks);
+  if (!lowered) return lowered.error();
+  lowering::FusionOptions fusion_options;
+  fusion_options.enabled = options.fuse;
+  lowering::FusedGraph fused = lowering::fuse(*lowered, fusion_options, result.remarks);
+  if (Status s = schedule_kernels(fused, gpu::GpuTarget{}); !s) return s.error();
+  std::vector<ir::KernelPtr> cuda_kernels;
+  for (const auto& k : kernels_of(fused))
+    if (k->device == ir::Device::CUDA) cuda_kernels.push_back(k);
+  gpu::CudaPrintOptions print;
+  print.origin_source = origin_sources(result.graph);
+  auto printed = gpu::print_cuda_module(cuda_kernels, result.graph.symbols, print);
+  if (!printed) return printed.error();
+  return printed->source;
 }
 
 }  // namespace cppi

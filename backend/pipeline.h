@@ -12,4 +12,10 @@ namespace cppi {
 
 Expected<CompiledGraph> compile_graph(Graph graph, const Options& options);
 
+/// The CUDA source the pipeline would compile for `graph`, scheduled for a
+/// default target (an H200) and never sent to NVRTC or a device: lets tests
+/// on machines without a GPU run the CUDA schedule and printer on real
+/// lowered graphs. The graph's tensors should be on CUDA.
+Expected<std::string> generate_cuda_source(Graph graph, const Options& options);
+
 }  // namespace cppi

@@ -246,6 +246,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("cuda_driver_available", [] { return gpu::cuda_driver_available(); });
 
   m.def(
+      "generate_cuda_source",
+      [](py::object desc, py::object options) {
+        Options opts = unwrap(Options::from_desc(to_desc(options)));
+        Graph g = unwrap(import_graph(to_desc(desc)));
+        return unwrap(generate_cuda_source(std::move(g), opts));
+      },
+      py::arg("graph"), py::arg("options") = py::none(),
+      "The CUDA source for a graph on CUDA, scheduled for a default target; no GPU needed.");
+
+  m.def(
       "compile_graph",
       [](py::object desc, py::object options) {
         Options opts = unwrap(Options::from_desc(to_desc(options)));
