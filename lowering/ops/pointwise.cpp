@@ -237,30 +237,40 @@ LowerFn float_binary(BinaryOp op) {
   };
 }
 
+/// A literal NaN float argument.
+bool is_nan_literal(const Arg* a) { return a && a->kind == Arg::Kind::Float && a->f != a->f; }
+
 /// clamp(x, min, max) = min(max(x, lo), hi): NaN in x or in a bound
-/// propagates, and lo > hi gives hi, as in eager. clamp_min / clamp_max
-/// take one bound.
+/// propagates, and lo > hi gives hi, as in eager on CPU. clamp_min /
+/// clamp_max take one bound. Eager's CUDA kernels compare with fmax/fmin,
+/// which ignore a NaN scalar bound, so on CUDA such a bound is dropped to
+/// give eager's result there.
 LowerFn clamp(bool has_min, bool has_max) {
   return [has_min, has_max](const OpCall& c) -> Status {
     std::vector<Operand> ops;
     CPPI_ASSIGN_OR_RETURN(x, operand(c, 0, "self"));
     ops.push_back(x);
+    const bool on_cuda = c.meta().device == Device::CUDA;
+    auto ignored = [&](const Arg* a) { return on_cuda && is_nan_literal(a); };
     bool use_min = false, use_max = false;
     size_t pos = 1;
     if (has_min) {
-      if (c.arg(pos, "min")) {
+      if (c.arg(pos, "min") && !ignored(c.arg(pos, "min"))) {
         CPPI_ASSIGN_OR_RETURN(lo, operand(c, pos, "min"));
         ops.push_back(lo);
         use_min = true;
       }
       ++pos;
     }
-    if (has_max && c.arg(pos, "max")) {
+    if (has_max && c.arg(pos, "max") && !ignored(c.arg(pos, "max"))) {
       CPPI_ASSIGN_OR_RETURN(hi, operand(c, pos, "max"));
       ops.push_back(hi);
       use_max = true;
     }
-    if (!use_min && !use_max) return Error::unsupported("clamp without bounds");
+    if (!use_min && !use_max) {
+      if (on_cuda) return lower_elementwise(c, ops, {}, [](const Args& a, DType) -> Expected<Expr> { return a[0]; });
+      return Error::unsupported("clamp without bounds");
+    }
     return lower_elementwise(c, ops, {}, [use_min, use_max](const Args& a, DType t) -> Expected<Expr> {
       Expr r = a[0];
       size_t k = 1;
