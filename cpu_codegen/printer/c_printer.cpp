@@ -161,7 +161,28 @@ bool is_positive_constant_or_symbolic(const IndexExpr& e) { return is_positive_m
 }  // namespace
 
 std::string CPrinterBase::index(const IndexExpr& e) const {
+  return index_text(e, [](const IndexExpr& leaf) -> std::string {
+    throw CompilerError(Error::internal(cat("codegen: indirect index ", leaf, " printed without a value scope")));
+  });
+}
+
+std::string CPrinterBase::index(const IndexExpr& e, ValueScope& scope) {
+  std::vector<std::pair<IndexExpr, std::string>> names;
+  for (const auto& leaf : indirect_terms(e)) {
+    names.emplace_back(leaf, scalar_value(indirect_position_value(*leaf.as<IndexIndirect>()), scope).text);
+  }
+  return index_text(e, [&](const IndexExpr& leaf) {
+    for (const auto& [l, name] : names) {
+      if (l == leaf) return name;
+    }
+    throw CompilerError(Error::internal(cat("codegen: no value for ", leaf)));
+  });
+}
+
+std::string CPrinterBase::index_text(const IndexExpr& e,
+                                     const std::function<std::string(const IndexExpr&)>& indirect) const {
   std::function<std::string(const IndexExpr&, bool)> print = [&](const IndexExpr& x, bool atom) -> std::string {
+    if (x.kind() == IndexKind::Indirect) return indirect(x);
     if (auto c = x.as<IndexConst>()) return c->value < 0 && atom ? "(" + int_literal(c->value) + ")" : int_literal(c->value);
     if (auto s = x.as<IndexSymbol>()) return c_identifier(s->name);
     if (auto v = x.as<IndexVar>()) return c_identifier(v->name);
@@ -232,12 +253,12 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
     case ExprKind::LocalRef: break;  // handled inline by scalar_value
     case ExprKind::Load: {
       auto n = e.as<Load>();
-      std::string access = pointer_name(n->buffer->name) + "[" + index(n->index) + "]";
+      std::string access = pointer_name(n->buffer->name) + "[" + index(n->index, scope) + "]";
       if (!n->mask.defined()) return access;
       const std::string zero = literal(*Constant::make(0, n->dtype).as<Constant>());
       return "(" + operand(n->mask) + " ? " + access + " : " + zero + ")";
     }
-    case ExprKind::IndexValue: return "(" + index(e.as<IndexValue>()->index) + ")";
+    case ExprKind::IndexValue: return "(" + index(e.as<IndexValue>()->index, scope) + ")";
     case ExprKind::Cast: {
       auto n = e.as<Cast>();
       return scalar_cast(n->value.dtype(), n->dtype, operand(n->value));
@@ -265,7 +286,7 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
       auto n = e.as<Random>();
       const std::string seed = operand(n->seed);
       return std::string(n->random_kind == RandomKind::Uniform ? "cppi_rand(" : "cppi_randn(") + seed + ", " +
-             index(n->offset) + ")";
+             index(n->offset, scope) + ")";
     }
   }
   throw CompilerError(Error::internal(cat("codegen: cannot print ", to_string(e.kind()))));

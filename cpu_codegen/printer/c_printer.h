@@ -99,6 +99,12 @@ class CPrinterBase {
   /// dividend is provably nonnegative (loop variables are), else through the
   /// Python-semantics helpers.
   std::string index(const ir::IndexExpr& e) const;
+  /// The same for an index that may hold indirect leaves (gather/scatter
+  /// positions): each leaf's position (ir::indirect_position_value: wrap,
+  /// then clamp into the dimension) is first declared as a scalar value in
+  /// `scope`, and the leaf prints as its name. The const overload asserts
+  /// that there is no indirect leaf.
+  std::string index(const ir::IndexExpr& e, ValueScope& scope);
 
   // --- scalar values ----------------------------------------------------------------
   /// The value of `e` in scalar form, naming it in `scope` if needed.
@@ -112,6 +118,8 @@ class CPrinterBase {
 
  private:
   std::string scalar_node(const ir::Expr& e, ValueScope& scope);
+  std::string index_text(const ir::IndexExpr& e,
+                         const std::function<std::string(const ir::IndexExpr&)>& indirect) const;
   int next_name_ = 0;
 };
 

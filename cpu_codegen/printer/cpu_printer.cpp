@@ -138,7 +138,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// Lane width in bytes of a dtype's vector (reduced floats: 2).
   static int lane_bytes(DType t) { return t == DType::Bool ? 4 : dtype_size(t); }
   /// Element expression of one lane read from memory (bits for reduced floats).
-  std::string lane_element(const Load& n);
+  std::string lane_element(const Load& n, ValueScope& scope);
+  /// index(e, scope) for an access in the (possibly vectorised) body. The
+  /// schedule never vectorises along a variable an indirect leaf depends on,
+  /// so the leaves are scalars computed once per vector iteration.
+  std::string access_index(const IndexExpr& e, ValueScope& scope);
 
   // --- reductions ------------------------------------------------------------------------
   std::string state_type(ReductionKind kind, DType t) const;
@@ -443,7 +447,7 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
   for (const auto& st : stores) {
     const CValue v = value(st.value, scope);
     const std::string ptr = pointer_name(st.buffer->name);
-    const std::string idx = index(st.index);
+    const std::string idx = access_index(st.index, scope);
     if (!in_vector()) {
       out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
     } else {
@@ -822,8 +826,17 @@ std::string CpuKernelPrinter::lane_lambda(const std::string& body_expr) const {
   return cat("[&](int64_t ", vvar_, ") { return ", body_expr, "; }");
 }
 
-std::string CpuKernelPrinter::lane_element(const Load& n) {
-  const std::string access = pointer_name(n.buffer->name) + "[" + index(n.index) + "]";
+std::string CpuKernelPrinter::access_index(const IndexExpr& e, ValueScope& scope) {
+  if (in_vector()) {
+    for (const auto& leaf : indirect_terms(e)) {
+      if (depends_on(leaf, vvar_)) fail(cat("kernel ", k_.name, ": indirect index ", leaf, " varies along the vectorised ", vvar_));
+    }
+  }
+  return index(e, scope);
+}
+
+std::string CpuKernelPrinter::lane_element(const Load& n, ValueScope& scope) {
+  const std::string access = pointer_name(n.buffer->name) + "[" + access_index(n.index, scope) + "]";
   if (is_reduced_float(n.dtype)) return access + ".bits";
   if (n.dtype == DType::Bool) return "(uint8_t)" + access;
   return access;
@@ -845,13 +858,13 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       if (n->mask.defined()) {
         const CValue m = value(n->mask, scope);
         const std::string mask = m.vector ? m.text : as_mask(m, 4);
-        loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lane_lambda(lane_element(*n)), ")");
+        loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
       } else {
         auto stride = coefficient(n->index, var(vvar_));
         if (stride && stride->is_constant(1)) {
-          loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", index(n->index), "])");
+          loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", access_index(n->index, scope), "])");
         } else {
-          loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n)), ")");
+          loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
         }
       }
       if (n->dtype == DType::Bool) {
@@ -866,9 +879,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       const IndexExpr& idx = e.as<IndexValue>()->index;
       auto stride = coefficient(idx, var(vvar_));
       if (stride && stride->is_constant(1)) {
-        r.text = cat("cppi_viota<cppi_i64x", w, ">(", index(idx), ")");
+        r.text = cat("cppi_viota<cppi_i64x", w, ">(", access_index(idx, scope), ")");
       } else {
-        r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar_, ", ", lane_lambda("(int64_t)(" + index(idx) + ")"), ")");
+        r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar_, ", ", lane_lambda("(int64_t)(" + access_index(idx, scope) + ")"), ")");
       }
       return r;
     }
@@ -961,7 +974,7 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       const std::string seed = value(n->seed, scope).text;
       r.text = cat("cppi_vgen<cppi_f32x", w, ">(", vvar_, ", ",
                    lane_lambda(cat(n->random_kind == RandomKind::Uniform ? "cppi_rand(" : "cppi_randn(", seed, ", ",
-                                   index(n->offset), ")")),
+                                   access_index(n->offset, scope), ")")),
                    ")");
       return r;
     }

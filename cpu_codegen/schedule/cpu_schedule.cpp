@@ -51,10 +51,20 @@ class AccessScanner : public ExprVisitor {
 
   void store(const Store& s) {
     ++counts_->stores;
+    note_indirect(s.index);
+    for (const auto& v : indirect_values(s.index)) walk(v);
     auto c = coefficient(s.index, ir::var(var_));
     if (!c || !c->is_constant(1)) ++counts_->bad_stores;
     note_dtype(s.buffer->dtype);
     walk(s.value);
+  }
+  /// The vector printer computes an indirect position once per vector
+  /// iteration, as a scalar: a position that moves along the vectorised
+  /// variable (a gather or scatter along it) must stay scalar code.
+  void note_indirect(const IndexExpr& index) {
+    for (const auto& leaf : indirect_terms(index)) {
+      if (depends_on(leaf, var_)) counts_->unsupported = true;
+    }
   }
   void note_dtype(DType t) {
     if (t != DType::Bool) counts_->max_lane_bytes = std::max(counts_->max_lane_bytes, dtype_size(t));
@@ -63,6 +73,7 @@ class AccessScanner : public ExprVisitor {
  protected:
   void visit(const Load& n) override {
     note_dtype(n.dtype);
+    note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
     if (n.mask.defined() && c && !c->is_constant(0)) {
       ++counts_->gathers;
@@ -77,11 +88,13 @@ class AccessScanner : public ExprVisitor {
   }
   void visit(const IndexValue& n) override {
     note_dtype(DType::Int64);
+    note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
     if (!c || !(c->is_constant(0) || c->is_constant(1))) ++counts_->gathers;
     ExprVisitor::visit(n);
   }
   void visit(const Random& n) override {
+    note_indirect(n.offset);
     if (depends_on(n.offset, var_)) ++counts_->gathers;
     ExprVisitor::visit(n);
   }

@@ -390,7 +390,7 @@ void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i
 void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
     const CValue v = scalar_value(st.value, scope);
-    out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index), "] = ", v.text, ";"));
+    out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "] = ", v.text, ";"));
     scope.forget_loads_of(st.buffer->name);
   }
 }

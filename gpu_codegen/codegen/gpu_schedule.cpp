@@ -238,7 +238,8 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
 }  // namespace
 
 bool is_vector_access(const Kernel& k, const IndexExpr& index) {
-  if (k.outer.empty() || !is_stride(index, k.outer.back().var, 1)) return false;
+  // An indirect (gathered) row offset has no known alignment: scalar access.
+  if (k.outer.empty() || has_indirect(index) || !is_stride(index, k.outer.back().var, 1)) return false;
   std::vector<IndexExpr> vars;
   for (const auto& l : k.outer) vars.push_back(l.var);
   return affine_form(index, vars).has_value();
@@ -260,7 +261,9 @@ std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
     const auto& loops = loops_of(k.stages[i]);
     if (loops.empty()) continue;
     for (const Load* l : loads_of(k.stages[i])) {
-      if (l->mask.defined() || written.count(l->buffer->name)) continue;
+      // Gathers are not cached: the cache fill would have to recompute the
+      // positions per slot.
+      if (l->mask.defined() || written.count(l->buffer->name) || has_indirect(l->index)) continue;
       bool moves = false, per_row = false;
       for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
       for (const auto& lp : k.outer) per_row |= depends_on(l->index, lp.var.as<IndexVar>()->name);

@@ -170,6 +170,16 @@ Expr Load::make(BufferPtr buffer, IndexExpr index, Expr mask) {
 IndexValue::IndexValue(IndexExpr i)
     : ExprNode(kKind, DType::Int64, mix(seed_of(kKind, DType::Int64), i.hash())), index(std::move(i)) {}
 
+Expr IndexIndirect::value() const { return Expr(value_node); }
+
+Expr indirect_position_value(const IndexIndirect& leaf) {
+  Expr v = cast(leaf.value(), DType::Int64);
+  Expr size = IndexValue::make(leaf.size);
+  Expr wrapped = where(compare(CompareOp::Lt, v, const_int(0)), binary(BinaryOp::Add, v, size), v);
+  Expr last = IndexValue::make(leaf.size - 1);
+  return binary(BinaryOp::Minimum, binary(BinaryOp::Maximum, wrapped, const_int(0)), last);
+}
+
 Expr IndexValue::make(IndexExpr index) {
   if (!index.defined()) fail("IndexValue: null index");
   return Expr(std::make_shared<IndexValue>(std::move(index)));

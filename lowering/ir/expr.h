@@ -35,8 +35,19 @@
 ///   use a masked Load.
 /// - Index expressions (index_expr.h) appear as the index of a Load, in
 ///   IndexValue (an index as an int64 value, for arange/iota and masks) and as
-///   the offset of Random. They may contain constants, size symbols and the
-///   loop variables bound by the enclosing node or kernel, nothing else.
+///   the offset of Random. They may contain constants, size symbols, the
+///   loop variables bound by the enclosing node or kernel, and indirect
+///   leaves, nothing else.
+/// - Indirect indexing: indirect(value, size) (built by indirect() below)
+///   turns an integer value (a Load of an index tensor, possibly computed)
+///   into a position in a dimension of `size`: negative values wrap once,
+///   then the position is clamped into [0, size). Eager raises IndexError for
+///   an index outside [-size, size); compiled code cannot raise, so it reads
+///   (gather) or writes (index_put, scatter) the element at the clamped
+///   position instead. The result is then unspecified, but no kernel ever
+///   touches memory outside a buffer. The value is an operand of the node
+///   whose index contains the leaf (operands(), post_order(): it is computed
+///   first) and is evaluated even where that node's mask is false.
 /// - A LocalRef reads a named scalar that an earlier stage of the same Kernel
 ///   computed (a reduction result: kernel.h). Pre-fusion nodes contain none.
 /// - Random(kind, seed, offset) is counter-based: Philox4x32-10 with key =
@@ -115,6 +126,7 @@ class Expr {
 
   bool defined() const { return node_ != nullptr; }
   const ExprNode* get() const { return node_.get(); }
+  const std::shared_ptr<const ExprNode>& node_ptr() const { return node_; }
   const ExprNode* operator->() const { return node_.get(); }
   ExprKind kind() const;
   DType dtype() const;
@@ -286,5 +298,16 @@ Expr unary(UnaryOp op, Expr x);
 Expr binary(BinaryOp op, Expr a, Expr b);
 Expr compare(CompareOp op, Expr a, Expr b);
 Expr where(Expr cond, Expr a, Expr b);
+
+/// The index leaf indirect(value, size) (semantics in the file comment).
+/// `value` must have an integral (non-bool) dtype; `size` must be free of
+/// loop variables and, if constant, >= 1 (an empty dimension has no
+/// position to clamp to: lowerings refuse it). A constant value folds to the
+/// constant position.
+IndexExpr indirect(Expr value, IndexExpr size);
+/// The position an indirect leaf denotes, as an int64 value expression
+/// (min(max(v < 0 ? v + size : v, 0), size - 1) with v = cast<int64>(value)):
+/// what the codegens print before an access through the leaf.
+Expr indirect_position_value(const IndexIndirect& leaf);
 
 }  // namespace cppi::ir

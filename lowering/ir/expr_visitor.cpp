@@ -1,5 +1,6 @@
 #include "lowering/ir/expr_visitor.h"
 
+#include "lowering/ir/printer.h"
 #include "support/status.h"
 
 namespace cppi::ir {
@@ -11,12 +12,20 @@ void ExprVisitor::walk(const Expr& e) {
   dispatch(e);
 }
 
+void ExprVisitor::walk_indirect(const IndexExpr& index) {
+  for (const auto& v : indirect_values(index)) walk(v);
+}
+
 void ExprVisitor::visit(const Constant&) {}
 void ExprVisitor::visit(const Load& node) {
   visit_index(node.index);
+  walk_indirect(node.index);
   walk(node.mask);
 }
-void ExprVisitor::visit(const IndexValue& node) { visit_index(node.index); }
+void ExprVisitor::visit(const IndexValue& node) {
+  visit_index(node.index);
+  walk_indirect(node.index);
+}
 void ExprVisitor::visit(const LocalRef&) {}
 void ExprVisitor::visit(const Cast& node) { walk(node.value); }
 void ExprVisitor::visit(const Unary& node) { walk(node.operand); }
@@ -36,6 +45,7 @@ void ExprVisitor::visit(const Where& node) {
 void ExprVisitor::visit(const Random& node) {
   walk(node.seed);
   visit_index(node.offset);
+  walk_indirect(node.offset);
 }
 
 // --- ExprMutator -----------------------------------------------------------------
@@ -57,12 +67,25 @@ namespace {
 bool same_index(const IndexExpr& a, const IndexExpr& b) { return a == b; }
 }  // namespace
 
+IndexExpr ExprMutator::rewrite_index(const IndexExpr& index) {
+  IndexExpr out = index;
+  if (!mutate_index_reaches_indirect()) {
+    out = map_indirect(index, [&](const IndexExpr& leaf) {
+      auto n = leaf.as<IndexIndirect>();
+      Expr v = mutate(n->value());
+      if (v.get() == n->value_node.get()) return leaf;
+      return indirect(v, n->size);
+    });
+  }
+  return mutate_index(out);
+}
+
 Expr ExprMutator::visit(const Constant&) { return current_; }
 
 Expr ExprMutator::visit(const Load& node) {
   const Expr& self = current();
   BufferPtr buffer = mutate_buffer(node.buffer);
-  IndexExpr index = mutate_index(node.index);
+  IndexExpr index = rewrite_index(node.index);
   Expr mask = mutate(node.mask);
   if (buffer == node.buffer && same_index(index, node.index) && mask.same_as(node.mask)) return self;
   return Load::make(buffer, index, mask);
@@ -70,7 +93,7 @@ Expr ExprMutator::visit(const Load& node) {
 
 Expr ExprMutator::visit(const IndexValue& node) {
   const Expr& self = current();
-  IndexExpr index = mutate_index(node.index);
+  IndexExpr index = rewrite_index(node.index);
   if (same_index(index, node.index)) return self;
   return IndexValue::make(index);
 }
@@ -115,7 +138,7 @@ Expr ExprMutator::visit(const Where& node) {
 Expr ExprMutator::visit(const Random& node) {
   const Expr& self = current();
   Expr seed = mutate(node.seed);
-  IndexExpr offset = mutate_index(node.offset);
+  IndexExpr offset = rewrite_index(node.offset);
   if (seed.same_as(node.seed) && same_index(offset, node.offset)) return self;
   return Random::make(node.random_kind, seed, offset);
 }
@@ -145,15 +168,24 @@ Expr replace_loads(const Expr& e, const std::string& buffer, const std::function
   return replacer.mutate(e);
 }
 
+IndexExpr replace_loads(const IndexExpr& index, const std::string& buffer, const std::function<Expr(const Load&)>& f) {
+  return map_indirect(index, [&](const IndexExpr& leaf) {
+    auto n = leaf.as<IndexIndirect>();
+    Expr v = replace_loads(n->value(), buffer, f);
+    return v.same_as(n->value()) ? leaf : indirect(v, n->size);
+  });
+}
+
 std::vector<Expr> operands(const Expr& e) {
   switch (e.kind()) {
     case ExprKind::Constant:
-    case ExprKind::IndexValue:
     case ExprKind::LocalRef: return {};
+    case ExprKind::IndexValue: return indirect_values(e.as<IndexValue>()->index);
     case ExprKind::Load: {
       auto l = e.as<Load>();
-      if (l->mask.defined()) return {l->mask};
-      return {};
+      std::vector<Expr> out = indirect_values(l->index);
+      if (l->mask.defined()) out.push_back(l->mask);
+      return out;
     }
     case ExprKind::Cast: return {e.as<Cast>()->value};
     case ExprKind::Unary: return {e.as<Unary>()->operand};
@@ -163,7 +195,11 @@ std::vector<Expr> operands(const Expr& e) {
       auto w = e.as<Where>();
       return {w->cond, w->then_value, w->else_value};
     }
-    case ExprKind::Random: return {e.as<Random>()->seed};
+    case ExprKind::Random: {
+      std::vector<Expr> out{e.as<Random>()->seed};
+      for (auto& v : indirect_values(e.as<Random>()->offset)) out.push_back(std::move(v));
+      return out;
+    }
   }
   return {};
 }
@@ -200,6 +236,44 @@ std::set<std::string> free_vars(const Expr& e) {
   } c;
   c.walk(e);
   return std::move(c.out);
+}
+
+std::set<std::string> free_symbols(const Expr& e) {
+  struct Collector : ExprVisitor {
+    std::set<std::string> out;
+    void visit_index(const IndexExpr& index) override {
+      for (auto& v : ir::free_symbols(index)) out.insert(v);
+    }
+  } c;
+  c.walk(e);
+  return std::move(c.out);
+}
+
+std::vector<Expr> indirect_values(const IndexExpr& index) {
+  std::vector<Expr> out;
+  for (const auto& leaf : indirect_terms(index)) out.push_back(leaf.as<IndexIndirect>()->value());
+  return out;
+}
+
+IndexExpr indirect(Expr value, IndexExpr size) {
+  if (!value.defined() || !size.defined()) throw CompilerError(Error::internal("indirect: null value or size"));
+  if (!is_integral(value.dtype())) {
+    throw CompilerError(Error::internal(cat("indirect: index value ", value, " is ", dtype_name(value.dtype()),
+                                            ", not an integer")));
+  }
+  if (!ir::free_vars(size).empty()) {
+    throw CompilerError(Error::internal(cat("indirect: size ", size, " uses a loop variable")));
+  }
+  if (auto n = size.constant(); n && *n < 1) {
+    throw CompilerError(Error::internal(cat("indirect: dimension of size ", *n, " has no position")));
+  }
+  if (auto c = value.as<Constant>(); c && size.constant()) {
+    return index_const(indirect_position(c->int_value, *size.constant()));
+  }
+  std::set<std::string> vars = free_vars(value), symbols = free_symbols(value);
+  for (const auto& s : ir::free_symbols(size)) symbols.insert(s);
+  return IndexExpr(std::make_shared<IndexIndirect>(value.node_ptr(), std::move(size),
+                                                   std::move(vars), std::move(symbols)));
 }
 
 std::set<std::string> local_refs(const Expr& e) {

@@ -4,11 +4,15 @@
 ///   forgets a kind (or a kind added to expr.def) does not compile.
 /// - ExprVisitor: walks every distinct node of a DAG once (children first
 ///   visited in field order); override the visits you care about and call the
-///   base to keep walking. visit_index() sees every index expression.
+///   base to keep walking. visit_index() sees every index expression; the
+///   values inside indirect leaves (index_expr.h) are walked as operands of
+///   the node whose index holds them.
 /// - ExprMutator: rebuilds bottom-up, memoised per node, and returns the very
 ///   same node when nothing below it changed (so `out.same_as(in)` means
 ///   "unchanged"). mutate_index() and mutate_buffer() rewrite the index
-///   expressions and buffers inside the expression. To rewrite one kind,
+///   expressions and buffers inside the expression. The values inside
+///   indirect leaves are mutated like operands (so replace_loads reaches a
+///   load of an index tensor) before mutate_index sees the index. To rewrite one kind,
 ///   override its visit() and call the base visit() for the nodes you keep:
 ///     Expr visit(const Unary& n) override {
 ///       if (n.op != UnaryOp::Exp) return ExprMutator::visit(n);
@@ -57,6 +61,8 @@ class ExprVisitor : public ExprFunctor<void> {
 
  protected:
   virtual void visit_index(const IndexExpr& index) {}
+  /// Walks the values of the indirect leaves of `index`.
+  void walk_indirect(const IndexExpr& index);
 
   void visit(const Constant& node) override;
   void visit(const Load& node) override;
@@ -81,6 +87,13 @@ class ExprMutator : public ExprFunctor<Expr> {
  protected:
   virtual IndexExpr mutate_index(const IndexExpr& index) { return index; }
   virtual BufferPtr mutate_buffer(const BufferPtr& buffer) { return buffer; }
+  /// True when mutate_index itself rewrites the values inside indirect
+  /// leaves (substitute() and simplify() do), so they must not be mutated
+  /// first as operands (that would apply a substitution twice).
+  virtual bool mutate_index_reaches_indirect() const { return false; }
+  /// mutate_index(), after mutating the values of indirect leaves unless
+  /// mutate_index_reaches_indirect(). Use it for every index of a node.
+  IndexExpr rewrite_index(const IndexExpr& index);
   /// The handle of the node whose visit() is running (also after mutating
   /// its children), e.g. to return it unchanged.
   const Expr& current() const { return current_; }
@@ -102,13 +115,16 @@ class ExprMutator : public ExprFunctor<Expr> {
 };
 
 /// Applies `f` to every index expression in `e` (Load indices, IndexValue,
-/// Random offsets); returns `e` itself if `f` changed none of them.
+/// Random offsets); returns `e` itself if `f` changed none of them. `f` is
+/// applied to the outermost indices only and must reach into indirect
+/// leaves itself, as substitute() and simplify() do.
 template <typename F>
 Expr map_indices(const Expr& e, F f) {
   struct Mapper : ExprMutator {
     F& fn;
     explicit Mapper(F& g) : fn(g) {}
     IndexExpr mutate_index(const IndexExpr& index) override { return fn(index); }
+    bool mutate_index_reaches_indirect() const override { return true; }
   } mapper(f);
   return mapper.mutate(e);
 }
@@ -124,9 +140,13 @@ Expr simplify_indices(const Expr& e, const VarRanges& ranges);
 /// into its consumer (after mapping the load's index to the producer's
 /// variables). Returns `e` itself when it has no such load.
 Expr replace_loads(const Expr& e, const std::string& buffer, const std::function<Expr(const Load&)>& f);
+/// The same inside the values of the indirect leaves of a (store) index.
+IndexExpr replace_loads(const IndexExpr& index, const std::string& buffer, const std::function<Expr(const Load&)>& f);
 
-/// The operands of a node in field order (Load: its mask if any; Where: cond,
-/// then, else; Random: seed). Index expressions are not operands.
+/// The operands of a node in field order (Load: the values of the indirect
+/// leaves of its index, then its mask if any; IndexValue: its indirect
+/// values; Where: cond, then, else; Random: seed, then the offset's indirect
+/// values). Index expressions are not operands.
 std::vector<Expr> operands(const Expr& e);
 
 /// Every distinct node reachable from `roots`, operands before users, in a
@@ -143,6 +163,10 @@ std::vector<Expr> cse(const std::vector<Expr>& roots);
 /// Loop variables used by the indices in `e` (for hoisting loop-invariant
 /// work out of inner loops), and the LocalRef names it reads.
 std::set<std::string> free_vars(const Expr& e);
+/// Size symbols used by the indices in `e`.
+std::set<std::string> free_symbols(const Expr& e);
+/// The values of the indirect leaves of `index` (indirect_terms order).
+std::vector<Expr> indirect_values(const IndexExpr& index);
 std::set<std::string> local_refs(const Expr& e);
 
 }  // namespace cppi::ir

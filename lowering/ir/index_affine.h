@@ -20,7 +20,9 @@ struct AffineForm {
 };
 
 /// nullopt when `e` is not affine in `vars`: a variable occurs inside
-/// floordiv/mod/min/max, or two of them (or one twice) multiply. `vars` are
+/// floordiv/mod/min/max or inside an indirect leaf's value (a gather along
+/// it), or two of them (or one twice) multiply. An indirect leaf that uses
+/// none of `vars` is part of the offset. `vars` are
 /// IndexVar expressions (as var("x0") builds them).
 std::optional<AffineForm> affine_form(const IndexExpr& e, const std::vector<IndexExpr>& vars);
 

@@ -5,7 +5,10 @@
 #include <numeric>
 #include <sstream>
 
+#include "lowering/ir/expr.h"
+#include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_poly.h"
+#include "lowering/ir/printer.h"
 #include "support/status.h"
 
 namespace cppi::ir {
@@ -71,6 +74,13 @@ CPPI_BINARY_INDEX_NODE_CTOR(Mod)
 CPPI_BINARY_INDEX_NODE_CTOR(Min)
 CPPI_BINARY_INDEX_NODE_CTOR(Max)
 #undef CPPI_BINARY_INDEX_NODE_CTOR
+IndexIndirect::IndexIndirect(std::shared_ptr<const ExprNode> v, IndexExpr sz, std::set<std::string> vs,
+                             std::set<std::string> ss)
+    : IndexNode(kKind, hash_mix(hash_mix(kind_seed(kKind), v->hash), sz.hash())),
+      value_node(std::move(v)),
+      size(std::move(sz)),
+      vars(std::move(vs)),
+      symbols(std::move(ss)) {}
 
 // --- handle ----------------------------------------------------------------
 
@@ -140,6 +150,16 @@ int compare(const IndexExpr& a, const IndexExpr& b) {
       CPPI_COMPARE_BINARY(Min)
       CPPI_COMPARE_BINARY(Max)
 #undef CPPI_COMPARE_BINARY
+    case IndexKind::Indirect: {
+      // Sizes, then value hashes, order deterministically; equal hashes are
+      // decided structurally (a 64-bit hash collision between different
+      // values falls back to pointer order, which only affects term order).
+      auto x = a.as<IndexIndirect>(), y = b.as<IndexIndirect>();
+      if (int c = compare(x->size, y->size)) return c;
+      if (x->value_node->hash != y->value_node->hash) return x->value_node->hash < y->value_node->hash ? -1 : 1;
+      if (structurally_equal(x->value(), y->value())) return 0;
+      return x->value_node.get() < y->value_node.get() ? -1 : 1;
+    }
   }
   return 0;
 }
@@ -179,7 +199,8 @@ bool is_atom(const IndexExpr& e) {
     case IndexKind::FloorDiv:
     case IndexKind::Mod:
     case IndexKind::Min:
-    case IndexKind::Max: return true;
+    case IndexKind::Max:
+    case IndexKind::Indirect: return true;
     case IndexKind::Const:
     case IndexKind::Add:
     case IndexKind::Mul: return false;
@@ -258,7 +279,8 @@ Poly to_poly(const IndexExpr& e) {
     case IndexKind::FloorDiv:
     case IndexKind::Mod:
     case IndexKind::Min:
-    case IndexKind::Max: p.add_term({e}, 1); break;
+    case IndexKind::Max:
+    case IndexKind::Indirect: p.add_term({e}, 1); break;
   }
   return p;
 }
@@ -646,8 +668,16 @@ IndexExpr max(const IndexExpr& a, const IndexExpr& b) { return min_max<IndexMax>
 
 // --- evaluation, substitution, free names -----------------------------------
 
-int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings) {
+int64_t indirect_position(int64_t value, int64_t size) {
+  if (value < 0) value = detail::wrap_add(value, size);
+  return std::min(std::max<int64_t>(value, 0), size - 1);
+}
+
+int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings) { return evaluate(e, bindings, nullptr); }
+
+int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings, const IndirectValueFn& indirect_value) {
   require_defined(e, "evaluate");
+  auto evaluate = [&](const IndexExpr& x, const IndexBindings& b) { return ir::evaluate(x, b, indirect_value); };
   auto lookup = [&](const std::string& name) {
     auto it = bindings.find(name);
     if (it == bindings.end()) throw CompilerError(Error::internal(cat("no value for '", name, "' in ", e)));
@@ -691,6 +721,13 @@ int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings) {
     case IndexKind::Max: {
       auto n = e.as<IndexMax>();
       return std::max(evaluate(n->lhs, bindings), evaluate(n->rhs, bindings));
+    }
+    case IndexKind::Indirect: {
+      auto n = e.as<IndexIndirect>();
+      if (!indirect_value) throw CompilerError(Error::internal(cat("evaluate: ", e, " reads memory")));
+      int64_t size = evaluate(n->size, bindings);
+      if (size < 1) throw CompilerError(Error::internal(cat("evaluate: ", e, " indexes a dimension of size ", size)));
+      return indirect_position(indirect_value(*n), size);
     }
   }
   return 0;
@@ -746,6 +783,13 @@ IndexExpr substitute(const IndexExpr& e, const std::map<std::string, IndexExpr>&
       CPPI_SUBSTITUTE_BINARY(Min, min)
       CPPI_SUBSTITUTE_BINARY(Max, max)
 #undef CPPI_SUBSTITUTE_BINARY
+    case IndexKind::Indirect: {
+      auto n = e.as<IndexIndirect>();
+      bool touched = false;
+      for (const auto& [name, to] : r) touched |= n->vars.count(name) || n->symbols.count(name);
+      if (!touched) return e;
+      return indirect(substitute_indices(n->value(), r), sub(n->size));
+    }
   }
   return e;
 }
@@ -756,6 +800,9 @@ void collect_names(const IndexExpr& e, IndexKind want, std::set<std::string>* ou
     using N = std::decay_t<decltype(n)>;
     if constexpr (std::is_same_v<N, IndexSymbol> || std::is_same_v<N, IndexVar>) {
       if (N::kKind == want) out->insert(n.name);
+    } else if constexpr (std::is_same_v<N, IndexIndirect>) {
+      const auto& names = want == IndexKind::Var ? n.vars : n.symbols;
+      out->insert(names.begin(), names.end());
     } else if constexpr (std::is_same_v<N, IndexAdd>) {
       for (const auto& t : n.terms) collect_names(t, want, out);
     } else if constexpr (std::is_same_v<N, IndexMul>) {
@@ -779,6 +826,90 @@ std::set<std::string> free_symbols(const IndexExpr& e) {
   std::set<std::string> out;
   collect_names(e, IndexKind::Symbol, &out);
   return out;
+}
+
+namespace {
+void collect_indirect(const IndexExpr& e, std::vector<IndexExpr>* out) {
+  switch (e.kind()) {
+    case IndexKind::Const:
+    case IndexKind::Symbol:
+    case IndexKind::Var: return;
+    case IndexKind::Add:
+      for (const auto& t : e.as<IndexAdd>()->terms) collect_indirect(t, out);
+      return;
+    case IndexKind::Mul:
+      for (const auto& f : e.as<IndexMul>()->factors) collect_indirect(f, out);
+      return;
+#define CPPI_COLLECT_BINARY(Name)                      \
+  case IndexKind::Name:                                \
+    collect_indirect(e.as<Index##Name>()->lhs, out);   \
+    collect_indirect(e.as<Index##Name>()->rhs, out);   \
+    return;
+      CPPI_COLLECT_BINARY(FloorDiv)
+      CPPI_COLLECT_BINARY(Mod)
+      CPPI_COLLECT_BINARY(Min)
+      CPPI_COLLECT_BINARY(Max)
+#undef CPPI_COLLECT_BINARY
+    case IndexKind::Indirect:
+      for (const auto& seen : *out) {
+        if (seen == e) return;
+      }
+      out->push_back(e);
+      return;
+  }
+}
+}  // namespace
+
+std::vector<IndexExpr> indirect_terms(const IndexExpr& e) {
+  std::vector<IndexExpr> out;
+  if (e.defined()) collect_indirect(e, &out);
+  return out;
+}
+
+bool has_indirect(const IndexExpr& e) { return !indirect_terms(e).empty(); }
+
+IndexExpr map_indirect(const IndexExpr& e, const std::function<IndexExpr(const IndexExpr&)>& f) {
+  auto rebuild = [&](const std::vector<IndexExpr>& parts, std::vector<IndexExpr>* out) {
+    bool changed = false;
+    for (const auto& p : parts) {
+      out->push_back(map_indirect(p, f));
+      changed |= !out->back().same_as(p);
+    }
+    return changed;
+  };
+  switch (e.kind()) {
+    case IndexKind::Const:
+    case IndexKind::Symbol:
+    case IndexKind::Var: return e;
+    case IndexKind::Add: {
+      auto n = e.as<IndexAdd>();
+      std::vector<IndexExpr> terms;
+      if (!rebuild(n->terms, &terms)) return e;
+      terms.push_back(index_const(n->constant));
+      return sum(terms);
+    }
+    case IndexKind::Mul: {
+      auto n = e.as<IndexMul>();
+      std::vector<IndexExpr> factors;
+      if (!rebuild(n->factors, &factors)) return e;
+      factors.push_back(index_const(n->coefficient));
+      return product(factors);
+    }
+#define CPPI_MAP_BINARY(Name, make)                                          \
+  case IndexKind::Name: {                                                    \
+    auto n = e.as<Index##Name>();                                            \
+    IndexExpr a = map_indirect(n->lhs, f), b = map_indirect(n->rhs, f);      \
+    if (a.same_as(n->lhs) && b.same_as(n->rhs)) return e;                    \
+    return make(a, b);                                                       \
+  }
+      CPPI_MAP_BINARY(FloorDiv, floordiv)
+      CPPI_MAP_BINARY(Mod, mod)
+      CPPI_MAP_BINARY(Min, min)
+      CPPI_MAP_BINARY(Max, max)
+#undef CPPI_MAP_BINARY
+    case IndexKind::Indirect: return f(e);
+  }
+  return e;
 }
 
 bool depends_on(const IndexExpr& e, const std::string& name) {
@@ -878,6 +1009,11 @@ void print(std::ostream& os, const IndexExpr& e) {
     case IndexKind::Max: {
       auto n = e.as<IndexMax>();
       os << "max(" << n->lhs << ", " << n->rhs << ")";
+      return;
+    }
+    case IndexKind::Indirect: {
+      auto n = e.as<IndexIndirect>();
+      os << "indirect(" << to_string(n->value()) << ", " << n->size << ")";
       return;
     }
   }

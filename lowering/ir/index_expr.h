@@ -6,13 +6,30 @@
 /// - Every index expression denotes an int64. Constant folding wraps on
 ///   overflow (two's complement); lowerings never build indices that overflow
 ///   for tensors of fewer than 2^63 elements.
-/// - Leaves are integer constants, size symbols and loop variables:
+/// - Leaves are integer constants, size symbols, loop variables and indirect
+///   positions:
 ///   * a size symbol ("s0") is a dynamic size from the graph. It is a positive
 ///     integer (>= 1; torch specialises 0 and 1, so in practice >= 2), fixed
 ///     for one kernel call, and becomes a kernel argument.
 ///   * a loop variable ("x0", "r0") ranges over [0, extent) of the loop that
 ///     binds it. Expressions do not carry the extents; analyses take them as
 ///     a VarRanges map (index_simplify.h).
+///   * indirect(value, size) is a position read from memory (gather,
+///     embedding, x[idx], index_put, scatter: Inductor's
+///     ops.indirect_indexing). `value` is an integer value expression
+///     (expr.h; usually a Load of an index tensor), `size` the extent of the
+///     dimension it indexes (free of loop variables). Its value is
+///         v = value < 0 ? value + size : value     (negative indices wrap)
+///         indirect = min(max(v, 0), size - 1)      (then clamp)
+///     so it always lies in [0, size): an access built from in-range
+///     coordinates stays inside its buffer whatever the data says. Where
+///     eager raises IndexError (value outside [-size, size)), a kernel reads
+///     or writes the element at the clamped position instead: the result is
+///     unspecified (not an error), but memory safety holds. Analyses treat
+///     the leaf as an opaque atom with bounds [0, size - 1]; it depends on
+///     the loop variables its value's indices use (free_vars), so an access
+///     whose indirect term moves with a loop variable is not affine in it (a
+///     gather along that loop).
 /// - Operations: + and * (n-ary), floordiv, mod, min, max. Subtraction is
 ///   a + (-1)*b. floordiv and mod follow Python: a // b = floor(a / b) and
 ///   a % b = a - b * (a // b), so for b > 0 the remainder is in [0, b) even
@@ -33,6 +50,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +64,9 @@
 #include "lowering/ir/index_expr.def"
 
 namespace cppi::ir {
+
+class Expr;
+class ExprNode;
 
 enum class IndexKind : uint8_t {
 #define CPPI_INDEX_KIND_ENUM(Name) Name,
@@ -149,7 +170,7 @@ struct IndexAdd final : IndexNode {
 };
 
 /// coefficient * factors[0] * ... Canonical: coefficient != 0, factors are
-/// atoms (Symbol, Var, FloorDiv, Mod, Min, Max) sorted by compare(),
+/// atoms (Symbol, Var, FloorDiv, Mod, Min, Max, Indirect) sorted by compare(),
 /// and (factors.size() >= 2 or coefficient != 1).
 struct IndexMul final : IndexNode {
   static constexpr IndexKind kKind = IndexKind::Mul;
@@ -183,6 +204,22 @@ struct IndexMax final : IndexNode {
   static constexpr IndexKind kKind = IndexKind::Max;
   const IndexExpr lhs, rhs;
   IndexMax(IndexExpr a, IndexExpr b);
+};
+
+/// indirect(value, size) (semantics in the file comment). Built by
+/// ir::indirect() in expr.h, which checks that `value` is an integer
+/// expression. `vars`/`symbols`: the loop variables and size symbols used
+/// anywhere inside (the value's indices and the size), cached so that
+/// free_vars() / free_symbols() need not walk the value.
+struct IndexIndirect final : IndexNode {
+  static constexpr IndexKind kKind = IndexKind::Indirect;
+  const std::shared_ptr<const ExprNode> value_node;
+  const IndexExpr size;
+  const std::set<std::string> vars;
+  const std::set<std::string> symbols;
+  /// The wrapped value expression (an integer Expr; defined in expr.cpp).
+  Expr value() const;
+  IndexIndirect(std::shared_ptr<const ExprNode> v, IndexExpr s, std::set<std::string> vs, std::set<std::string> ss);
 };
 
 inline IndexKind IndexExpr::kind() const { return node_->kind; }
@@ -239,15 +276,36 @@ IndexExpr sum(const std::vector<IndexExpr>& terms);
 using IndexBindings = std::unordered_map<std::string, int64_t>;
 
 /// Evaluates with Python floordiv/mod semantics. Throws CompilerError for an
-/// unbound name or a zero divisor.
+/// unbound name or a zero divisor, and for an indirect leaf (its value needs
+/// memory: use the overload below).
 int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings);
+/// As above; `indirect_value` returns the raw value of an indirect leaf's
+/// value expression (the interpreter loads it), which evaluate() then wraps
+/// and clamps with indirect_position().
+using IndirectValueFn = std::function<int64_t(const IndexIndirect&)>;
+int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings, const IndirectValueFn& indirect_value);
+/// The position an indirect leaf denotes for a raw `value` in a dimension of
+/// `size` >= 1: negative values wrap once, then the result is clamped into
+/// [0, size).
+int64_t indirect_position(int64_t value, int64_t size);
+
+/// The indirect leaves of `e` (IndexIndirect nodes; not those nested inside
+/// their values), each distinct leaf once, in print order. Codegen computes
+/// their positions before the access that uses `e`.
+std::vector<IndexExpr> indirect_terms(const IndexExpr& e);
+bool has_indirect(const IndexExpr& e);
+/// Rebuilds `e` with every indirect leaf (outside their values) replaced by
+/// f(leaf); returns `e` itself when f returned every leaf unchanged.
+IndexExpr map_indirect(const IndexExpr& e, const std::function<IndexExpr(const IndexExpr&)>& f);
 
 /// Replaces symbols and loop variables by name (both share one namespace of
 /// names; a name must not be both). The result is canonical but not
-/// range-simplified.
+/// range-simplified. Reaches into indirect leaves (their size and the indices
+/// inside their value).
 IndexExpr substitute(const IndexExpr& e, const std::map<std::string, IndexExpr>& replacements);
 
-/// Names of the loop variables / size symbols that occur in `e`.
+/// Names of the loop variables / size symbols that occur in `e`, including
+/// those inside indirect leaves.
 std::set<std::string> free_vars(const IndexExpr& e);
 std::set<std::string> free_symbols(const IndexExpr& e);
 bool depends_on(const IndexExpr& e, const std::string& name);

@@ -11,7 +11,7 @@
 
 namespace cppi::ir::detail {
 
-/// A product of atoms (Symbol, Var, FloorDiv, Mod, Min, Max), sorted by
+/// A product of atoms (Symbol, Var, FloorDiv, Mod, Min, Max, Indirect), sorted by
 /// compare(); the empty monomial is the constant term.
 using Monomial = std::vector<IndexExpr>;
 

@@ -1,5 +1,6 @@
 #include "lowering/ir/index_simplify.h"
 
+#include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_poly.h"
 
 namespace cppi::ir {
@@ -28,6 +29,7 @@ bool atom_nonnegative(const IndexExpr& a) {
       auto n = a.as<IndexMax>();
       return nonnegative_var_free(n->lhs) || nonnegative_var_free(n->rhs);
     }
+    case IndexKind::Indirect: return true;  // in [0, size) by definition
     case IndexKind::Const:
     case IndexKind::Var:
     case IndexKind::Add:
@@ -68,7 +70,9 @@ bool nonnegative_var_free(const IndexExpr& e) {
 bool has_vars(const IndexExpr& e) {
   return dispatch(e, [](const auto& n) -> bool {
     using N = std::decay_t<decltype(n)>;
-    if constexpr (std::is_same_v<N, IndexVar>) {
+    // An indirect leaf varies like a loop variable (it is not a fixed
+    // quantity over symbols), though it may not depend on any loop.
+    if constexpr (std::is_same_v<N, IndexVar> || std::is_same_v<N, IndexIndirect>) {
       return true;
     } else if constexpr (std::is_same_v<N, IndexConst> || std::is_same_v<N, IndexSymbol>) {
       return false;
@@ -187,6 +191,7 @@ IndexBounds bounds(const IndexExpr& e, const VarRanges& ranges) {
       }
       return out;
     }
+    case IndexKind::Indirect: return {index_const(0), e.as<IndexIndirect>()->size - 1};
   }
   return {};
 }
@@ -336,6 +341,14 @@ IndexExpr simplify(const IndexExpr& e, const VarRanges& ranges) {
       CPPI_SIMPLIFY_BINARY(Min, min)
       CPPI_SIMPLIFY_BINARY(Max, max)
 #undef CPPI_SIMPLIFY_BINARY
+    case IndexKind::Indirect: {
+      // Opaque: only the indices inside the value and the size simplify.
+      auto n = e.as<IndexIndirect>();
+      Expr v = simplify_indices(n->value(), ranges);
+      IndexExpr size = simp(n->size);
+      if (v.get() == n->value_node.get() && size.same_as(n->size)) return e;
+      return indirect(v, size);
+    }
   }
   return e;
 }

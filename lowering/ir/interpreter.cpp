@@ -178,7 +178,9 @@ class Evaluator : public ExprFunctor<ScalarValue> {
     return v;
   }
   void clear() { memo_.clear(); }
-  int64_t index(const IndexExpr& e) { return evaluate(e, *bindings_); }
+  int64_t index(const IndexExpr& e) {
+    return evaluate(e, *bindings_, [&](const IndexIndirect& n) { return eval(n.value()).i; });
+  }
 
   void check_bounds(const std::string& buffer, const IndexExpr& e, int64_t i) const {
     auto it = args_.elements.find(buffer);

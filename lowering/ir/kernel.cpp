@@ -192,6 +192,9 @@ std::vector<Access> reads(const Stage& s) {
   std::vector<Access> out;
   for (const auto& st : std::get<PointwiseStage>(s).stores) {
     for (auto& a : reads(st.value)) out.push_back(std::move(a));
+    for (const auto& v : indirect_values(st.index)) {
+      for (auto& a : reads(v)) out.push_back(std::move(a));
+    }
   }
   return out;
 }

@@ -238,7 +238,15 @@ std::vector<Access> reads(const Expr& e) {
 }
 
 std::vector<Access> reads(const ComputeNode& n) {
-  if (auto p = std::get_if<PointwiseNodePtr>(&n)) return reads((*p)->store.value);
+  if (auto p = std::get_if<PointwiseNodePtr>(&n)) {
+    // A scatter's store index reads its index tensor (indirect leaves).
+    std::vector<Expr> roots = indirect_values((*p)->store.index);
+    if (roots.empty()) return reads((*p)->store.value);
+    LoadCollector c;
+    c.walk((*p)->store.value);
+    for (const auto& r : roots) c.walk(r);
+    return std::move(c.out);
+  }
   return reads(std::get<ReductionNodePtr>(n)->body);
 }
 

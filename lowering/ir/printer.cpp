@@ -43,7 +43,7 @@ std::string node_text(const Expr& e, const std::vector<std::string>& ops) {
     case ExprKind::Constant: return constant_text(*e.as<Constant>());
     case ExprKind::Load: {
       auto l = e.as<Load>();
-      return load_text(*l, l->mask.defined() ? ops[0] : "");
+      return load_text(*l, l->mask.defined() ? ops.back() : "");  // indirect values come first
     }
     case ExprKind::IndexValue: return "index(" + to_string(e.as<IndexValue>()->index) + ")";
     case ExprKind::LocalRef: return e.as<LocalRef>()->name;

@@ -12,6 +12,8 @@
 /// nodes repeat, so keep it for small expressions and test messages):
 ///   add(load buf0[x1 + 64*x0], float32(1))
 /// Constants: float32(1.5), float64(-inf), float32(nan), int64(3), true, false.
+/// An indirect index leaf prints its value inline, with the dimension size:
+///   t1: float32 = load w[x1 + 64*indirect(load idx[x0], 1000)]
 #pragma once
 
 #include <ostream>

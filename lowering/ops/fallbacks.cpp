@@ -6,15 +6,20 @@
 namespace cppi::lowering {
 
 void register_explicit_fallbacks(Registry& r) {
-  const char* indirect =
-      "needs data-dependent (indirect) indexing, which the loop IR cannot express yet";
-  for (const char* op : {"aten.index.Tensor", "aten._unsafe_index.Tensor", "aten.index_select.default",
-                          "aten.gather.default", "aten.embedding.default", "aten.embedding_dense_backward.default",
-                          "aten.index_put.default", "aten._unsafe_index_put.default", "aten.scatter.src",
-                          "aten.scatter.value", "aten.scatter_add.default", "aten.scatter_reduce.two",
-                          "aten.index_add.default", "aten.index_copy.default", "aten.index_fill.int_Scalar",
-                          "aten.masked_scatter.default", "aten.take.default"})
-    r.add_fallback(op, indirect);
+  const char* accumulate =
+      "accumulates into repeated positions: a read-modify-write scatter would race under the parallel loops, "
+      "so it runs through ATen";
+  for (const char* op : {"aten.scatter_add.default", "aten.scatter_reduce.two", "aten.scatter.reduce",
+                         "aten.scatter.value_reduce", "aten.index_add.default"})
+    r.add_fallback(op, accumulate);
+  // The backward of embedding is decomposed into index_put(accumulate=True)
+  // (python/cppinductor/decompositions.py); if it reaches us whole it is the
+  // same accumulating scatter.
+  r.add_fallback("aten.embedding_dense_backward.default", accumulate);
+  const char* indirect_todo = "indirect indexing op without a lowering yet (gather/scatter family)";
+  for (const char* op : {"aten.index_copy.default", "aten.index_fill.int_Scalar", "aten.masked_scatter.default",
+                         "aten.take.default"})
+    r.add_fallback(op, indirect_todo);
 
   const char* random =
       "random op runs through ATen so its values come from eager's generator (bit-identical to eager)";

@@ -4,9 +4,7 @@
 // border) are masked loads, so no kernel touches memory outside a buffer.
 //
 // Ops that index with tensor values (index.Tensor, gather, index_select,
-// embedding, index_put, scatter) need data-dependent indices, which the loop
-// IR cannot express yet (an IndexExpr has no leaf for a loaded value): they
-// fall back with that reason (registered in fallbacks.cpp).
+// embedding, index_put, scatter) are in indirect_indexing.cpp.
 #include "lowering/ops/op_call.h"
 #include "lowering/ops/registry.h"
 

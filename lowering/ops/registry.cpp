@@ -34,6 +34,7 @@ const Registry& builtin_lowerings() {
     register_reduction_lowerings(r);
     register_view_lowerings(r);
     register_indexing_lowerings(r);
+    register_indirect_indexing_lowerings(r);
     register_explicit_fallbacks(r);
     return r;
   }();

@@ -1,0 +1,283 @@
+// Ops that index with tensor values: gather, index_select, embedding,
+// index.Tensor / _unsafe_index (advanced indexing), index_put (without
+// accumulate) and scatter (without reduce). Each position read from an index
+// tensor becomes an indirect index leaf (ir::indirect, expr.h): negative
+// indices wrap, and an index eager would reject with IndexError is clamped
+// into the dimension, so a kernel never touches memory outside a buffer (the
+// result is unspecified there; eager would have raised).
+//
+// Writes through indices (index_put, scatter) are two nodes into the result
+// buffer: a copy of self, then one store per index position. With repeated
+// positions eager leaves the winner unspecified and so do we (one of the
+// candidate values lands; parallel chunks may pick any). Accumulating
+// scatters (index_put(accumulate=True), scatter_add, index_add) stay ATen
+// calls: their read-modify-write would race under the parallel loops.
+#include "lowering/ops/op_call.h"
+#include "lowering/ops/registry.h"
+
+namespace cppi::lowering {
+namespace {
+
+using ir::Expr;
+using ir::IndexExpr;
+
+Status check_index_dtype(const TensorRef& idx, const char* what) {
+  if (idx.dtype == DType::Bool || idx.dtype == DType::UInt8)
+    return Error::unsupported(cat(what, " is a ", dtype_name(idx.dtype), " mask (data-dependent output shape)"));
+  if (!is_integral(idx.dtype)) return Error::unsupported(cat(what, " has dtype ", dtype_name(idx.dtype)));
+  return Status::success();
+}
+
+/// An indirect position needs a dimension with at least one element.
+Status check_indexable(const IndexExpr& size) {
+  if (auto n = size.constant(); n && *n < 1) return Error::unsupported("indexing into an empty dimension");
+  return Status::success();
+}
+
+/// The position that `idx` holds at `coords` in a dimension of `size`.
+IndexExpr position(const TensorRef& idx, const std::vector<IndexExpr>& coords, const IndexExpr& size) {
+  return ir::indirect(load(idx, coords), size);
+}
+
+bool same_sizes(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+/// Emits out = copy of self: the first half of a write through indices.
+void emit_copy(const OpCall& c, const TensorRef& self, const ir::BufferPtr& out) {
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& x) { return load(self, x); });
+}
+
+// --- gather-like -------------------------------------------------------------------------
+
+/// gather(self, dim, index): out[x] = self[x with x[dim] = index[x]].
+Status lower_gather(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dim"));
+  CPPI_ASSIGN_OR_RETURN(idx, c.tensor(2, "index"));
+  if (c.flag(3, "sparse_grad", false)) return Error::unsupported("gather with sparse_grad");
+  CPPI_RETURN_IF_ERROR_STATUS(check_index_dtype(idx, "index"));
+  if (x.rank() == 0 || idx.rank() != x.rank()) return Error::unsupported("gather of a 0-d tensor or with an index of another rank");
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  CPPI_RETURN_IF_ERROR_STATUS(check_indexable(x.sizes[dim]));
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> coords = o;
+    coords[dim] = position(idx, o, x.sizes[dim]);
+    return load(x, coords);
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// index_select(self, dim, index): out[x] = self[x with x[dim] = index[x[dim]]].
+Status lower_index_select(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dim"));
+  CPPI_ASSIGN_OR_RETURN(idx, c.tensor(2, "index"));
+  CPPI_RETURN_IF_ERROR_STATUS(check_index_dtype(idx, "index"));
+  if (x.rank() == 0 || idx.rank() > 1) return Error::unsupported("index_select of a 0-d tensor or with a multi-dim index");
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  CPPI_RETURN_IF_ERROR_STATUS(check_indexable(x.sizes[dim]));
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> coords = o;
+    std::vector<IndexExpr> at;
+    if (idx.rank() == 1) at.push_back(o[dim]);
+    coords[dim] = position(idx, at, x.sizes[dim]);
+    return load(x, coords);
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// embedding(weight, indices, ...): out[i..., j] = weight[indices[i...], j].
+/// padding_idx only matters for the backward; scale_grad_by_freq and sparse
+/// too.
+Status lower_embedding(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(w, c.tensor(0, "weight"));
+  CPPI_ASSIGN_OR_RETURN(idx, c.tensor(1, "indices"));
+  CPPI_RETURN_IF_ERROR_STATUS(check_index_dtype(idx, "indices"));
+  if (w.rank() != 2) return Error::unsupported("embedding with a weight that is not 2-d");
+  CPPI_RETURN_IF_ERROR_STATUS(check_indexable(w.sizes[0]));
+  const size_t k = idx.rank();
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> at(o.begin(), o.begin() + static_cast<long>(k));
+    return load(w, {position(idx, at, w.sizes[0]), o[k]});
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+// --- advanced indexing ----------------------------------------------------------------------
+
+/// x[indices] where indices has one optional index tensor per leading dim of
+/// x (None: the whole dim), as index.Tensor and index_put take it.
+struct AdvancedIndex {
+  TensorRef self;
+  std::vector<std::optional<TensorRef>> indices;  // one per dim of self (padded with None)
+  std::vector<IndexExpr> broadcast;               // the index tensors' broadcast shape
+  size_t broadcast_at = 0;                        // where those dims sit in the result
+  std::vector<IndexExpr> result_sizes;
+
+  /// Coordinates in self of result element `o`.
+  std::vector<IndexExpr> self_coords(const std::vector<IndexExpr>& o) const {
+    std::vector<IndexExpr> b(o.begin() + static_cast<long>(broadcast_at),
+                             o.begin() + static_cast<long>(broadcast_at + broadcast.size()));
+    std::vector<IndexExpr> coords;
+    size_t plain = 0;  // plain (None) dims so far: result dim plain, or past the broadcast dims
+    for (size_t d = 0; d < self.rank(); ++d) {
+      if (indices[d]) {
+        coords.push_back(ir::indirect(load_broadcast(*indices[d], b), self.sizes[d]));
+      } else {
+        coords.push_back(o[plain < broadcast_at ? plain : plain + broadcast.size()]);
+        ++plain;
+      }
+    }
+    return coords;
+  }
+};
+
+/// numpy broadcasting of index shapes; nullopt when two sizes may differ.
+std::optional<std::vector<IndexExpr>> broadcast_shapes(const std::vector<std::vector<IndexExpr>>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<IndexExpr> out(rank, ir::index_const(1));
+  for (const auto& s : shapes) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      IndexExpr& o = out[rank - s.size() + i];
+      if (s[i].is_constant(1) || s[i] == o) continue;
+      if (!o.is_constant(1)) return std::nullopt;
+      o = s[i];
+    }
+  }
+  return out;
+}
+
+Expected<AdvancedIndex> advanced_index(const OpCall& c) {
+  AdvancedIndex a;
+  CPPI_ASSIGN_OR_RETURN(self, c.tensor(0, "self"));
+  a.self = self;
+  const Arg* list = c.arg(1, "indices");
+  if (!list || list->kind != Arg::Kind::List) return Error::unsupported("indices is not a list");
+  if (list->list.size() > self.rank()) return Error::unsupported("more indices than dims");
+  std::vector<std::vector<IndexExpr>> shapes;
+  std::vector<size_t> indexed;
+  for (size_t d = 0; d < self.rank(); ++d) {
+    const Arg* e = d < list->list.size() ? &list->list[d] : nullptr;
+    if (!e || e->kind == Arg::Kind::None) {
+      a.indices.emplace_back();
+      continue;
+    }
+    int n = OpCall::node_of(e);
+    if (n < 0 || c.ctx.value(n).kind != NodeValue::Kind::Tensor) return Error::unsupported("an index is not a tensor");
+    const TensorRef& t = c.ctx.value(n).tensor;
+    CPPI_RETURN_IF_ERROR_STATUS(check_index_dtype(t, "an index tensor"));
+    CPPI_RETURN_IF_ERROR_STATUS(check_indexable(self.sizes[d]));
+    a.indices.push_back(t);
+    shapes.push_back(t.sizes);
+    indexed.push_back(d);
+  }
+  if (indexed.empty()) return Error::unsupported("no index tensor");
+  auto b = broadcast_shapes(shapes);
+  if (!b) return Error::unsupported("index tensors whose shapes may not broadcast");
+  a.broadcast = *b;
+  // Adjacent indexed dims keep their place; separated ones go first (numpy).
+  const bool adjacent = indexed.back() - indexed.front() + 1 == indexed.size();
+  a.broadcast_at = adjacent ? indexed.front() : 0;
+  std::vector<IndexExpr> plain;
+  for (size_t d = 0; d < self.rank(); ++d) {
+    if (!a.indices[d]) plain.push_back(self.sizes[d]);
+  }
+  a.result_sizes.assign(plain.begin(), plain.begin() + static_cast<long>(a.broadcast_at));
+  a.result_sizes.insert(a.result_sizes.end(), a.broadcast.begin(), a.broadcast.end());
+  a.result_sizes.insert(a.result_sizes.end(), plain.begin() + static_cast<long>(a.broadcast_at), plain.end());
+  return a;
+}
+
+/// index.Tensor / _unsafe_index.Tensor: out[o] = self[self_coords(o)].
+Status lower_index(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(a, advanced_index(c));
+  if (!same_sizes(a.result_sizes, to_index(c.meta().sizes)))
+    return Error::unsupported("advanced indexing result shape does not match the graph's");
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out,
+                 [&](const std::vector<IndexExpr>& o) { return load(a.self, a.self_coords(o)); });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// index_put / _unsafe_index_put(self, indices, values, accumulate): out =
+/// self; out[self_coords(o)] = values (broadcast) for every o.
+Status lower_index_put(const OpCall& c) {
+  if (c.flag(3, "accumulate", false))
+    return Error::unsupported(
+        "index_put with accumulate=True runs through ATen: a read-modify-write scatter would race under the "
+        "parallel loops");
+  CPPI_ASSIGN_OR_RETURN(a, advanced_index(c));
+  CPPI_ASSIGN_OR_RETURN(values, c.tensor(2, "values"));
+  if (values.rank() > a.result_sizes.size()) return Error::unsupported("values of higher rank than the indexed result");
+  ir::BufferPtr out = c.result_buffer();
+  emit_copy(c, a.self, out);
+  emit_pointwise_store(
+      c.ctx, c.node.name, a.result_sizes, out,
+      [&](const std::vector<IndexExpr>& o) { return out->layout.index(a.self_coords(o)); },
+      [&](const std::vector<IndexExpr>& o) { return load_broadcast(values, o); });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// scatter.src / scatter.value(self, dim, index, src): out = self;
+/// out[x with x[dim] = index[x]] = src[x] (or the scalar) for x over index.
+Status lower_scatter(const OpCall& c, bool scalar_src) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dim"));
+  CPPI_ASSIGN_OR_RETURN(idx, c.tensor(2, "index"));
+  CPPI_RETURN_IF_ERROR_STATUS(check_index_dtype(idx, "index"));
+  if (x.rank() == 0 || idx.rank() != x.rank()) return Error::unsupported("scatter into a 0-d tensor or with an index of another rank");
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  CPPI_RETURN_IF_ERROR_STATUS(check_indexable(x.sizes[dim]));
+  std::optional<TensorRef> src;
+  std::optional<Scalar> value;
+  if (scalar_src) {
+    CPPI_ASSIGN_OR_RETURN(v, c.scalar(3, "value"));
+    value = v;
+  } else {
+    CPPI_ASSIGN_OR_RETURN(s, c.tensor(3, "src"));
+    if (s.rank() != x.rank()) return Error::unsupported("scatter with a src of another rank");
+    src = s;
+  }
+  ir::BufferPtr out = c.result_buffer();
+  emit_copy(c, x, out);
+  emit_pointwise_store(
+      c.ctx, c.node.name, idx.sizes, out,
+      [&](const std::vector<IndexExpr>& o) {
+        std::vector<IndexExpr> coords = o;
+        coords[dim] = position(idx, o, x.sizes[dim]);
+        return out->layout.index(coords);
+      },
+      [&](const std::vector<IndexExpr>& o) { return src ? load(*src, o) : value->as_expr(out->dtype); });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+}  // namespace
+
+void register_indirect_indexing_lowerings(Registry& r) {
+  r.add("aten.gather.default", lower_gather);
+  r.add("aten.index_select.default", lower_index_select);
+  r.add("aten.embedding.default", lower_embedding);
+  r.add("aten.index.Tensor", lower_index);
+  r.add("aten._unsafe_index.Tensor", lower_index);
+  r.add("aten.index_put.default", lower_index_put);
+  r.add("aten._unsafe_index_put.default", lower_index_put);
+  r.add("aten.scatter.src", [](const OpCall& c) { return lower_scatter(c, false); });
+  r.add("aten.scatter.value", [](const OpCall& c) { return lower_scatter(c, true); });
+}
+
+}  // namespace cppi::lowering
