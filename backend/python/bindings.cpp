@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "backend/compiled_graph.h"
 #include "backend/desc.h"
 #include "backend/graph.h"
@@ -260,8 +262,13 @@ PYBIND11_MODULE(_C, m) {
       [](py::object desc, py::object options) {
         Options opts = unwrap(Options::from_desc(to_desc(options)));
         Graph g = unwrap(import_graph(to_desc(desc)));
-        py::gil_scoped_release release;
-        return unwrap(compile_graph(std::move(g), opts));
+        // Compile without the GIL; raise (which needs the GIL) only after.
+        std::optional<Expected<CompiledGraph>> compiled;
+        {
+          py::gil_scoped_release release;
+          compiled.emplace(compile_graph(std::move(g), opts));
+        }
+        return unwrap(std::move(*compiled));
       },
       py::arg("graph"), py::arg("options") = py::none(),
       "Compiles an exported ATen graph; raises UnsupportedError when it cannot.");
