@@ -14,6 +14,11 @@
 ///   * InnermostOuter: the innermost outer loop is vectorised; every stage
 ///     runs on W outer iterations at once, so a reduction over its own loops
 ///     keeps one accumulator per lane (column sums: no horizontal step).
+///     With column_block/row_block (a column reduction), the vector loop runs
+///     in blocks of column_block vectors: the accumulators of a block live in
+///     an array, and the reduction's first loop, split into blocks of
+///     row_block iterations, is interchanged with the vectors of the block;
+///     the stages after the reduction then run per vector on its result.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
 ///     reduction keeps a vector accumulator plus a scalar one for the tail and
 ///     combines them after the loop (lanes in order, then the tail).
@@ -90,6 +95,15 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_scratch_free();
   void print_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const std::function<void()>& vector_body,
                          const std::function<void()>& tail_body);
+  /// print_vector_loop with the main part printed by `main(from, to)`, which
+  /// covers [from, to), a whole number of vectors.
+  void print_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
+                        const std::function<void(const std::string&, const std::string&)>& main,
+                        const std::function<void()>& tail_body);
+  /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
+  void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
+  /// The column_block/row_block main loop over [from, to) (see the file comment).
+  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
@@ -105,8 +119,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// [lo0, hi0)) and returns the C name of the final scalar state (horizontal
   /// and scalar modes; horizontal mode declares it as `result_name` when
   /// given) or of the per-lane vector state (lane mode).
+  /// In lane mode, the vector state starts from `lane_init` when given.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
-                                   const std::string& result_name = "");
+                                   const std::string& result_name = "", const std::string& lane_init = "");
 
   // --- vector values -------------------------------------------------------------------
   bool in_vector() const { return !vvar_.empty(); }
@@ -169,6 +184,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::set<std::string> reserved_;
   std::string vvar_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
+  /// Inside print_tiled_columns: the accumulated lane state of stage 0.
+  std::string tiled_state_;
 };
 
 // --- prologue --------------------------------------------------------------------------
@@ -210,6 +227,7 @@ void CpuKernelPrinter::print_header() {
                       " parallel_reduction=", sched_.parallel_reduction ? "yes" : "no",
                       " vectorized=", to_string(sched_.vectorized));
   if (sched_.vectorized != VectorizedLoop::None) s += cat(" width=", sched_.vector_width, " tail=", to_string(sched_.tail));
+  if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
   out_.line(s);
 }
 
@@ -285,9 +303,8 @@ void CpuKernelPrinter::print_outer() {
     const std::string blocks = e.value ? std::to_string((*e.value + w - 1) / w) : cat("cppi_div_up(", e.text, ", ", w, ")");
     out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
     print_scratch_alloc();
-    print_vector_loop(var_name(l), Bound{cat("begin * ", w), std::nullopt},
-                      Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt},
-                      [&] { print_stages(true); }, [&] { print_stages(false); });
+    print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt},
+                            Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt});
     print_scratch_free();
     out_.close("});");
     return;
@@ -338,8 +355,7 @@ void CpuKernelPrinter::print_outer_loops(size_t level) {
   }
   const Loop& l = k_.outer[level];
   if (level == n - 1 && sched_.vectorized == VectorizedLoop::InnermostOuter) {
-    print_vector_loop(var_name(l), Bound{"0", 0}, extent(l), [&] { print_stages(true); },
-                      [&] { print_stages(false); });
+    print_outer_vector_loop(l, Bound{"0", 0}, extent(l));
     return;
   }
   const std::string v = var_name(l);
@@ -352,14 +368,24 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
                                          const std::function<void()>& vector_body,
                                          const std::function<void()>& tail_body) {
   const int64_t w = sched_.vector_width;
+  print_split_loop(
+      v, lo, hi,
+      [&](const std::string& from, const std::string& to) {
+        out_.line("CPPI_NO_AUTOVEC");
+        out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
+        vector_body();
+        out_.close();
+      },
+      tail_body);
+}
+
+void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
+                                        const std::function<void(const std::string&, const std::string&)>& main,
+                                        const std::function<void()>& tail_body) {
+  const int64_t w = sched_.vector_width;
   if (lo.value && hi.value) {
     const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
-    if (vend > *lo.value) {
-      out_.line("CPPI_NO_AUTOVEC");
-      out_.open(cat("for (int64_t ", v, " = ", *lo.value, "; ", v, " < ", vend, "; ", v, " += ", w, ")"));
-      vector_body();
-      out_.close();
-    }
+    if (vend > *lo.value) main(std::to_string(*lo.value), std::to_string(vend));
     if (vend < *hi.value) {
       out_.line("CPPI_NO_AUTOVEC");
       out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", *hi.value, "; ++", v, ")"));
@@ -373,13 +399,72 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
   out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
   out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
   out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
-  out_.line("CPPI_NO_AUTOVEC");
-  out_.open(cat("for (int64_t ", v, " = ", lo_name, "; ", v, " < ", vend, "; ", v, " += ", w, ")"));
-  vector_body();
-  out_.close();
+  main(lo_name, vend);
   out_.line("CPPI_NO_AUTOVEC");
   out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", hi_name, "; ++", v, ")"));
   tail_body();
+  out_.close();
+  out_.close();
+}
+
+void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi) {
+  const std::string v = var_name(l);
+  auto tail = [&] { print_stages(false); };
+  if (sched_.column_block <= 0) {
+    print_vector_loop(v, lo, hi, [&] { print_stages(true); }, tail);
+    return;
+  }
+  print_split_loop(v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to); },
+                   tail);
+}
+
+void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
+  const auto* s = k_.stages.empty() ? nullptr : std::get_if<ReductionStage>(&k_.stages[0]);
+  if (!s || s->loops.empty() || sched_.row_block <= 0) {
+    fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
+  }
+  for (size_t i = 1; i < k_.stages.size(); ++i) {
+    std::visit(
+        [&](const auto& st) {
+          if (!st.loops.empty()) fail(cat("kernel ", k_.name, ": column_block with loops in stage ", i));
+        },
+        k_.stages[i]);
+  }
+  const int64_t w = sched_.vector_width;
+  const int64_t span = int64_t{sched_.column_block} * w;
+  const DType t = s->body.dtype();
+  const std::string blk = v + "_blk", blk_end = v + "_blk_end";
+  const std::string tile = local_name(s->results[0]) + "_tile";
+  const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
+  const Loop& first = s->loops[0];
+  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
+  const Bound rows = extent(first);
+  auto open_vector_loop = [&] {
+    out_.line("CPPI_NO_AUTOVEC");
+    out_.open(cat("for (int64_t ", v, " = ", blk, "; ", v, " < ", blk_end, "; ", v, " += ", w, ")"));
+  };
+
+  out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
+  out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
+  out_.line(cat("// stage 0, tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+  out_.line(cat(vstate_type(s->kind, t), " ", tile, "[", sched_.column_block, "];"));
+  open_vector_loop();
+  out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+  out_.close();
+  out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
+  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text, ");"));
+  open_vector_loop();
+  locals_.clear();
+  enter_vector(v);
+  const std::string acc = print_reduction_core(*s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
+  leave_vector();
+  out_.line(cat(slot, " = ", acc, ";"));
+  out_.close();
+  out_.close();
+  open_vector_loop();
+  tiled_state_ = slot;
+  print_stages(true);
+  tiled_state_.clear();
   out_.close();
   out_.close();
 }
@@ -488,7 +573,10 @@ void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
   if (in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
     if (sched_.parallel_reduction) fail(cat("kernel ", k_.name, ": parallel_reduction inside a vectorised outer loop"));
-    const std::string state = print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]));
+    const std::string state =
+        index == 0 && !tiled_state_.empty()
+            ? tiled_state_
+            : print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]));
     auto results = state_results(s.kind, state);
     for (size_t i = 0; i < names.size(); ++i) {
       CValue v;
@@ -531,7 +619,7 @@ void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
 }
 
 std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
-                                                   const std::string& result_name) {
+                                                   const std::string& result_name, const std::string& lane_init) {
   const DType t = s.body.dtype();
   const std::string base = local_name(s.results[0]);
   const bool lanes = in_vector();
@@ -540,7 +628,7 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
   const IndexExpr pos = reduction_position(s);
   const std::string acc = base + "_acc", vacc = base + "_vacc";
   if (lanes) {
-    out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", vstate_identity(s.kind, t), ";"));
+    out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", lane_init.empty() ? vstate_identity(s.kind, t) : lane_init, ";"));
   } else {
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
     if (horizontal_mode) out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", vstate_identity(s.kind, t), ";"));

@@ -28,6 +28,11 @@
 ///   so each chunk carries at least that much work. A vectorised outer loop is
 ///   parallel only when it is the only outer loop (its iterations then count
 ///   in vectors).
+/// - Column-reduction tiling. A vectorised outer loop whose first stage is a
+///   reduction over loops and whose other stages have none is tiled:
+///   column_block = vectors per ~4 KiB, row_block = 16 (when there is more
+///   than one vector and more than 16 rows), so each row step reads whole
+///   cache lines.
 #pragma once
 
 #include <cstdint>

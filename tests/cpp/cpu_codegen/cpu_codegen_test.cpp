@@ -190,14 +190,24 @@ TEST(CpuPrinter, ColumnReductionVectorisesOverTheContiguousOutputs) {
   auto m = print_one(k);
   EXPECT_TRUE(m.kernels[0].vectorized);
   EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "column_block=64 row_block=16",
                                              "cppi_parallel_for(0, 32, 1, [&](int64_t begin, int64_t end) {",
                                              "const int64_t x0_end = cppi_min_i<int64_t>(end * 16, 512);",
-                                             "for (int64_t x0 = x0_lo; x0 < x0_vec_end; x0 += 16) {",
-                                             "cppi_f32x16 red_vacc = cppi_vsplat<cppi_f32x16>(0.0f);",
-                                             "for (int64_t r0 = 0; r0 < 1000; ++r0) {",
+                                             // Blocks of 64 vectors; their accumulators in an array.
+                                             "for (int64_t x0_blk = x0_lo; x0_blk < x0_vec_end; x0_blk += 1024) {",
+                                             "cppi_f32x16 red_tile[64];",
+                                             "red_tile[(x0 - x0_blk) / 16] = cppi_vsplat<cppi_f32x16>(0.0f);",
+                                             // 16 rows at a time, interchanged with the vectors of the block.
+                                             "for (int64_t r0_blk = 0; r0_blk < 1000; r0_blk += 16) {",
+                                             "for (int64_t x0 = x0_blk; x0 < x0_blk_end; x0 += 16) {",
+                                             "cppi_f32x16 red_vacc = red_tile[(x0 - x0_blk) / 16];",
+                                             "for (int64_t r0 = r0_blk; r0 < r0_blk_end; ++r0) {",
                                              "cppi_vload<cppi_f32x16>(&in_arg0[512*r0 + x0])",
                                              "red_vacc = red_vacc + tmp",
-                                             "const cppi_f32x16 red = red_vacc;",
+                                             "red_tile[(x0 - x0_blk) / 16] = red_vacc;",
+                                             // Then the rest of the stages per vector.
+                                             "for (int64_t x0 = x0_blk; x0 < x0_blk_end; x0 += 16) {",
+                                             "const cppi_f32x16 red = red_tile[(x0 - x0_blk) / 16];",
                                              "cppi_vstore(&out_buf0[x0], red);",
                                              "NOT:cppi_vreduce_add",
                                          }));
@@ -310,6 +320,19 @@ TEST_P(CpuNumerics, ColumnReductions) {
     o.rtol = 1e-4;
     o.atol = 1e-4;
     expect_matches(column_reduction_kernel(kind, 37, GetParam()), true, o);
+  }
+}
+
+TEST(CpuNumerics, TiledColumnReductionsOverSeveralBlocks) {
+  // 2100 columns: two blocks of 64 vectors and a partial one, then a scalar
+  // tail of 4; 45 rows: two row blocks of 16 and a partial one.
+  for (auto kind : {ReductionKind::Sum, ReductionKind::ArgMax, ReductionKind::Welford}) {
+    auto k = schedule_for_cpu(column_reduction_kernel(kind, 45, 2100), avx512_target());
+    EXPECT_EQ(k->schedule.cpu.column_block, 64);
+    RunOptions o;
+    o.rtol = 1e-4;
+    o.atol = 1e-4;
+    expect_matches(column_reduction_kernel(kind, 45, 2100), true, o);
   }
 }
 
