@@ -141,6 +141,7 @@ KernelPtr op_zoo_kernel(const IndexExpr& n) {
   f = binary(BinaryOp::Add, f, binary(BinaryOp::FloorDiv, xa, f32(0.75)));
   f = binary(BinaryOp::Add, f, binary(BinaryOp::Remainder, xb, f32(1.5)));
   f = binary(BinaryOp::Add, f, unary(UnaryOp::Erfinv, binary(BinaryOp::Mul, unary(UnaryOp::Tanh, xb), f32(0.9))));
+  f = binary(BinaryOp::Add, f, unary(UnaryOp::Erf, xb));
   f = where(xm, f, unary(UnaryOp::Round, binary(BinaryOp::Mul, xa, f32(3))));
   Expr ii = binary(BinaryOp::Add, binary(BinaryOp::FloorDiv, xi, const_int(3)), binary(BinaryOp::Remainder, xi, const_int(5)));
   ii = binary(BinaryOp::Add, ii, IndexValue::make(x0 * 2 + 1));
