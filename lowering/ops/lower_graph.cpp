@@ -4,6 +4,8 @@
 #include "lowering/ops/externs.h"
 #include "lowering/ops/registry.h"
 
+#include <functional>
+
 namespace cppi::lowering {
 namespace {
 
@@ -129,6 +131,27 @@ void lower_symbolic(LoweringContext& ctx, int i) {
   }
 }
 
+/// A tensor argument on another device than the node's result (eager allows
+/// 0-d CPU tensors in CUDA ops: lifted Python scalars). A kernel reads one
+/// device's memory, so such a node runs through ATen. Returns the argument's
+/// node name, or "" when every tensor argument is on the result's device.
+std::string other_device_argument(const LoweringContext& ctx, const Node& n) {
+  if (n.value.kind != ValueInfo::Kind::Tensor) return "";
+  const Device device = n.value.tensor.device;
+  std::string found;
+  std::function<void(const Arg&)> visit = [&](const Arg& a) {
+    if (!found.empty()) return;
+    if (a.kind == Arg::Kind::Node) {
+      const Node& src = ctx.graph().nodes[a.i];
+      if (src.value.kind == ValueInfo::Kind::Tensor && src.value.tensor.device != device) found = src.name;
+    }
+    for (const auto& e : a.list) visit(e);
+  };
+  for (const auto& a : n.args) visit(a);
+  for (const auto& [k, a] : n.kwargs) visit(a);
+  return found;
+}
+
 void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
   const Node& n = ctx.graph().nodes[i];
   if (n.target == "getitem") return lower_getitem(ctx, i);
@@ -138,6 +161,10 @@ void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
     return run_through_aten(ctx, i, is_extern_op(n.target), cat("no codegen for ", dev));
   }
   if (is_extern_op(n.target)) return run_through_aten(ctx, i, true, "calls the vendor library through ATen");
+  if (std::string other = other_device_argument(ctx, n); !other.empty())
+    return run_through_aten(ctx, i, false,
+                            cat("reads '", other, "' from another device (a 0-d CPU tensor in a CUDA op); a kernel "
+                                "reads one device's memory"));
   const Lowering* lowering = registry.find(n.target);
   if (!lowering) return run_through_aten(ctx, i, false, cat("no lowering for ", n.target));
   if (!lowering->fn) return run_through_aten(ctx, i, false, lowering->fallback_reason);

@@ -876,6 +876,25 @@ TEST(Lowering, CudaNodesHaveNoCodegenYet) {
   EXPECT_EQ(fb[0]->reason, "no codegen for cuda");
 }
 
+TEST(Lowering, CudaOpReadingACpuScalarTensorFallsBackAlone) {
+  // A lifted Python float arrives as a 0-d CPU tensor; eager lets CUDA ops
+  // read it, a CUDA kernel cannot. Only that node goes to ATen.
+  LoweringOptions o;
+  o.cuda = true;
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {4}, {}, "cuda:0"))
+                .input("s", tensor("float32", {}, {}, "cpu"))
+                .call("y", "aten.mul.Tensor", {ref("x"), ref("s")}, tensor("float32", {4}, {}, "cuda:0"))
+                .call("z", "aten.relu.default", {ref("y")}, tensor("float32", {4}, {}, "cuda:0"))
+                .output({ref("z")});
+  auto l = lower(g, o);
+  auto fb = fallbacks(l);
+  ASSERT_EQ(fb.size(), 1u);
+  EXPECT_EQ(fb[0]->node, "y");
+  EXPECT_NE(fb[0]->reason.find("another device"), std::string::npos) << fb[0]->reason;
+  EXPECT_TRUE(std::holds_alternative<ir::ComputeNode>(l.lowered.program.back()));  // relu still lowers
+}
+
 TEST(Lowering, PromotionMismatchWithMetaFallsBackInsteadOfLying) {
   Graph g = GraphBuilder()
                 .input("x", tensor("int32", {2}))
