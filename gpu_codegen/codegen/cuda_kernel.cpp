@@ -35,8 +35,8 @@ CudaKernelHandle::Launch CudaKernelHandle::plan(void* const* buffers, const int6
   }
   int64_t per_block = g.block_size;
   switch (g.mapping) {
-    case GpuMapping::GridStridePointwise:
-    case GpuMapping::ColumnReduction: per_block = g.block_size * (l.vectorized ? g.elements_per_thread : 1); break;
+    case GpuMapping::GridStridePointwise: per_block = g.block_size * (l.vectorized ? g.elements_per_thread : 1); break;
+    case GpuMapping::ColumnReduction: per_block = g.block_size / std::max(g.threads_per_column, 1); break;
     case GpuMapping::RowPerWarp: per_block = g.block_size / 32; break;
     case GpuMapping::RowPerBlock: per_block = 1; break;
     case GpuMapping::None: break;

@@ -9,6 +9,11 @@
 ///   cppi_vec<T, V> load or store, and the body runs in an unrolled lane loop
 ///   (`vl`), the innermost loop variable replaced by x + vl; values that do
 ///   not depend on it are computed once, before the lane loop.
+/// - ColumnReduction with threads_per_column S > 1: a block-strided loop over
+///   groups of 32 columns (`idx = base + lane`, `valid = idx < n`); the S
+///   slices of a column (`tid` = threadIdx.x / 32) walk the stage loops as a
+///   row kernel's threads do (`pos = tid, tid + S, ...`), reductions combine
+///   across slices with cppi_column_reduce, loop-less stages run on slice 0.
 /// - RowPerWarp / RowPerBlock: a loop over rows (warp- or block-strided),
 ///   inside which every stage walks its flattened loops with
 ///   `pos = tid, tid + T, ...` (cached rows: an unrolled `slot` loop over
@@ -119,6 +124,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
 
   // --- row mappings ---------------------------------------------------------------------------
   void print_rows();
+  void print_column_groups();
+  /// The stages of one row / column group, in order.
+  void print_row_stages();
   void print_row_cache_prologue();
   /// Runs `body` for every position of `loops` this thread owns.
   void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body);
@@ -144,6 +152,8 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   std::unordered_map<std::string, CValue> locals_;
   std::vector<CachedLoad> cached_;
   int threads_per_row_ = 0;
+  int cached_elements_ = 0;   // E of a cached row; 0 = stages read global memory
+  bool column_groups_ = false;  // ColumnReduction with threads_per_column > 1
   bool warp_reduction_ = false, block_reduction_ = false;
   std::vector<std::string> shared_decls_;
 };
@@ -156,6 +166,14 @@ void CudaKernelPrinter::check_schedule() const {
   if (g_.mapping == GpuMapping::None) fail(cat("kernel ", k_.name, " has no GPU schedule"));
   if (b <= 0 || b % 32 != 0 || b > 1024) fail(cat("kernel ", k_.name, ": block size ", b, " (a multiple of 32, <= 1024)"));
   const int v = g_.elements_per_thread;
+  const int slices = g_.threads_per_column;
+  if (slices != 1) {
+    if (g_.mapping != GpuMapping::ColumnReduction || slices < 2 || slices > 32 || (slices & (slices - 1)) ||
+        b != 32 * slices) {
+      fail(cat("kernel ", k_.name, ": threads_per_column ", slices, " (ColumnReduction only, a power of two in [2, 32],"
+               " block = 32 x it) with block ", b));
+    }
+  }
   if (g_.mapping == GpuMapping::GridStridePointwise || g_.mapping == GpuMapping::ColumnReduction) {
     if (v != 1 && v != 2 && v != 4 && v != 8 && v != 16) fail(cat("kernel ", k_.name, ": elements_per_thread ", v));
     if (v > 1) {
@@ -196,7 +214,8 @@ void CudaKernelPrinter::print_header() {
     }
   }
   out_.line(cat("// schedule: mapping=", to_string(g_.mapping), " block=", g_.block_size, " grid=", g_.grid_size,
-                " elements_per_thread=", g_.elements_per_thread));
+                " elements_per_thread=", g_.elements_per_thread,
+                g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string()));
 }
 
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
@@ -263,7 +282,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->name = name_;
   info->schedule = g_;
   info->iterations = product_of(k_.outer);
-  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl"};
+  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid"};
   for (const auto& [v, e] : ranges_) {
     if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
@@ -275,6 +294,8 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.open(cat(name_, "(", params, ")"));
   if (is_row_mapping(g_.mapping)) {
     print_rows();
+  } else if (g_.mapping == GpuMapping::ColumnReduction && g_.threads_per_column > 1) {
+    print_column_groups();
   } else if (g_.elements_per_thread > 1) {
     print_vector_pointwise();
   } else {
@@ -480,10 +501,39 @@ void CudaKernelPrinter::print_rows() {
   }
   unravel(k_.outer, "row", &used);
   locals_.clear();
-  if (g_.elements_per_thread > 0) {
+  cached_elements_ = g_.elements_per_thread;
+  if (cached_elements_ > 0) {
     cached_ = row_cached_loads(k_);
     print_row_cache_prologue();
   }
+  print_row_stages();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_column_groups() {
+  const int slices = g_.threads_per_column;
+  threads_per_row_ = slices;
+  column_groups_ = true;
+  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+  out_.line("const int lane = threadIdx.x & 31;");
+  out_.line("const int tid = threadIdx.x >> 5;");
+  // The loop is uniform across the block (every thread reaches the
+  // combines' barriers); lanes past the last column fold nothing.
+  out_.open("for (int64_t base = (int64_t)blockIdx.x * 32; base < n; base += (int64_t)gridDim.x * 32)");
+  out_.line("const int64_t idx = base + lane;");
+  out_.line("const bool valid = idx < n;");
+  std::set<std::string> used;
+  for (const auto& st : k_.stages) {
+    for (const auto& v : used_vars(st)) used.insert(v);
+  }
+  unravel(k_.outer, "idx", &used);
+  locals_.clear();
+  cached_elements_ = 0;
+  print_row_stages();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_row_stages() {
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
       print_row_reduction(*r, i);
@@ -491,7 +541,6 @@ void CudaKernelPrinter::print_rows() {
       print_row_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
     }
   }
-  out_.close();
 }
 
 void CudaKernelPrinter::print_row_cache_prologue() {
@@ -538,7 +587,7 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   const auto& loops = loops_of(k_.stages[stage]);
   const IndexExpr len = product_of(loops);
   const int t = threads_per_row_;
-  const int e = g_.elements_per_thread;
+  const int e = cached_elements_;
   if (e > 0) {
     // Loads this stage reads from the row cache.
     std::vector<std::pair<Expr, std::string>> from_cache;
@@ -586,7 +635,13 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     out_.close();
     return;
   }
-  out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
+  if (column_groups_) {
+    // Several rows in flight per thread: the loads do not depend on the fold.
+    out_.line("#pragma unroll 4");
+    out_.open(cat("for (int64_t pos = valid ? tid : ", index(len), "; pos < ", index(len), "; pos += ", t, ")"));
+  } else {
+    out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
+  }
   const std::set<std::string> used = used_vars(k_.stages[stage]);
   unravel(loops, "pos", &used);
   ValueScope scope;
@@ -612,14 +667,18 @@ void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
       // Division-free Welford steps (cuda_support.h): in a cached row a
       // thread's valid slots are a prefix, so slot + 1 is its weight.
       const std::string st = shuffle_type(t);
-      const std::string inv = g_.elements_per_thread > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
+      const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
                                                          : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
       out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
       return;
     }
     out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
   });
-  if (g_.mapping == GpuMapping::RowPerWarp) {
+  if (column_groups_) {
+    const std::string scratch = local_name(s.results[0]) + "_scratch";
+    out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
+    out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
+  } else if (g_.mapping == GpuMapping::RowPerWarp) {
     warp_reduction_ = true;
     out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
   } else {
@@ -638,7 +697,7 @@ void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
   for (const auto& st : s.stores) comment += " " + st.buffer->name;
   out_.line(comment);
   if (s.loops.empty()) {
-    out_.open("if (tid == 0)");
+    out_.open(column_groups_ ? "if (tid == 0 && valid)" : "if (tid == 0)");
     ValueScope scope;
     print_stores(s.stores, scope);
     out_.close();

@@ -30,6 +30,8 @@ constexpr int kRowPerWarpBlock = 128;
 constexpr int64_t kMaxWarpRow = 1024;
 constexpr int kRowCacheRegisters = 64;
 constexpr int kVectorBytes = 16;
+constexpr int kMaxColumnSlices = 32;
+constexpr int64_t kResidentThreadsPerSm = 2048;
 
 const std::vector<Loop>& loops_of(const Stage& s) {
   return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
@@ -156,6 +158,19 @@ std::set<std::string> written_buffers(const Kernel& k) {
   return out;
 }
 
+/// Whether a stage with loops reads a buffer the kernel writes: splitting its
+/// loops across threads would then need barriers between stages.
+bool reads_own_writes_in_loops(const Kernel& k) {
+  const std::set<std::string> written = written_buffers(k);
+  for (const auto& s : k.stages) {
+    if (loops_of(s).empty()) continue;
+    for (const Load* l : loads_of(s)) {
+      if (written.count(l->buffer->name)) return true;
+    }
+  }
+  return false;
+}
+
 int pow2_near(int64_t x) {
   int p = 1;
   while (p < x && p < (1 << 20)) p <<= 1;
@@ -182,7 +197,31 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   if (is_column_kernel(k)) {
     g.mapping = GpuMapping::ColumnReduction;
     g.block_size = kColumnBlock;
-    *why = "stage loops are strided, the innermost outer loop is contiguous: one thread per column";
+    if (reads_own_writes_in_loops(k)) {
+      *why = "stage loops are strided, the innermost outer loop is contiguous; a looped stage reads what the "
+             "kernel writes: one thread per column";
+      return g;
+    }
+    const int64_t columns = hinted(product_of(k.outer), target.symbol_hint).value_or(target.symbol_hint);
+    int64_t length = 1;
+    for (const auto& s : k.stages) {
+      length = std::max(length, hinted(product_of(loops_of(s)), target.symbol_hint).value_or(target.symbol_hint));
+    }
+    // Enough row slices to fill the GPU (resident threads / columns), at
+    // most 32 (a 1024-thread block), and no more than length / 16 so each
+    // slice still folds a run of rows.
+    const int64_t fill = static_cast<int64_t>(target.multiprocessors) * kResidentThreadsPerSm / std::max<int64_t>(columns, 1);
+    int r = 1;
+    while (r < kMaxColumnSlices && 2 * r <= fill && 2 * r * 16 <= length) r *= 2;
+    if (r < 2) {
+      *why = "stage loops are strided, the innermost outer loop is contiguous; short columns or many of them: one "
+             "thread per column";
+      return g;
+    }
+    g.threads_per_column = r;
+    g.block_size = 32 * r;
+    *why = cat("stage loops are strided, the innermost outer loop is contiguous: 32 columns x ", r,
+               " row slices per block, combined in shared memory");
     return g;
   }
   IndexExpr longest = 1;

@@ -20,6 +20,12 @@
 /// - ColumnReduction: as GridStridePointwise with V = 1: threads map to the
 ///   flattened outer iterations, whose innermost loop is the contiguous one,
 ///   and each thread folds its reductions down its column serially.
+///   threads_per_column S > 1: a block is 32 consecutive columns (outer
+///   iterations) x S row slices (block_size = 32 S); slice s of a column
+///   folds stage positions s, s + S, ... (each warp reads 32 contiguous
+///   elements of one row), the S partials combine in shared memory by a fixed
+///   tree (deterministic), and loop-less stages run on slice 0. Grid:
+///   ceil(N / 32) blocks.
 /// - RowPerWarp / RowPerBlock: one outer iteration (a row) per warp / per
 ///   block (warps or blocks stride over the rows). Each stage's loops,
 ///   flattened row-major into a position p over their product L, are split
@@ -40,7 +46,11 @@
 ///   float16/bfloat16) when every store is stride-1 there, at least one access
 ///   is, nothing is Random, and a constant innermost extent is a multiple of V.
 /// - Stage loops whose loads are mostly stride-1 in the innermost outer loop
-///   rather than in the stage's innermost loop: ColumnReduction, block 128.
+///   rather than in the stage's innermost loop: ColumnReduction. S = the
+///   largest power of two <= 32 with S <= multiprocessors x 2048 / columns
+///   (fill the GPU) and 16 S <= the stage length (each slice folds a run of
+///   rows); S = 1 (block 128, one thread per column) when that is below 2 or
+///   a looped stage reads a buffer the kernel writes.
 /// - Otherwise a row kernel. L = the largest product of a stage's extents.
 ///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block). Longer
 ///   or symbolic rows: RowPerBlock with T = the power of two in [128, 1024]

@@ -381,4 +381,24 @@ CPPI_DEVICE cppi_arg<T> cppi_block_reduce_argmin(cppi_arg<T> v, cppi_arg<T>* scr
   return cppi_block_reduce(v, cppi_argmin_op(), cppi_arg_make(T(0), (int64_t)-1), scratch);
 }
 
+/// Combines the partials of the column groups of a block of 32 x S threads
+/// (S = blockDim.x / 32, a power of two): thread t holds a partial of column
+/// lane t % 32, slice t / 32. A fixed tree over the slices (deterministic);
+/// every thread gets its column's result. `scratch` is caller-provided
+/// __shared__ storage of blockDim.x elements; it may be reused by the next
+/// column reduction (this ends with a barrier). Every thread must call it.
+template <typename T, typename Op>
+CPPI_DEVICE T cppi_column_reduce(T v, Op op, T* scratch) {
+  const unsigned t = threadIdx.x;
+  scratch[t] = v;
+  __syncthreads();
+  for (unsigned half = blockDim.x >> 6; half > 0; half >>= 1) {
+    if ((t >> 5) < half) scratch[t] = op(scratch[t], scratch[t + 32u * half]);
+    __syncthreads();
+  }
+  v = scratch[t & 31u];
+  __syncthreads();
+  return v;
+}
+
 #endif  // CPPI_ON_DEVICE

@@ -118,6 +118,10 @@ struct GpuSchedule {
   int block_size = 0;           // threads per block
   int64_t grid_size = 0;        // blocks; 0 = derived from the outer extent at launch
   int elements_per_thread = 1;  // consecutive elements per thread (vectorised loads)
+  /// ColumnReduction only: threads that split one column's reduction (a
+  /// power of two; 1 = one thread per column). Above 1 the block is 32
+  /// columns x threads_per_column row slices (block_size = 32 x it).
+  int threads_per_column = 1;
 };
 
 struct Schedule {

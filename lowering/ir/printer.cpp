@@ -193,7 +193,9 @@ std::string to_string(const Schedule& s) {
   os << "\n";
   const auto& g = s.gpu;
   os << "gpu: mapping=" << to_string(g.mapping) << " block=" << g.block_size << " grid=" << g.grid_size
-     << " elements_per_thread=" << g.elements_per_thread << "\n";
+     << " elements_per_thread=" << g.elements_per_thread;
+  if (g.threads_per_column != 1) os << " threads_per_column=" << g.threads_per_column;
+  os << "\n";
   return os.str();
 }
 
@@ -206,7 +208,8 @@ bool is_default(const Schedule& s) {
          a.parallel_reduction == b.parallel_reduction && a.vectorized == b.vectorized &&
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
          a.row_block == b.row_block && g.mapping == h.mapping &&
-         g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread;
+         g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
+         g.threads_per_column == h.threads_per_column;
 }
 }  // namespace
 

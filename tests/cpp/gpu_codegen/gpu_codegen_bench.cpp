@@ -131,7 +131,9 @@ Row bench_kernel(const Helpers& h, const std::string& name, const std::string& s
   r.name = name;
   r.shape = shape;
   r.schedule = cat(ir::to_string(s->schedule.gpu.mapping), " b", s->schedule.gpu.block_size, " e",
-                   s->schedule.gpu.elements_per_thread, plan.vectorized ? " vec" : "", " grid", plan.grid.x);
+                   s->schedule.gpu.elements_per_thread,
+                   s->schedule.gpu.threads_per_column > 1 ? cat(" s", s->schedule.gpu.threads_per_column) : std::string(),
+                   plan.vectorized ? " vec" : "", " grid", plan.grid.x);
   r.bytes = bytes;
   r.nvrtc_ms = compiled.nvrtc_ms;
   r.ms = time_ms([&] { handle.run(ptrs.data(), nullptr, 0); }, reps);
@@ -183,17 +185,42 @@ int main(int argc, char** argv) {
   rows.push_back(bench_kernel(h, "softmax f32 (symbolic-like, 3 pass)", "16384x4096",
                               softmax(16384, 4096)->with_schedule([] {
                                 ir::Schedule s;
-                                s.gpu = ir::GpuSchedule{ir::GpuMapping::RowPerBlock, 256, 0, 0};
+                                s.gpu = ir::GpuSchedule{ir::GpuMapping::RowPerBlock, 256, 0, 0, 1};
                                 return s;
                               }()),
                               reps, /*reschedule=*/false));
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x4096", column_sum(16384, 4096), reps));
 
-  std::printf("\n%-36s %-12s %-42s %9s %9s %8s %7s %9s\n", "kernel", "shape", "schedule", "MB", "ms", "GB/s", "%copy",
+  // Long rows and wide columns (the Python benchmark's shapes), each with the
+  // schedule's choice first and then forced variants for comparison.
+  auto forced = [](const ir::KernelPtr& k, ir::GpuMapping m, int block, int ept, int tpc = 1) {
+    ir::Schedule s = k->schedule;
+    s.gpu = ir::GpuSchedule{m, block, 0, ept, tpc};
+    return k->with_schedule(s);
+  };
+  const int64_t L = 16384;
+  rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
+  for (int tpc : {8, 32}) {
+    rows.push_back(bench_kernel(h, cat("column_sum f32 (", tpc, " slices)"), "16384x16384",
+                                forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 32 * tpc, 1, tpc), reps, false));
+  }
+  rows.push_back(bench_kernel(h, "column_sum f32 (thread per column)", "16384x16384",
+                              forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 128, 1), reps, false));
+  rows.push_back(bench_kernel(h, "column var_mean f32", "16384x16384", column_reduce(ir::ReductionKind::Welford, L, L), reps));
+  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x16384", layer_norm(L, L), reps));
+  rows.push_back(bench_kernel(h, "var_mean f32", "16384x16384", var_mean(L, L), reps));
+  for (auto [block, ept] : {std::pair{512, 32}, {256, 64}, {1024, 0}, {512, 0}, {256, 0}}) {
+    rows.push_back(bench_kernel(h, cat("layer_norm f32 (b", block, " e", ept, ")"), "16384x16384",
+                                forced(layer_norm(L, L), ir::GpuMapping::RowPerBlock, block, ept), reps, false));
+    rows.push_back(bench_kernel(h, cat("var_mean f32 (b", block, " e", ept, ")"), "16384x16384",
+                                forced(var_mean(L, L), ir::GpuMapping::RowPerBlock, block, ept), reps, false));
+  }
+
+  std::printf("\n%-40s %-12s %-42s %9s %9s %8s %7s %9s\n", "kernel", "shape", "schedule", "MB", "ms", "GB/s", "%copy",
               "nvrtc ms");
   for (const auto& r : rows) {
     const double gbs = r.bytes / r.ms / 1e6;
-    std::printf("%-36s %-12s %-42s %9.1f %9.4f %8.0f %6.1f%% %9.1f\n", r.name.c_str(), r.shape.c_str(),
+    std::printf("%-40s %-12s %-42s %9.1f %9.4f %8.0f %6.1f%% %9.1f\n", r.name.c_str(), r.shape.c_str(),
                 r.schedule.c_str(), r.bytes / 1e6, r.ms, gbs, 100.0 * gbs / copy_gbs, r.nvrtc_ms);
   }
   return 0;

@@ -51,6 +51,12 @@ KernelPtr with_gpu(const KernelPtr& k, GpuMapping m, int block, int ept) {
   return k->with_schedule(s);
 }
 
+KernelPtr with_column_groups(const KernelPtr& k, int threads_per_column) {
+  Schedule s = k->schedule;
+  s.gpu = GpuSchedule{GpuMapping::ColumnReduction, 32 * threads_per_column, 0, 1, threads_per_column};
+  return k->with_schedule(s);
+}
+
 std::string source_of(const KernelPtr& k) {
   auto m = print_cuda_module({k}, kSymbols);
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
@@ -98,6 +104,16 @@ TEST(GpuSchedule, RowsAndColumns) {
   EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
   auto col = scheduled(column_sum(sym("s0"), sym("s1")));
   EXPECT_EQ(col->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(col->schedule.gpu.threads_per_column, 32);
+  EXPECT_EQ(col->schedule.gpu.block_size, 1024);
+  // 16384 columns x 16 slices fill 132 SMs x 2048 threads once.
+  auto wide = scheduled(column_sum(16384, 16384));
+  EXPECT_EQ(wide->schedule.gpu.threads_per_column, 16);
+  EXPECT_EQ(wide->schedule.gpu.block_size, 512);
+  // Short columns: one thread per column.
+  auto shallow = scheduled(column_sum(20, 100000));
+  EXPECT_EQ(shallow->schedule.gpu.threads_per_column, 1);
+  EXPECT_EQ(shallow->schedule.gpu.block_size, 128);
   EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("cached in registers"), std::string::npos);
 }
 
@@ -158,8 +174,21 @@ TEST(CudaPrinter, SymbolicRowsStream) {
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
 }
 
-TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
+TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   std::string src = source_of(scheduled(column_sum(sym("s0"), sym("s1"))));
+  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
+                        "for (int64_t base = (int64_t)blockIdx.x * 32; base < n;", "const bool valid = idx < n;",
+                        "#pragma unroll 4", "for (int64_t pos = valid ? tid : s0; pos < s0; pos += 32)",
+                        "__shared__ float red_acc_scratch[1024];", "cppi_column_reduce(red_acc_acc, cppi_sum_op(), red_acc_scratch)",
+                        "if (tid == 0 && valid)", "out_out[x0] = red_acc;"});
+  // threads_per_column must match the block and be a power of two.
+  Schedule bad = column_sum(sym("s0"), sym("s1"))->schedule;
+  bad.gpu = GpuSchedule{GpuMapping::ColumnReduction, 256, 0, 1, 6};
+  EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
+}
+
+TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
+  std::string src = source_of(with_gpu(column_sum(sym("s0"), sym("s1")), GpuMapping::ColumnReduction, 128, 1));
   expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
                         "for (int64_t r0 = 0; r0 < s0; ++r0)", "out_out[x0] = red_acc;"});
   EXPECT_EQ(src.find("cppi_warp_reduce"), std::string::npos);
@@ -195,6 +224,8 @@ std::vector<KernelPtr> mapping_variants(const KernelPtr& k) {
     return out;
   }
   out.push_back(with_gpu(k, GpuMapping::ColumnReduction, 64, 1));
+  out.push_back(with_column_groups(k, 4));
+  out.push_back(with_column_groups(k, 32));
   out.push_back(with_gpu(k, GpuMapping::RowPerWarp, 64, 0));
   out.push_back(with_gpu(k, GpuMapping::RowPerBlock, 128, 0));
   out.push_back(with_gpu(k, GpuMapping::RowPerBlock, 1024, 0));
@@ -231,6 +262,10 @@ std::vector<Case> all_cases() {
       {"var_mean_cached", var_mean(17, 5000), {}},
       {"row_argmax_cached", row_reduce(ReductionKind::ArgMax, 33, 129), {}},
       {"column_sum_const", column_sum(300, 1000), {}},
+      {"column_welford", column_reduce(ReductionKind::Welford, s0, s1), {1003, 45}},
+      {"column_argmax", column_reduce(ReductionKind::ArgMax, s0, s1), {517, 70}},
+      {"column_min", column_reduce(ReductionKind::Min, s0, s1), {64, 33}},
+      {"middle_sum_scale", middle_sum_scale(s0, 301, s1), {3, 37}},
       {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
   };
   return c;
@@ -338,7 +373,8 @@ void run_and_compare(const std::string& label, const KernelPtr& k, const std::ve
                      bool specials, unsigned seed) {
   SCOPED_TRACE(label + " [" + to_string(k->schedule.gpu.mapping) + " block " +
                std::to_string(k->schedule.gpu.block_size) + " ept " +
-               std::to_string(k->schedule.gpu.elements_per_thread) + "]");
+               std::to_string(k->schedule.gpu.elements_per_thread) + " tpc " +
+               std::to_string(k->schedule.gpu.threads_per_column) + "]");
   IndexBindings bindings;
   std::vector<int64_t> syms = symbol_values;
   syms.resize(kSymbols.size(), 1);

@@ -80,6 +80,36 @@ KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols) {
                       {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
 }
 
+KernelPtr column_reduce(ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr v = load(x, x->layout.index({r0, x0}));
+  const std::string name = std::string("column_") + to_string(kind);
+  if (kind == ReductionKind::Welford) {
+    auto var_out = output("var", DType::Float32, {cols}), mean_out = output("mean", DType::Float32, {cols});
+    auto stats = ReductionStage::make({{r0, rows}}, kind, v, {"mean", "m2", "weight"});
+    Expr var_v = div(stats.result(1), stats.result(2));
+    return Kernel::make(name, Device::CUDA, {{x0, cols}},
+                        {stats, PointwiseStage{{}, {Store::make(var_out, x0, var_v), Store::make(mean_out, x0, stats.result(0))}}});
+  }
+  const bool arg = kind == ReductionKind::ArgMax || kind == ReductionKind::ArgMin;
+  auto out = output("out", arg ? DType::Int64 : DType::Float32, {cols});
+  auto red = ReductionStage::make({{r0, rows}}, kind, v, {"acc"});
+  return Kernel::make(name, Device::CUDA, {{x0, cols}}, {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
+}
+
+KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c) {
+  auto x = input("x", DType::Float32, {a, r, c});
+  auto sum_out = output("sum", DType::Float32, {a, c}), scaled = output("scaled", DType::Float32, {a, r, c});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), r0 = var("r0");
+  Expr v = load(x, x->layout.index({x0, r0, x1}));
+  auto red = ReductionStage::make({{r0, r}}, ReductionKind::Sum, v, {"acc"});
+  // A looped stage after the reduction: x * sum, written down the column.
+  PointwiseStage scale{{{r0, r}}, {Store::make(scaled, scaled->layout.index({x0, r0, x1}), mul(v, red.result()))}};
+  return Kernel::make("middle_sum_scale", Device::CUDA, {{x0, a}, {x1, c}},
+                      {red, scale, PointwiseStage{{}, {Store::make(sum_out, sum_out->layout.index({x0, x1}), red.result())}}});
+}
+
 KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   auto in = input("x", t, {rows, cols}), out = output("out", t, {rows, cols});
   IndexExpr x0 = var("x0"), r0 = var("r0");

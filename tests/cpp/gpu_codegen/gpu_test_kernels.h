@@ -27,6 +27,11 @@ KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
 KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
 /// out[j] = sum over i of x[i, j].
 KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols);
+/// out[c] = reduce over r of x[r, c]; Welford stores var (population) and mean.
+KernelPtr column_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
+/// sum[a, c] = sum over r of x[a, r, c] and scaled[a, r, c] = x * sum: a column
+/// kernel with two outer loops and a looped stage after the reduction.
+KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c);
 /// Softmax over the last dim.
 KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// layer_norm over the last dim with weight and bias (eps 1e-5), Welford stats.
