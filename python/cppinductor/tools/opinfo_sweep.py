@@ -41,7 +41,7 @@ import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 import torch.utils._pytree as pytree
@@ -124,7 +124,7 @@ class OpTimeout(Exception):
 class OpResult:
     name: str
     status: str  # correct | incorrect | random | no_samples | timeout | crashed | harness_error
-    lowered: bool | None = None  # None: nothing ran compiled
+    lowered: bool | None = None  # None: no graph reached the backend (random op, Dynamo ran it all)
     reason: str = ""  # first mismatch or error (incorrect), or first fallback (not lowered)
     fallbacks: list[dict] = field(default_factory=list)  # {op, reason}, one per distinct pair
     samples_run: int = 0
@@ -143,9 +143,25 @@ def op_name(op: Any) -> str:
     return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
 
 
+def _plain_seed_wrapper(op: Callable, *args: Any, **kwargs: Any) -> Any:
+    return op(*args, **kwargs)
+
+
+def _traceable_op_db() -> None:
+    """OpInfos of ops that may draw random numbers (dropout, attention) call
+    `wrapper_set_seed`, whose freeze_rng_state() Dynamo cannot trace: the whole
+    call would run in Python and test nothing. The sweep seeds before every
+    run itself, so it calls the op directly."""
+    for name, module in list(sys.modules.items()):
+        if name.startswith("torch.testing._internal") and hasattr(module, "wrapper_set_seed"):
+            module.wrapper_set_seed = _plain_seed_wrapper
+
+
 def float32_cpu_ops() -> dict[str, Any]:
     """name -> OpInfo for every op_db entry that supports float32 on CPU."""
     from torch.testing._internal.common_methods_invocations import op_db
+
+    _traceable_op_db()
 
     ops: dict[str, Any] = {}
     for op in op_db:
@@ -309,7 +325,10 @@ def _fallbacks_of(records: Iterable[Any]) -> list[dict]:
 
     out = []
     for record in records:
-        out.extend(graph_report(record).fallbacks)
+        if record.graph_fallback is not None:  # one reason for the graph, not a copy per node
+            out.append({"op": "whole graph", "reason": record.graph_fallback})
+        else:
+            out.extend(graph_report(record).fallbacks)
     return out
 
 
@@ -421,14 +440,17 @@ def sweep_op(
         return _finish(result, start, previous, timeout_s, fallbacks)
 
     result.graph_breaks = sum(counters["graph_break"].values())
+    first_break = next(iter(counters["graph_break"]), "")
     if result.samples_run == 0:
         result.status, result.reason = "no_samples", f"eager raised on all {result.samples_skipped} samples"
     elif first_problem:
         result.status, result.reason = "incorrect", first_problem
     else:
         result.status = "correct"
-    if ran_compiled:
+    if ran_compiled and result.graphs:
         result.lowered = not fallbacks
+    elif ran_compiled and result.status == "correct":  # Dynamo ran it all in Python: nothing reached us
+        result.reason = f"no graph compiled (graph break: {_first_line(first_break, 160)})"
     if check_error_mode and ran_compiled:
         result.error_mode_lowered = lowered_by_error_mode
     if fallbacks and result.status == "correct":
@@ -652,6 +674,7 @@ def summarize(results: list[OpResult]) -> dict:
         "lowered_pct": round(100.0 * len(lowered) / max(len(compiled), 1), 2),
         "fp64_forgiven": [r.name for r in results if r.fp64_forgiven],
         "graph_break_ops": [r.name for r in results if r.graph_breaks],
+        "no_graph_ops": [r.name for r in tested if r.lowered is None],
         "incorrect": {r.name: r.reason for r in results if r.status in ("incorrect", "timeout", "crashed", "harness_error")},
         "fallback_reasons": dict(sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))),
     }
@@ -663,7 +686,8 @@ def format_summary(summary: dict) -> str:
         f"ops: {summary['ops']} ({', '.join(f'{k} {v}' for k, v in sorted(summary['statuses'].items()))})",
         f"correct: {summary['correct']}/{summary['tested']} tested ops = {summary['correct_pct']}%"
         " (random and no-sample ops excluded)",
-        f"lowered without fallback: {summary['lowered']}/{summary['compiled']} compiled ops = {summary['lowered_pct']}%",
+        f"lowered without fallback: {summary['lowered']}/{summary['compiled']} compiled ops = {summary['lowered_pct']}%"
+        f" ({len(summary['no_graph_ops'])} tested ops compiled no graph: Dynamo ran them in Python)",
     ]
     if summary["fp64_forgiven"]:
         lines.append(f"correct only against a float64 reference: {', '.join(summary['fp64_forgiven'])}")
