@@ -31,6 +31,7 @@ constexpr int64_t kMaxWarpRow = 1024;
 constexpr int kRowCacheRegisters = 64;
 constexpr int kVectorBytes = 16;
 constexpr int kMaxColumnSlices = 32;
+constexpr int kMaxCachedRowBlock = 512;
 constexpr int64_t kResidentThreadsPerSm = 2048;
 
 const std::vector<Loop>& loops_of(const Stage& s) {
@@ -249,6 +250,15 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
       threads = target.max_threads_per_block;
     } else {
       threads = std::clamp(pow2_near(*length / 16), 128, target.max_threads_per_block);
+      // A row cached in registers takes at most 512 threads: two or more
+      // blocks per SM overlap one row's block reduction with another row's
+      // loads (H200, 16384-long rows: layer_norm 0.638 -> 0.537 ms, var_mean
+      // 0.262 -> 0.236 ms at 512 x 32 instead of 1024 x 16).
+      const int64_t cached = static_cast<int64_t>(row_cached_loads(k).size());
+      const int64_t e = (*length + kMaxCachedRowBlock - 1) / kMaxCachedRowBlock;
+      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k) && e * cached <= kRowCacheRegisters) {
+        threads = kMaxCachedRowBlock;
+      }
     }
     g.block_size = threads;
   }

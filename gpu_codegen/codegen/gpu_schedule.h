@@ -54,8 +54,9 @@
 /// - Otherwise a row kernel. L = the largest product of a stage's extents.
 ///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block). Longer
 ///   or symbolic rows: RowPerBlock with T = the power of two in [128, 1024]
-///   nearest L / 16 (1024 when the kernel has fewer rows than the GPU has
-///   multiprocessors; 256 for symbolic L). E = ceil(L / T) when L is constant,
+///   nearest L / 16, at most 512 when the row can then be cached (1024 when
+///   the kernel has fewer rows than the GPU has multiprocessors; 256 for
+///   symbolic L). E = ceil(L / T) when L is constant,
 ///   the row can be cached (see above) and E * (number of cached loads) <= 64
 ///   registers; else 0.
 #pragma once

@@ -99,6 +99,11 @@ TEST(GpuSchedule, RowsAndColumns) {
   EXPECT_EQ(ln->schedule.gpu.mapping, GpuMapping::RowPerBlock);
   EXPECT_EQ(ln->schedule.gpu.elements_per_thread, 16);  // x cached; w and b are the same for every row
   EXPECT_EQ(row_cached_loads(*ln).size(), 1u);
+  // 16384-long cached rows: 512 threads x 32 registers, not 1024 x 16.
+  auto long_ln = scheduled(layer_norm(16384, 16384));
+  EXPECT_EQ(long_ln->schedule.gpu.block_size, 512);
+  EXPECT_EQ(long_ln->schedule.gpu.elements_per_thread, 32);
+  EXPECT_EQ(scheduled(var_mean(16384, 16384))->schedule.gpu.block_size, 512);
   auto symbolic = scheduled(softmax(sym("s0"), sym("s1")));
   EXPECT_EQ(symbolic->schedule.gpu.mapping, GpuMapping::RowPerBlock);
   EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
