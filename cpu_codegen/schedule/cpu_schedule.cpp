@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <unordered_map>
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
@@ -69,10 +70,40 @@ class AccessScanner : public ExprVisitor {
   void note_dtype(DType t) {
     if (t != DType::Bool) counts_->max_lane_bytes = std::max(counts_->max_lane_bytes, dtype_size(t));
   }
+  /// Whether `e` moves with the variable, as the vector printer decides it
+  /// (CpuKernelPrinter::varying): only such values become vectors, so only
+  /// their dtypes bound the width. LocalRefs count as moving (conservative).
+  bool varies(const Expr& e) {
+    auto it = varies_memo_.find(e.get());
+    if (it != varies_memo_.end()) return it->second;
+    bool r = false;
+    switch (e.kind()) {
+      case ExprKind::Constant: break;
+      case ExprKind::LocalRef: r = true; break;
+      case ExprKind::Load: {
+        auto n = e.as<Load>();
+        r = depends_on(n->index, var_) || (n->mask.defined() && varies(n->mask));
+        break;
+      }
+      case ExprKind::IndexValue: r = depends_on(e.as<IndexValue>()->index, var_); break;
+      case ExprKind::Cast: r = varies(e.as<Cast>()->value); break;
+      case ExprKind::Unary: r = varies(e.as<Unary>()->operand); break;
+      case ExprKind::Binary: r = varies(e.as<Binary>()->lhs) || varies(e.as<Binary>()->rhs); break;
+      case ExprKind::Compare: r = varies(e.as<Compare>()->lhs) || varies(e.as<Compare>()->rhs); break;
+      case ExprKind::Where: {
+        auto n = e.as<Where>();
+        r = varies(n->cond) || varies(n->then_value) || varies(n->else_value);
+        break;
+      }
+      case ExprKind::Random: r = depends_on(e.as<Random>()->offset, var_) || varies(e.as<Random>()->seed); break;
+    }
+    varies_memo_[e.get()] = r;
+    return r;
+  }
 
  protected:
   void visit(const Load& n) override {
-    note_dtype(n.dtype);
+    if (depends_on(n.index, var_) || (n.mask.defined() && varies(n.mask))) note_dtype(n.dtype);
     note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
     if (n.mask.defined() && c && !c->is_constant(0)) {
@@ -87,7 +118,7 @@ class AccessScanner : public ExprVisitor {
     ExprVisitor::visit(n);
   }
   void visit(const IndexValue& n) override {
-    note_dtype(DType::Int64);
+    if (depends_on(n.index, var_)) note_dtype(DType::Int64);
     note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
     if (!c || !(c->is_constant(0) || c->is_constant(1))) ++counts_->gathers;
@@ -99,23 +130,23 @@ class AccessScanner : public ExprVisitor {
     ExprVisitor::visit(n);
   }
   void visit(const Cast& n) override {
-    note_dtype(n.dtype);
+    if (varies(n.value)) note_dtype(n.dtype);
     ExprVisitor::visit(n);
   }
   void visit(const Unary& n) override {
-    note_dtype(n.dtype);
+    if (varies(n.operand)) note_dtype(n.dtype);
     ExprVisitor::visit(n);
   }
   void visit(const Binary& n) override {
-    note_dtype(n.dtype);
+    if (varies(n.lhs) || varies(n.rhs)) note_dtype(n.dtype);
     ExprVisitor::visit(n);
   }
   void visit(const Compare& n) override {
-    note_dtype(n.lhs.dtype());
+    if (varies(n.lhs) || varies(n.rhs)) note_dtype(n.lhs.dtype());
     ExprVisitor::visit(n);
   }
   void visit(const Where& n) override {
-    note_dtype(n.dtype);
+    if (varies(n.cond) || varies(n.then_value) || varies(n.else_value)) note_dtype(n.dtype);
     ExprVisitor::visit(n);
   }
   void visit(const LocalRef& n) override {
@@ -126,6 +157,7 @@ class AccessScanner : public ExprVisitor {
  private:
   std::string var_;
   AccessCounts* counts_;
+  std::unordered_map<const ExprNode*, bool> varies_memo_;
 };
 
 void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts) {

@@ -323,6 +323,21 @@ TEST_P(CpuNumerics, ColumnReductions) {
   }
 }
 
+TEST(CpuNumerics, InvariantInt64ScalarsDoNotNarrowTheVector) {
+  // x0 (an int64 index value) is a scalar in the loop over x1: the float
+  // vectors stay 16 wide (layer_norm's n - correction did this: width 8).
+  auto in = input("arg0", DType::Float32, {8, 64});
+  auto out = output("buf0", DType::Float32, {8, 64});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr v = binary(BinaryOp::Mul, load(in, x0 * 64 + x1), cast(IndexValue::make(x0), DType::Float32));
+  auto k = Kernel::make("scale_0", Device::CPU, {Loop{x0, 8}, Loop{x1, 64}},
+                        {PointwiseStage{{}, {Store::make(out, x0 * 64 + x1, v)}}}, {}, {"mul"});
+  auto scheduled = schedule_for_cpu(k, avx512_target());
+  EXPECT_EQ(scheduled->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(scheduled->schedule.cpu.vector_width, 16);
+  expect_matches(k, false);
+}
+
 TEST(CpuNumerics, TiledColumnReductionsOverSeveralBlocks) {
   // 2100 columns: two blocks of 64 vectors and a partial one, then a scalar
   // tail of 4; 45 rows: two row blocks of 16 and a partial one.
