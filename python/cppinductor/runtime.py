@@ -135,29 +135,42 @@ def _resolver(t: Any) -> Callable[[list], Any]:
     if not _has_slot(t):
         return lambda env: t
     if isinstance(t, (list, tuple)):
+        if all(isinstance(x, _Slot) for x in t):  # the common case: a flat list of values
+            idx = [x.index for x in t]
+            if isinstance(t, tuple):
+                return lambda env: tuple([env[i] for i in idx])
+            return lambda env: [env[i] for i in idx]
         parts = [_resolver(x) for x in t]
-        make = tuple if isinstance(t, tuple) else list
-        return lambda env: make(p(env) for p in parts)
+        if isinstance(t, tuple):
+            return lambda env: tuple([p(env) for p in parts])
+        return lambda env: [p(env) for p in parts]
     if isinstance(t, dict):
         parts_d = {k: _resolver(v) for k, v in t.items()}
         return lambda env: {k: p(env) for k, p in parts_d.items()}
     return lambda env: t
 
 
-def _aten_step(node: torch.fx.Node, gm: torch.fx.GraphModule, slot_of: dict) -> Callable[[list], None]:
+def _aten_step(node: torch.fx.Node, gm: torch.fx.GraphModule, slot_of: dict) -> Callable[[list, list], None]:
+    """A closure (env, symbols) -> None running one ATen node (extern calls, fallbacks)."""
     out = slot_of[node]
     if node.op == "get_attr":
         value = getattr(gm, node.target)
 
-        def run_get_attr(env: list) -> None:
+        def run_get_attr(env: list, symbols: list) -> None:
             env[out] = value
 
         return run_get_attr
     target = node.target
     get_args = _resolver(_template(tuple(node.args), slot_of))
+    if not node.kwargs:
+
+        def run_positional(env: list, symbols: list) -> None:
+            env[out] = target(*get_args(env))
+
+        return run_positional
     get_kwargs = _resolver(_template(dict(node.kwargs), slot_of))
 
-    def run(env: list) -> None:
+    def run(env: list, symbols: list) -> None:
         env[out] = target(*get_args(env), **get_kwargs(env))
 
     return run
@@ -193,7 +206,9 @@ def _empty(layout) -> torch.Tensor:
 def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dynamic: bool):
     """A closure running one compiled kernel: allocate its outputs, make sure
     tensors from outside our kernels have the strides it was compiled for,
-    call it."""
+    call it. Static shapes (the common case) resolve every layout here, once:
+    a call then costs one torch.empty_strided per output, a stride check per
+    outside tensor and the kernel call (small graphs are dominated by this)."""
     kernel, buffers = step.kernel, tuple(step.buffers)
     device = compiled.kernel_devices[kernel]
     allocs = [
@@ -205,25 +220,56 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
         for i, (e, written) in enumerate(zip(step.expected_layouts, step.expected_written))
     ]
     run_kernel = compiled.run_kernel
+    on_cuda = device == "cuda"
+
+    def relayout(env: list, slot: int, written: bool, expected, write_back: list) -> None:
+        t = env[slot]
+        relaid = _empty(expected).copy_(t)
+        if written:
+            write_back.append((slot, t, relaid))
+        env[slot] = relaid
+
+    def finish(env: list, write_back: list) -> None:
+        for slot, original, relaid in write_back:  # the kernel mutated a graph input
+            original.copy_(relaid)
+            env[slot] = original
+
+    if not dynamic and not on_cuda:
+        empty_strided = torch.empty_strided
+        static_allocs = []
+        for slot, layout in allocs:
+            dtype, sizes, strides, dev = layout([])
+            static_allocs.append((slot, tuple(sizes), tuple(strides), _TORCH_DTYPES[dtype], dev))
+        static_checks = [(slot, written, tuple(layout([])[2]), layout([])) for slot, written, layout in checks]
+
+        def run_static(env: list, symbols: list) -> None:
+            for slot, sizes, strides, dtype, dev in static_allocs:
+                env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
+            write_back: list = []
+            for slot, written, strides, expected in static_checks:
+                t = env[slot]
+                if t.stride() != strides and t.numel() > 1:
+                    relayout(env, slot, written, expected, write_back)
+            run_kernel(kernel, [env[b].data_ptr() for b in buffers], symbols, 0)
+            if write_back:
+                finish(env, write_back)
+
+        return run_static
 
     def run(env: list, symbols: list) -> None:
         for slot, layout in allocs:
             env[slot] = _empty(layout(symbols))
-        write_back = []
+        write_back: list = []
         for slot, written, layout in checks:
             t = env[slot]
             expected = layout(symbols)
             if list(t.stride()) != expected[2] and t.numel() > 1:
-                relaid = _empty(expected).copy_(t)
-                if written:
-                    write_back.append((slot, t, relaid))
-                env[slot] = relaid
+                relayout(env, slot, written, expected, write_back)
         ptrs = [env[b].data_ptr() for b in buffers]
-        stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else 0
+        stream = torch.cuda.current_stream().cuda_stream if on_cuda else 0
         run_kernel(kernel, ptrs, symbols, stream)
-        for slot, original, relaid in write_back:  # the kernel mutated a graph input
-            original.copy_(relaid)
-            env[slot] = original
+        if write_back:
+            finish(env, write_back)
 
     return run
 
@@ -246,8 +292,7 @@ class CompiledFunction:
         program = []
         for index, step in enumerate(compiled.steps):
             if step.kind == _C.StepKind.Aten:
-                aten = _aten_step(nodes[step.node], gm, slot_of)
-                run = lambda env, symbols, aten=aten: aten(env)  # noqa: E731
+                run = _aten_step(nodes[step.node], gm, slot_of)
             else:
                 run = _kernel_step(compiled, index, step, dynamic)
             program.append((run, tuple(step.free_after)))
