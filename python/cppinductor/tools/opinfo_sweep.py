@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import inspect
 import itertools
 import json
 import logging
@@ -312,12 +313,18 @@ def _options(inject_relu_bug: bool, fallback: str = "eager") -> dict:
 
 def _random_sample(name: str, sample: Any) -> bool:
     """Samples of otherwise deterministic ops that draw random numbers."""
-    kwargs = sample.kwargs
-    if name == "nn.functional.scaled_dot_product_attention":
-        return (kwargs.get("dropout_p") or 0) > 0
-    if name == "nn.functional.multi_head_attention_forward":
-        return bool(kwargs.get("training", True)) and (kwargs.get("dropout_p") or 0) > 0
-    return False
+    fn = {
+        "nn.functional.scaled_dot_product_attention": torch.nn.functional.scaled_dot_product_attention,
+        "nn.functional.multi_head_attention_forward": torch.nn.functional.multi_head_attention_forward,
+    }.get(name)
+    if fn is None:
+        return False
+    try:  # dropout_p may come positionally
+        bound = inspect.signature(fn).bind(sample.input, *sample.args, **sample.kwargs)
+        arguments = bound.arguments
+    except (TypeError, ValueError):
+        arguments = sample.kwargs
+    return (arguments.get("dropout_p") or 0) > 0 and bool(arguments.get("training", True))
 
 
 def _fallbacks_of(records: Iterable[Any]) -> list[dict]:
