@@ -97,8 +97,9 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
 }
 
 std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
-                                                       size_t stage_loops) {
+                                                       size_t stage_loops, std::optional<int64_t> stage_elements) {
   if (!h.epilogues_need_outer_loops || outer_loops > 0 || stage_loops == 0) return std::nullopt;
+  if (stage_elements && *stage_elements <= h.serial_stage_elements) return std::nullopt;
   return "the reduction has no outer loop: a pointwise loop fused with it would run serially";
 }
 

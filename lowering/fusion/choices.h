@@ -29,8 +29,11 @@ struct FusionHeuristics {
   int expensive_cost = 40;
   /// A reduction without outer loops runs serially in its kernel (or splits
   /// itself across threads): pointwise stages with loops do not join it,
-  /// they would lose their parallel loop.
+  /// they would lose their parallel loop...
   bool epilogues_need_outer_loops = true;
+  /// ...unless the stage has at most this many elements, which the CPU
+  /// schedule runs on one thread anyway (its min_parallel_work).
+  int64_t serial_stage_elements = 32768;
   /// Nodes in one kernel at most (Inductor's max_fusion_size): bounds
   /// compile time and register pressure.
   int max_fusion_size = 64;
@@ -50,8 +53,10 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
 
 /// Why a pointwise stage with inner loops should not join a kernel whose
 /// outer loops are `outer` (empty: no loop to parallelise over).
+/// `stage_elements` is the product of the stage's loop extents when they are
+/// constant.
 std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
-                                                       size_t stage_loops);
+                                                       size_t stage_loops, std::optional<int64_t> stage_elements);
 
 /// Why independent loops (no shared buffer) should not share a kernel: one
 /// stores contiguously along its innermost loop and the other does not, so

@@ -232,7 +232,13 @@ std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping
   bool reduces = g.groups[group].has_reduction || fusion::is_reduction(*p.nodes[node]);
   for (const auto& s : planned) {
     if (!reduces || s.reduction) continue;
-    if (auto why = fusion::why_not_loops_without_outer(options.heuristics, outer->size(), s.loops.size())) return why;
+    std::optional<int64_t> elements = 1;
+    for (const auto& loop : s.loops) {
+      auto extent = loop.constant();
+      elements = extent && elements ? std::optional<int64_t>(*elements * *extent) : std::nullopt;
+    }
+    if (auto why = fusion::why_not_loops_without_outer(options.heuristics, outer->size(), s.loops.size(), elements))
+      return why;
   }
   return std::nullopt;
 }

@@ -52,11 +52,20 @@ TEST(Choices, ThresholdsAreOptions) {
 
 TEST(Choices, EpilogueLoopsNeedAnOuterLoop) {
   FusionHeuristics h;
-  EXPECT_TRUE(fusion::why_not_loops_without_outer(h, 0, 1).has_value());
-  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 0).has_value());
-  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 1, 1).has_value());
+  const std::optional<int64_t> big = 1 << 20, unknown = std::nullopt;
+  EXPECT_TRUE(fusion::why_not_loops_without_outer(h, 0, 1, big).has_value());
+  EXPECT_TRUE(fusion::why_not_loops_without_outer(h, 0, 1, unknown).has_value());
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 0, big).has_value());
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 1, 1, big).has_value());
   h.epilogues_need_outer_loops = false;
-  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 1).has_value());
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 1, big).has_value());
+}
+
+TEST(Choices, SmallEpilogueLoopsMayJoinAReductionWithoutOuterLoops) {
+  // Work the CPU schedule runs on one thread anyway loses no parallelism.
+  FusionHeuristics h;
+  EXPECT_FALSE(fusion::why_not_loops_without_outer(h, 0, 1, int64_t{1000}).has_value());
+  EXPECT_TRUE(fusion::why_not_loops_without_outer(h, 0, 1, h.serial_stage_elements + 1).has_value());
 }
 
 TEST(Choices, KernelSizeIsBounded) {
@@ -96,8 +105,27 @@ TEST(Capability, EpiloguesAndMultipleReductions) {
 }
 
 /// A full reduction (no outer loops) keeps its pointwise consumer over all
-/// elements in a separate, parallel kernel.
-TEST(Choices, FullReductionDoesNotAbsorbAnElementwiseEpilogue) {
+/// elements in a separate, parallel kernel — when that consumer is big enough
+/// to be worth parallelising.
+TEST(Choices, FullReductionDoesNotAbsorbABigElementwiseEpilogue) {
+  const int64_t n = 1 << 16;  // above serial_stage_elements
+  GraphBuilder b;
+  auto xin = b.input("x", {n});
+  auto total = b.temp("total", {1});
+  auto out = b.output("out", {n});
+  b.reduction("sum", total, {n}, ir::ReductionKind::Sum, at(xin, {r(0)}));
+  b.pointwise("div", out, ir::binary(BinaryOp::TrueDiv, at(xin, {x(0)}), at(total, {0})));
+  Remarks remarks;
+  auto fused = fuse(b.graph, {}, remarks);
+  ASSERT_EQ(kernels(fused).size(), 2u);
+  ASSERT_EQ(remarks.all().size(), 1u);
+  EXPECT_EQ(remarks.all()[0].reason,
+            "the reduction has no outer loop: a pointwise loop fused with it would run serially");
+  EXPECT_EQ(compare_numerics(b.graph, fused), "");
+}
+
+/// A small consumer runs on one thread anyway: it joins the reduction.
+TEST(Choices, FullReductionAbsorbsASmallElementwiseEpilogue) {
   GraphBuilder b;
   auto xin = b.input("x", {64});
   auto total = b.temp("total", {1});
@@ -106,10 +134,8 @@ TEST(Choices, FullReductionDoesNotAbsorbAnElementwiseEpilogue) {
   b.pointwise("div", out, ir::binary(BinaryOp::TrueDiv, at(xin, {x(0)}), at(total, {0})));
   Remarks remarks;
   auto fused = fuse(b.graph, {}, remarks);
-  ASSERT_EQ(kernels(fused).size(), 2u);
-  ASSERT_EQ(remarks.all().size(), 1u);
-  EXPECT_EQ(remarks.all()[0].reason,
-            "the reduction has no outer loop: a pointwise loop fused with it would run serially");
+  ASSERT_EQ(kernels(fused).size(), 1u);
+  EXPECT_TRUE(remarks.all().empty());
   EXPECT_EQ(compare_numerics(b.graph, fused), "");
 }
 
