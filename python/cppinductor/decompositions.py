@@ -57,10 +57,48 @@ _KEEP = {
 }
 
 
+def _transformer_encoder_layer_fwd(
+    src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps,
+    norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2,
+    mask=None, mask_type=None,
+):
+    """nn.TransformerEncoderLayer's inference fast path (one fused ATen op that
+    Dynamo records under eval + no_grad), as the ops it runs: attention, then
+    the feed-forward block, each with its residual and layer norm. Masks and
+    nested tensors keep the fused op."""
+    if mask is not None or src.is_nested or src.dim() != 3:
+        return NotImplemented
+    F = torch.nn.functional
+    batch, length, _ = src.shape
+    head_dim = embed_dim // num_heads
+
+    def attention(x):
+        q, k, v = F.linear(x, qkv_weight, qkv_bias).chunk(3, dim=-1)
+        q, k, v = (t.reshape(batch, length, num_heads, head_dim).transpose(1, 2) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v)
+        return F.linear(out.transpose(1, 2).reshape(batch, length, embed_dim), proj_weight, proj_bias)
+
+    def feed_forward(x):
+        hidden = F.linear(x, ffn_weight_1, ffn_bias_1)
+        hidden = F.gelu(hidden) if use_gelu else F.relu(hidden)
+        return F.linear(hidden, ffn_weight_2, ffn_bias_2)
+
+    def norm(x, weight, bias):
+        return F.layer_norm(x, (embed_dim,), weight, bias, eps)
+
+    x = src
+    if norm_first:
+        x = x + attention(norm(x, norm_weight_1, norm_bias_1))
+        return x + feed_forward(norm(x, norm_weight_2, norm_bias_2))
+    x = norm(x + attention(x), norm_weight_1, norm_bias_1)
+    return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
+
+
 @functools.lru_cache(maxsize=1)
 def decomposition_table() -> dict:
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(_EXTRA))
     for op in _KEEP:
         table.pop(op, None)
+    table[aten._transformer_encoder_layer_fwd.default] = _transformer_encoder_layer_fwd
     return table

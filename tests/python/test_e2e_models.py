@@ -178,3 +178,16 @@ def test_cross_entropy_loss(device):
     check_model(
         f, (torch.randn(6, 5, device=device), torch.randint(0, 5, (6,), device=device)), grad=True, reduction=True
     )
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_norm", "pre_norm"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_transformer_encoder_layer_inference_fast_path(norm_first, activation, device):
+    # eval + no_grad: Dynamo records the module's fused fast-path op, which our
+    # decomposition table turns into lowerable ops and extern calls.
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model=32, nhead=4, dim_feedforward=64, dropout=0.0, activation=activation,
+        batch_first=True, norm_first=norm_first,
+    ).to(device).eval()
+    with torch.no_grad():
+        check_model(layer, (torch.randn(2, 5, 32, device=device),), reduction=True)
