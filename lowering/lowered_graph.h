@@ -29,6 +29,9 @@ namespace cppi::lowering {
 struct AtenItem {
   int graph_node = -1;
   bool is_extern = false;
+  /// The graph nodes whose values the call reads (its arguments, in order of
+  /// appearance). Fusion keeps exactly these values in memory for it.
+  std::vector<int> reads;
 };
 
 /// Where a buffer's tensor lives at run time. Graph-node buffers use the

@@ -50,7 +50,9 @@ Program Program::from(const LoweredGraph& lowered) {
     for (size_t i : p.writers[name]) {
       if (p.nodes[i]) first_node_writer = std::min(first_node_writer, i);
     }
-    bool aten_after = !aten_positions.empty() && aten_positions.back() > first_node_writer;
+    bool aten_after = false;
+    for (size_t a : aten_positions)
+      aten_after = aten_after || (a > first_node_writer && p.may_read(a, name));
     use.needed_outside = first_node_writer == n || aten_after;
   }
   return p;
@@ -60,7 +62,8 @@ bool Program::may_read(size_t item, const std::string& buffer) const {
   if (!aten[item]) return reads[item].count(buffer) > 0;
   auto it = buffers.find(buffer);
   if (it == buffers.end() || it->second.graph_node < 0) return false;
-  return it->second.buffer->kind == ir::BufferKind::GraphInput || it->second.first_write < item;
+  const auto& args = aten[item]->reads;
+  return std::find(args.begin(), args.end(), it->second.graph_node) != args.end();
 }
 
 std::string Program::first_read(size_t item, const std::set<std::string>& names) const {

@@ -37,7 +37,7 @@ struct Program {
   std::vector<std::optional<AtenItem>> aten;
   /// Buffer names each compute node reads and each item writes (an ATen
   /// item: its own graph node's buffers). What an ATen item reads is
-  /// may_read(): LoweredGraph does not name its arguments.
+  /// may_read(), from the graph nodes its AtenItem lists.
   std::vector<std::set<std::string>> reads, writes;
   /// The inverse: compute nodes reading / items writing each buffer (kept in step).
   std::map<std::string, std::set<size_t>> readers, writers;
@@ -50,9 +50,8 @@ struct Program {
   static Program from(const LoweredGraph& lowered);
   size_t size() const { return nodes.size(); }
   bool needed_outside(const std::string& buffer) const;
-  /// Whether `item` may read `buffer`. An ATen item may read any graph-node
-  /// value that holds something when it runs: a graph input, or one written
-  /// by an earlier item.
+  /// Whether `item` may read `buffer`: a compute node's loads, or an ATen
+  /// item's arguments (the graph nodes its AtenItem lists).
   bool may_read(size_t item, const std::string& buffer) const;
   /// The first of `names` that `item` may read ("" if none).
   std::string first_read(size_t item, const std::set<std::string>& names) const;

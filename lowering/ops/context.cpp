@@ -132,14 +132,18 @@ void LoweringContext::ensure_runtime(int node) {
 }
 
 void LoweringContext::emit_aten(int node, bool is_extern) {
+  std::vector<int> reads;
   std::function<void(const Arg&)> visit = [&](const Arg& a) {
-    if (a.kind == Arg::Kind::Node) ensure_runtime(static_cast<int>(a.i));
+    if (a.kind == Arg::Kind::Node) {
+      ensure_runtime(static_cast<int>(a.i));
+      reads.push_back(static_cast<int>(a.i));
+    }
     for (const auto& e : a.list) visit(e);
   };
   const Node& n = graph_.nodes[node];
   for (const auto& a : n.args) visit(a);
   for (const auto& [k, a] : n.kwargs) visit(a);
-  result_.program.emplace_back(AtenItem{node, is_extern});
+  result_.program.emplace_back(AtenItem{node, is_extern, std::move(reads)});
   values_[node].runtime_ready = true;
 }
 

@@ -806,3 +806,28 @@ TEST(Fusion, VeryExpensiveBroadcastProducerIsComputedOnce) {
 
 }  // namespace
 }  // namespace cppi::lowering::testing
+
+namespace cppi::lowering::testing {
+namespace {
+
+using ir::BinaryOp;
+
+/// An ATen call that does not read an intermediate leaves it free to be
+/// inlined away: only what the call reads must stay in memory.
+TEST(FusionAtenReads, IntermediatesTheCallDoesNotReadAreNotStored) {
+  GraphBuilder b;
+  auto xin = b.input("x", {64});
+  auto t = b.temp("t", {64});       // exp(x): only the kernel below needs it
+  auto out = b.output("out", {64});
+  auto mm = b.temp("mm", {64});     // produced by an ATen call reading x only
+  b.pointwise("exp", t, ir::unary(ir::UnaryOp::Exp, at(xin, {x(0)})));
+  b.aten(mm, true, std::vector<BufferPtr>{xin});
+  b.pointwise("add", out, ir::binary(BinaryOp::Add, at(t, {x(0)}), at(mm, {x(0)})));
+  Remarks remarks;
+  auto fused = fuse(b.graph, {}, remarks);
+  ASSERT_EQ(kernels(fused).size(), 1u);
+  for (const auto& binding : fused.buffers) EXPECT_NE(binding.buffer->name, "t");
+}
+
+}  // namespace
+}  // namespace cppi::lowering::testing

@@ -1,3 +1,6 @@
+#include <set>
+#include <variant>
+
 #include "fusion_test_util.h"
 
 #include <cmath>
@@ -42,9 +45,30 @@ void GraphBuilder::reduction(const std::string& origin, const BufferPtr& out,
 
 void GraphBuilder::node(ir::ComputeNode n) { graph.program.push_back(std::move(n)); }
 
-void GraphBuilder::aten(const BufferPtr& result, bool is_extern) {
+void GraphBuilder::aten(const BufferPtr& result, bool is_extern, std::optional<std::vector<BufferPtr>> args) {
+  // Without named arguments the call reads every graph-bound value that
+  // exists when it runs (a graph input, or written by an earlier item): the
+  // most conservative ATen call there is.
+  std::set<std::string> written;
+  for (const auto& item : graph.program) {
+    if (const auto* n = std::get_if<ir::ComputeNode>(&item)) {
+      for (const auto& w : ir::writes(*n)) written.insert(w.buffer->name);
+    } else {
+      for (const auto& b : graph.buffers)
+        if (b.graph_node == std::get<AtenItem>(item).graph_node) written.insert(b.buffer->name);
+    }
+  }
+  std::vector<int> reads;
   for (const auto& b : graph.buffers) {
-    if (b.buffer->name == result->name) graph.program.push_back(AtenItem{b.graph_node, is_extern});
+    if (b.graph_node < 0 || b.buffer->name == result->name) continue;
+    bool exists = b.buffer->kind == BufferKind::GraphInput || written.count(b.buffer->name);
+    bool named = false;
+    if (args)
+      for (const auto& a : *args) named = named || a->name == b.buffer->name;
+    if (args ? named : exists) reads.push_back(b.graph_node);
+  }
+  for (const auto& b : graph.buffers) {
+    if (b.buffer->name == result->name) graph.program.push_back(AtenItem{b.graph_node, is_extern, reads});
   }
 }
 

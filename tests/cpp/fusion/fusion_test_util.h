@@ -3,6 +3,8 @@
 /// runs a graph unfused and fused through the IR reference interpreter.
 #pragma once
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
@@ -35,7 +37,9 @@ class GraphBuilder {
   void reduction(const std::string& origin, const BufferPtr& out, std::vector<IndexExpr> reduction_ranges,
                  ir::ReductionKind kind, Expr body);
   void node(ir::ComputeNode n);
-  void aten(const BufferPtr& result, bool is_extern = true);
+  /// An ATen call producing `result` that reads `args` (default: every other
+  /// graph-bound buffer).
+  void aten(const BufferPtr& result, bool is_extern = true, std::optional<std::vector<BufferPtr>> args = std::nullopt);
 
   LoweredGraph graph;
   /// The device of the buffers made from now on.
