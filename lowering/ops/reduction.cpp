@@ -5,6 +5,8 @@
 // no post-processing is needed; otherwise into a temporary in the
 // accumulation dtype, followed by a pointwise node (mean's division, var's
 // correction, the rounding to float16, ...) that fusion folds back in.
+#include <cmath>
+
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ops/elementwise.h"
 #include "lowering/ops/registry.h"
@@ -246,7 +248,16 @@ LowerFn welford(Moments what) {
         return is_std ? ir::unary(ir::UnaryOp::Sqrt, v) : v;
       });
     }
-    if (want_mean) finish(c, stored[0], mean_out);
+    if (want_mean) {
+      // An empty reduction's mean is 0/0 in eager; the Welford state never
+      // left its initial 0. Size symbols are >= 1, so emptiness is constant.
+      auto n = reduced_numel(in).constant();
+      if (n && *n == 0) {
+        finish(c, stored[0], mean_out, [&](Expr) { return ir::const_float(std::nan(""), acc); });
+      } else {
+        finish(c, stored[0], mean_out);
+      }
+    }
     if (with_mean) {
       std::vector<std::optional<TensorRef>> items(2);
       if (var_out) items[0] = TensorRef::of_buffer(var_out);

@@ -1,5 +1,7 @@
 """End to end, compiled vs eager: reductions, softmax, normalisations (forward and backward)."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -120,3 +122,14 @@ def test_cumsum_and_sort(device):
         return x.cumsum(1), torch.sort(x, dim=1).values, torch.topk(x, 3).values
 
     check_model(f, (torch.randn(4, 10, device=device),), reduction=True)
+
+
+@pytest.mark.parametrize("shape, dim", [((0,), None), ((0, 3), 0)])
+def test_moments_of_an_empty_reduction_are_nan(shape, dim, device):
+    # eager: 0/0 for the mean as well as the variance (found by the OpInfo sweep)
+    def f(x):
+        return torch.var_mean(x, dim=dim), torch.std_mean(x, dim=dim, correction=0), (x.var(), x.mean())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_model(f, (torch.randn(*shape, device=device),), reduction=True)
