@@ -292,4 +292,80 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
   throw CompilerError(Error::internal(cat("codegen: cannot print ", to_string(e.kind()))));
 }
 
+// The integer helpers every C-family target pastes into generated code; the
+// target's support text defines CPPI_INLINE first.
+const char* c_integer_support_source() {
+  return R"cppi_support(
+// Integer arithmetic wraps (two's complement), as the loop IR defines it.
+template <class T> struct cppi_unsigned_of { typedef T type; };
+template <> struct cppi_unsigned_of<int8_t> { typedef uint8_t type; };
+template <> struct cppi_unsigned_of<int16_t> { typedef uint16_t type; };
+template <> struct cppi_unsigned_of<int32_t> { typedef uint32_t type; };
+template <> struct cppi_unsigned_of<int64_t> { typedef uint64_t type; };
+template <class T> CPPI_INLINE T cppi_wadd(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a + (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wsub(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a - (U)b);
+}
+template <class T> CPPI_INLINE T cppi_wmul(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (T)(U)((U)a * (U)b);
+}
+// Python // and % on int64 index values (divisor > 0 is not assumed).
+CPPI_INLINE int64_t cppi_floordiv_i64(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+CPPI_INLINE int64_t cppi_mod_i64(int64_t a, int64_t b) {
+  const int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+// Integer value ops (divisor != 0 is the lowering's job; MIN / -1 wraps).
+template <class T> CPPI_INLINE T cppi_int_floordiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  const T q = (T)(a / b);
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+template <class T> CPPI_INLINE T cppi_int_truncdiv(T a, T b) {
+  if (b == (T)-1) return cppi_wsub<T>((T)0, a);
+  return (T)(a / b);
+}
+template <class T> CPPI_INLINE T cppi_int_fmod(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  return (T)(a % b);
+}
+template <class T> CPPI_INLINE T cppi_int_remainder(T a, T b) {
+  if (b == (T)-1) return (T)0;
+  const T r = (T)(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+}
+template <class T> CPPI_INLINE T cppi_int_pow(T base, T exp) {
+  if (exp < 0) {
+    if (base == 1) return (T)1;
+    if (base == -1) return (exp % 2 == 0) ? (T)1 : (T)-1;
+    return (T)0;
+  }
+  T result = 1;
+  while (exp) {
+    if (exp & 1) result = cppi_wmul<T>(result, base);
+    base = cppi_wmul<T>(base, base);
+    exp = (T)(exp >> 1);
+  }
+  return result;
+}
+template <class T> CPPI_INLINE T cppi_int_shl(T a, T b) {
+  typedef typename cppi_unsigned_of<T>::type U;
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)0 : (T)(U)((U)a << b);
+}
+template <class T> CPPI_INLINE T cppi_int_shr(T a, T b) {
+  return (b < 0 || b >= (T)(sizeof(T) * 8)) ? (T)(a < 0 ? -1 : 0) : (T)(a >> b);
+}
+template <class T> CPPI_INLINE T cppi_int_abs(T a) { return a < 0 ? cppi_wsub<T>((T)0, a) : a; }
+template <class T> CPPI_INLINE T cppi_sign(T a) { return (T)((T(0) < a) - (a < T(0))); }
+)cppi_support";
+}
+
 }  // namespace cppi::codegen

@@ -123,4 +123,9 @@ class CPrinterBase {
   int next_name_ = 0;
 };
 
+/// Integer helpers generated code uses (wrapping arithmetic, Python // and
+/// % on indices, integer div/mod/pow/shifts) as C++ source text, shared by
+/// the CPU and CUDA support blocks; they define CPPI_INLINE before it.
+const char* c_integer_support_source();
+
 }  // namespace cppi::codegen
