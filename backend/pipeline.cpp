@@ -82,29 +82,20 @@ Status check_fallback_policy(const PipelineContext& ctx) {
   return Status::success();
 }
 
-std::string describe_lowered(const lowering::LoweredGraph& lowered, const Graph& g) {
-  std::string out;
-  for (const auto& item : lowered.program) {
-    if (const auto* aten = std::get_if<lowering::AtenItem>(&item)) {
-      const Node& n = g.nodes[aten->graph_node];
-      out += cat(aten->is_extern ? "extern " : "aten ", n.name, " = ", n.target, "\n\n");
-    } else {
-      out += ir::to_string(std::get<ir::ComputeNode>(item)) + "\n";
-    }
-  }
-  return out;
+/// One program item in the loop-IR dumps: compute items as IR text, ATen
+/// items by their node.
+std::string item_text(const ir::ComputeNode& n, const Graph&) { return ir::to_string(n) + "\n"; }
+std::string item_text(const ir::KernelPtr& k, const Graph&) { return ir::to_string(*k) + "\n"; }
+std::string item_text(const lowering::AtenItem& a, const Graph& g) {
+  const Node& n = g.nodes[a.graph_node];
+  return cat(a.is_extern ? "extern " : "aten ", n.name, " = ", n.target, "\n\n");
 }
 
-std::string describe_fused(const lowering::FusedGraph& fused, const Graph& g) {
+/// loop_ir_pre_fusion.txt / loop_ir_post_fusion.txt.
+template <typename Item>
+std::string describe_program(const std::vector<Item>& program, const Graph& g) {
   std::string out;
-  for (const auto& item : fused.program) {
-    if (const auto* aten = std::get_if<lowering::AtenItem>(&item)) {
-      const Node& n = g.nodes[aten->graph_node];
-      out += cat(aten->is_extern ? "extern " : "aten ", n.name, " = ", n.target, "\n\n");
-    } else {
-      out += ir::to_string(*std::get<ir::KernelPtr>(item)) + "\n";
-    }
-  }
+  for (const auto& item : program) out += std::visit([&](const auto& x) { return item_text(x, g); }, item);
   return out;
 }
 
@@ -232,7 +223,7 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
   auto lowered = timed(ctx, "lower", [&] { return lowering::lower_graph(g, lowering_options(options), result.remarks); });
   if (!lowered) return lowered.error();
   if (Status s = check_fallback_policy(ctx); !s) return s.error();
-  ctx.dump("loop_ir_pre_fusion.txt", describe_lowered(*lowered, g));
+  ctx.dump("loop_ir_pre_fusion.txt", describe_program(lowered->program, g));
 
   lowering::FusionOptions fusion_options;
   fusion_options.enabled = options.fuse;
@@ -240,7 +231,7 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
 
   Status scheduled = timed(ctx, "schedule", [&] { return schedule_kernels(fused); });
   if (!scheduled) return scheduled.error();
-  ctx.dump("loop_ir_post_fusion.txt", describe_fused(fused, g));
+  ctx.dump("loop_ir_post_fusion.txt", describe_program(fused.program, g));
 
   Status compiled = timed(ctx, "codegen", [&] { return compile_kernels(ctx, kernels_of(fused)); });
   if (!compiled) return compiled.error();
