@@ -368,4 +368,29 @@ template <class T> CPPI_INLINE T cppi_sign(T a) { return (T)((T(0) < a) - (a < T
 )cppi_support";
 }
 
+// Float floor division and remainder exactly as ATen's div_floor_floating
+// and remainder kernels compute them; the target defines cppi_fmod,
+// cppi_floor and cppi_copysign first.
+const char* c_float_division_support_source() {
+  return R"cppi_support(
+// Float floor division and remainder exactly as ATen's div_floor_floating
+// and remainder kernels compute them.
+template <class T> CPPI_INLINE T cppi_float_floordiv(T a, T b) {
+  if (b == 0) return a / b;
+  const T m = cppi_fmod(a, b);
+  T div = (a - m) / b;
+  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
+  if (div == 0) return cppi_copysign((T)0, a / b);
+  T fl = cppi_floor(div);
+  if (div - fl > (T)0.5) fl += 1;
+  return fl;
+}
+template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
+  T m = cppi_fmod(a, b);
+  if (m != 0 && ((b < 0) != (m < 0))) m += b;
+  return m;
+}
+)cppi_support";
+}
+
 }  // namespace cppi::codegen

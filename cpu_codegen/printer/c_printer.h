@@ -127,5 +127,8 @@ class CPrinterBase {
 /// % on indices, integer div/mod/pow/shifts) as C++ source text, shared by
 /// the CPU and CUDA support blocks; they define CPPI_INLINE before it.
 const char* c_integer_support_source();
+/// Float floor division and remainder as ATen computes them (text), shared
+/// likewise; the target defines cppi_fmod, cppi_floor and cppi_copysign first.
+const char* c_float_division_support_source();
 
 }  // namespace cppi::codegen

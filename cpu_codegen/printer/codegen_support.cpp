@@ -19,25 +19,9 @@ extern "C" void* malloc(size_t) noexcept;
 extern "C" void free(void*) noexcept;
 )cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
 
-// Float floor division and remainder exactly as ATen's div_floor_floating
-// and remainder kernels compute them.
-template <class T> CPPI_INLINE T cppi_float_floordiv(T a, T b) {
-  if (b == 0) return a / b;
-  const T m = cppi_fmod(a, b);
-  T div = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
-  if (div == 0) return __builtin_copysign((T)0, a / b);
-  T fl = cppi_floor(div);
-  if (div - fl > (T)0.5) fl += 1;
-  return fl;
-}
-template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
-  T m = cppi_fmod(a, b);
-  if (m != 0 && ((b < 0) != (m < 0))) m += b;
-  return m;
-}
 CPPI_INLINE float cppi_copysign(float a, float b) { return __builtin_copysignf(a, b); }
 CPPI_INLINE double cppi_copysign(double a, double b) { return __builtin_copysign(a, b); }
+)cppi_support" + codegen::c_float_division_support_source() + R"cppi_support(
 CPPI_INLINE bool cppi_signbit(float a) { return __builtin_signbit(a); }
 CPPI_INLINE bool cppi_signbit(double a) { return __builtin_signbit(a); }
 CPPI_INLINE bool cppi_isinf(float a) { return __builtin_fabsf(a) == __builtin_inff(); }

@@ -74,23 +74,7 @@ CPPI_INLINE bool cppi_isfinite(double a) { return fabs(a) < __longlong_as_double
 CPPI_INLINE bool cppi_signbit(float a) { return (__float_as_uint(a) >> 31) != 0; }
 CPPI_INLINE bool cppi_signbit(double a) { return __double_as_longlong(a) < 0; }
 
-// Float floor division and remainder exactly as ATen's div_floor_floating
-// and remainder kernels compute them.
-template <class T> CPPI_INLINE T cppi_float_floordiv(T a, T b) {
-  if (b == 0) return a / b;
-  const T m = cppi_fmod(a, b);
-  T div = (a - m) / b;
-  if (m != 0 && ((b < 0) != (m < 0))) div -= 1;
-  if (div == 0) return cppi_copysign((T)0, a / b);
-  T fl = cppi_floor(div);
-  if (div - fl > (T)0.5) fl += 1;
-  return fl;
-}
-template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
-  T m = cppi_fmod(a, b);
-  if (m != 0 && ((b < 0) != (m < 0))) m += b;
-  return m;
-}
+)cppi_support" + codegen::c_float_division_support_source() + R"cppi_support(
 
 // Reduced floats: the names the shared scalar table's casts use.
 CPPI_INLINE float cppi_half_to_float(cppi_half h) { return cppi_to_float(h); }
