@@ -1,4 +1,4 @@
-// Data movement that is not a view: cat, constant_pad_nd, flip, roll. Each
+// Data movement that is not a view: cat, constant_pad_nd, flip, roll, repeat. Each
 // output element reads at most one input element at an index computed from
 // its coordinates; reads that may be out of range (cat's other pieces, pad's
 // border) are masked loads, so no kernel touches memory outside a buffer.
@@ -140,6 +140,25 @@ Status lower_roll(const OpCall& c) {
   return Status::success();
 }
 
+/// repeat(x, repeats): len(repeats) >= rank dims, the leading ones new; the
+/// output reads x at each coordinate modulo x's size.
+Status lower_repeat(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(repeats, c.size_list(1, "repeats"));
+  if (repeats.size() < x.rank()) return Error::unsupported("repeat: fewer repeats than dims");
+  const size_t shift = repeats.size() - x.rank();
+  DType t = c.meta().dtype;
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> coords(x.rank());
+    for (size_t d = 0; d < x.rank(); ++d)
+      coords[d] = repeats[d + shift].is_constant(1) ? o[d + shift] : ir::mod(o[d + shift], x.sizes[d]);
+    return ir::cast(load(x, coords), t);
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 }  // namespace
 
 void register_indexing_lowerings(Registry& r) {
@@ -147,6 +166,7 @@ void register_indexing_lowerings(Registry& r) {
   r.add("aten.constant_pad_nd.default", lower_constant_pad_nd);
   r.add("aten.flip.default", lower_flip);
   r.add("aten.roll.default", lower_roll);
+  r.add("aten.repeat.default", lower_repeat);
 }
 
 }  // namespace cppi::lowering

@@ -134,3 +134,14 @@ def test_out_of_range_index_is_clamped_not_a_crash():
     torch.testing.assert_close(compiled(x, ok), f(x, ok))
     bad = torch.tensor([4, -5, 1 << 40, 2])
     torch.testing.assert_close(compiled(x, bad), x[torch.tensor([3, 0, 3, 2])])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_repeat(dtype, device):
+    """New leading dims, repeats of 1 and of more; on a transposed input."""
+
+    def f(x):
+        return x.repeat(2, 1, 3), x.t().repeat(1, 2) * 2
+
+    x = torch.arange(15, device=device).to(dtype).reshape(3, 5)
+    check_model(f, (x,), options={"fallback": "error"})
