@@ -1,5 +1,5 @@
-// 2-d pooling: max_pool2d_with_indices and its backward, avg_pool2d and its
-// backward, _adaptive_avg_pool2d and its backward.
+// 2-d pooling: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d,
+// adaptive_max_pool2d, and their backwards.
 //
 // A forward pool is a reduction per output element over its window: the
 // reduction loops r0, r1 walk the window's rows and columns, and positions
@@ -412,6 +412,80 @@ Status lower_adaptive_avg_pool2d_backward(const OpCall& c) {
   return Status::success();
 }
 
+/// adaptive_max_pool2d(x, output_size) -> (values, indices): the adaptive
+/// windows with max pooling's value and index. Window position (0, 0) is
+/// always in the window and first in scan order, so where the max is -inf
+/// the argmax lands there, which is eager's initial guess too.
+Status lower_adaptive_max_pool2d(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, pooled_input(c, 0, "self"));
+  const size_t rank = x.rank();
+  const IndexExpr H = x.sizes[rank - 2], W = x.sizes[rank - 1];
+  const std::vector<IndexExpr> out_sizes = to_index(c.item_meta(0).sizes);
+  const IndexExpr OH = out_sizes[rank - 2], OW = out_sizes[rank - 1];
+  const DType acc = opmath_type(x.dtype);
+  const std::vector<IndexExpr> window{adaptive_span(H, OH), adaptive_span(W, OW)};
+  auto hstart = [&](const std::vector<IndexExpr>& o) { return adaptive_start(o[rank - 2], H, OH); };
+  auto wstart = [&](const std::vector<IndexExpr>& o) { return adaptive_start(o[rank - 1], W, OW); };
+  auto body = [&](const std::vector<IndexExpr>& o, const std::vector<IndexExpr>& r) {
+    IndexExpr ih = hstart(o) + r[0], iw = wstart(o) + r[1];
+    Expr valid = all_of({ir::compare(CompareOp::Lt, index_value(ih), index_value(adaptive_end(o[rank - 2], H, OH))),
+                         ir::compare(CompareOp::Lt, index_value(iw), index_value(adaptive_end(o[rank - 1], W, OW)))});
+    return ir::where(valid, ir::cast(load(x, at_hw(o, ih, iw), valid), acc), ir::const_float(-INFINITY, acc));
+  };
+  std::vector<std::optional<TensorRef>> items(2);
+  if (c.item_used(0)) {
+    ir::BufferPtr out = c.item_buffer(0);
+    ir::BufferPtr stored = emit_window_reduction(c, out_sizes, window, ReductionKind::Max, body, out, x.device);
+    finish(c, stored, out);
+    items[0] = TensorRef::of_buffer(out);
+  }
+  if (c.item_used(1)) {
+    ir::BufferPtr out = c.item_buffer(1);
+    if (out->dtype != DType::Int64) return Error::unsupported("adaptive_max_pool2d indices that are not int64");
+    ir::BufferPtr arg = emit_window_reduction(c, out_sizes, window, ReductionKind::ArgMax, body, nullptr, x.device);
+    finish(c, arg, out, [&](const std::vector<IndexExpr>& o, Expr r) {
+      Expr kw = ir::cast(index_value(window[1]), DType::Int64);
+      Expr ih = ir::binary(BinaryOp::Add, index_value(hstart(o)), ir::binary(BinaryOp::FloorDiv, r, kw));
+      Expr iw = ir::binary(BinaryOp::Add, index_value(wstart(o)), ir::binary(BinaryOp::Remainder, r, kw));
+      return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, ih, index_value(W)), iw);
+    });
+    items[1] = TensorRef::of_buffer(out);
+  }
+  c.set_items(std::move(items));
+  return Status::success();
+}
+
+/// adaptive_max_pool2d_backward(grad, x, indices): input position i sums
+/// grad[o] over the outputs whose windows may contain it and whose index is i.
+Status lower_adaptive_max_pool2d_backward(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(grad, c.tensor(0, "grad_output"));
+  CPPI_ASSIGN_OR_RETURN(x, pooled_input(c, 1, "self"));
+  CPPI_ASSIGN_OR_RETURN(indices, c.tensor(2, "indices"));
+  const size_t rank = x.rank();
+  if (grad.rank() != rank || indices.rank() != rank || !is_floating(grad.dtype))
+    return Error::unsupported("adaptive_max_pool2d backward: unexpected operands");
+  const IndexExpr H = x.sizes[rank - 2], W = x.sizes[rank - 1];
+  const IndexExpr OH = grad.sizes[rank - 2], OW = grad.sizes[rank - 1];
+  const DType acc = opmath_type(c.meta().dtype);
+  ir::BufferPtr out = c.result_buffer();
+  const std::vector<IndexExpr> window{adaptive_span(OH, H), adaptive_span(OW, W)};
+  auto body = [&](const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) {
+    IndexExpr ih = i[rank - 2], iw = i[rank - 1];
+    IndexExpr oh = ir::floordiv(ih * OH, H) + r[0], ow = ir::floordiv(iw * OW, W) + r[1];
+    Expr valid = all_of({ir::compare(CompareOp::Lt, index_value(oh), index_value(OH)),
+                         ir::compare(CompareOp::Lt, index_value(ow), index_value(OW))});
+    auto o = at_hw(i, oh, ow);
+    Expr hit = ir::binary(BinaryOp::LogicalAnd, valid,
+                          ir::compare(CompareOp::Eq, ir::cast(load(indices, o, valid), DType::Int64),
+                                      index_value(ih * W + iw)));
+    return ir::where(hit, ir::cast(load(grad, o, valid), acc), ir::const_float(0, acc));
+  };
+  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
+  finish(c, stored, out);
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 }  // namespace
 
 void register_pooling_lowerings(Registry& r) {
@@ -421,6 +495,8 @@ void register_pooling_lowerings(Registry& r) {
   r.add("aten.avg_pool2d_backward.default", lower_avg_pool2d_backward);
   r.add("aten._adaptive_avg_pool2d.default", lower_adaptive_avg_pool2d);
   r.add("aten._adaptive_avg_pool2d_backward.default", lower_adaptive_avg_pool2d_backward);
+  r.add("aten.adaptive_max_pool2d.default", lower_adaptive_max_pool2d);
+  r.add("aten.adaptive_max_pool2d_backward.default", lower_adaptive_max_pool2d_backward);
 }
 
 }  // namespace cppi::lowering

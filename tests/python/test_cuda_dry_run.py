@@ -46,6 +46,7 @@ PROGRAMS = {
                            "max_pool2d_with_indices"),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), True, "avg_pool2d"),
     "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (3, 4)), True, "adaptive_avg_pool2d"),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (3, 4)), True, "adaptive_max_pool2d"),
     "vector_norm": (lambda x: (torch.linalg.vector_norm(x, dim=-1), torch.linalg.vector_norm(x, 3),
                                torch.linalg.vector_norm(x, float("inf"), dim=(0, 1))), False, "linalg_vector_norm"),
     "repeat": (lambda x: x.repeat(2, 1, 3, 1) + 1, False, "repeat"),

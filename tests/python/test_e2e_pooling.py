@@ -1,4 +1,4 @@
-"""End to end, compiled vs eager: 2-d pooling forward and backward (max with indices, avg, adaptive avg).
+"""End to end, compiled vs eager: 2-d pooling forward and backward (max with indices, avg, adaptive avg and max).
 fallback="error" makes any op that is not lowered fail the test."""
 
 import pytest
@@ -94,12 +94,24 @@ def test_adaptive_avg_pool2d_bfloat16(device):
                 (torch.randn(2, 3, 10, 7, dtype=torch.bfloat16, device=device),), grad=True, options=LOWERED)
 
 
+@pytest.mark.parametrize("out", [(3, 3), (4, 2), (12, 8), 1], ids=str)
+def test_adaptive_max_pool2d_forward_backward(out, device):
+    check_model(lambda x: F.adaptive_max_pool2d(x, out, return_indices=True), (_input(2, 3, 10, 7, device=device),),
+                grad=True, options=LOWERED)
+
+
+def test_adaptive_max_pool2d_minus_inf_and_float64(device):
+    x = _input(3, 10, 7, dtype=torch.float64, device=device)
+    x[:, :4, :3] = -float("inf")
+    check_model(lambda x: F.adaptive_max_pool2d(x, (3, 3), return_indices=True), (x,), options=LOWERED)
+
+
 def test_pooling_dynamic_shapes(device, graph_count):
     """Symbolic H and W reach the window arithmetic as kernel arguments: one graph for every size."""
 
     def f(x):
         return (F.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.avg_pool2d(x, 2, count_include_pad=False),
-                F.adaptive_avg_pool2d(x, (3, 2)))
+                F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_max_pool2d(x, (2, 3)))
 
     for h, w in [(9, 8), (12, 11), (7, 13)]:
         check_model(f, (torch.randn(2, 3, h, w, device=device),), grad=True, dynamic=True, options=LOWERED,
