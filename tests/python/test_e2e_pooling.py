@@ -78,6 +78,19 @@ def test_avg_pool2d_forward_backward(case, device):
                 options=LOWERED, reduction=True)
 
 
+@pytest.mark.parametrize("count_include_pad", [True, False], ids=["include_pad", "exclude_pad"])
+def test_avg_pool2d_ceil_window_past_the_padded_input(count_include_pad, device):
+    """The last window of ceil_mode runs past the input: its divisor counts only what lies inside the padded
+    (or, excluding padding, the plain) input, as eager."""
+
+    def f(x):
+        return (F.avg_pool2d(x, 3, 2, ceil_mode=True, count_include_pad=count_include_pad),
+                F.avg_pool2d(x, 4, 3, 1, ceil_mode=True, count_include_pad=count_include_pad),
+                F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True))
+
+    check_model(f, (torch.randn(2, 3, 10, 8, device=device),), grad=True, options=LOWERED, reduction=True)
+
+
 def test_avg_pool2d_3d_float64(device):
     check_model(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
                 (torch.randn(3, 8, 7, dtype=torch.float64, device=device),), grad=True, options=LOWERED)
