@@ -133,6 +133,42 @@ void finish(const OpCall& c, const ir::BufferPtr& acc, const ir::BufferPtr& out,
 
 // --- max pooling ----------------------------------------------------------------------------
 
+using PositionFn = std::function<Expr(const std::vector<IndexExpr>& o, Expr r)>;
+
+/// The (values, indices) items of a max pool: a max and an argmax over the
+/// same window body (fusion puts them in one kernel); `position` turns the
+/// argmax r of output o into the input's flattened H*W index. An unused item
+/// is not computed.
+Status set_max_pool_items(const OpCall& c, const TensorRef& x, const std::vector<IndexExpr>& out_sizes,
+                          const std::vector<IndexExpr>& window, const WindowBody& body, const PositionFn& position) {
+  std::vector<std::optional<TensorRef>> items(2);
+  if (c.item_used(1) && c.item_buffer(1)->dtype != DType::Int64)
+    return Error::unsupported("max pooling indices that are not int64");
+  if (c.item_used(0)) {
+    ir::BufferPtr out = c.item_buffer(0);
+    ir::BufferPtr stored = emit_window_reduction(c, out_sizes, window, ReductionKind::Max, body, out, x.device);
+    finish(c, stored, out);
+    items[0] = TensorRef::of_buffer(out);
+  }
+  if (c.item_used(1)) {
+    ir::BufferPtr out = c.item_buffer(1);
+    ir::BufferPtr arg = emit_window_reduction(c, out_sizes, window, ReductionKind::ArgMax, body, nullptr, x.device);
+    finish(c, arg, out, position);
+    items[1] = TensorRef::of_buffer(out);
+  }
+  c.set_items(std::move(items));
+  return Status::success();
+}
+
+/// A max pool backward's body term for candidate output o (in range where
+/// `valid`): grad[o] where o's argmax is input position `flat`, else 0.
+Expr grad_if_argmax(const TensorRef& grad, const TensorRef& indices, const std::vector<IndexExpr>& o, Expr valid,
+                    const IndexExpr& flat, DType acc) {
+  Expr hit = ir::binary(BinaryOp::LogicalAnd, valid,
+                        ir::compare(CompareOp::Eq, ir::cast(load(indices, o, valid), DType::Int64), index_value(flat)));
+  return ir::where(hit, ir::cast(load(grad, o, valid), acc), ir::const_float(0, acc));
+}
+
 /// max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
 /// -> (values, indices). The value is a max over the window; the index is
 /// the window's argmax turned into a position in the input's flattened H*W.
@@ -162,44 +198,29 @@ Status lower_max_pool2d_with_indices(const OpCall& c) {
     return ir::where(valid, ir::cast(load(x, at_hw(o, ih, iw), valid), acc), ir::const_float(-INFINITY, acc));
   };
 
-  std::vector<std::optional<TensorRef>> items(2);
-  if (c.item_used(0)) {
-    ir::BufferPtr out = c.item_buffer(0);
-    ir::BufferPtr stored = emit_window_reduction(c, out_sizes, window, ReductionKind::Max, body, out, x.device);
-    finish(c, stored, out);
-    items[0] = TensorRef::of_buffer(out);
-  }
-  if (c.item_used(1)) {
-    ir::BufferPtr out = c.item_buffer(1);
-    if (out->dtype != DType::Int64) return Error::unsupported("max_pool2d indices that are not int64");
-    ir::BufferPtr arg = emit_window_reduction(c, out_sizes, window, ReductionKind::ArgMax, body, nullptr, x.device);
-    finish(c, arg, out, [&](const std::vector<IndexExpr>& o, Expr r) {
-      // r -> (r // kw, r % kw) -> input position, as int64 values.
-      Expr kw = ir::const_int(w[1].kernel);
-      auto coord = [&](int d, Expr step) {
-        return ir::binary(BinaryOp::Add, index_value(start(o, d)),
-                          ir::binary(BinaryOp::Mul, step, ir::const_int(w[d].dilation)));
-      };
-      Expr ih = coord(0, ir::binary(BinaryOp::FloorDiv, r, kw));
-      Expr iw = coord(1, ir::binary(BinaryOp::Remainder, r, kw));
-      auto inside = [](Expr i, const IndexExpr& n) {
-        return ir::binary(BinaryOp::LogicalAnd, ir::compare(CompareOp::Ge, i, ir::const_int(0)),
-                          ir::compare(CompareOp::Lt, i, index_value(n)));
-      };
-      Expr valid = ir::binary(BinaryOp::LogicalAnd, inside(ih, H), inside(iw, W));
-      // The first in-bounds row/column: start + ceil(-start / dilation) * dilation when start < 0.
-      auto first = [&](int d) {
-        IndexExpr s = start(o, d);
-        return s + ir::max(ir::index_const(0), ir::floordiv(-s + (w[d].dilation - 1), ir::index_const(w[d].dilation))) *
-                       w[d].dilation;
-      };
-      Expr flat = ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, ih, index_value(W)), iw);
-      return ir::where(valid, flat, index_value(first(0) * W + first(1)));
-    });
-    items[1] = TensorRef::of_buffer(out);
-  }
-  c.set_items(std::move(items));
-  return Status::success();
+  return set_max_pool_items(c, x, out_sizes, window, body, [&](const std::vector<IndexExpr>& o, Expr r) {
+    // r -> (r // kw, r % kw) -> input position, as int64 values.
+    Expr kw = ir::const_int(w[1].kernel);
+    auto coord = [&](int d, Expr step) {
+      return ir::binary(BinaryOp::Add, index_value(start(o, d)),
+                        ir::binary(BinaryOp::Mul, step, ir::const_int(w[d].dilation)));
+    };
+    Expr ih = coord(0, ir::binary(BinaryOp::FloorDiv, r, kw));
+    Expr iw = coord(1, ir::binary(BinaryOp::Remainder, r, kw));
+    auto inside = [](Expr i, const IndexExpr& n) {
+      return ir::binary(BinaryOp::LogicalAnd, ir::compare(CompareOp::Ge, i, ir::const_int(0)),
+                        ir::compare(CompareOp::Lt, i, index_value(n)));
+    };
+    Expr valid = ir::binary(BinaryOp::LogicalAnd, inside(ih, H), inside(iw, W));
+    // The first in-bounds row/column: start + ceil(-start / dilation) * dilation when start < 0.
+    auto first = [&](int d) {
+      IndexExpr s = start(o, d);
+      return s + ir::max(ir::index_const(0), ir::floordiv(-s + (w[d].dilation - 1), ir::index_const(w[d].dilation))) *
+                     w[d].dilation;
+    };
+    Expr flat = ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, ih, index_value(W)), iw);
+    return ir::where(valid, flat, index_value(first(0) * W + first(1)));
+  });
 }
 
 /// max_pool2d_with_indices_backward(grad, x, kernel_size, stride, padding,
@@ -225,11 +246,7 @@ Status lower_max_pool2d_with_indices_backward(const OpCall& c) {
     IndexExpr oh = ir::floordiv(ih + w[0].pad, ir::index_const(w[0].stride)) - r[0];
     IndexExpr ow = ir::floordiv(iw + w[1].pad, ir::index_const(w[1].stride)) - r[1];
     Expr valid = all_of({in_range(oh, ir::index_const(0), OH), in_range(ow, ir::index_const(0), OW)});
-    auto o = at_hw(i, oh, ow);
-    Expr hit = ir::binary(BinaryOp::LogicalAnd, valid,
-                          ir::compare(CompareOp::Eq, ir::cast(load(indices, o, valid), DType::Int64),
-                                      index_value(ih * W + iw)));
-    return ir::where(hit, ir::cast(load(grad, o, valid), acc), ir::const_float(0, acc));
+    return grad_if_argmax(grad, indices, at_hw(i, oh, ow), valid, ih * W + iw, acc);
   };
   ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
   finish(c, stored, out);
@@ -432,27 +449,12 @@ Status lower_adaptive_max_pool2d(const OpCall& c) {
                          ir::compare(CompareOp::Lt, index_value(iw), index_value(adaptive_end(o[rank - 1], W, OW)))});
     return ir::where(valid, ir::cast(load(x, at_hw(o, ih, iw), valid), acc), ir::const_float(-INFINITY, acc));
   };
-  std::vector<std::optional<TensorRef>> items(2);
-  if (c.item_used(0)) {
-    ir::BufferPtr out = c.item_buffer(0);
-    ir::BufferPtr stored = emit_window_reduction(c, out_sizes, window, ReductionKind::Max, body, out, x.device);
-    finish(c, stored, out);
-    items[0] = TensorRef::of_buffer(out);
-  }
-  if (c.item_used(1)) {
-    ir::BufferPtr out = c.item_buffer(1);
-    if (out->dtype != DType::Int64) return Error::unsupported("adaptive_max_pool2d indices that are not int64");
-    ir::BufferPtr arg = emit_window_reduction(c, out_sizes, window, ReductionKind::ArgMax, body, nullptr, x.device);
-    finish(c, arg, out, [&](const std::vector<IndexExpr>& o, Expr r) {
-      Expr kw = ir::cast(index_value(window[1]), DType::Int64);
-      Expr ih = ir::binary(BinaryOp::Add, index_value(hstart(o)), ir::binary(BinaryOp::FloorDiv, r, kw));
-      Expr iw = ir::binary(BinaryOp::Add, index_value(wstart(o)), ir::binary(BinaryOp::Remainder, r, kw));
-      return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, ih, index_value(W)), iw);
-    });
-    items[1] = TensorRef::of_buffer(out);
-  }
-  c.set_items(std::move(items));
-  return Status::success();
+  return set_max_pool_items(c, x, out_sizes, window, body, [&](const std::vector<IndexExpr>& o, Expr r) {
+    Expr kw = ir::cast(index_value(window[1]), DType::Int64);
+    Expr ih = ir::binary(BinaryOp::Add, index_value(hstart(o)), ir::binary(BinaryOp::FloorDiv, r, kw));
+    Expr iw = ir::binary(BinaryOp::Add, index_value(wstart(o)), ir::binary(BinaryOp::Remainder, r, kw));
+    return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, ih, index_value(W)), iw);
+  });
 }
 
 /// adaptive_max_pool2d_backward(grad, x, indices): input position i sums
@@ -474,11 +476,7 @@ Status lower_adaptive_max_pool2d_backward(const OpCall& c) {
     IndexExpr oh = ir::floordiv(ih * OH, H) + r[0], ow = ir::floordiv(iw * OW, W) + r[1];
     Expr valid = all_of({ir::compare(CompareOp::Lt, index_value(oh), index_value(OH)),
                          ir::compare(CompareOp::Lt, index_value(ow), index_value(OW))});
-    auto o = at_hw(i, oh, ow);
-    Expr hit = ir::binary(BinaryOp::LogicalAnd, valid,
-                          ir::compare(CompareOp::Eq, ir::cast(load(indices, o, valid), DType::Int64),
-                                      index_value(ih * W + iw)));
-    return ir::where(hit, ir::cast(load(grad, o, valid), acc), ir::const_float(0, acc));
+    return grad_if_argmax(grad, indices, at_hw(i, oh, ow), valid, ih * W + iw, acc);
   };
   ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
   finish(c, stored, out);
