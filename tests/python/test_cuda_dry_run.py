@@ -50,6 +50,9 @@ PROGRAMS = {
     "vector_norm": (lambda x: (torch.linalg.vector_norm(x, dim=-1), torch.linalg.vector_norm(x, 3),
                                torch.linalg.vector_norm(x, float("inf"), dim=(0, 1))), False, "linalg_vector_norm"),
     "repeat": (lambda x: x.repeat(2, 1, 3, 1) + 1, False, "repeat"),
+    "slice_scatter": (lambda x: torch.slice_scatter(x, x[:, :, 1::3].exp(), dim=2, start=1, step=3), False,
+                      "slice_scatter"),
+    "round_decimals": (lambda x: torch.round(x, decimals=-1) + torch.round(x, decimals=2), False, "round"),
 }
 
 
