@@ -192,3 +192,13 @@ def test_dropout_gradient_matches_the_forward_mask(device):
 def test_dropout_eval_is_the_identity(device):
     model = DropoutMLP().to(device).eval()
     check_model(model, (torch.randn(8, 16, device=device),), options={"fallback": "error"})
+
+
+def test_dynamic_shapes_draw_without_recompiling(graph_count):
+    f = compile_fn(lambda x: F.dropout(x, 0.5, training=True), dynamic=True, options={"fallback": "error"})
+    for rows in (1000, 4001):
+        y = f(torch.ones(rows, 16))
+        n = y.numel()
+        assert abs((y != 0).double().mean().item() - 0.5) < 6 * math.sqrt(0.25 / n)
+        assert set(y.unique().tolist()) <= {0.0, 2.0}
+    assert graph_count() == 1
