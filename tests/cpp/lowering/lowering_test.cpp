@@ -865,6 +865,31 @@ TEST(Lowering, RandomNodesDrawFromDisjointCounterRanges) {
   EXPECT_NE(m.get("r"), m.get("n"));
 }
 
+TEST(Lowering, NativeDropoutOutputIsZeroExactlyWhereTheMaskIs) {
+  const int n = 64;
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {n}))
+                .call("d", "aten.native_dropout.default", {ref("x"), 0.5, true},
+                      tag("tuple", Desc::List{tensor("float32", {n}), tensor("bool", {n})}))
+                .call("out", "getitem", {ref("d"), 0}, tensor("float32", {n}))
+                .call("mask", "getitem", {ref("d"), 1}, tensor("bool", {n}))
+                .output({ref("out"), ref("mask")});
+  auto l = lower(g);
+  expect_all_lowered(l);
+  Memory m(l.lowered);
+  m.set("seed_cpu", {99});
+  m.set("x", std::vector<double>(n, 3.0));
+  m.run();
+  const auto out = m.get("out"), mask = m.get("mask");
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(out[i], mask[i] ? 6.0 : 0.0) << i;
+    kept += mask[i] != 0;
+  }
+  EXPECT_GT(kept, 8);  // about half of 64
+  EXPECT_LT(kept, 56);
+}
+
 TEST(Lowering, AccumulatingScattersFallBackWithTheirReason) {
   Graph g = GraphBuilder()
                 .input("x", tensor("float32", {4, 3}))
