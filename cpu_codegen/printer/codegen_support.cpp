@@ -68,7 +68,27 @@ CPPI_INLINE double cppi_erfinv(double y) {
 }
 CPPI_INLINE float cppi_erfinv(float y) { return (float)cppi_erfinv((double)y); }
 
-CPPI_INLINE uint32_t cppi_umulhi32(uint32_t a, uint32_t b) { return (uint32_t)(((uint64_t)a * b) >> 32); }
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, uint32_t a, uint32_t& hi, uint32_t& lo) {
+  const uint64_t p = (uint64_t)m * a;
+  hi = (uint32_t)(p >> 32);
+  lo = (uint32_t)p;
+}
+// The same on every lane of a vector: even lanes multiply in place and odd
+// lanes shifted down (x86's 32x32->64 multiply, vpmuludq, reads the low half
+// of each 64-bit pair), then the halves go back in lane order.
+template <class U> struct cppi_u32_pairs;
+template <> struct cppi_u32_pairs<cppi_u32x4> { typedef cppi_u64x2 type; };
+template <> struct cppi_u32_pairs<cppi_u32x8> { typedef cppi_u64x4 type; };
+template <> struct cppi_u32_pairs<cppi_u32x16> { typedef cppi_u64x8 type; };
+template <class U>
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, U a, U& hi, U& lo) {
+  typedef typename cppi_u32_pairs<U>::type W;
+  const W pairs = (W)a, low = cppi_vsplat<W>(0xFFFFFFFFull);
+  const W even = (pairs & low) * (uint64_t)m;
+  const W odd = (pairs >> 32) * (uint64_t)m;
+  hi = (U)((even >> 32) | (odd & ~low));
+  lo = (U)((even & low) | (odd << 32));
+}
 // Box-Muller, 16 lanes at a time with the prelude's 16-lane math (SLEEF or
 // libmvec; two 8-lane calls below AVX-512), on every CPU path: the scalar
 // form uses lane 0 of a splat and narrower vectors pad to 16 lanes. A normal
@@ -92,49 +112,25 @@ CPPI_INLINE float cppi_box_muller(float u1, float u2) {
 // carries at most once. Every lane computes exactly what cppi_philox would,
 // so a value does not depend on the vector width or on landing in the tail.
 template <class VF> struct cppi_philox_lanes;
-#define CPPI_PHILOX_LANES(W, HALF)                                         \
-  template <> struct cppi_philox_lanes<cppi_f32x##W> {                     \
-    typedef cppi_u32x##W u32;                                              \
-    typedef cppi_i32x##W i32;                                              \
-    typedef cppi_u64x##HALF u64; /* the same bytes as 64-bit lane pairs */ \
+#define CPPI_PHILOX_LANES(W)                              \
+  template <> struct cppi_philox_lanes<cppi_f32x##W> {    \
+    typedef cppi_u32x##W u32;                             \
+    typedef cppi_i32x##W i32;                             \
   };
-CPPI_PHILOX_LANES(4, 2)
-CPPI_PHILOX_LANES(8, 4)
-CPPI_PHILOX_LANES(16, 8)
+CPPI_PHILOX_LANES(4)
+CPPI_PHILOX_LANES(8)
+CPPI_PHILOX_LANES(16)
 #undef CPPI_PHILOX_LANES
-// hi and lo words of m * a in every 32-bit lane: even lanes multiply in place
-// and odd lanes shifted down (x86's 32x32->64 multiply, vpmuludq, reads the
-// low half of each 64-bit pair), then the halves are put back in lane order.
-template <class U, class W>
-CPPI_INLINE void cppi_vmul_hilo(uint32_t m, U a, U& hi, U& lo) {
-  const W pairs = (W)a, low = cppi_vsplat<W>(0xFFFFFFFFull);
-  const W even = (pairs & low) * (uint64_t)m;
-  const W odd = (pairs >> 32) * (uint64_t)m;
-  hi = (U)((even >> 32) | (odd & ~low));
-  lo = (U)((even & low) | (odd << 32));
-}
 template <class VF>
 CPPI_INLINE void cppi_vphilox(int64_t seed, int64_t base, uint32_t step, typename cppi_philox_lanes<VF>::u32& w0,
                               typename cppi_philox_lanes<VF>::u32& w1) {
   typedef typename cppi_philox_lanes<VF>::u32 U;
-  typedef typename cppi_philox_lanes<VF>::u64 W;
   const uint64_t s = (uint64_t)seed, o = (uint64_t)base;
   const uint32_t o_lo = (uint32_t)o;
   U c0 = cppi_viota<U>(0) * step + o_lo;
   U c1 = cppi_vsplat<U>((uint32_t)(o >> 32)) - (U)(c0 < o_lo);  // a wrapped low word carries 1
   U c2 = cppi_vsplat<U>(0), c3 = cppi_vsplat<U>(0);
-  uint32_t k0 = (uint32_t)s, k1 = (uint32_t)(s >> 32);
-  for (int round = 0; round < 10; ++round) {
-    U hi0, lo0, hi2, lo2;
-    cppi_vmul_hilo<U, W>(0xD2511F53u, c0, hi0, lo0);
-    cppi_vmul_hilo<U, W>(0xCD9E8D57u, c2, hi2, lo2);
-    c0 = hi2 ^ c1 ^ k0;
-    c1 = lo2;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
+  cppi_philox_rounds(c0, c1, c2, c3, (uint32_t)s, (uint32_t)(s >> 32));
   w0 = c0;
   w1 = c1;
 }

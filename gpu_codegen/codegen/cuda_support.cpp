@@ -80,7 +80,10 @@ CPPI_INLINE bool cppi_signbit(double a) { return __double_as_longlong(a) < 0; }
 CPPI_INLINE float cppi_half_to_float(cppi_half h) { return cppi_to_float(h); }
 CPPI_INLINE float cppi_bf16_to_float(cppi_bf16 b) { return cppi_to_float(b); }
 
-CPPI_INLINE uint32_t cppi_umulhi32(uint32_t a, uint32_t b) { return __umulhi(a, b); }
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, uint32_t a, uint32_t& hi, uint32_t& lo) {
+  hi = __umulhi(m, a);
+  lo = m * a;
+}
 CPPI_INLINE float cppi_box_muller(float u1, float u2) {
   return sqrtf(-2.0f * logf(fmaxf(u1, 1.0e-7f))) * cosf(6.283185307179586f * u2);
 }

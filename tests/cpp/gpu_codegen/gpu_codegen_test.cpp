@@ -204,8 +204,8 @@ TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
   // Counters are per element: no 16-byte vector accesses for random kernels.
   EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
   const std::string src = source_of(k);
-  expect_in_order(src, {"CPPI_INLINE void cppi_philox(", "cppi_umulhi32(0xD2511F53u, c0)", "__global__",
-                        "cppi_rand(", "cppi_randn("});
+  expect_in_order(src, {"cppi_philox_rounds(", "cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0)",
+                        "CPPI_INLINE void cppi_philox(", "__global__", "cppi_rand(", "cppi_randn("});
   EXPECT_EQ(src.find("cppi_vec<float, 4>"), std::string::npos);
 }
 
