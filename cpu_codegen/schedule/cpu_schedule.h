@@ -59,7 +59,7 @@ struct CpuTarget {
 
 /// The counter step between neighbouring lanes of a Random whose loop over
 /// `var` is vectorised, when the vector Philox (cppi_vrand/cppi_vrandn) takes
-/// it: a constant c with 0 <= c * 15 < 2^32 (any width up to 16 lanes). Other
+/// it: a constant c in [0, 2^28] (so c * 15 < 2^32: any width up to 16 lanes). Other
 /// offsets (a symbolic or negative step, floordiv/mod along var) are drawn
 /// lane by lane, and the schedule counts them as gathers.
 std::optional<uint32_t> philox_lane_step(const ir::IndexExpr& offset, const std::string& var);
