@@ -36,6 +36,7 @@ const Registry& builtin_lowerings() {
     register_indexing_lowerings(r);
     register_indirect_indexing_lowerings(r);
     register_pooling_lowerings(r);
+    register_random_lowerings(r);
     register_explicit_fallbacks(r);
     return r;
   }();

@@ -49,6 +49,7 @@ void register_view_lowerings(Registry& r);
 void register_indexing_lowerings(Registry& r);
 void register_indirect_indexing_lowerings(Registry& r);
 void register_pooling_lowerings(Registry& r);
+void register_random_lowerings(Registry& r);
 void register_explicit_fallbacks(Registry& r);
 
 }  // namespace cppi::lowering
