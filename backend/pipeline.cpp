@@ -6,6 +6,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -238,7 +239,9 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
 
   Status wrapped = timed(ctx, "wrapper", [&] {
     Status s = build_wrapper_steps(fused, result);
-    if (s) plan_frees(result);
+    if (!s) return s;
+    plan_frees(result);
+    if (options.reuse_buffers) plan_buffer_reuse(result);
     return s;
   });
   if (!wrapped) return wrapped.error();
