@@ -4,10 +4,14 @@
 /// earlier in the same call, instead of a fresh allocation.
 ///
 /// Which buffers take part:
-/// - only buffers our kernels allocate (Allocation entries), as sources and
-///   as destinations: we know their exact layout and nothing outside the
-///   call holds them. Graph inputs and ATen results (extern calls such as
-///   mm write out-of-place results ATen allocates; fallbacks) are neither;
+/// - destinations: only buffers our kernels allocate (Allocation entries).
+///   Extern calls (mm, addmm, convolution, ...) run ATen's out-of-place op,
+///   which allocates its own result, and fallbacks likewise: neither ever
+///   writes into a reused storage;
+/// - sources: dead kernel buffers, and the tensor an extern call returned
+///   (fresh from ATen, nothing outside the call holds it; its size comes
+///   from the node's FX layout, so the runtime checks the storage is large
+///   enough and allocates fresh otherwise). Never graph inputs;
 /// - never a buffer the graph returns, nor one a returned value may alias:
 ///   an ATen step other than an extern call (a view, a getitem, a fallback)
 ///   may return an alias of any tensor it reads, so a storage lives until
@@ -16,11 +20,11 @@
 ///   itemsize * (1 + sum((size_i - 1) * stride_i)), compared as simplified
 ///   index expressions, so buffers with symbolic sizes are reused when the
 ///   sizes agree symbolically. Dtypes may differ (the runtime reinterprets
-///   the storage). A larger buffer is not used for a smaller one: exact
-///   sizes keep the plan's live bytes at most one freed buffer per pending
-///   reuse above the plan without reuse.
-/// Among equal candidates the most recently freed one is taken (warm in
-/// cache), as Inductor's reuse pool does.
+///   the storage). Between static sizes a larger dead buffer serves a
+///   smaller one, up to twice its size (the runtime views its first bytes):
+///   the bound caps the bytes held beyond what the buffer needs.
+/// Exact sizes win; among them the most recently freed (warm in cache), as
+/// Inductor's reuse pool does; otherwise the smallest larger one.
 #pragma once
 
 #include "backend/compiled_graph.h"

@@ -216,21 +216,34 @@ def _empty(layout) -> torch.Tensor:
     return torch.empty_strided(sizes, strides, dtype=_TORCH_DTYPES[dtype], device=device)
 
 
-def _reuse(old: torch.Tensor, sizes, strides, dtype: torch.dtype) -> torch.Tensor:
-    """A dead buffer's storage as a new buffer (the plan checked that the
-    byte sizes and devices agree; backend/buffer_reuse.h). Same dtype: a
-    strided view; another dtype: a tensor set onto the untyped storage."""
+def _storage_bytes(sizes, strides, dtype: torch.dtype) -> int:
+    """What torch.empty_strided allocates for this layout."""
+    if any(s == 0 for s in sizes):
+        return 0
+    return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * dtype.itemsize
+
+
+def _reuse(old: torch.Tensor, sizes, strides, dtype: torch.dtype, nbytes: int, device) -> torch.Tensor:
+    """A dead buffer's storage as a new buffer (backend/buffer_reuse.h: the
+    plan matched devices and sizes). Same dtype: a strided view of its first
+    bytes; another dtype: a tensor set onto the untyped storage. A storage
+    smaller than the plan assumed (an ATen result laid out otherwise than
+    its FX meta said) is left alone: the buffer is allocated fresh."""
+    storage = old.untyped_storage()
+    if storage.nbytes() < nbytes:
+        return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
     if old.dtype == dtype:
         return torch.as_strided(old, sizes, strides, 0)
-    return torch.empty(0, dtype=dtype, device=old.device).set_(old.untyped_storage(), 0, sizes, strides)
+    return torch.empty(0, dtype=dtype, device=old.device).set_(storage, 0, sizes, strides)
 
 
 def _allocate(env: list, slot: int, reuse: int, layout) -> None:
     if reuse < 0:
         env[slot] = _empty(layout)
         return
-    dtype, sizes, strides, _ = layout
-    env[slot] = _reuse(env[reuse], sizes, strides, _TORCH_DTYPES[dtype])
+    dtype_name, sizes, strides, device = layout
+    dtype = _TORCH_DTYPES[dtype_name]
+    env[slot] = _reuse(env[reuse], sizes, strides, dtype, _storage_bytes(sizes, strides, dtype), device)
     env[reuse] = None
 
 
@@ -269,16 +282,18 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
         empty_strided = torch.empty_strided
         static_allocs = []
         for slot, reuse, layout in allocs:
-            dtype, sizes, strides, dev = layout([])
-            static_allocs.append((slot, reuse, tuple(sizes), tuple(strides), _TORCH_DTYPES[dtype], dev))
+            dtype_name, sizes, strides, dev = layout([])
+            dtype = _TORCH_DTYPES[dtype_name]
+            nbytes = _storage_bytes(sizes, strides, dtype)
+            static_allocs.append((slot, reuse, tuple(sizes), tuple(strides), dtype, dev, nbytes))
         static_checks = [(slot, written, tuple(layout([])[2]), layout([])) for slot, written, layout in checks]
 
         def run_static(env: list, symbols: list) -> None:
-            for slot, reuse, sizes, strides, dtype, dev in static_allocs:
+            for slot, reuse, sizes, strides, dtype, dev, nbytes in static_allocs:
                 if reuse < 0:
                     env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
                 else:
-                    env[slot] = _reuse(env[reuse], sizes, strides, dtype)
+                    env[slot] = _reuse(env[reuse], sizes, strides, dtype, nbytes, dev)
                     env[reuse] = None
             write_back: list = []
             for slot, written, strides, expected in static_checks:

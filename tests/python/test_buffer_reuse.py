@@ -36,6 +36,13 @@ def allocation_counts(fn, args, **check_kwargs) -> dict[str, int]:
     return totals
 
 
+def plan_text(fn, args, tmp_path) -> str:
+    torch.compile(fn, backend="cppinductor", options={"debug_dir": str(tmp_path)})(*args)
+    plans = [os.path.join(d, "wrapper_plan.txt") for d, _, files in os.walk(tmp_path) if "wrapper_plan.txt" in files]
+    assert len(plans) == 1
+    return open(plans[0]).read()
+
+
 def test_chain_of_unfusable_intermediates_allocates_fewer_fresh_buffers(device):
     args = (torch.randn(16, 16, device=device), torch.randn(16, 16, device=device) / 4)
     before = allocation_counts(mm_chain, args, options={"reuse_buffers": False})
@@ -60,13 +67,36 @@ def test_reused_buffers_are_what_calls_allocate(device):
 
 
 def test_wrapper_plan_shows_reuse(tmp_path):
-    args = (torch.randn(16, 16), torch.randn(16, 16))
-    torch.compile(mm_chain, backend="cppinductor", options={"debug_dir": str(tmp_path)})(*args)
-    plans = [os.path.join(d, "wrapper_plan.txt") for d, _, files in os.walk(tmp_path) if "wrapper_plan.txt" in files]
-    assert len(plans) == 1
-    text = open(plans[0]).read()
+    text = plan_text(mm_chain, (torch.randn(16, 16), torch.randn(16, 16)), tmp_path)
     assert text.count("= reuse ") == 3, text
     assert "free     " in text, text
+
+
+def test_an_extern_result_is_reused_once_dead(device, tmp_path):
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        a = x @ w                  # ATen's result: dies in the softmax kernel
+        b = torch.softmax(a, -1)
+        c = b @ w
+        d, e = torch.relu(c), torch.tanh(c)  # one kernel, two new buffers: b's and a's storage
+        return torch.sigmoid(d @ w + e @ w)
+
+    args = (torch.randn(16, 16, device=device), torch.randn(16, 16, device=device))
+    check_model(f, args, reduction=True)
+    text = plan_text(f, args, tmp_path)
+    assert "= reuse mm\n" in text, text
+
+
+def test_a_storage_smaller_than_planned_is_not_reused():
+    from cppinductor.runtime import _reuse
+
+    small = torch.ones(4)
+    fresh = _reuse(small, (4, 4), (4, 1), torch.float32, 64, "cpu")
+    assert fresh.untyped_storage().data_ptr() != small.untyped_storage().data_ptr()
+    assert fresh.shape == (4, 4) and fresh.stride() == (4, 1)
+    big = torch.ones(16)
+    view = _reuse(big, (2, 2), (1, 2), torch.int32, 16, "cpu")
+    assert view.untyped_storage().data_ptr() == big.untyped_storage().data_ptr()
+    assert view.dtype == torch.int32 and view.stride() == (1, 2)
 
 
 def test_reuse_across_dtypes_reinterprets_the_storage(device):

@@ -224,17 +224,72 @@ TEST(BufferReuse, MatchesByteSizeAcrossDtypes) {
   PlanBuilder b;
   int x = b.input("x");
   int r1 = b.computed("r1"), r2 = b.computed("r2"), r3 = b.computed("r3"), r4 = b.computed("r4");
-  int r5 = b.computed("r5");
+  int r5 = b.computed("r5"), r6 = b.computed("r6");
   b.kernel({x, r1}, {square(r1)});                                    // 256 bytes
   b.kernel({r1, r2}, {square(r2, DType::Float64)});                   // 512 bytes
   b.kernel({r2, r3}, {alloc(r3, {8, 4}, {4, 1}, DType::Int64)});      // 256 bytes: r1's
   b.kernel({r3, r4}, {alloc(r4, {4, 16}, {1, 4}, DType::Float64)});   // 512 bytes: r2's
-  b.kernel({r4, r5}, {square(r5, DType::Float16)});                   // 128 bytes: nothing fits
-  const CompiledGraph& cg = b.plan({r5});
+  b.kernel({r4, r5}, {alloc(r5, {4, 4}, {4, 1}, DType::Float16)});    // 32 bytes: all too large
+  b.kernel({r5, r6}, {square(r6)});
+  const CompiledGraph& cg = b.plan({r6});
   EXPECT_EQ(allocation_of(cg, r2).reuse, -1);
   EXPECT_EQ(allocation_of(cg, r3).reuse, r1);
   EXPECT_EQ(allocation_of(cg, r4).reuse, r2);
   EXPECT_EQ(allocation_of(cg, r5).reuse, -1);
+}
+
+TEST(BufferReuse, ALargerStaticBufferServesUpToTwiceItsNeed) {
+  PlanBuilder b;
+  int x = b.input("x");
+  int r1 = b.computed("r1"), r2 = b.computed("r2"), r3 = b.computed("r3"), r4 = b.computed("r4");
+  int r5 = b.computed("r5"), r6 = b.computed("r6");
+  b.kernel({x, r1}, {alloc(r1, {8, 16}, {16, 1})});  // 512 bytes
+  b.kernel({r1, r2}, {alloc(r2, {8, 6}, {6, 1})});   // 192 bytes
+  b.kernel({r2, r3}, {alloc(r3, {8, 12}, {12, 1})});  // 384 bytes: r1's 512 (r2's 192 is too small)
+  b.kernel({r3, r4}, {alloc(r4, {8, 3}, {3, 1})});   // 96 bytes: only r2's 192, not r1's 512
+  b.kernel({r4, r5}, {alloc(r5, {8, 16}, {16, 1})});  // 512 bytes: r1's storage again, through r3
+  b.kernel({r5, r6}, {square(r6)});
+  const CompiledGraph& cg = b.plan({r6});
+  EXPECT_EQ(allocation_of(cg, r3).reuse, r1);
+  EXPECT_EQ(allocation_of(cg, r4).reuse, r2);
+  EXPECT_EQ(allocation_of(cg, r5).reuse, r3) << "r3 holds r1's 512 bytes";
+}
+
+TEST(BufferReuse, ExactSizeWinsOverALargerBuffer) {
+  PlanBuilder c;
+  int x = c.input("x");
+  int r1 = c.computed("r1"), r2 = c.computed("r2"), r3 = c.computed("r3"), r4 = c.computed("r4");
+  int r5 = c.computed("r5");
+  c.kernel({x, r2}, {square(r2)});                    // 256 bytes
+  c.kernel({x, r1}, {alloc(r1, {8, 10}, {10, 1})});   // 320 bytes
+  c.kernel({r1, r2, r3}, {alloc(r3, {4, 4}, {4, 1})});
+  c.kernel({r3, r4}, {square(r4)});                   // r2's exact 256, though r1 died as recently
+  c.kernel({r4, r5}, {square(r5)});
+  const CompiledGraph& cg2 = c.plan({r5});
+  EXPECT_EQ(allocation_of(cg2, r4).reuse, r2);
+}
+
+TEST(BufferReuse, AnExternResultIsASourceOnceDead) {
+  PlanBuilder b;
+  int x = b.input("x"), w = b.input("w");
+  int r1 = b.computed("r1");
+  int mm = b.node("mm", Node::Op::CallFunction, "aten.mm.default", {r1, w});
+  ValueInfo value;
+  value.kind = ValueInfo::Kind::Tensor;
+  value.tensor.sizes = {SizeExpr::constant(8), SizeExpr::constant(8)};
+  value.tensor.strides = {SizeExpr::constant(8), SizeExpr::constant(1)};
+  value.tensor.storage_offset = SizeExpr::constant(0);
+  b.cg.graph.nodes[mm].value = value;
+  int r2 = b.computed("r2"), r3 = b.computed("r3"), r4 = b.computed("r4");
+  b.kernel({x, r1}, {square(r1)});
+  b.aten(mm, true);
+  b.kernel({mm, x, r2}, {square(r2)});  // r1 is dead: r2 takes it
+  b.kernel({r2, r3}, {square(r3)});     // mm is dead: r3 takes the extern's result
+  b.kernel({r3, r4}, {square(r4)});
+  const CompiledGraph& cg = b.plan({r4});
+  EXPECT_EQ(allocation_of(cg, r2).reuse, r1);
+  EXPECT_EQ(allocation_of(cg, r3).reuse, mm);
+  EXPECT_FALSE(freed_anywhere(cg, mm));
 }
 
 TEST(BufferReuse, SymbolicSizesCompareAsExpressions) {
