@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import cppinductor
 from check import check_model
 from cppinductor import debug
 from cppinductor.memory import buffer_counters, track_live_bytes
@@ -97,6 +98,13 @@ def test_a_storage_smaller_than_planned_is_not_reused():
     view = _reuse(big, (2, 2), (1, 2), torch.int32, 16, "cpu")
     assert view.untyped_storage().data_ptr() == big.untyped_storage().data_ptr()
     assert view.dtype == torch.int32 and view.stride() == (1, 2)
+
+
+def test_explain_reports_buffers_per_call():
+    report = cppinductor.explain(mm_chain)(torch.randn(16, 16), torch.randn(16, 16))
+    (graph,) = report.graphs
+    assert graph.buffers == {"fresh": 2, "reused": 3}
+    assert "buffers per call: 2 fresh, 3 reused" in str(report)
 
 
 def test_reuse_across_dtypes_reinterprets_the_storage(device):
