@@ -4,7 +4,7 @@ What buffer reuse (backend/buffer_reuse.h) does to the bench's workloads. For
 each workload, in one process: Inductor, then cppinductor with
 reuse_buffers off (every kernel buffer fresh: the plan before reuse) and on.
 Per step (a training step is a forward and a backward call) it reports the
-steady time, the kernel buffers allocated fresh and reused, and the peak
+steady time (variants interleaved over several rounds), the kernel buffers allocated fresh and reused, and the peak
 live bytes of the step's compiled calls (cppinductor.memory: the bytes of
 the storages a call's slots hold, at the worst step of the worst call).
 """
@@ -12,6 +12,7 @@ the storages a call's slots hold, at the worst step of the worst call).
 from __future__ import annotations
 
 import argparse
+import statistics
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -42,22 +43,35 @@ def _compiler(variant: str) -> Callable[[Callable], Callable]:
     return lambda fn: torch.compile(fn, backend="cppinductor", options=options)
 
 
-def measure(workload: Workload, variant: str, device: str, size: str) -> Measurement:
+def measure(workload: Workload, variants: List[str], device: str, size: str, rounds: int) -> List[Measurement]:
+    """All variants compiled side by side, then timed in interleaved rounds
+    (the median of the rounds' medians): a busy machine slows every variant
+    alike rather than whichever ran during the busy spell."""
+    policy = POLICIES[size]
+    rows, steps = [], []
     with fresh_caches():
-        case = workload.build(sizes_for(device, size), device, torch.float32)
-        step = case.make_step(_compiler(variant))
-        step()  # compiles
-        out = Measurement(workload.name, variant, 0.0)
-        if variant != "inductor":
-            before = buffer_counters()
-            step()
-            after = buffer_counters()
-            out.fresh, out.reused = after["fresh"] - before["fresh"], after["reused"] - before["reused"]
-            with track_live_bytes() as live:
+        for variant in variants:
+            case = workload.build(sizes_for(device, size), device, torch.float32)
+            step = case.make_step(_compiler(variant))
+            step()  # compiles
+            row = Measurement(workload.name, variant, 0.0)
+            if variant != "inductor":
+                before = buffer_counters()
                 step()
-            out.peak_live_bytes = live.peak
-        out.time_ms = steady_time(step, device, POLICIES[size]).median_s * 1e3
-    return out
+                after = buffer_counters()
+                row.fresh, row.reused = after["fresh"] - before["fresh"], after["reused"] - before["reused"]
+                with track_live_bytes() as live:
+                    step()
+                row.peak_live_bytes = live.peak
+            rows.append(row)
+            steps.append(step)
+        times: List[List[float]] = [[] for _ in variants]
+        for _ in range(rounds):
+            for i, step in enumerate(steps):
+                times[i].append(steady_time(step, device, policy).median_s)
+    for row, samples in zip(rows, times):
+        row.time_ms = statistics.median(samples) * 1e3
+    return rows
 
 
 def format_rows(rows: List[Measurement]) -> str:
@@ -78,13 +92,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--quick", action="store_true", help="the bench's --quick sizes")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--no-inductor", action="store_true", help="skip Inductor (no x ind column)")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (default: %(default)s)")
     args = p.parse_args(argv)
     size = "quick" if args.quick else "full"
     variants = ["no reuse", "reuse"] if args.no_inductor else ["inductor", "no reuse", "reuse"]
     rows = [
-        measure(w, v, args.device, size)
+        row
         for w in select([n.strip() for n in args.only.split(",") if n.strip()], quick=False)
-        for v in variants
+        for row in measure(w, variants, args.device, size, args.rounds)
     ]
     print(format_rows(rows))
     return 0
