@@ -19,11 +19,7 @@ constexpr int64_t kMaxOversize = 2;  // a static buffer serves one down to half 
 /// alias (views, getitem, fallbacks; extern calls return fresh tensors).
 std::vector<int> storage_deaths(const CompiledGraph& cg) {
   const Graph& g = cg.graph;
-  std::vector<int> death(cg.num_slots, -1);
-  for (size_t s = 0; s < cg.steps.size(); ++s) {
-    for (int slot : slots_read(g, cg.steps[s])) death[slot] = static_cast<int>(s);
-    if (cg.steps[s].kind == Step::Kind::Aten) death[cg.steps[s].node] = std::max(death[cg.steps[s].node], int(s));
-  }
+  std::vector<int> death = last_uses(cg);
   for (int slot : output_slots(g)) death[slot] = kNever;
   // An alias is defined after what it aliases: walking the steps backwards
   // settles each value's death before it reaches the values it reads.

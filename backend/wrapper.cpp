@@ -94,12 +94,17 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
   return Status::success();
 }
 
-void plan_frees(CompiledGraph& cg) {
+std::vector<int> last_uses(const CompiledGraph& cg) {
   std::vector<int> last_use(cg.num_slots, -1);
   for (size_t s = 0; s < cg.steps.size(); ++s) {
     for (int slot : slots_read(cg.graph, cg.steps[s])) last_use[slot] = static_cast<int>(s);
     if (cg.steps[s].kind == Step::Kind::Aten) last_use[cg.steps[s].node] = std::max(last_use[cg.steps[s].node], int(s));
   }
+  return last_use;
+}
+
+void plan_frees(CompiledGraph& cg) {
+  std::vector<int> last_use = last_uses(cg);
   for (int slot : output_slots(cg.graph)) last_use[slot] = -1;  // returned: never freed
   for (int slot = 0; slot < cg.num_slots; ++slot)
     if (last_use[slot] >= 0) cg.steps[last_use[slot]].free_after.push_back(slot);

@@ -28,6 +28,9 @@ void plan_frees(CompiledGraph& cg);
 /// The slots a step reads: a kernel's buffers, an ATen step's node arguments.
 std::vector<int> slots_read(const Graph& g, const Step& s);
 
+/// The last step that reads or writes each slot (-1: none).
+std::vector<int> last_uses(const CompiledGraph& cg);
+
 /// The slots the graph returns.
 std::vector<int> output_slots(const Graph& g);
 
