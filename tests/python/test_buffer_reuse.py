@@ -163,3 +163,15 @@ def test_peak_live_bytes_is_measured_and_not_above_the_plan_without_reuse():
         peaks[reuse] = live.peak
     # x, w and three 64x64 float32 values at most (an input, a product, a result).
     assert 3 * 64 * 64 * 4 <= peaks[True] <= peaks[False]
+
+
+def test_memory_plan_tool_reports_both_plans():
+    from cppinductor.bench.workloads import BY_NAME
+    from cppinductor.tools import memory_plan
+
+    off, on = memory_plan.measure(BY_NAME["transformer_train"], ["no reuse", "reuse"], "cpu", "tiny", rounds=1)
+    assert off.reused == 0 and on.reused >= 1
+    assert on.fresh + on.reused == off.fresh
+    assert on.peak_live_bytes > 0 and off.peak_live_bytes > 0 and on.time_ms > 0
+    table = memory_plan.format_rows([off, on])
+    assert "no reuse" in table and f" {on.reused} " in table
