@@ -136,8 +136,12 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
                               "for (int64_t idx = ((int64_t)blockIdx.x * 256 + threadIdx.x) * 4; idx < n;",
                               "idx += (int64_t)gridDim.x * 1024",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
-                              "*(cppi_vec<float, 4>*)(out_out + ",
-                              "add_relu_mul_scalar(", "idx += (int64_t)gridDim.x * 256"});
+                              "*(cppi_vec<float, 4>*)(out_out + "});
+  // The scalar twin is a translation unit of its own, compiled only on demand.
+  EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
+  expect_in_order(m->kernels[0].scalar_twin_source,
+                  {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
+                   "idx += (int64_t)gridDim.x * 256"});
   // The bias, broadcast over rows, is contiguous along the columns: a vector too.
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
   // Launch checks: the extent, then out/x alignment.
@@ -462,6 +466,12 @@ TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
   EXPECT_TRUE(h.plan(aligned, n_even).vectorized);
   EXPECT_FALSE(h.plan(shifted, n_even).vectorized);
   EXPECT_FALSE(h.plan(aligned, n_odd).vectorized);
+  // Aligned launches never compile the twin; the first misaligned one does.
+  h.run(aligned, n_even, 0);
+  EXPECT_FALSE(h.scalar_twin_compiled());
+  h.run(shifted, n_even, 0);
+  EXPECT_TRUE(h.scalar_twin_compiled());
+  ASSERT_TRUE(synchronize_context().ok());
   // And the scalar twin computes the right thing on the shifted view.
   run_and_compare("sin_plus_cos odd", k, {4001}, true, 99);
 }
