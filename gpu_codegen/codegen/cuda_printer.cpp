@@ -162,6 +162,8 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// Runs `body` for every position of `loops` this thread owns.
   void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body);
   void print_row_reduction(const ReductionStage& s, size_t i);
+  /// Split rows: stores this block's partial; the row's last block folds all.
+  void print_split_combine(const ReductionStage& s, const std::string& acc, const std::string& scratch);
   void print_row_pointwise(const PointwiseStage& s, size_t i);
 
   // --- reductions -------------------------------------------------------------------------------
@@ -204,6 +206,20 @@ void CudaKernelPrinter::check_schedule() const {
         b != 32 * slices) {
       fail(cat("kernel ", k_.name, ": threads_per_column ", slices, " (ColumnReduction only, a power of two in [2, 32],"
                " block = 32 x it) with block ", b));
+    }
+  }
+  if (g_.row_splits != 1) {
+    bool ok = g_.mapping == GpuMapping::RowPerBlock && g_.row_splits >= 2 && v == 0 &&
+              product_of(k_.outer).constant().has_value() && !k_.stages.empty();
+    if (ok) {
+      const auto* red = std::get_if<ReductionStage>(&k_.stages[0]);
+      ok = red && !red->loops.empty() &&
+           (red->kind == ReductionKind::Sum || red->kind == ReductionKind::Max || red->kind == ReductionKind::Min);
+      for (size_t i = 1; ok && i < k_.stages.size(); ++i) ok = loops_of(k_.stages[i]).empty();
+    }
+    if (!ok) {
+      fail(cat("kernel ", k_.name, ": row_splits ", g_.row_splits, " (RowPerBlock with constant rows, not cached, a "
+               "looped sum/max/min first and loop-less stages after it)"));
     }
   }
   if (g_.mapping == GpuMapping::GridStridePointwise || g_.mapping == GpuMapping::ColumnReduction) {
@@ -314,7 +330,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->name = name_;
   info->schedule = g_;
   info->iterations = product_of(k_.outer);
-  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid"};
+  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid", "split", "part"};
   for (const auto& [v, e] : ranges_) {
     if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
@@ -329,6 +345,14 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     }
   }
   const std::string params = parameters(info);
+  if (g_.row_splits > 1) {
+    // The split rows' partials and arrival counters (zero when the module loads).
+    const auto& red = std::get<ReductionStage>(k_.stages[0]);
+    const int64_t rows = *product_of(k_.outer).constant();
+    out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", name_, "_partials[", rows * g_.row_splits,
+                  "];"));
+    out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", rows, "];"));
+  }
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size, ")"));
   out_.open(cat(name_, "(", params, ")"));
   if (is_row_mapping(g_.mapping)) {
@@ -532,6 +556,13 @@ void CudaKernelPrinter::print_rows() {
     out_.line("const int tid = threadIdx.x & 31;");
     out_.open(cat("for (int64_t row = (int64_t)blockIdx.x * ", rows_per_block,
                   " + (threadIdx.x >> 5); row < rows; row += (int64_t)gridDim.x * ", rows_per_block, ")"));
+  } else if (g_.row_splits > 1) {
+    // Exactly rows x P blocks: no loop over rows (the last block returns early).
+    const int splits = g_.row_splits;
+    out_.line("const int tid = threadIdx.x;");
+    out_.line(cat("const int64_t row = (int64_t)blockIdx.x / ", splits, ";"));
+    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - row * ", splits, ";"));
+    out_.open("if (row < rows)");
   } else {
     out_.line("const int tid = threadIdx.x;");
     out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
@@ -680,6 +711,9 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     // Several rows in flight per thread: the loads do not depend on the fold.
     out_.line("#pragma unroll 4");
     out_.open(cat("for (int64_t pos = valid ? tid : ", index(len), "; pos < ", index(len), "; pos += ", t, ")"));
+  } else if (g_.row_splits > 1) {
+    out_.open(cat("for (int64_t pos = split * ", t, " + tid; pos < ", index(len), "; pos += ",
+                  static_cast<int64_t>(t) * g_.row_splits, ")"));
   } else {
     out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
   }
@@ -688,6 +722,29 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   ValueScope scope;
   body(scope);
   out_.close();
+}
+
+void CudaKernelPrinter::print_split_combine(const ReductionStage& s, const std::string& acc,
+                                            const std::string& scratch) {
+  const int splits = g_.row_splits;
+  const std::string partials = name_ + "_partials", arrivals = name_ + "_arrivals", last = name_ + "_last";
+  out_.line(cat("// the last of the row's ", splits, " blocks combines their partials"));
+  out_.line(cat("__shared__ bool ", last, ";"));
+  out_.open("if (tid == 0)");
+  out_.line(cat(partials, "[row * ", splits, " + split] = ", acc, ";"));
+  out_.line("__threadfence();");
+  out_.line(cat(last, " = atomicAdd(&", arrivals, "[row], 1u) == ", splits - 1, "u;"));
+  out_.close();
+  out_.line("__syncthreads();");
+  out_.line(cat("if (!", last, ") return;"));
+  out_.line("__threadfence();");
+  out_.line(cat(acc, " = ", state_identity(s.kind, s.body.dtype()), ";"));
+  out_.open(cat("for (int part = tid; part < ", splits, "; part += ", g_.block_size, ")"));
+  out_.line(cat(acc, " = ", combine_op(s.kind), "(", acc, ", __ldcg(&", partials, "[row * ", splits, " + part]));"));
+  out_.close();
+  out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, s.body.dtype()),
+                ", ", scratch, ");"));
+  out_.line(cat("if (tid == 0) ", arrivals, "[row] = 0u;  // ready for the next launch"));
 }
 
 void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
@@ -729,6 +786,7 @@ void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
     out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
     out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t), ", ",
                   scratch, ");"));
+    if (g_.row_splits > 1) print_split_combine(s, acc, scratch);
   }
   declare_results(s, acc);
 }
