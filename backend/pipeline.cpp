@@ -180,6 +180,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     if (!compiled) return compiled.error();
     ctx.dump("kernels.cu", compiled->source);
     ctx.dump("kernels.ptx", compiled->ptx);
+    std::string twins;  // compiled only if a launch needs them
+    for (const auto& k : compiled->kernels) twins += k->info().scalar_twin_source;
+    if (!twins.empty()) ctx.dump("kernels_scalar_twins.cu", twins);
     cg.sources.emplace_back("kernels.cu", compiled->source);
     cg.sources.emplace_back("kernels.ptx", compiled->ptx);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
