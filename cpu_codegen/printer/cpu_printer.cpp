@@ -25,6 +25,9 @@
 /// - parallel_reduction: the reduction stage's first loop is split with
 ///   cppi_parallel_reduce; each chunk returns its partial state and the
 ///   partials are combined in chunk order (deterministic for a thread count).
+/// - cascade_block (float sums, Welford): the innermost reduction loop runs
+///   in blocks; every cascade_block terms per accumulator lane the
+///   accumulators merge into a `_total` state and restart.
 /// - argmax/argmin keep {value, index} (first index on ties, NaN wins);
 ///   Welford keeps {mean, m2, weight} and merges with Chan's formula.
 #include "cpu_codegen/printer/cpu_printer.h"
