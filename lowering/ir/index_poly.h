@@ -44,5 +44,7 @@ int64_t wrap_mul(int64_t a, int64_t b);
 int64_t py_floordiv(int64_t a, int64_t b);
 int64_t py_mod(int64_t a, int64_t b);
 bool is_atom(const IndexExpr& e);
+/// Throws an internal CompilerError naming `what` when `e` is null.
+void require_defined(const IndexExpr& e, const char* what);
 
 }  // namespace cppi::ir::detail
