@@ -48,6 +48,16 @@ struct Step {
   std::vector<int> free_after;       // slots whose last use is this step
 };
 
+/// A slot the runtime fills before the first step of every call with a fresh
+/// random seed: a 1-element int64 tensor drawn from torch's generator of the
+/// device (so torch.manual_seed makes runs reproducible and successive calls
+/// differ). Kernels with random nodes read it as their Philox key.
+struct SeedInput {
+  int slot = -1;
+  Device device = Device::CPU;
+  int device_index = 0;
+};
+
 /// Time spent per pipeline stage, in order.
 struct StageTime {
   std::string stage;
@@ -67,6 +77,7 @@ struct KernelInfo {
 struct CompiledGraph {
   Graph graph;
   std::vector<Step> steps;
+  std::vector<SeedInput> seeds;
   int num_slots = 0;
   std::vector<std::shared_ptr<KernelHandle>> kernels;
   std::vector<KernelInfo> kernel_infos;

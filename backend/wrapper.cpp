@@ -40,12 +40,17 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
   const Graph& g = cg.graph;
   cg.num_slots = static_cast<int>(g.nodes.size());
   std::map<const ir::Buffer*, std::pair<int, int>> slot_of;  // buffer -> (slot, graph node or -1)
+  std::set<int> filled;
+  for (int p : g.placeholders()) filled.insert(p);
   for (const auto& b : fused.buffers) {
     int slot = b.graph_node >= 0 ? b.graph_node : cg.num_slots++;
     slot_of[b.buffer.get()] = {slot, b.graph_node};
+    if (b.is_seed) {
+      cg.seeds.push_back(
+          {slot, b.buffer->device == ir::Device::CUDA ? Device::CUDA : Device::CPU, b.device_index});
+      filled.insert(slot);
+    }
   }
-  std::set<int> filled;
-  for (int p : g.placeholders()) filled.insert(p);
   std::set<int> made_by_kernels;  // slots whose layout a kernel step chose
 
   int kernel_index = 0;
@@ -109,6 +114,10 @@ std::string describe_steps(const CompiledGraph& cg) {
   auto slot_name = [&](int slot) {
     return slot < static_cast<int>(cg.graph.nodes.size()) ? cg.graph.nodes[slot].name : cat("buf", slot);
   };
+  for (const SeedInput& s : cg.seeds) {
+    out += cat("seed     ", slot_name(s.slot), " = a fresh int64 from the ",
+               s.device == Device::CPU ? std::string("cpu") : cat("cuda:", s.device_index), " generator\n");
+  }
   for (const Step& s : cg.steps) {
     if (s.kind == Step::Kind::Aten) {
       const Node& n = cg.graph.nodes[s.node];

@@ -40,7 +40,12 @@ struct AtenItem {
 /// is a graph node's value has exactly that node's FX sizes and strides.
 struct BufferBinding {
   ir::BufferPtr buffer;
-  int graph_node = -1;  // -1: an internal intermediate (allocated by the wrapper)
+  int graph_node = -1;  // -1: an internal intermediate (allocated by the wrapper) or a seed
+  /// The buffer is the graph's random seed on its device: one int64 that the
+  /// runtime draws afresh from torch's generator of that device on every call
+  /// (random ops read it as their Philox key; see ir::Random).
+  bool is_seed = false;
+  int device_index = 0;  // is_seed: which CUDA device
 };
 
 struct LoweredGraph {

@@ -141,6 +141,15 @@ PYBIND11_MODULE(_C, m) {
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def_readonly("steps", &CompiledGraph::steps)
       .def_readonly("num_slots", &CompiledGraph::num_slots)
+      .def_property_readonly("seed_inputs",
+                             [](const CompiledGraph& cg) {
+                               py::list out;
+                               for (const auto& s : cg.seeds)
+                                 out.append(py::make_tuple(
+                                     s.slot, s.device == Device::CPU ? std::string("cpu")
+                                                                     : cat("cuda:", s.device_index)));
+                               return out;
+                             })
       .def_property_readonly("remarks",
                              [](const CompiledGraph& cg) {
                                py::list out;

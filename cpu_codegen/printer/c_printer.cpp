@@ -393,4 +393,54 @@ template <class T> CPPI_INLINE T cppi_float_remainder(T a, T b) {
 )cppi_support";
 }
 
+// Philox4x32-10 as the loop IR's Random defines it (lowering/ir/expr.h; the
+// reference is lowering/ir/interpreter.cpp). The target defines cppi_mul_hilo
+// (for uint32_t and any vector of them it uses) and cppi_box_muller first.
+// The integer steps and the one conversion are exact, so rand is
+// bit-identical on every target; randn rounds as the target's log, sqrt and
+// cos do.
+const char* c_philox_support_source() {
+  return R"cppi_support(
+// Philox4x32-10 (Salmon et al. 2011, as Random123 and Triton): key = seed,
+// counter = (offset low word, offset high word, 0, 0). The rounds take
+// uint32_t words or vectors of them (one counter per lane).
+template <class U>
+CPPI_INLINE void cppi_philox_rounds(U& c0, U& c1, U& c2, U& c3, uint32_t k0, uint32_t k1) {
+  for (int round = 0; round < 10; ++round) {
+    U hi0, lo0, hi2, lo2;
+    cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0);
+    cppi_mul_hilo(0xCD9E8D57u, c2, hi2, lo2);
+    c0 = hi2 ^ c1 ^ k0;
+    c1 = lo2;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+CPPI_INLINE void cppi_philox(int64_t seed, int64_t offset, uint32_t out[4]) {
+  const uint64_t s = (uint64_t)seed, o = (uint64_t)offset;
+  uint32_t c0 = (uint32_t)o, c1 = (uint32_t)(o >> 32), c2 = 0, c3 = 0;
+  cppi_philox_rounds(c0, c1, c2, c3, (uint32_t)s, (uint32_t)(s >> 32));
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+// A word as a float in [0, 1): i = (int32)u folded onto [0, 2^31) (i < 0:
+// -i - 1, spelled ~i), times ~2^-31 (the largest result is 1 - 2^-24).
+CPPI_INLINE float cppi_uint_to_uniform(uint32_t u) {
+  const int32_t i = (int32_t)u;
+  return (float)(i ^ (i >> 31)) * 4.6566127342e-10f;
+}
+CPPI_INLINE float cppi_rand(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  return cppi_uint_to_uniform(w[0]);
+}
+CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
+  uint32_t w[4];
+  cppi_philox(seed, offset, w);
+  return cppi_box_muller(cppi_uint_to_uniform(w[0]), cppi_uint_to_uniform(w[1]));
+}
+)cppi_support";
+}
+
 }  // namespace cppi::codegen

@@ -130,5 +130,11 @@ const char* c_integer_support_source();
 /// Float floor division and remainder as ATen computes them (text), shared
 /// likewise; the target defines cppi_fmod, cppi_floor and cppi_copysign first.
 const char* c_float_division_support_source();
+/// Philox4x32-10 random numbers (cppi_philox, cppi_rand, cppi_randn) as the
+/// loop IR's Random defines them (text), shared likewise; the target defines
+/// cppi_mul_hilo(m, a, hi, lo) (the words of the 64-bit product m * a, for
+/// uint32_t and any vector of them it uses) and cppi_box_muller(u1,
+/// u2) = sqrt(-2 log(max(u1, 1e-7))) * cos(2 pi u2) in float first.
+const char* c_philox_support_source();
 
 }  // namespace cppi::codegen

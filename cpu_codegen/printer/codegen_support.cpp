@@ -68,40 +68,95 @@ CPPI_INLINE double cppi_erfinv(double y) {
 }
 CPPI_INLINE float cppi_erfinv(float y) { return (float)cppi_erfinv((double)y); }
 
-// Philox4x32-10 random numbers as the loop IR's Random defines them.
-CPPI_INLINE void cppi_philox(int64_t seed, int64_t offset, uint32_t out[4]) {
-  const uint64_t s = (uint64_t)seed, o = (uint64_t)offset;
-  uint32_t c0 = (uint32_t)o, c1 = (uint32_t)(o >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = (uint32_t)s, k1 = (uint32_t)(s >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t pa = (uint64_t)0xD2511F53u * c0;
-    const uint64_t pb = (uint64_t)0xCD9E8D57u * c2;
-    const uint32_t n0 = (uint32_t)(pb >> 32) ^ c1 ^ k0;
-    const uint32_t n1 = (uint32_t)pb;
-    const uint32_t n2 = (uint32_t)(pa >> 32) ^ c3 ^ k1;
-    const uint32_t n3 = (uint32_t)pa;
-    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, uint32_t a, uint32_t& hi, uint32_t& lo) {
+  const uint64_t p = (uint64_t)m * a;
+  hi = (uint32_t)(p >> 32);
+  lo = (uint32_t)p;
 }
-CPPI_INLINE float cppi_uint_to_uniform(uint32_t u) {
-  int32_t i = (int32_t)u;
-  if (i < 0) i = -i - 1;
-  return (float)i * 4.6566127342e-10f;
+// The same on every lane of a vector: even lanes multiply in place and odd
+// lanes shifted down (x86's 32x32->64 multiply, vpmuludq, reads the low half
+// of each 64-bit pair), then the halves go back in lane order.
+template <class U> struct cppi_u32_pairs;
+template <> struct cppi_u32_pairs<cppi_u32x4> { typedef cppi_u64x2 type; };
+template <> struct cppi_u32_pairs<cppi_u32x8> { typedef cppi_u64x4 type; };
+template <> struct cppi_u32_pairs<cppi_u32x16> { typedef cppi_u64x8 type; };
+template <class U>
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, U a, U& hi, U& lo) {
+  typedef typename cppi_u32_pairs<U>::type W;
+  const W pairs = (W)a, low = cppi_vsplat<W>(0xFFFFFFFFull);
+  const W even = (pairs & low) * (uint64_t)m;
+  const W odd = (pairs >> 32) * (uint64_t)m;
+  hi = (U)((even >> 32) | (odd & ~low));
+  lo = (U)((even & low) | (odd << 32));
 }
-CPPI_INLINE float cppi_rand(int64_t seed, int64_t offset) {
-  uint32_t w[4];
-  cppi_philox(seed, offset, w);
-  return cppi_uint_to_uniform(w[0]);
+// Box-Muller, 16 lanes at a time with the prelude's 16-lane math (SLEEF or
+// libmvec; two 8-lane calls below AVX-512), on every CPU path: the scalar
+// form uses lane 0 of a splat and narrower vectors pad to 16 lanes. A normal
+// number then has the same bits wherever it is computed (scalar tail, any
+// vector width), which a vector log beside a scalar libm log would not give.
+// (It may differ from glibc's logf/cosf, so from the interpreter, in the last
+// bits.) One thread, 2^24 floats: 16-lane calls cost about 1.8x rand, 4-lane
+// calls 5x, libm per lane 10x.
+CPPI_INLINE cppi_f32x16 cppi_box_muller16(cppi_f32x16 u1, cppi_f32x16 u2) {
+  const cppi_f32x16 r1 = cppi_vselect(u1 < 1.0e-7f, cppi_vsplat<cppi_f32x16>(1.0e-7f), u1);
+  return cppi_sqrt(cppi_vsplat<cppi_f32x16>(-2.0f) * cppi_log(r1)) *
+         cppi_cos(cppi_vsplat<cppi_f32x16>(6.283185307179586f) * u2);
 }
-CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
-  uint32_t w[4];
-  cppi_philox(seed, offset, w);
-  const float u1 = cppi_max_i(1.0e-7f, cppi_uint_to_uniform(w[0]));
-  const float u2 = cppi_uint_to_uniform(w[1]);
-  return __builtin_sqrtf(-2.0f * __builtin_logf(u1)) * __builtin_cosf(6.283185307179586f * u2);
+CPPI_INLINE float cppi_box_muller(float u1, float u2) {
+  return cppi_box_muller16(cppi_vsplat<cppi_f32x16>(u1), cppi_vsplat<cppi_f32x16>(u2))[0];
+}
+)cppi_support" + codegen::c_philox_support_source() + R"cppi_support(
+// Philox across the lanes of a vector: lane l runs counter base + l * step.
+// The printer uses it only when 0 <= step * (lanes - 1) < 2^32, so the lanes'
+// low counter words are base's plus l * step (mod 2^32) and the high word
+// carries at most once. Every lane computes exactly what cppi_philox would,
+// so a value does not depend on the vector width or on landing in the tail.
+template <class VF> struct cppi_philox_lanes;
+#define CPPI_PHILOX_LANES(W)                              \
+  template <> struct cppi_philox_lanes<cppi_f32x##W> {    \
+    typedef cppi_u32x##W u32;                             \
+    typedef cppi_i32x##W i32;                             \
+  };
+CPPI_PHILOX_LANES(4)
+CPPI_PHILOX_LANES(8)
+CPPI_PHILOX_LANES(16)
+#undef CPPI_PHILOX_LANES
+template <class VF>
+CPPI_INLINE void cppi_vphilox(int64_t seed, int64_t base, uint32_t step, typename cppi_philox_lanes<VF>::u32& w0,
+                              typename cppi_philox_lanes<VF>::u32& w1) {
+  typedef typename cppi_philox_lanes<VF>::u32 U;
+  const uint64_t s = (uint64_t)seed, o = (uint64_t)base;
+  const uint32_t o_lo = (uint32_t)o;
+  U c0 = cppi_viota<U>(0) * step + o_lo;
+  U c1 = cppi_vsplat<U>((uint32_t)(o >> 32)) - (U)(c0 < o_lo);  // a wrapped low word carries 1
+  U c2 = cppi_vsplat<U>(0), c3 = cppi_vsplat<U>(0);
+  cppi_philox_rounds(c0, c1, c2, c3, (uint32_t)s, (uint32_t)(s >> 32));
+  w0 = c0;
+  w1 = c1;
+}
+template <class VF>
+CPPI_INLINE VF cppi_vuint_to_uniform(typename cppi_philox_lanes<VF>::u32 u) {
+  typedef typename cppi_philox_lanes<VF>::i32 I;
+  const I i = (I)u;
+  return __builtin_convertvector(i ^ (i >> 31), VF) * 4.6566127342e-10f;
+}
+template <class VF> CPPI_INLINE VF cppi_vrand(int64_t seed, int64_t base, uint32_t step) {
+  typename cppi_philox_lanes<VF>::u32 w0, w1;
+  cppi_vphilox<VF>(seed, base, step, w0, w1);
+  return cppi_vuint_to_uniform<VF>(w0);
+}
+// Every lane equals cppi_randn bit for bit (cppi_box_muller16 above).
+template <class VF> CPPI_INLINE VF cppi_vrandn(int64_t seed, int64_t base, uint32_t step) {
+  typename cppi_philox_lanes<VF>::u32 w0, w1;
+  cppi_vphilox<VF>(seed, base, step, w0, w1);
+  const VF u1 = cppi_vuint_to_uniform<VF>(w0), u2 = cppi_vuint_to_uniform<VF>(w1);
+  cppi_f32x16 a = cppi_vsplat<cppi_f32x16>(0.5f), b = a;
+  __builtin_memcpy(&a, &u1, sizeof u1);
+  __builtin_memcpy(&b, &u2, sizeof u2);
+  const cppi_f32x16 n = cppi_box_muller16(a, b);
+  VF r;
+  __builtin_memcpy(&r, &n, sizeof r);
+  return r;
 }
 
 // Lane-wise fallbacks: lane l gets f(base + l) (masked: only where m[l]).

@@ -3,6 +3,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/printer/op_tables.h"
+#include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::cpu::detail {
@@ -249,10 +250,16 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       auto n = e.as<Random>();
       if (varying(n->seed)) fail("a random seed that varies across vector lanes");
       const std::string seed = value(n->seed, scope).text;
-      r.text = cat("cppi_vgen<cppi_f32x", w, ">(", vvar_, ", ",
-                   lane_lambda(cat(n->random_kind == RandomKind::Uniform ? "cppi_rand(" : "cppi_randn(", seed, ", ",
-                                   access_index(n->offset, scope), ")")),
-                   ")");
+      const bool uniform = n->random_kind == RandomKind::Uniform;
+      if (auto step = philox_lane_step(n->offset, vvar_)) {
+        // Lane 0's counter is the offset at the vector's first iteration.
+        r.text = cat(uniform ? "cppi_vrand<" : "cppi_vrandn<", vtype(DType::Float32), ">(", seed, ", ",
+                     access_index(n->offset, scope), ", ", *step, "u)");
+      } else {
+        r.text = cat("cppi_vgen<", vtype(DType::Float32), ">(", vvar_, ", ",
+                     lane_lambda(cat(uniform ? "cppi_rand(" : "cppi_randn(", seed, ", ", access_index(n->offset, scope), ")")),
+                     ")");
+      }
       return r;
     }
   }

@@ -29,6 +29,14 @@ CpuTarget CpuTarget::host() {
   return t;
 }
 
+std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::string& var) {
+  auto c = coefficient(offset, ir::var(var));
+  if (!c || !c->constant()) return std::nullopt;
+  const int64_t step = *c->constant();
+  if (step < 0 || step > (int64_t{1} << 32) / 16) return std::nullopt;
+  return static_cast<uint32_t>(step);
+}
+
 namespace {
 
 const std::vector<Loop>& loops_of(const Stage& s) {
@@ -126,7 +134,9 @@ class AccessScanner : public ExprVisitor {
   }
   void visit(const Random& n) override {
     note_indirect(n.offset);
-    if (depends_on(n.offset, var_)) ++counts_->gathers;
+    // Counters that step evenly along the lanes are computed in vector
+    // registers (cppi_vrand): no memory access at all, so not a gather.
+    if (depends_on(n.offset, var_) && !philox_lane_step(n.offset, var_)) ++counts_->gathers;
     ExprVisitor::visit(n);
   }
   void visit(const Cast& n) override {

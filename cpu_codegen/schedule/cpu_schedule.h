@@ -14,7 +14,8 @@
 ///   reduction loop is not the contiguous one, vectorise across outputs). A
 ///   candidate is taken when every store is stride-1 in that loop and the
 ///   loads are mostly stride-1 or broadcast (stride 0): gathers (other strides,
-///   non-affine indices, masked loads, random numbers) may be at most half as
+///   non-affine indices, masked loads, random numbers whose counters do not
+///   step evenly along the loop: philox_lane_step) may be at most half as
 ///   many as contiguous loads. Width = vector bytes / the widest lane (4-byte
 ///   minimum: fp16/bf16/int8 compute in float lanes anyway): 16 floats or 8
 ///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
@@ -36,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "lowering/ir/kernel.h"
@@ -54,6 +56,13 @@ struct CpuTarget {
   /// The running CPU (cpuid) and its hardware threads.
   static CpuTarget host();
 };
+
+/// The counter step between neighbouring lanes of a Random whose loop over
+/// `var` is vectorised, when the vector Philox (cppi_vrand/cppi_vrandn) takes
+/// it: a constant c in [0, 2^28] (so c * 15 < 2^32: any width up to 16 lanes). Other
+/// offsets (a symbolic or negative step, floordiv/mod along var) are drawn
+/// lane by lane, and the schedule counts them as gathers.
+std::optional<uint32_t> philox_lane_step(const ir::IndexExpr& offset, const std::string& var);
 
 /// The kernel with its CPU schedule decided (its GPU schedule kept).
 ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);

@@ -80,40 +80,14 @@ CPPI_INLINE bool cppi_signbit(double a) { return __double_as_longlong(a) < 0; }
 CPPI_INLINE float cppi_half_to_float(cppi_half h) { return cppi_to_float(h); }
 CPPI_INLINE float cppi_bf16_to_float(cppi_bf16 b) { return cppi_to_float(b); }
 
-// Philox4x32-10 random numbers as the loop IR's Random defines them.
-CPPI_INLINE void cppi_philox(int64_t seed, int64_t offset, uint32_t out[4]) {
-  const uint64_t s = (uint64_t)seed, o = (uint64_t)offset;
-  uint32_t c0 = (uint32_t)o, c1 = (uint32_t)(o >> 32), c2 = 0, c3 = 0;
-  uint32_t k0 = (uint32_t)s, k1 = (uint32_t)(s >> 32);
-#pragma unroll
-  for (int round = 0; round < 10; ++round) {
-    const uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
-    const uint32_t hi2 = __umulhi(0xCD9E8D57u, c2), lo2 = 0xCD9E8D57u * c2;
-    const uint32_t n0 = hi2 ^ c1 ^ k0;
-    const uint32_t n2 = hi0 ^ c3 ^ k1;
-    c0 = n0; c1 = lo2; c2 = n2; c3 = lo0;
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
-  }
-  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+CPPI_INLINE void cppi_mul_hilo(uint32_t m, uint32_t a, uint32_t& hi, uint32_t& lo) {
+  hi = __umulhi(m, a);
+  lo = m * a;
 }
-CPPI_INLINE float cppi_uint_to_uniform(uint32_t u) {
-  int32_t i = (int32_t)u;
-  if (i < 0) i = -i - 1;
-  return (float)i * 4.6566127342e-10f;
+CPPI_INLINE float cppi_box_muller(float u1, float u2) {
+  return sqrtf(-2.0f * logf(fmaxf(u1, 1.0e-7f))) * cosf(6.283185307179586f * u2);
 }
-CPPI_INLINE float cppi_rand(int64_t seed, int64_t offset) {
-  uint32_t w[4];
-  cppi_philox(seed, offset, w);
-  return cppi_uint_to_uniform(w[0]);
-}
-CPPI_INLINE float cppi_randn(int64_t seed, int64_t offset) {
-  uint32_t w[4];
-  cppi_philox(seed, offset, w);
-  const float u1 = fmaxf(1.0e-7f, cppi_uint_to_uniform(w[0]));
-  const float u2 = cppi_uint_to_uniform(w[1]);
-  return sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
-}
+)cppi_support" + codegen::c_philox_support_source() + R"cppi_support(
 
 // A Welford step given 1 / (weight + 1): row kernels pass a constant (cached
 // rows: the slot decides the weight) or a correctly rounded reciprocal, so the

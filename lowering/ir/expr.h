@@ -56,7 +56,10 @@
 ///   first output word u as a signed int32 i, mapped to [0, 1) by
 ///   (i < 0 ? -i - 1 : i) * 4.6566127342e-10f. randn: Box-Muller on the first
 ///   two words: u1 = max(1e-7f, rand(w0)), u2 = rand(w1),
-///   sqrt(-2 log u1) * cos(2 pi u2). The result is float32.
+///   sqrt(-2 log u1) * cos(2 pi u2). The result is float32. Lowerings key it
+///   on the graph's seed buffer, which the runtime refills from torch's
+///   generator on every call, and give each random node its own counter
+///   range (lowering/ops/random.cpp).
 ///
 /// Nodes are immutable and shared; hashing is structural and cached. `Expr`
 /// is a cheap handle; `==` on handles is pointer identity, structural

@@ -547,8 +547,7 @@ void philox_words(int64_t seed, int64_t offset, uint32_t out[4]) {
 float uint_to_uniform(uint32_t u) {
   int32_t i;
   std::memcpy(&i, &u, 4);
-  if (i < 0) i = -i - 1;
-  return static_cast<float>(i) * 4.6566127342e-10f;
+  return static_cast<float>(i ^ (i >> 31)) * 4.6566127342e-10f;  // i < 0: -i - 1, without overflow
 }
 
 }  // namespace

@@ -121,6 +121,23 @@ ir::BufferPtr LoweringContext::temp_buffer(const std::string& hint, DType dtype,
                                      std::move(sizes));
 }
 
+LoweringContext::RandomStream LoweringContext::random_stream(ir::Device device, int device_index,
+                                                            const ir::IndexExpr& count) {
+  const Seed* seed = nullptr;
+  for (const auto& s : seeds_)
+    if (s.device == device && s.device_index == device_index) seed = &s;
+  if (!seed) {
+    std::string base = device == ir::Device::CPU ? "seed_cpu" : cat("seed_cuda", device_index);
+    auto buffer = ir::Buffer::make_contiguous(fresh_buffer_name(base), DType::Int64, device, ir::BufferKind::GraphInput,
+                                              {ir::index_const(1)});
+    seeds_.push_back({device, device_index, buffer});
+    seed = &seeds_.back();
+  }
+  RandomStream out{ir::load(seed->buffer, ir::index_const(0)), next_random_offset_};
+  next_random_offset_ = ir::simplify(next_random_offset_ + count, {});
+  return out;
+}
+
 void LoweringContext::emit(ir::ComputeNode node) { result_.program.emplace_back(std::move(node)); }
 
 void LoweringContext::ensure_runtime(int node) {
@@ -157,12 +174,19 @@ void LoweringContext::rollback(const Mark& m) {
     }
   }
   used_names_ = m.names;
+  seeds_.erase(seeds_.begin() + static_cast<std::ptrdiff_t>(m.seeds), seeds_.end());
 }
 
 LoweredGraph LoweringContext::finish() {
   std::set<std::string> seen;
   auto add = [&](const ir::BufferPtr& b) {
     if (!b || !seen.insert(b->name).second) return;
+    for (const auto& s : seeds_) {
+      if (s.buffer->name == b->name) {
+        result_.buffers.push_back({b, -1, /*is_seed=*/true, s.device_index});
+        return;
+      }
+    }
     auto it = bindings_.find(b->name);
     result_.buffers.push_back({b, it == bindings_.end() ? -1 : it->second});
   };

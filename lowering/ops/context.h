@@ -114,6 +114,17 @@ class LoweringContext {
   ir::BufferPtr temp_buffer(const std::string& hint, DType dtype, ir::Device device,
                             std::vector<ir::IndexExpr> sizes);
 
+  /// What one random node draws from: the call's seed on its device (a Load
+  /// of the seed buffer the runtime fills on every call) and the first of
+  /// `count` Philox counters reserved for it. Each random node gets its own
+  /// counter range (after the previous node's), so two random nodes of a
+  /// graph never share a counter and their values are independent.
+  struct RandomStream {
+    ir::Expr seed;
+    ir::IndexExpr base_offset;
+  };
+  RandomStream random_stream(ir::Device device, int device_index, const ir::IndexExpr& count);
+
   /// A unique compute-node name derived from `base`.
   std::string fresh_node_name(const std::string& base);
   void emit(ir::ComputeNode node);
@@ -128,8 +139,9 @@ class LoweringContext {
   struct Mark {
     size_t program = 0;
     std::set<std::string> names;
+    size_t seeds = 0;
   };
-  Mark mark() const { return {result_.program.size(), used_names_}; }
+  Mark mark() const { return {result_.program.size(), used_names_, seeds_.size()}; }
   void rollback(const Mark& m);
 
   /// The result; buffers are collected from the compute nodes.
@@ -146,6 +158,16 @@ class LoweringContext {
   std::map<std::pair<int, int>, int> getitems_;
   std::map<std::string, int> bindings_;  // buffer name -> graph node
   std::set<std::string> used_names_;
+  /// Seed buffers by (device, CUDA index), in creation order.
+  struct Seed {
+    ir::Device device;
+    int device_index;
+    ir::BufferPtr buffer;
+  };
+  std::vector<Seed> seeds_;
+  /// The next free Philox counter (random_stream). Not rolled back: a
+  /// lowering that gave up leaves a gap, which costs nothing.
+  ir::IndexExpr next_random_offset_ = ir::index_const(0);
   LoweredGraph result_;
 };
 

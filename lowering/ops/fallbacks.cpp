@@ -21,18 +21,27 @@ void register_explicit_fallbacks(Registry& r) {
                          "aten.take.default"})
     r.add_fallback(op, indirect_todo);
 
-  const char* random =
-      "random op runs through ATen so its values come from eager's generator (bit-identical to eager)";
-  for (const char* op : {"aten.rand.default", "aten.rand_like.default", "aten.randn.default",
-                         "aten.randn_like.default", "aten.randint.default", "aten.randint.low",
-                         "aten.randint_like.default", "aten.randint_like.low_dtype", "aten.randperm.default",
-                         "aten.bernoulli.default", "aten.bernoulli.p", "aten.bernoulli_.float",
-                         "aten.native_dropout.default", "aten.uniform.default", "aten.uniform_.default",
-                         "aten.normal.Tensor_float", "aten.normal.float_Tensor", "aten.normal.Tensor_Tensor",
-                         "aten.normal_functional.default", "aten.exponential.default", "aten.multinomial.default",
-                         "prims.inductor_random.default", "prims.inductor_seeds.default",
-                         "aten.philox_rand.default"})
-    r.add_fallback(op, random);
+  // rand, randn, uniform, normal, bernoulli, exponential and native_dropout
+  // are lowered (random.cpp). These stay in ATen:
+  const char* random_ints =
+      "random integers need the raw Philox bits, not the float32 uniform the loop IR's Random gives; runs "
+      "through ATen";
+  for (const char* op : {"aten.randint.default", "aten.randint.low", "aten.randint_like.default",
+                         "aten.randint_like.low_dtype", "aten.random.default", "aten.random.from",
+                         "aten.random.to"})
+    r.add_fallback(op, random_ints);
+  r.add_fallback("aten.randperm.default", "randperm is a shuffle (a sort of random keys): no sort in the loop IR");
+  r.add_fallback("aten.multinomial.default",
+                 "multinomial samples from a cumulative distribution (a scan and a search): not in the loop IR");
+  const char* inplace_random = "in-place random op (functionalization normally removes it)";
+  for (const char* op : {"aten.bernoulli_.float", "aten.bernoulli_.Tensor", "aten.uniform_.default",
+                         "aten.normal_.default", "aten.exponential_.default"})
+    r.add_fallback(op, inplace_random);
+  const char* inductor_rng =
+      "Inductor's own random prims (its rng functionalization) are not produced by our decompositions";
+  for (const char* op : {"prims.inductor_random.default", "prims.inductor_seeds.default",
+                         "prims.inductor_lookup_seed.default", "aten.philox_rand.default"})
+    r.add_fallback(op, inductor_rng);
 
   const char* scan = "scans are not in the loop IR yet";
   for (const char* op : {"aten.cumsum.default", "aten.cumprod.default", "aten.cummax.default",

@@ -274,6 +274,17 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
     return run
 
 
+_SEED_HIGH = 2**63 - 1
+
+
+def _draw_seed(device: str) -> torch.Tensor:
+    """A fresh Philox key for one call's random nodes on `device`, from torch's
+    generator of that device (as Inductor's inductor_seeds): manual_seed makes
+    runs reproducible, successive calls differ. On CUDA the draw is a kernel
+    on the current stream, so the seed never visits the host."""
+    return torch.randint(_SEED_HIGH, (1,), dtype=torch.int64, device=device)
+
+
 class CompiledFunction:
     """The callable AOTAutograd gets back for one graph."""
 
@@ -299,12 +310,15 @@ class CompiledFunction:
         self._program = program
         self._has_cpu_kernels = "cpu" in compiled.kernel_devices
         self._output = _resolver(_template(nodes[-1].args[0], slot_of))
+        self._seeds = [(slot, device) for slot, device in compiled.seed_inputs]
 
     def __call__(self, args: list) -> Any:
         env: list = [None] * self._num_slots
         for slot, value in zip(self._placeholders, args):
             env[slot] = value
         args.clear()
+        for slot, device in self._seeds:
+            env[slot] = _draw_seed(device)
         if self._has_cpu_kernels and torch.get_num_threads() != _threads_in_use[0]:
             sync_num_threads()
         symbols = [

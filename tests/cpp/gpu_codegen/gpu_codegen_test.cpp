@@ -199,6 +199,16 @@ TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
   EXPECT_EQ(src.find("cppi_warp_reduce"), std::string::npos);
 }
 
+TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
+  auto k = scheduled(dropout_noise(sym("s0"), sym("s1")));
+  // Counters are per element: no 16-byte vector accesses for random kernels.
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
+  const std::string src = source_of(k);
+  expect_in_order(src, {"cppi_philox_rounds(", "cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0)",
+                        "CPPI_INLINE void cppi_philox(", "__global__", "cppi_rand(", "cppi_randn("});
+  EXPECT_EQ(src.find("cppi_vec<float, 4>"), std::string::npos);
+}
+
 TEST(CudaPrinter, RefusesWhatItCannotPrint) {
   auto bad = with_gpu(softmax(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 256, 4);  // cache needs constant rows
   auto m = print_cuda_module({bad}, kSymbols);
@@ -260,6 +270,7 @@ std::vector<Case> all_cases() {
       {"var_mean_sym", var_mean(s0, s1), {29, 2047}},
       // Constant shapes: the schedule caches rows in registers.
       {"softmax_warp_cached", softmax(45, 1000), {}},
+      {"dropout_noise", dropout_noise(s0, s1), {33, 257}},
       {"softmax_block_cached", softmax(19, 4096), {}},
       {"softmax_block_cached_odd", softmax(19, 3001), {}},
       {"layer_norm_cached", layer_norm(23, 1537), {}},
@@ -294,6 +305,9 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
   // 128-bit vector loads made it into the PTX, and shuffles for warp reductions.
   EXPECT_NE(ptx->ptx.find("ld.global.v4.f32"), std::string::npos);
   EXPECT_NE(ptx->ptx.find("shfl.sync.bfly"), std::string::npos);
+  // Philox rounds: 32x32 -> high word multiplies.
+  EXPECT_NE(ptx->ptx.find(".entry dropout_noise"), std::string::npos);
+  EXPECT_NE(ptx->ptx.find("mul.hi.u32"), std::string::npos);
   // No fast math (libdevice's expf still uses ex2.approx inside its accurate
   // range reduction, so the PTX alone cannot show it).
   for (const auto& flag : nvrtc_flags(ptx->arch, {})) EXPECT_EQ(flag.find("fast_math"), std::string::npos) << flag;
@@ -333,6 +347,11 @@ void fill_random(HostBuffer& h, std::mt19937& rng, bool specials) {
       case DType::BFloat16: {
         uint16_t b = float_to_bf16(f);
         std::memcpy(p + 2 * i, &b, 2);
+        break;
+      }
+      case DType::Int64: {  // a random seed
+        const int64_t v = (static_cast<int64_t>(rng()) << 32) | rng();
+        std::memcpy(p + 8 * i, &v, 8);
         break;
       }
       default: FAIL() << "no random fill for " << dtype_name(h.buffer->dtype);

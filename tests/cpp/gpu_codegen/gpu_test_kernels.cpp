@@ -154,4 +154,18 @@ KernelPtr row_any_positive(const IndexExpr& rows, const IndexExpr& cols) {
   return Kernel::make("row_any", Device::CUDA, {{x0, rows}}, {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
 }
 
+KernelPtr dropout_noise(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), seed = input("seed", DType::Int64, {1});
+  auto out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  const IndexExpr linear = x0 * cols + x1;
+  Expr s = load(seed, index_const(0));
+  Expr keep = compare(CompareOp::Gt, Random::make(RandomKind::Uniform, s, linear), const_float(0.3));
+  Expr dropped = where(keep, div(load(x, linear), const_float(0.7)), const_float(0));
+  Expr noise = mul(Random::make(RandomKind::Normal, s, linear + rows * cols), const_float(0.1));
+  return Kernel::make("dropout_noise", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), add(dropped, noise))}}}, {},
+                      {"rand_like", "gt", "where", "randn", "add"});
+}
+
 }  // namespace cppi::gpu::testing

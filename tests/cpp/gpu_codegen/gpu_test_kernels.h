@@ -38,6 +38,9 @@ KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DT
 KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// var (correction 1) and mean over the last dim, Welford.
 KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols);
+/// Dropout then noise: out[i, j] = (rand > 0.3 ? x / 0.7 : 0) + 0.1 * randn,
+/// both keyed on seed[0] (an int64 input) with disjoint counters.
+KernelPtr dropout_noise(const IndexExpr& rows, const IndexExpr& cols);
 /// any(x > 0) per row, written as bool.
 KernelPtr row_any_positive(const IndexExpr& rows, const IndexExpr& cols);
 

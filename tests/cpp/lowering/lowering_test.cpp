@@ -761,7 +761,6 @@ TEST(Lowering, ScatterSrcAndValue) {
   auto l = lower(g);
   expect_all_lowered(l);
   Memory m(l.lowered);
-  m.set("x", {0, 0, 0, 0, 0, 0});
   m.set("i", {2, 0, -1, 1});
   m.set("s", {1, 2, 3, 4, 5, 6});
   m.run();
@@ -822,15 +821,73 @@ TEST(Lowering, ExternsAndRandomOps) {
                 .call("mm", "aten.mm.default", {ref("a"), ref("b")}, tensor("float32", {2, 4}))
                 .call("r", "aten.rand_like.default", {ref("mm")}, tensor("float32", {2, 4}))
                 .call("y", "aten.mul.Tensor", {ref("mm"), ref("r")}, tensor("float32", {2, 4}))
-                .output({ref("y")});
+                .call("i", "aten.randint.low", {0, 5, Desc::List{2, 4}}, tensor("int64", {2, 4}))
+                .output({ref("y"), ref("i")});
   auto l = lower(g);
   ASSERT_EQ(l.remarks.all().size(), 2u);
   EXPECT_EQ(l.remarks.all()[0].kind, Remark::Kind::Extern);
   EXPECT_EQ(l.remarks.all()[1].kind, Remark::Kind::Fallback);
-  EXPECT_NE(l.remarks.all()[1].reason.find("random"), std::string::npos);
+  EXPECT_EQ(l.remarks.all()[1].node, "i");
+  EXPECT_NE(l.remarks.all()[1].reason.find("random integers"), std::string::npos);
   auto* mm = std::get_if<AtenItem>(&l.lowered.program[0]);
   ASSERT_NE(mm, nullptr);
   EXPECT_TRUE(mm->is_extern);
+  // rand_like reads the CPU seed buffer, which the runtime fills on every call.
+  EXPECT_NE(printed(l.lowered).find("rand(seed="), std::string::npos) << printed(l.lowered);
+  int seeds = 0;
+  for (const auto& b : l.lowered.buffers) {
+    if (!b.is_seed) continue;
+    ++seeds;
+    EXPECT_EQ(b.graph_node, -1);
+    EXPECT_EQ(b.buffer->dtype, DType::Int64);
+  }
+  EXPECT_EQ(seeds, 1);
+}
+
+TEST(Lowering, RandomNodesDrawFromDisjointCounterRanges) {
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {2, 3}))
+                .call("r", "aten.rand.default", {Desc::List{2, 3}}, tensor("float32", {2, 3}))
+                .call("n", "aten.randn_like.default", {ref("x")}, tensor("float32", {2, 3}))
+                .call("b", "aten.bernoulli.p", {ref("x"), 0.25}, tensor("float32", {2, 3}))
+                .output({ref("r"), ref("n"), ref("b")});
+  auto l = lower(g);
+  expect_all_lowered(l);
+  const std::string ir = printed(l.lowered);
+  EXPECT_NE(ir.find("rand(seed=t0, offset=3*x0 + x1)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("randn(seed=t0, offset=3*x0 + x1 + 6)"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("rand(seed=t0, offset=3*x0 + x1 + 12)"), std::string::npos) << ir;
+  Memory m(l.lowered);
+  m.set("seed_cpu", {1234});
+  m.run();
+  for (double u : m.get("r")) EXPECT_TRUE(u >= 0 && u < 1) << u;
+  for (double b : m.get("b")) EXPECT_TRUE(b == 0 || b == 1) << b;
+  EXPECT_NE(m.get("r"), m.get("n"));
+}
+
+TEST(Lowering, NativeDropoutOutputIsZeroExactlyWhereTheMaskIs) {
+  const int n = 64;
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {n}))
+                .call("d", "aten.native_dropout.default", {ref("x"), 0.5, true},
+                      tag("tuple", Desc::List{tensor("float32", {n}), tensor("bool", {n})}))
+                .call("out", "getitem", {ref("d"), 0}, tensor("float32", {n}))
+                .call("mask", "getitem", {ref("d"), 1}, tensor("bool", {n}))
+                .output({ref("out"), ref("mask")});
+  auto l = lower(g);
+  expect_all_lowered(l);
+  Memory m(l.lowered);
+  m.set("seed_cpu", {99});
+  m.set("x", std::vector<double>(n, 3.0));
+  m.run();
+  const auto out = m.get("out"), mask = m.get("mask");
+  int kept = 0;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(out[i], mask[i] ? 6.0 : 0.0) << i;
+    kept += mask[i] != 0;
+  }
+  EXPECT_GT(kept, 8);  // about half of 64
+  EXPECT_LT(kept, 56);
 }
 
 TEST(Lowering, AccumulatingScattersFallBackWithTheirReason) {
