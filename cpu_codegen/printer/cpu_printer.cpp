@@ -58,6 +58,7 @@ void CpuKernelPrinter::print_header() {
                       " vectorized=", to_string(sched_.vectorized));
   if (sched_.vectorized != VectorizedLoop::None) s += cat(" width=", sched_.vector_width, " tail=", to_string(sched_.tail));
   if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
+  if (sched_.max_min_accumulators != 1) s += cat(" max_min_accumulators=", sched_.max_min_accumulators);
   out_.line(s);
 }
 

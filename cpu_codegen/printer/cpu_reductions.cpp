@@ -85,6 +85,14 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
     if (horizontal_mode) out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", vstate_identity(s.kind, t), ";"));
   }
+  // Max/min in horizontal mode: accumulators vacc, vacc_1, ... (see CpuSchedule::max_min_accumulators).
+  const int accumulators =
+      horizontal_mode && (s.kind == ReductionKind::Max || s.kind == ReductionKind::Min) ? sched_.max_min_accumulators : 1;
+  if (accumulators < 1) fail(cat("kernel ", k_.name, ": max_min_accumulators ", accumulators));
+  auto vacc_k = [&](int k) { return k == 0 ? vacc : cat(vacc, "_", k); };
+  for (int k = 1; k < accumulators; ++k) {
+    out_.line(cat(vstate_type(s.kind, t), " ", vacc_k(k), " = ", vstate_identity(s.kind, t), ";"));
+  }
   auto scalar_step = [&] {
     ValueScope scope;
     const CValue v = value(s.body, scope);
@@ -106,15 +114,40 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
     const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
     const Bound hi = level == 0 ? hi0 : extent(l);
     if (horizontal_mode && level + 1 == s.loops.size()) {
-      print_vector_loop(
+      auto vector_step = [&](const std::string& into) {
+        enter_vector(v);
+        ValueScope scope;
+        const CValue val = value(s.body, scope);
+        out_.line(vector_update(s.kind, t, into, val, cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) + ";");
+        leave_vector();
+      };
+      if (accumulators == 1) {
+        print_vector_loop(v, lo, hi, [&] { vector_step(vacc); }, scalar_step);
+        return;
+      }
+      // Groups of `accumulators` vectors, vector k into accumulator k; the
+      // whole vectors after the last group go to the first one.
+      const int64_t group = int64_t{accumulators} * sched_.vector_width;
+      print_split_loop(
           v, lo, hi,
-          [&] {
-            enter_vector(v);
-            ValueScope scope;
-            const CValue val = value(s.body, scope);
-            out_.line(vector_update(s.kind, t, vacc, val, cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
-                      ";");
-            leave_vector();
+          [&](const std::string& from, const std::string& to) {
+            const std::string g = v + "_grp", g_end = v + "_grp_end";
+            out_.open("");  // g_end is local: another max/min stage may loop over a v of the same name
+            out_.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", group, " * ", group, ";"));
+            out_.line("CPPI_NO_AUTOVEC");
+            out_.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", group, ")"));
+            for (int k = 0; k < accumulators; ++k) {
+              out_.open("");
+              out_.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * sched_.vector_width, ";"));
+              vector_step(vacc_k(k));
+              out_.close();
+            }
+            out_.close();
+            out_.line("CPPI_NO_AUTOVEC");
+            out_.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", width(), ")"));
+            vector_step(vacc);
+            out_.close();
+            out_.close();
           },
           scalar_step);
       return;
@@ -131,6 +164,10 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
   }
   if (lanes) return vacc;
   if (!horizontal_mode) return acc;
+  for (int k = 1; k < accumulators; ++k) {
+    CValue part{vacc_k(k), t, true, t == DType::Bool ? 4 : 0};
+    out_.line(vector_update(s.kind, t, vacc, part, "") + ";");
+  }
   const std::string combined = result_name.empty() ? base + "_red" : result_name;
   out_.line(cat("const ", state_type(s.kind, t), " ", combined, " = ",
                 state_combine(s.kind, t, horizontal(s.kind, t, vacc), acc), ";"));

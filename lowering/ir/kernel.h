@@ -111,6 +111,12 @@ struct CpuSchedule {
   /// vector per row. The per-lane accumulation order is unchanged. 0 = off.
   int column_block = 0;
   int64_t row_block = 0;
+  /// InnermostOfEachStage kernels: max and min reductions keep this many
+  /// vector accumulators, vector k of each group of them feeding
+  /// accumulator k, merged before the horizontal step. One accumulator makes
+  /// a chain of dependent compare-selects; max and min give the same result
+  /// in any order (NaN included), so this changes no value. 1 = off.
+  int max_min_accumulators = 1;
 };
 
 struct GpuSchedule {
