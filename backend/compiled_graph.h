@@ -22,6 +22,11 @@ namespace cppi {
 /// strides are index expressions over the graph's size symbols.
 struct Allocation {
   int slot = -1;
+  /// -1: a fresh allocation. Otherwise the slot of a dead buffer whose
+  /// storage this one takes over (backend/buffer_reuse.h): the runtime views
+  /// that storage with this allocation's dtype, sizes and strides, and the
+  /// old slot is released here instead of after its last use.
+  int reuse = -1;
   DType dtype = DType::Float32;
   Device device = Device::CPU;
   int device_index = 0;

@@ -40,6 +40,10 @@ Expected<Options> Options::from_desc(const Desc& d) {
       auto b = want_bool();
       if (!b) return b.error();
       o.fuse = *b;
+    } else if (key == "reuse_buffers") {
+      auto b = want_bool();
+      if (!b) return b.error();
+      o.reuse_buffers = *b;
     } else if (key == "inject_relu_bug_TESTING_ONLY") {
       auto b = want_bool();
       if (!b) return b.error();

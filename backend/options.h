@@ -20,6 +20,7 @@ struct Options {
   CpuCompiler cpu_compiler = CpuCompiler::Default;
   std::string debug_dir;        // where to dump this graph's stages; empty: no dump
   bool fuse = true;             // off: one kernel per lowered node (for debugging fusion)
+  bool reuse_buffers = true;    // off: every kernel buffer is a fresh allocation (for debugging reuse)
   /// Fault injection for tests of the accuracy checks: makes relu codegen
   /// wrong on purpose (Inductor's inject_relu_bug_TESTING_ONLY).
   bool inject_relu_bug_testing_only = false;

@@ -6,6 +6,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -180,6 +181,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     if (!compiled) return compiled.error();
     ctx.dump("kernels.cu", compiled->source);
     ctx.dump("kernels.ptx", compiled->ptx);
+    std::string twins;  // compiled only if a launch needs them
+    for (const auto& k : compiled->kernels) twins += k->info().scalar_twin_source;
+    if (!twins.empty()) ctx.dump("kernels_scalar_twins.cu", twins);
     cg.sources.emplace_back("kernels.cu", compiled->source);
     cg.sources.emplace_back("kernels.ptx", compiled->ptx);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
@@ -239,7 +243,9 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
 
   Status wrapped = timed(ctx, "wrapper", [&] {
     Status s = build_wrapper_steps(fused, result);
-    if (s) plan_frees(result);
+    if (!s) return s;
+    plan_frees(result);
+    if (options.reuse_buffers) plan_buffer_reuse(result);
     return s;
   });
   if (!wrapped) return wrapped.error();

@@ -12,16 +12,6 @@ void collect_slots(const Arg& a, std::vector<int>& out) {
   for (const auto& e : a.list) collect_slots(e, out);
 }
 
-/// The slots each step reads: a kernel's buffers, an ATen step's node args.
-std::vector<int> slots_read(const Graph& g, const Step& s) {
-  std::vector<int> out;
-  if (s.kind == Step::Kind::Kernel) return s.buffers;
-  const Node& n = g.nodes[s.node];
-  for (const auto& a : n.args) collect_slots(a, out);
-  for (const auto& [k, a] : n.kwargs) collect_slots(a, out);
-  return out;
-}
-
 Allocation allocation_for(int slot, const ir::Buffer& buffer, const Graph& g, int graph_node) {
   Allocation a;
   a.slot = slot;
@@ -35,6 +25,21 @@ Allocation allocation_for(int slot, const ir::Buffer& buffer, const Graph& g, in
 }
 
 }  // namespace
+
+std::vector<int> slots_read(const Graph& g, const Step& s) {
+  std::vector<int> out;
+  if (s.kind == Step::Kind::Kernel) return s.buffers;
+  const Node& n = g.nodes[s.node];
+  for (const auto& a : n.args) collect_slots(a, out);
+  for (const auto& [k, a] : n.kwargs) collect_slots(a, out);
+  return out;
+}
+
+std::vector<int> output_slots(const Graph& g) {
+  std::vector<int> out;
+  for (const auto& a : g.output().args) collect_slots(a, out);
+  return out;
+}
 
 Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg) {
   const Graph& g = cg.graph;
@@ -88,23 +93,24 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
     cg.steps.push_back(std::move(step));
   }
   // Everything the graph returns must exist by the end.
-  std::vector<int> outputs;
-  for (const auto& a : g.output().args) collect_slots(a, outputs);
-  for (int slot : outputs)
+  for (int slot : output_slots(g))
     if (!filled.count(slot) && g.nodes[slot].op != Node::Op::Placeholder)
       return Error::internal(cat("graph output '", g.nodes[slot].name, "' is never produced"));
   return Status::success();
 }
 
-void plan_frees(CompiledGraph& cg) {
+std::vector<int> last_uses(const CompiledGraph& cg) {
   std::vector<int> last_use(cg.num_slots, -1);
   for (size_t s = 0; s < cg.steps.size(); ++s) {
     for (int slot : slots_read(cg.graph, cg.steps[s])) last_use[slot] = static_cast<int>(s);
     if (cg.steps[s].kind == Step::Kind::Aten) last_use[cg.steps[s].node] = std::max(last_use[cg.steps[s].node], int(s));
   }
-  std::vector<int> outputs;
-  for (const auto& a : cg.graph.output().args) collect_slots(a, outputs);
-  for (int slot : outputs) last_use[slot] = -1;  // returned: never freed
+  return last_use;
+}
+
+void plan_frees(CompiledGraph& cg) {
+  std::vector<int> last_use = last_uses(cg);
+  for (int slot : output_slots(cg.graph)) last_use[slot] = -1;  // returned: never freed
   for (int slot = 0; slot < cg.num_slots; ++slot)
     if (last_use[slot] >= 0) cg.steps[last_use[slot]].free_after.push_back(slot);
 }
@@ -114,6 +120,11 @@ std::string describe_steps(const CompiledGraph& cg) {
   auto slot_name = [&](int slot) {
     return slot < static_cast<int>(cg.graph.nodes.size()) ? cg.graph.nodes[slot].name : cat("buf", slot);
   };
+  auto layout = [](const Allocation& a) {
+    std::string text = "[";
+    for (size_t i = 0; i < a.sizes.size(); ++i) text += cat(i ? ", " : "", to_string(a.sizes[i]));
+    return text + "]";
+  };
   for (const SeedInput& s : cg.seeds) {
     out += cat("seed     ", slot_name(s.slot), " = a fresh int64 from the ",
                s.device == Device::CPU ? std::string("cpu") : cat("cuda:", s.device_index), " generator\n");
@@ -122,12 +133,20 @@ std::string describe_steps(const CompiledGraph& cg) {
     if (s.kind == Step::Kind::Aten) {
       const Node& n = cg.graph.nodes[s.node];
       out += cat(s.is_extern ? "extern   " : "aten     ", n.name, " = ", n.target, "\n");
-      continue;
+    } else {
+      for (const auto& a : s.allocs) {
+        out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), layout(a));
+        out += a.reuse >= 0 ? cat(" = reuse ", slot_name(a.reuse), "\n") : "\n";
+      }
+      out += cat("kernel   ", cg.kernels[s.kernel]->name(), "(");
+      for (size_t i = 0; i < s.buffers.size(); ++i) out += cat(i ? ", " : "", slot_name(s.buffers[i]));
+      out += ")\n";
     }
-    for (const auto& a : s.allocs) out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), "\n");
-    out += cat("kernel   ", cg.kernels[s.kernel]->name(), "(");
-    for (size_t i = 0; i < s.buffers.size(); ++i) out += cat(i ? ", " : "", slot_name(s.buffers[i]));
-    out += ")\n";
+    if (!s.free_after.empty()) {
+      out += "free     ";
+      for (size_t i = 0; i < s.free_after.size(); ++i) out += cat(i ? ", " : "", slot_name(s.free_after[i]));
+      out += "\n";
+    }
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/compiled_graph.h"
@@ -23,6 +24,15 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
 /// eager's (the backward graph holds many saved activations). Graph outputs
 /// are never freed.
 void plan_frees(CompiledGraph& cg);
+
+/// The slots a step reads: a kernel's buffers, an ATen step's node arguments.
+std::vector<int> slots_read(const Graph& g, const Step& s);
+
+/// The last step that reads or writes each slot (-1: none).
+std::vector<int> last_uses(const CompiledGraph& cg);
+
+/// The slots the graph returns.
+std::vector<int> output_slots(const Graph& g);
 
 /// A readable listing of the steps (wrapper_plan.txt).
 std::string describe_steps(const CompiledGraph& cg);

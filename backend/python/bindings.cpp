@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "backend/buffer_reuse.h"
 #include "backend/compiled_graph.h"
 #include "backend/desc.h"
 #include "backend/graph.h"
@@ -124,6 +125,7 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<Allocation>(m, "Allocation")
       .def_readonly("slot", &Allocation::slot)
+      .def_readonly("reuse", &Allocation::reuse)
       .def_property_readonly("dtype", [](const Allocation& a) { return std::string(dtype_name(a.dtype)); });
 
   py::enum_<Step::Kind>(m, "StepKind").value("Aten", Step::Kind::Aten).value("Kernel", Step::Kind::Kernel);
@@ -141,6 +143,14 @@ PYBIND11_MODULE(_C, m) {
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def_readonly("steps", &CompiledGraph::steps)
       .def_readonly("num_slots", &CompiledGraph::num_slots)
+      .def_property_readonly("allocation_counts",
+                             [](const CompiledGraph& cg) {
+                               AllocationCounts c = count_allocations(cg);
+                               py::dict d;
+                               d["fresh"] = c.fresh;
+                               d["reused"] = c.reused;
+                               return d;
+                             })
       .def_property_readonly("seed_inputs",
                              [](const CompiledGraph& cg) {
                                py::list out;

@@ -241,6 +241,10 @@ CValue CPrinterBase::scalar_value(const Expr& e, ValueScope& scope) {
   if (auto c = e.as<Constant>()) return CValue{literal(*c), e.dtype()};
   if (auto l = e.as<LocalRef>()) return local_value(*l);
   if (const CValue* v = scope.find(e)) return *v;
+  if (std::optional<CValue> fused = fused_value(e, scope)) {
+    scope.add(e, *fused);
+    return *fused;
+  }
   CValue v{declare(scalar_type(e.dtype()), scalar_node(e, scope)), e.dtype()};
   scope.add(e, v);
   return v;

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -93,6 +94,13 @@ class CPrinterBase {
   virtual std::string pointer_name(const std::string& buffer) const = 0;
   /// The C expression of a kernel-local (reduction result) value.
   virtual CValue local_value(const ir::LocalRef& ref) const = 0;
+  /// A target's way to compute `e` together with related values (it may
+  /// print statements and add those values to `scope`); nullopt: print `e`
+  /// on its own, as usual.
+  virtual std::optional<CValue> fused_value(const ir::Expr& e, ValueScope& scope) {
+    (void)e, (void)scope;
+    return std::nullopt;
+  }
 
   // --- index expressions ------------------------------------------------------------
   /// `e` as a C int64 expression; floordiv/mod print as / and % where the

@@ -8,8 +8,33 @@ namespace cppi::gpu {
 
 using namespace ir;
 
-CudaKernelHandle::CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, std::optional<CudaKernel> scalar_twin)
-    : info_(std::move(info)), kernel_(std::move(kernel)), scalar_(std::move(scalar_twin)) {}
+CudaKernelHandle::CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, CudaKernelOptions twin_options)
+    : info_(std::move(info)), kernel_(std::move(kernel)), twin_options_(std::move(twin_options)) {}
+
+Expected<CudaKernel> CudaKernelHandle::scalar_twin() const {
+  std::lock_guard<std::mutex> lock(twin_mutex_);
+  if (scalar_) return *scalar_;
+  if (info_.scalar_twin.empty()) return Error::internal(cat("cuda kernel ", info_.name, " has no scalar twin"));
+  int cc = twin_options_.compute_capability;
+  if (cc == 0) {
+    auto current = current_device_compute_capability();
+    if (!current.ok()) return current.error();
+    cc = *current;
+  }
+  auto program = compile_cuda(info_.scalar_twin_source, info_.scalar_twin + ".cu", cc, twin_options_.nvrtc);
+  if (!program.ok()) return program.error();
+  auto module = CudaModule::load_ptx(program->ptx);
+  if (!module.ok()) return module.error();
+  auto fn = module->function(info_.scalar_twin);
+  if (!fn.ok()) return fn.error();
+  scalar_ = *fn;  // keeps the module loaded
+  return *scalar_;
+}
+
+bool CudaKernelHandle::scalar_twin_compiled() const {
+  std::lock_guard<std::mutex> lock(twin_mutex_);
+  return scalar_.has_value();
+}
 
 int64_t CudaKernelHandle::evaluate(const IndexExpr& e, const int64_t* symbols) const {
   if (auto c = e.constant()) return *c;
@@ -23,7 +48,7 @@ CudaKernelHandle::Launch CudaKernelHandle::plan(void* const* buffers, const int6
   const GpuSchedule& g = info_.schedule;
   l.iterations = evaluate(info_.iterations, symbols);
   l.block.x = static_cast<unsigned>(g.block_size);
-  l.vectorized = scalar_.has_value();
+  l.vectorized = !info_.scalar_twin.empty();
   for (const auto& c : info_.vector_checks) {
     if (!l.vectorized) break;
     if (c.buffer_arg >= 0 && reinterpret_cast<uintptr_t>(buffers[c.buffer_arg]) % static_cast<uintptr_t>(c.alignment)) {
@@ -42,6 +67,7 @@ CudaKernelHandle::Launch CudaKernelHandle::plan(void* const* buffers, const int6
     case GpuMapping::None: break;
   }
   int64_t blocks = (l.iterations + per_block - 1) / per_block;
+  if (g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1) blocks = l.iterations * g.row_splits;  // exact
   if (g.grid_size > 0) blocks = std::min(blocks, g.grid_size);
   blocks = std::clamp<int64_t>(blocks, 1, std::numeric_limits<int32_t>::max());
   l.grid.x = static_cast<unsigned>(blocks);
@@ -57,8 +83,13 @@ void CudaKernelHandle::run(void* const* buffers, const int64_t* symbols, uintptr
   void* args[kMaxArgs];
   for (size_t i = 0; i < nb; ++i) args[i] = const_cast<void**>(&buffers[i]);
   for (size_t j = 0; j < ns; ++j) args[nb + j] = const_cast<int64_t*>(&symbols[info_.symbol_positions[j]]);
-  const CudaKernel& k = l.vectorized || !scalar_ ? kernel_ : *scalar_;
-  Status s = launch(k, l.grid, l.block, 0, stream, args);
+  std::optional<CudaKernel> twin;
+  if (!l.vectorized && !info_.scalar_twin.empty()) {
+    auto t = scalar_twin();
+    if (!t.ok()) throw CompilerError(t.error());
+    twin = std::move(*t);
+  }
+  Status s = launch(twin ? *twin : kernel_, l.grid, l.block, 0, stream, args);
   if (!s.ok()) throw CompilerError(s.error());
 }
 
@@ -83,13 +114,10 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
   for (auto& info : printed->kernels) {
     auto fn = module->function(info.name);
     if (!fn.ok()) return fn.error();
-    std::optional<CudaKernel> twin;
-    if (!info.scalar_twin.empty()) {
-      auto t = module->function(info.scalar_twin);
-      if (!t.ok()) return t.error();
-      twin = *t;
-    }
-    out.kernels.push_back(std::make_shared<CudaKernelHandle>(std::move(info), *fn, std::move(twin)));
+    CudaKernelOptions twin_options = options;
+    twin_options.compute_capability = cc;
+    twin_options.print = {};
+    out.kernels.push_back(std::make_shared<CudaKernelHandle>(std::move(info), *fn, std::move(twin_options)));
   }
   out.source = std::move(printed->source);
   out.ptx = std::move(program->ptx);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,10 +31,14 @@ struct CudaKernelOptions {
 };
 
 /// A compiled kernel. run() launches asynchronously on `stream` (a CUstream,
-/// 0 = the legacy default stream); launch failures throw CompilerError.
+/// 0 = the legacy default stream); launch failures throw CompilerError, and so
+/// does a scalar twin that NVRTC or the driver cannot compile.
 class CudaKernelHandle final : public KernelHandle {
  public:
-  CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, std::optional<CudaKernel> scalar_twin);
+  /// A vectorised kernel (info.scalar_twin set) compiles its twin from
+  /// info.scalar_twin_source, with `twin_options`, on the first launch whose
+  /// buffers or sizes fail the vector checks.
+  CudaKernelHandle(PrintedCudaKernel info, CudaKernel kernel, CudaKernelOptions twin_options = {});
 
   const std::string& name() const override { return info_.name; }
   const char* device() const override { return "cuda"; }
@@ -47,13 +52,20 @@ class CudaKernelHandle final : public KernelHandle {
     int64_t iterations = 0;
   };
   Launch plan(void* const* buffers, const int64_t* symbols) const;
+  /// The scalar twin, compiled now if it was not yet (Internal when the
+  /// kernel has none).
+  Expected<CudaKernel> scalar_twin() const;
+  /// Whether the twin has been compiled (tests: aligned launches never do).
+  bool scalar_twin_compiled() const;
 
  private:
   int64_t evaluate(const ir::IndexExpr& e, const int64_t* symbols) const;
 
   PrintedCudaKernel info_;
   CudaKernel kernel_;
-  std::optional<CudaKernel> scalar_;
+  CudaKernelOptions twin_options_;
+  mutable std::mutex twin_mutex_;
+  mutable std::optional<CudaKernel> scalar_;
   std::vector<std::string> symbol_names_;  // by graph position, for evaluate()
 };
 

@@ -50,6 +50,9 @@ struct VectorCheck {
 struct PrintedCudaKernel {
   std::string name;         // the extern "C" __global__ symbol
   std::string scalar_twin;  // the V = 1 variant of a vectorised kernel, else ""
+  /// The twin as a translation unit of its own (prelude, support, the twin):
+  /// the launcher compiles it on the first launch that fails vector_checks.
+  std::string scalar_twin_source;
   ir::GpuSchedule schedule;
   /// Product of the outer extents: elements (pointwise, column) or rows.
   ir::IndexExpr iterations;
@@ -72,8 +75,9 @@ struct PrintedCudaModule {
   int vectorized_kernel_count() const;
 };
 
-/// One translation unit with one extern "C" __global__ function per kernel
-/// (two for a vectorised kernel: itself and its scalar twin "<name>_scalar").
+/// One translation unit with one extern "C" __global__ function per kernel.
+/// A vectorised kernel's scalar twin "<name>_scalar" is printed apart, into
+/// PrintedCudaKernel::scalar_twin_source.
 /// Kernel names must be distinct C identifiers; `graph_symbols` lists the
 /// graph's size symbols in the order the symbols array passes them.
 Expected<PrintedCudaModule> print_cuda_module(const std::vector<ir::KernelPtr>& kernels,

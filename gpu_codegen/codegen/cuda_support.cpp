@@ -65,6 +65,8 @@ CPPI_MATH2(cppi_hypot, hypotf, hypot)
 CPPI_MATH2(cppi_copysign, copysignf, copysign)
 #undef CPPI_MATH1
 #undef CPPI_MATH2
+CPPI_INLINE void cppi_sincos(float x, float* s, float* c) { sincosf(x, s, c); }
+CPPI_INLINE void cppi_sincos(double x, double* s, double* c) { sincos(x, s, c); }
 CPPI_INLINE bool cppi_isnan(float a) { return a != a; }
 CPPI_INLINE bool cppi_isnan(double a) { return a != a; }
 CPPI_INLINE bool cppi_isinf(float a) { return fabsf(a) == __int_as_float(0x7f800000); }

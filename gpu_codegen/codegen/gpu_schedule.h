@@ -38,6 +38,13 @@
 ///   each cacheable load (row_cached_loads) is read once into an E-slot
 ///   register array before the first stage (single pass over global memory).
 ///   E = 0: every stage re-reads global memory (multi-pass, one kernel).
+///   row_splits P > 1 (RowPerBlock, E = 0, stage 0 the only looped stage, a
+///   reduction): block b takes row b / P and positions (b % P) T + t,
+///   stepping P T; each block stores its partial into a module-level array,
+///   and the last of a row's P blocks to arrive (an atomic counter, reset by
+///   it for the next launch) folds the P partials in order and runs the
+///   loop-less stages. The arrays are the module's: two launches of one
+///   kernel must not run at the same time (one stream does that).
 ///
 /// The rules, in order:
 /// - No stage has loops and there is no reduction: GridStridePointwise,
@@ -58,7 +65,10 @@
 ///   the kernel has fewer rows than the GPU has multiprocessors; 256 for
 ///   symbolic L). E = ceil(L / T) when L is constant,
 ///   the row can be cached (see above) and E * (number of cached loads) <= 64
-///   registers; else 0.
+///   registers; else 0. Split rows (P > 1) when E = 0, rows are constant and
+///   4 x rows <= multiprocessors, stage 0 is a sum/max/min of a 32- or 64-bit
+///   number and the later stages are loop-less: P = min(2 x multiprocessors /
+///   rows, T, L / 16 T).
 #pragma once
 
 #include <cstdint>

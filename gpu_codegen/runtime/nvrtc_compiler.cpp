@@ -112,7 +112,7 @@ Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
 
 }  // namespace
 
-std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options) {
+std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int nvrtc_version) {
   std::vector<std::string> flags = {
       cat("-arch=compute_", arch),
       "--std=c++17",
@@ -124,6 +124,10 @@ std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options) {
       "--prec-div=true",
       "--prec-sqrt=true",
   };
+  // Leaves out of NVRTC's built-in headers what generated code never uses
+  // (textures, surfaces, cudadevrt, cooperative groups): about 10 ms of front
+  // end per module. NVRTC 12.4 and newer know the flag.
+  if (nvrtc_version >= 1204) flags.emplace_back("--minimal");
   if (options.line_info) flags.emplace_back("-lineinfo");
   if (options.max_registers > 0) flags.push_back(cat("--maxrregcount=", options.max_registers));
   flags.insert(flags.end(), options.extra.begin(), options.extra.end());
@@ -136,7 +140,8 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
   if (!api.ok()) return api.error();
   Expected<int> arch = choose_arch(*api.value(), compute_capability);
   if (!arch.ok()) return arch.error();
-  const std::vector<std::string> flags = nvrtc_flags(arch.value(), options);
+  const std::vector<std::string> flags =
+      nvrtc_flags(arch.value(), options, api.value()->version_major * 100 + api.value()->version_minor);
   const std::string key = cache_key(*api.value(), flags, name, source);
 
   PtxCache& cache = ptx_cache();

@@ -44,8 +44,10 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
 Expected<std::string> compile_to_ptx(const std::string& source, const std::string& name,
                                      int compute_capability, const NvrtcOptions& options = {});
 
-/// The exact flags compile_cuda passes for `arch` (for dumps and tests).
-std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options);
+/// The exact flags compile_cuda passes for `arch` (for dumps and tests) with
+/// an NVRTC of version `nvrtc_version` (major * 100 + minor; 0: unknown, no
+/// version-dependent flags).
+std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int nvrtc_version = 0);
 
 /// Process-wide counters, so tests and compile-time reports can prove what
 /// was compiled and what came from the cache.

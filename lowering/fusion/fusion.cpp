@@ -206,6 +206,11 @@ std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping
     bool contiguous = true;
     for (int m : g.groups[group].members) contiguous = contiguous && stores_contiguous(*p.nodes[m]);
     if (auto why = fusion::why_not_fuse_independent(contiguous, stores_contiguous(*p.nodes[node]))) return why;
+    if (!options.capability(g.groups[group].device).horizontal_reductions &&
+        (g.groups[group].has_reduction || fusion::is_reduction(*p.nodes[node]))) {
+      return std::string("independent of the kernel, and a reduction is involved: the backend fuses reductions only "
+                         "with what they share data with");
+    }
   }
   if (auto why = fusion::why_not_join(p, g, group, node, barrier)) return why;
   std::string unused;

@@ -128,6 +128,10 @@ struct GpuSchedule {
   /// power of two; 1 = one thread per column). Above 1 the block is 32
   /// columns x threads_per_column row slices (block_size = 32 x it).
   int threads_per_column = 1;
+  /// RowPerBlock only: blocks that share one row (grid = rows x it), each
+  /// folding a strided share of it; the last block to finish combines their
+  /// partials in a fixed order (deterministic). 1 = a block per row.
+  int row_splits = 1;
 };
 
 struct Schedule {

@@ -196,6 +196,7 @@ std::string to_string(const Schedule& s) {
   os << "gpu: mapping=" << to_string(g.mapping) << " block=" << g.block_size << " grid=" << g.grid_size
      << " elements_per_thread=" << g.elements_per_thread;
   if (g.threads_per_column != 1) os << " threads_per_column=" << g.threads_per_column;
+  if (g.row_splits != 1) os << " row_splits=" << g.row_splits;
   os << "\n";
   return os.str();
 }
@@ -210,7 +211,7 @@ bool is_default(const Schedule& s) {
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
          a.row_block == b.row_block && a.max_min_accumulators == b.max_min_accumulators && g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
-         g.threads_per_column == h.threads_per_column;
+         g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits;
 }
 }  // namespace
 

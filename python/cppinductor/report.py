@@ -35,6 +35,9 @@ class GraphReport:
     kernels: list[dict]
     fusion_refusals: list[dict]
     compile_time_s: dict[str, float]
+    # Kernel buffers one call allocates: {"fresh": n, "reused": m} (reused
+    # ones take over a dead buffer's storage); zeros when the graph runs in eager.
+    buffers: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "reused": 0})
 
     def to_dict(self) -> dict:
         return {
@@ -45,6 +48,7 @@ class GraphReport:
             "kernels": self.kernels,
             "fusion_refusals": self.fusion_refusals,
             "compile_time_s": self.compile_time_s,
+            "buffers": self.buffers,
         }
 
 
@@ -100,7 +104,8 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
     times["total"] = sum(times.values())
     lowered = len(ops) - len(fallbacks) - len(externs)
     return GraphReport(
-        record.kind, len(ops), lowered, fallbacks, externs, list(record.compiled.kernel_infos), refusals, times
+        record.kind, len(ops), lowered, fallbacks, externs, list(record.compiled.kernel_infos), refusals, times,
+        dict(record.compiled.allocation_counts),
     )
 
 
@@ -243,6 +248,7 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
         lines.append(f"  fallback {f['op']}: {f['reason']}")
     for r in g.fusion_refusals:
         lines.append(f"  not fused {r['a']} + {r['b']}: {r['reason']}")
+    lines.append(f"  buffers per call: {g.buffers['fresh']} fresh, {g.buffers['reused']} reused")
     stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in g.compile_time_s.items())
     lines.append(f"  compile time: {stages}")
     return lines

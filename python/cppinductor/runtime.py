@@ -32,6 +32,12 @@ def _loaded_libgomp() -> str | None:
 
 
 _threads_in_use: list[int] = [0]
+# Process-wide: compiled calls, and the kernel buffers they allocated fresh or
+# took over from a dead buffer (buffer_counters()).
+_buffer_counts: list[int] = [0, 0, 0]
+# memory.track_live_bytes() installs a function (env, call_starts) -> None
+# that sees the slots before a call's first step and after every step.
+_step_observer: list = [None]
 _cuda_configured: list[bool] = [False]
 _libmvec_loaded: list[bool] = [False]
 
@@ -96,6 +102,13 @@ def sync_num_threads() -> None:
     if n != _threads_in_use[0]:
         _C.set_num_threads(n)
         _threads_in_use[0] = n
+
+
+def buffer_counters() -> dict[str, int]:
+    """Cumulative for the process: compiled calls, and kernel buffers allocated
+    fresh or reused (a dead buffer's storage) by them."""
+    calls, fresh, reused = _buffer_counts
+    return {"calls": calls, "fresh": fresh, "reused": reused}
 
 
 class _Slot:
@@ -203,6 +216,37 @@ def _empty(layout) -> torch.Tensor:
     return torch.empty_strided(sizes, strides, dtype=_TORCH_DTYPES[dtype], device=device)
 
 
+def _storage_bytes(sizes, strides, dtype: torch.dtype) -> int:
+    """What torch.empty_strided allocates for this layout."""
+    if any(s == 0 for s in sizes):
+        return 0
+    return (1 + sum((s - 1) * st for s, st in zip(sizes, strides))) * dtype.itemsize
+
+
+def _reuse(old: torch.Tensor, sizes, strides, dtype: torch.dtype, nbytes: int, device) -> torch.Tensor:
+    """A dead buffer's storage as a new buffer (backend/buffer_reuse.h: the
+    plan matched devices and sizes). Same dtype: a strided view of its first
+    bytes; another dtype: a tensor set onto the untyped storage. A storage
+    smaller than the plan assumed (an ATen result laid out otherwise than
+    its FX meta said) is left alone: the buffer is allocated fresh."""
+    storage = old.untyped_storage()
+    if storage.nbytes() < nbytes:
+        return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+    if old.dtype == dtype:
+        return torch.as_strided(old, sizes, strides, 0)
+    return torch.empty(0, dtype=dtype, device=old.device).set_(storage, 0, sizes, strides)
+
+
+def _allocate(env: list, slot: int, reuse: int, layout) -> None:
+    if reuse < 0:
+        env[slot] = _empty(layout)
+        return
+    dtype_name, sizes, strides, device = layout
+    dtype = _TORCH_DTYPES[dtype_name]
+    env[slot] = _reuse(env[reuse], sizes, strides, dtype, _storage_bytes(sizes, strides, dtype), device)
+    env[reuse] = None
+
+
 def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dynamic: bool):
     """A closure running one compiled kernel: allocate its outputs, make sure
     tensors from outside our kernels have the strides it was compiled for,
@@ -212,7 +256,7 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
     kernel, buffers = step.kernel, tuple(step.buffers)
     device = compiled.kernel_devices[kernel]
     allocs = [
-        (a.slot, _layout_fn(lambda i, s: compiled.allocation(index, i, s), i, dynamic))
+        (a.slot, a.reuse, _layout_fn(lambda i, s: compiled.allocation(index, i, s), i, dynamic))
         for i, a in enumerate(step.allocs)
     ]
     checks = [
@@ -237,14 +281,20 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
     if not dynamic and not on_cuda:
         empty_strided = torch.empty_strided
         static_allocs = []
-        for slot, layout in allocs:
-            dtype, sizes, strides, dev = layout([])
-            static_allocs.append((slot, tuple(sizes), tuple(strides), _TORCH_DTYPES[dtype], dev))
+        for slot, reuse, layout in allocs:
+            dtype_name, sizes, strides, dev = layout([])
+            dtype = _TORCH_DTYPES[dtype_name]
+            nbytes = _storage_bytes(sizes, strides, dtype)
+            static_allocs.append((slot, reuse, tuple(sizes), tuple(strides), dtype, dev, nbytes))
         static_checks = [(slot, written, tuple(layout([])[2]), layout([])) for slot, written, layout in checks]
 
         def run_static(env: list, symbols: list) -> None:
-            for slot, sizes, strides, dtype, dev in static_allocs:
-                env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
+            for slot, reuse, sizes, strides, dtype, dev, nbytes in static_allocs:
+                if reuse < 0:
+                    env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
+                else:
+                    env[slot] = _reuse(env[reuse], sizes, strides, dtype, nbytes, dev)
+                    env[reuse] = None
             write_back: list = []
             for slot, written, strides, expected in static_checks:
                 t = env[slot]
@@ -257,8 +307,8 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
         return run_static
 
     def run(env: list, symbols: list) -> None:
-        for slot, layout in allocs:
-            env[slot] = _empty(layout(symbols))
+        for slot, reuse, layout in allocs:
+            _allocate(env, slot, reuse, layout(symbols))
         write_back: list = []
         for slot, written, layout in checks:
             t = env[slot]
@@ -310,6 +360,8 @@ class CompiledFunction:
         self._program = program
         self._has_cpu_kernels = "cpu" in compiled.kernel_devices
         self._output = _resolver(_template(nodes[-1].args[0], slot_of))
+        counts = compiled.allocation_counts
+        self._fresh, self._reused = counts["fresh"], counts["reused"]
         self._seeds = [(slot, device) for slot, device in compiled.seed_inputs]
 
     def __call__(self, args: list) -> Any:
@@ -324,8 +376,24 @@ class CompiledFunction:
         symbols = [
             int(env[slot]) if dim < 0 else env[slot].size(dim) for slot, dim in self._symbol_sources
         ]
+        counts = _buffer_counts
+        counts[0] += 1
+        counts[1] += self._fresh
+        counts[2] += self._reused
+        observe = _step_observer[0]
+        if observe is not None:
+            return self._call_observed(env, symbols, observe)
         for run, frees in self._program:
             run(env, symbols)
+            for s in frees:
+                env[s] = None
+        return self._output(env)
+
+    def _call_observed(self, env: list, symbols: list, observe: Callable[[list, bool], None]) -> Any:
+        observe(env, True)
+        for run, frees in self._program:
+            run(env, symbols)
+            observe(env, False)  # before the frees: the step's inputs and outputs coexist
             for s in frees:
                 env[s] = None
         return self._output(env)

@@ -45,7 +45,9 @@ def test_to_dict_has_exactly_the_documented_keys():
     d = cppinductor.explain(lambda x: torch.mm(x, x).sort(dim=0).values.relu())(torch.randn(4, 4)).to_dict()
     assert set(d) == {"graph_count", "graph_break_count", "break_reasons", "graphs"}
     (g,) = d["graphs"]
-    assert set(g) == {"ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s"}
+    assert set(g) == {
+        "ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s", "buffers"
+    }
     assert "total" in g["compile_time_s"]
     assert {"op": "aten.mm.default"} in g["externs"]
     sort = [f for f in g["fallbacks"] if f["op"] == "aten.sort.default"]

@@ -17,7 +17,7 @@ def _num(fmt: str) -> Callable[[Optional[float]], str]:
 
 # (header, width, cell) — numbers right-aligned, text left-aligned
 _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
-    ("workload", 12, lambda r: r.workload),
+    ("workload", 17, lambda r: r.workload),
     ("backend", 11, lambda r: r.backend),
     ("shape", 16, lambda r: r.shape),
     ("ms", 9, lambda r: _num(".3f")(r.time_ms)),

@@ -322,17 +322,12 @@ def _build_transformer(s: Sizes, device: str, dtype: torch.dtype) -> Case:
     return Case(f"{batch}x{seq}x{d} h{heads}", _inference(model, (x,)))
 
 
-def _build_mlp_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+def _training(model: nn.Module, x: torch.Tensor, target: torch.Tensor) -> Callable[[Compile], Callable[[], Any]]:
     """Forward + loss compiled (AOTAutograd compiles the backward); SGD steps eagerly.
 
     One step returns the parameters, so comparing a step's result against eager
     compares the parameters after one optimizer step.
     """
-    batch, d, h = s.mlp
-    model = _seeded(lambda: MLP(d, h), device, dtype)
-    gen = _generator(device)
-    x = _randn(gen, (batch, d), device, dtype)
-    target = _randn(gen, (batch, d), device, dtype)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def loss_fn(x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -349,7 +344,25 @@ def _build_mlp_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
 
         return step
 
-    return Case(f"{batch}x{d} h{h}", make_step)
+    return make_step
+
+
+def _build_mlp_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    batch, d, h = s.mlp
+    model = _seeded(lambda: MLP(d, h), device, dtype)
+    gen = _generator(device)
+    x = _randn(gen, (batch, d), device, dtype)
+    target = _randn(gen, (batch, d), device, dtype)
+    return Case(f"{batch}x{d} h{h}", _training(model, x, target))
+
+
+def _build_transformer_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    batch, seq, d, heads = s.transformer
+    model = _seeded(lambda: TransformerBlock(d, heads), device, dtype)
+    gen = _generator(device)
+    x = _randn(gen, (batch, seq, d), device, dtype)
+    target = _randn(gen, (batch, seq, d), device, dtype)
+    return Case(f"{batch}x{seq}x{d} h{heads}", _training(model, x, target))
 
 
 _REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
@@ -373,6 +386,8 @@ WORKLOADS: List[Workload] = [
     Workload("mlp", "compute", "3-layer MLP forward", _build_mlp, True, _REDUCTION_TOL),
     Workload("transformer", "compute", "pre-norm transformer block forward", _build_transformer, False, (1e-4, 2e-4)),
     Workload("mlp_train", "train", "MLP forward + backward + SGD step", _build_mlp_train, False, _REDUCTION_TOL),
+    Workload("transformer_train", "train", "transformer block forward + backward + SGD step",
+             _build_transformer_train, False, (1e-4, 2e-4)),
 ]
 
 BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}

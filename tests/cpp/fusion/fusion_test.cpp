@@ -432,6 +432,25 @@ TEST(Fusion, HorizontalFusionFollowsTheBackendCapability) {
   EXPECT_TRUE(remarks.all().empty()) << remark_text(remarks);  // unrelated nodes: nothing to explain
 }
 
+TEST(Fusion, IndependentReductionsStayApartWhereTheBackendSaysSo) {
+  // A column sum of p and an unrelated pointwise of q over the same outer range.
+  GraphBuilder b;
+  auto p = b.input("p", {16, 8});
+  auto q = b.input("q", {8, 4});
+  auto s = b.output("s", {8});
+  auto o = b.output("o", {8, 4});
+  b.reduction("sum", s, {16}, ReductionKind::Sum, at(p, {r(0), x(0)}));
+  b.pointwise("neg", o, ir::unary(UnaryOp::Neg, at(q, {x(0), x(1)})));
+  Remarks remarks;
+  EXPECT_EQ(kernels(run(b.graph, remarks)).size(), 1u);  // the CPU default fuses them
+  FusionOptions options;
+  options.cpu.horizontal_reductions = false;  // as CUDA's default
+  EXPECT_FALSE(fusion::BackendCapability::cuda_default().horizontal_reductions);
+  auto fused = run(b.graph, remarks, options);
+  EXPECT_EQ(kernels(fused).size(), 2u);
+  EXPECT_EQ(compare_numerics(b.graph, fused, {}), "");
+}
+
 TEST(Fusion, IndependentLoopsStoringAlongDifferentAxesStayApart) {
   GraphBuilder b;
   auto p = b.input("p", {8, 8});

@@ -124,6 +124,33 @@ TEST(GpuSchedule, RowsAndColumns) {
 
 // --- generated source -------------------------------------------------------------------------
 
+TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
+  // 2 rows of 300000: a block per row would use 2 of 132 multiprocessors.
+  auto k = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 18);  // min(2 x 132 / 2, 300000 / (16 x 1024))
+  // Many rows, short rows, or a Welford partial: no split.
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 2, 4096))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(var_mean(2, 300000))->schedule.gpu.row_splits, 1);
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",
+                              "const int64_t row = (int64_t)blockIdx.x / 18;",
+                              "for (int64_t pos = split * 1024 + tid; pos < 300000; pos += 18432)",
+                              "atomicAdd(&row_sum_arrivals[row], 1u) == 17u", "if (!row_sum_last) return;",
+                              "row_sum_arrivals[row] = 0u;"});
+}
+
+TEST(CudaPrinter, SinAndCosOfOneValueAreOneSincos) {
+  auto m = print_cuda_module({scheduled(sin_plus_cos(sym("s0")))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_NE(m->source.find("cppi_sincos("), std::string::npos) << m->source;
+  EXPECT_EQ(m->source.find("cppi_sin("), std::string::npos) << m->source;
+  EXPECT_EQ(m->source.find("cppi_cos("), std::string::npos) << m->source;
+  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cppi_sincos("), std::string::npos);
+}
+
 TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   auto m = print_cuda_module({scheduled(add_relu_mul(sym("s0"), sym("s1")))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
@@ -136,8 +163,12 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
                               "for (int64_t idx = ((int64_t)blockIdx.x * 256 + threadIdx.x) * 4; idx < n;",
                               "idx += (int64_t)gridDim.x * 1024",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
-                              "*(cppi_vec<float, 4>*)(out_out + ",
-                              "add_relu_mul_scalar(", "idx += (int64_t)gridDim.x * 256"});
+                              "*(cppi_vec<float, 4>*)(out_out + "});
+  // The scalar twin is a translation unit of its own, compiled only on demand.
+  EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
+  expect_in_order(m->kernels[0].scalar_twin_source,
+                  {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
+                   "idx += (int64_t)gridDim.x * 256"});
   // The bias, broadcast over rows, is contiguous along the columns: a vector too.
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
   // Launch checks: the extent, then out/x alignment.
@@ -466,6 +497,38 @@ TEST(CudaRun, EveryMappingMatchesTheInterpreter) {
   }
 }
 
+TEST(CudaRun, SplitRowsMatchTheInterpreterLaunchAfterLaunch) {
+  REQUIRE_GPU();
+  for (ReductionKind kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::Min}) {
+    auto k = scheduled(row_reduce(kind, 3, 100003));
+    ASSERT_GT(k->schedule.gpu.row_splits, 1) << to_string(kind);
+    run_and_compare(cat("split ", to_string(kind)), k, {}, /*specials=*/false, 7);
+    run_and_compare(cat("split ", to_string(kind), " (NaN/inf)"), k, {}, /*specials=*/true, 8);
+  }
+  // One module launched again and again: the arrival counters reset.
+  auto k = scheduled(row_reduce(ReductionKind::Sum, 1, 1 << 20));
+  ASSERT_GT(k->schedule.gpu.row_splits, 1);
+  auto compiled = compile_cuda_kernels({k}, kSymbols);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  const KernelSignature sig = signature(*k);
+  auto x = DeviceBuffer::allocate(sizeof(float) << 20), out = DeviceBuffer::allocate(sizeof(float));
+  ASSERT_TRUE(x.ok() && out.ok());
+  void* ptrs[2];
+  for (size_t i = 0; i < 2; ++i) {
+    const bool is_out = sig.buffers[i].buffer->name == "out";
+    ptrs[i] = reinterpret_cast<void*>(static_cast<uintptr_t>(is_out ? out->ptr() : x->ptr()));
+  }
+  for (int launch = 1; launch <= 3; ++launch) {
+    std::vector<float> ones(1 << 20, static_cast<float>(launch));
+    ASSERT_TRUE(x->upload(ones.data(), ones.size() * sizeof(float)).ok());
+    compiled->kernels[0]->run(ptrs, nullptr, 0);
+    float sum = 0;
+    ASSERT_TRUE(synchronize_context().ok());
+    ASSERT_TRUE(out->download(&sum, sizeof sum).ok());
+    EXPECT_EQ(sum, static_cast<float>(launch) * (1 << 20)) << "launch " << launch;
+  }
+}
+
 TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
   REQUIRE_GPU();
   auto k = scheduled(sin_plus_cos(sym("s0")));
@@ -481,6 +544,12 @@ TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
   EXPECT_TRUE(h.plan(aligned, n_even).vectorized);
   EXPECT_FALSE(h.plan(shifted, n_even).vectorized);
   EXPECT_FALSE(h.plan(aligned, n_odd).vectorized);
+  // Aligned launches never compile the twin; the first misaligned one does.
+  h.run(aligned, n_even, 0);
+  EXPECT_FALSE(h.scalar_twin_compiled());
+  h.run(shifted, n_even, 0);
+  EXPECT_TRUE(h.scalar_twin_compiled());
+  ASSERT_TRUE(synchronize_context().ok());
   // And the scalar twin computes the right thing on the shifted view.
   run_and_compare("sin_plus_cos odd", k, {4001}, true, 99);
 }

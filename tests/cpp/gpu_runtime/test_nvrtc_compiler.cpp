@@ -24,6 +24,12 @@ TEST(NvrtcCompiler, FlagsKeepIeeeNumerics) {
   EXPECT_TRUE(has("--prec-div=true"));
   EXPECT_TRUE(has("--prec-sqrt=true"));
   for (const std::string& f : flags) EXPECT_EQ(f.find("fast"), std::string::npos) << f;
+  // --minimal only where NVRTC knows it (12.4 on).
+  EXPECT_FALSE(has("--minimal"));
+  const std::vector<std::string> new_flags = nvrtc_flags(90, {}, 1300);
+  EXPECT_NE(std::find(new_flags.begin(), new_flags.end(), "--minimal"), new_flags.end());
+  const std::vector<std::string> old_flags = nvrtc_flags(90, {}, 1203);
+  EXPECT_EQ(std::find(old_flags.begin(), old_flags.end(), "--minimal"), old_flags.end());
 }
 
 TEST(NvrtcCompiler, CompilesAKernelToPtxForTheRequestedArch) {

@@ -1,0 +1,58 @@
+"""Per-kernel GPU time of bench workloads under Inductor and cppinductor (torch.profiler).
+
+Shows which kernel of a compiled workload is slower than the other backend's:
+  python3 gpu_codegen/tools/kernel_profile.py transformer mlp_train [--size quick|full]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+import torch._dynamo
+from torch.profiler import ProfilerActivity, profile
+
+import cppinductor  # noqa: F401  (registers the backend)
+from cppinductor.bench import workloads
+
+
+def profile_one(w, backend: str, sizes, steps: int) -> None:
+    torch._dynamo.reset()
+    case = w.build(sizes, "cuda", torch.float32)
+    step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    rows = []
+    total = 0.0
+    for e in prof.key_averages():
+        t = e.device_time_total / steps / 1e3  # ms per step
+        if t <= 0:
+            continue
+        total += t
+        rows.append((t, e.count // steps, e.key))
+    rows.sort(reverse=True)
+    print(f"== {w.name} [{case.shape}] under {backend}: {total:.3f} ms of kernels per step")
+    for t, n, key in rows[:14]:
+        print(f"  {t:8.3f} ms  x{n:<3d} {key[:110]}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("workloads", nargs="+")
+    p.add_argument("--size", default="full")
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--backends", default="inductor,cppinductor")
+    args = p.parse_args()
+    sizes = workloads.sizes_for("cuda", args.size)
+    for name in args.workloads:
+        for backend in args.backends.split(","):
+            profile_one(workloads.BY_NAME[name], backend, sizes, args.steps)
+
+
+if __name__ == "__main__":
+    main()
