@@ -6,7 +6,7 @@
 ///
 /// A target printer derives from CPrinterBase and overrides the hooks
 /// (types, literals, math names, how a node is printed in vector form) and
-/// adds its own loop structure. The CPU printer is cpu_printer.cpp; a CUDA
+/// adds its own loop structure. The CPU printer is cpu_kernel_printer.h; a CUDA
 /// printer would override scalar_type / scalar_unary for __half and device
 /// math and print thread mappings instead of loops.
 ///

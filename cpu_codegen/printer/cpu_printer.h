@@ -4,7 +4,7 @@
 /// CpuSchedule each kernel carries (cpu_codegen/schedule/cpu_schedule.h fills
 /// it) and fails with Error::Kind::Internal on a schedule it cannot honour.
 ///
-/// What a kernel looks like (see the file comment of cpu_printer.cpp for the
+/// What a kernel looks like (see the file comment of cpu_kernel_printer.h for the
 /// shapes of loops, vector code and reductions):
 ///   // kernel: softmax_0
 ///   // origins: amax, sub, exp, sum, div

@@ -40,6 +40,9 @@ std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::str
 
 namespace {
 
+/// Vector accumulators of a vectorised max/min reduction (CpuSchedule).
+constexpr int kMaxMinAccumulators = 4;
+
 const std::vector<Loop>& loops_of(const Stage& s) {
   return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
 }
@@ -261,6 +264,9 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     if (w) {
       d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
       d.cpu.vector_width = w;
+      // Enough independent compare-selects in flight to hide their latency:
+      // amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms (eager 2.8).
+      d.cpu.max_min_accumulators = kMaxMinAccumulators;
       vec_why = cat("vectorised the innermost loop of each stage (", counts.contiguous, " contiguous, ",
                     counts.broadcast, " broadcast, ", counts.gathers, " gathered loads)");
     }

@@ -119,6 +119,12 @@ struct CpuSchedule {
   /// float weight stalls at 2^24), so no accumulator may see more terms than
   /// this. 0 = off (the reduction is short enough).
   int64_t cascade_block = 0;
+  /// InnermostOfEachStage kernels: max and min reductions keep this many
+  /// vector accumulators, vector k of each group of them feeding
+  /// accumulator k, merged before the horizontal step. One accumulator makes
+  /// a chain of dependent compare-selects; max and min give the same result
+  /// in any order (NaN included), so this changes no value. 1 = off.
+  int max_min_accumulators = 1;
 };
 
 /// The reductions `CpuSchedule::cascade_block` applies to: float sums and

@@ -131,6 +131,19 @@ def test_training_step_compares_parameters_after_one_sgd_step():
     assert all(r.status == "ok" and r.kind == "train" and r.gbps is None for r in rows)
 
 
+def test_alternating_times_each_half_alone_and_reports_the_ratio():
+    rows = _bench(["alternating"], backends=["aot_eager", Backend("wrong", _wrong)])
+    by_backend = {r.backend: r for r in rows}
+    for r in rows:
+        assert r.kind == "interop" and r.gbps is None
+        assert r.eager_part_ms > 0 and r.compiled_part_ms > 0
+        assert 0 < r.alternating_ratio < 100  # a median of per-round ratios, not of these medians
+    assert by_backend["aot_eager"].status == "ok"
+    # The compiled half's output is what gets checked against eager.
+    assert by_backend["wrong"].status == "incorrect"
+    assert " alt" in format_table(rows)
+
+
 def test_busy_machine_is_called_out():
     from cppinductor.bench.report import busy_warning
 
@@ -198,7 +211,8 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg"}
+              "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg",
+              "eager_part_ms", "compiled_part_ms", "alternating_ratio"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
 

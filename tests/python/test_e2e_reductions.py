@@ -72,6 +72,25 @@ def test_softmax_extreme_values(device):
     check_model(f, (x,))
 
 
+def test_softmax_rows_compute_exp_once_on_cpu():
+    """The CPU kernel stores exp(x - max) into the output and rescales it there
+    (stash_reduction_bodies): one exp in the vector loop and one in its tail,
+    where the unrewritten kernel had two of each. Results stay eager's, NaN
+    and inf rows included."""
+    from cppinductor.utils import run_and_get_code
+
+    x = torch.randn(9, 100) * 4
+    x[2, 7] = float("nan")
+    x[4, 3] = float("inf")
+    x[5] = -float("inf")
+    compiled = torch.compile(lambda x: torch.softmax(x, -1), backend="cppinductor", options={"fallback": "error"})
+    out, sources = run_and_get_code(compiled, x)
+    torch.testing.assert_close(out, torch.softmax(x, -1), equal_nan=True)
+    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
+    kernels = cpp[cpp.index("// kernel: "):]
+    assert kernels.count("cppi_exp(") == 2, kernels
+
+
 def test_var_mean(device):
     def f(x):
         var, mean = torch.var_mean(x, dim=1, correction=1)

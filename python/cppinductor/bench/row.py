@@ -17,7 +17,7 @@ class Row:
     dtype: str
     threads: int
     torch_version: str
-    kind: str  # memory | compute | train
+    kind: str  # memory | compute | train | interop
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
     error: Optional[str] = None  # the exception or the mismatch; or a failed fresh-process probe
@@ -39,6 +39,9 @@ class Row:
     kernel_compile_ms: Optional[float] = None  # mean compile time per kernel (cppinductor's counters)
     compile_over_aot_eager_s: Optional[float] = None  # compile_s_warm - aot_eager's compile_s_warm
     backend_warmup_s: Optional[float] = None  # this backend's first (throwaway) compile in the bench process
+    eager_part_ms: Optional[float] = None  # interop: the eager half of the step, timed in a loop of its own
+    compiled_part_ms: Optional[float] = None  # interop: the compiled half, likewise
+    alternating_ratio: Optional[float] = None  # interop: alternating / (eager alone + compiled alone), median of rounds
     load_avg: Optional[float] = None  # 1-minute load average when the row was measured (other processes)
 
     def to_json(self) -> Dict[str, Any]:

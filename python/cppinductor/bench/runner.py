@@ -8,7 +8,9 @@ Order of work, and why:
 3. per workload, eager first (it is the reference output and the baseline
    time), then each backend with fresh caches: first call (compile), check
    against eager, steady-state median;
-4. derived columns: speedups, GB/s, % of copy, compile time over aot_eager.
+4. derived columns: speedups, GB/s, % of copy, compile time over aot_eager;
+   for an alternating workload, its step over the sum of its two halves
+   each timed alone.
 A backend that raises or differs from eager marks its row; the bench goes on.
 """
 
@@ -29,7 +31,7 @@ from .caches import fresh_caches
 from .correctness import mismatch, snapshot
 from .progress import Progress
 from .row import ERROR, INCORRECT, Row
-from .timing import POLICIES, steady_time, time_once
+from .timing import POLICIES, alternation, steady_time, time_once
 from .workloads import Workload, select, sizes_for, tolerance
 
 FRESH_PROCESS_CHOICES = ("first", "all", "none")
@@ -178,12 +180,23 @@ class _Runner:
         with fresh_caches():
             case = workload.build(self.sizes, c.device, c.dtype)
             row.shape, row.bytes_moved = case.shape, case.bytes_moved
-            step = case.make_step(backend.compiler())
             before = kernel_counts.read(backend.label)
+            if case.parts is not None:
+                eager_part, compiled_part = case.parts(backend.compiler())
+
+                def step() -> Any:
+                    eager_part()
+                    return compiled_part()
+            else:
+                step = case.make_step(backend.compiler())
             first_s, result = time_once(step, c.device)
             compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
             result = snapshot(result)
             steady = steady_time(step, c.device, self.policy)
+            if case.parts is not None:
+                alt = alternation(eager_part, compiled_part, c.device, self.policy)
+                row.eager_part_ms, row.compiled_part_ms = alt.eager_part_s * 1e3, alt.compiled_part_s * 1e3
+                row.alternating_ratio = alt.ratio
         row.time_ms, row.reps, row.first_call_s = steady.median_s * 1e3, steady.reps, first_s
         row.load_avg = _load_average()
         if not backend.is_eager:

@@ -76,3 +76,39 @@ def steady_time(fn: Callable[[], Any], device: str, policy: TimingPolicy) -> Ste
     reps = int(policy.min_time / max(estimate, 1e-7))
     reps = max(policy.min_reps, min(policy.max_reps, reps))
     return SteadyTime(statistics.median(_times(fn, device, reps)), reps)
+
+
+@dataclass(frozen=True)
+class Alternation:
+    eager_part_s: float  # median per call of the eager half, in a loop of its own
+    compiled_part_s: float  # the same for the compiled half
+    ratio: float  # alternating / (eager alone + compiled alone), median over rounds
+
+
+def alternation(eager_part: Callable[[], Any], compiled_part: Callable[[], Any], device: str,
+                policy: TimingPolicy, rounds: int = 5) -> Alternation:
+    """How much slower the two halves run alternating than each in a loop of its own.
+
+    Each round times a loop of the eager half, one of the compiled half and one
+    alternating them, back to back, and takes the per-call median of each; the
+    ratio is computed per round and its median reported, so load from other
+    processes that comes and goes hits all three loops of a round alike.
+    """
+
+    def both() -> None:
+        eager_part()
+        compiled_part()
+
+    for _ in range(policy.warmup):
+        both()
+    estimate = statistics.median(_times(both, device, 3))
+    reps = max(policy.min_reps, min(policy.max_reps, int(policy.min_time / rounds / max(estimate, 1e-7))))
+    a_s, b_s, ratios = [], [], []
+    for _ in range(rounds):
+        a = statistics.median(_times(eager_part, device, reps))
+        b = statistics.median(_times(compiled_part, device, reps))
+        c = statistics.median(_times(both, device, reps))
+        a_s.append(a)
+        b_s.append(b)
+        ratios.append(c / (a + b))
+    return Alternation(statistics.median(a_s), statistics.median(b_s), statistics.median(ratios))

@@ -34,6 +34,7 @@ class Sizes:
     matmul: int  # n for an n x n @ n x n matmul
     mlp: Tuple[int, int, int]  # batch, d_model, d_hidden
     transformer: Tuple[int, int, int, int]  # batch, seq, d_model, heads
+    alternating: Tuple[int, int, int]  # rows, inner, cols of the eager matmul feeding the compiled step
 
 
 # CPU: tens of MB per input (4096 x 4096 float32 = 64 MiB), the size the CPU
@@ -42,12 +43,14 @@ class Sizes:
 # memory-bound sizes (the targets are stated at them; on CUDA they run in
 # milliseconds) and shrinks the compute-bound models.
 _SIZES: Dict[Tuple[str, str], Sizes] = {
-    ("cpu", "full"): Sizes(4096, 4096, (4096, 4096), 1024, (256, 1024, 2048), (4, 256, 512, 8)),
-    ("cpu", "quick"): Sizes(4096, 4096, (4096, 4096), 512, (128, 512, 1024), (2, 128, 256, 4)),
-    ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 2048, 8192), (16, 1024, 1024, 16)),
-    ("cuda", "quick"): Sizes(16384, 16384, (16384, 4096), 4096, (4096, 1024, 4096), (8, 512, 1024, 16)),
+    ("cpu", "full"): Sizes(4096, 4096, (4096, 4096), 1024, (256, 1024, 2048), (4, 256, 512, 8), (256, 128, 1024)),
+    ("cpu", "quick"): Sizes(4096, 4096, (4096, 4096), 512, (128, 512, 1024), (2, 128, 256, 4), (256, 128, 1024)),
+    ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 2048, 8192), (16, 1024, 1024, 16),
+                            (4096, 1024, 4096)),
+    ("cuda", "quick"): Sizes(16384, 16384, (16384, 4096), 4096, (4096, 1024, 4096), (8, 512, 1024, 16),
+                             (4096, 1024, 4096)),
 }
-_TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2))
+_TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2), (16, 8, 24))
 
 
 def sizes_for(device: str, size: str) -> Sizes:
@@ -56,14 +59,24 @@ def sizes_for(device: str, size: str) -> Sizes:
     return _SIZES[(torch.device(device).type, size)]
 
 
+Step = Callable[[], Any]
+
+
 @dataclass
 class Case:
-    """One built instance of a workload: inputs allocated, parameters seeded."""
+    """One built instance of a workload: inputs allocated, parameters seeded.
+
+    An alternating case (``parts``) has a step made of two halves, an eager
+    part and a compiled part, which the runner also times each in a loop of
+    its own: the row then says how much slower alternating them is than
+    running them separately (two OpenMP pools fighting show up here).
+    """
 
     shape: str
-    make_step: Callable[[Compile], Callable[[], Any]]
+    make_step: Callable[[Compile], Step]
     bytes_moved: Optional[int] = None  # None: not memory-bound, no GB/s
     largest_input: Optional[torch.Tensor] = None  # the copy reference copies this
+    parts: Optional[Callable[[Compile], Tuple[Step, Step]]] = None  # (eager part, compiled part)
 
 
 @dataclass(frozen=True)
@@ -202,6 +215,46 @@ def _reduction(fn: Callable, outputs_per_row: int, axis: int) -> Callable[[Sizes
     return build
 
 
+# --- eager and compiled code alternating ---------------------------------------
+
+
+def _build_alternating(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    """Eager tanh(x @ w) (ATen's and BLAS's parallel regions), then the compiled
+    relu(y + b) * 2 on its result, over and over: each half is short (~0.1-1 ms
+    on CPU), so a thread pool that is slow to hand over shows in every step."""
+    rows, inner, cols = s.alternating
+    gen = _generator(device)
+    x = _randn(gen, (rows, inner), device, dtype)
+    w = _randn(gen, (inner, cols), device, dtype) / inner**0.5
+    b = _randn(gen, (cols,), device, dtype)
+
+    def parts(compile: Compile) -> Tuple[Step, Step]:
+        compiled = compile(relu_bias)
+        held = [torch.tanh(x @ w)]
+
+        def eager_part() -> torch.Tensor:
+            with torch.no_grad():
+                held[0] = torch.tanh(x @ w)
+            return held[0]
+
+        def compiled_part() -> torch.Tensor:
+            with torch.no_grad():
+                return compiled(held[0], b)
+
+        return eager_part, compiled_part
+
+    def make_step(compile: Compile) -> Step:
+        eager_part, compiled_part = parts(compile)
+
+        def step() -> torch.Tensor:
+            eager_part()
+            return compiled_part()
+
+        return step
+
+    return Case(_shape(rows, inner, cols), make_step, parts=parts)
+
+
 # --- compute-bound -----------------------------------------------------------
 
 
@@ -327,6 +380,8 @@ WORKLOADS: List[Workload] = [
     Workload("var_mean", "memory", "var_mean over rows", _reduction(var_mean, 2, -1), False, _REDUCTION_TOL),
     Workload("row_sum", "memory", "x.sum(dim=-1)", _reduction(row_sum, 1, -1), False, _SUM_TOL),
     Workload("col_sum", "memory", "x.sum(dim=0)", _reduction(col_sum, 1, 0), False, _SUM_TOL),
+    Workload("alternating", "interop", "eager tanh(x @ w), compiled relu(y + b) * 2, alternating",
+             _build_alternating, True),
     Workload("matmul_relu", "compute", "relu(a @ b)", _build_matmul, False, _REDUCTION_TOL),
     Workload("mlp", "compute", "3-layer MLP forward", _build_mlp, True, _REDUCTION_TOL),
     Workload("transformer", "compute", "pre-norm transformer block forward", _build_transformer, False, (1e-4, 2e-4)),

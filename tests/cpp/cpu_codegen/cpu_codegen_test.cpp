@@ -185,6 +185,30 @@ TEST(CpuPrinter, RowReductionVectorAccumulatorAndHorizontalCombine) {
                                          }));
 }
 
+TEST(CpuPrinter, RowMaxKeepsFourAccumulatorsMergedBeforeTheHorizontalStep) {
+  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Max, 512, 1000), avx512_target());
+  EXPECT_EQ(k->schedule.cpu.max_min_accumulators, 4);
+  auto m = print_one(k);
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "cppi_f32x16 red_vacc = cppi_vsplat<cppi_f32x16>((-__builtin_inff()));",
+                                             "cppi_f32x16 red_vacc_3 = cppi_vsplat<cppi_f32x16>((-__builtin_inff()));",
+                                             "const int64_t r0_grp_end = 0 + (992 - 0) / 64 * 64;",
+                                             "for (int64_t r0_grp = 0; r0_grp < r0_grp_end; r0_grp += 64) {",
+                                             "const int64_t r0 = r0_grp + 0;",
+                                             "red_vacc = cppi_max(red_vacc, tmp",
+                                             "const int64_t r0 = r0_grp + 48;",
+                                             "red_vacc_3 = cppi_max(red_vacc_3, tmp",
+                                             "for (int64_t r0 = r0_grp_end; r0 < 992; r0 += 16) {",
+                                             "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
+                                             "red_vacc = cppi_max(red_vacc, red_vacc_1);",
+                                             "red_vacc = cppi_max(red_vacc, red_vacc_3);",
+                                             "cppi_vreduce_max(red_vacc)",
+                                         }));
+  // Sums keep one accumulator: more would change the rounding.
+  auto sum = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 1000), avx512_target());
+  EXPECT_EQ(kernel_text(print_one(sum)).find("red_vacc_1"), std::string::npos);
+}
+
 TEST(CpuPrinter, ColumnReductionVectorisesOverTheContiguousOutputs) {
   auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 1000, 512), avx512_target());
   auto m = print_one(k);
@@ -373,7 +397,8 @@ TEST_P(CpuNumerics, FullReductions) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 100, 1023));
+// 64: exactly one group of the 4 max/min accumulators; 1023: groups, whole vectors after them, a tail.
+INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
 
 TEST(CpuNumerics, SymbolicSizes) {
   RunOptions o;

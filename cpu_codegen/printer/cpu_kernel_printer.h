@@ -1,0 +1,203 @@
+/// \file
+/// The CPU kernel printer's class, shared by the files that implement it
+/// (private to cpu_codegen/printer; the public entry is cpu_printer.h):
+///   cpu_printer.cpp         module, kernel prologue (header comment, arguments)
+///   cpu_loops.cpp           outer/parallel loops, vector loops with tails,
+///                           tiled column reductions, stages and stores
+///   cpu_reductions.cpp      reduction stages: accumulation loops, states,
+///                           updates, combines, horizontal steps
+///   cpu_vector_values.cpp   expressions in vector form (the vector op table
+///                           applied, casts, masks, loads, gathers)
+///
+/// Shapes of the code it prints:
+///
+/// - Outer loops: the first `parallel_loops` are collapsed into one
+///   cppi_parallel_for over their product (chunk bounds begin/end, the loop
+///   variables recovered with / and %); the rest are plain for loops.
+/// - Vectorised loop (vector_width W): a main loop stepping by W with vector
+///   values (prelude vector types; unaligned cppi_vload/cppi_vstore for
+///   stride-1 accesses; scalars that do not depend on the loop variable stay
+///   scalar and are splat where a vector op needs them; other strides and
+///   masked loads are lane-wise gathers), then a scalar tail loop running the
+///   same body for the remaining extent % W iterations. Both carry
+///   CPPI_NO_AUTOVEC: the compiler must not vectorise them again (that only
+///   costs compile time).
+///   * InnermostOuter: the innermost outer loop is vectorised; every stage
+///     runs on W outer iterations at once, so a reduction over its own loops
+///     keeps one accumulator per lane (column sums: no horizontal step).
+///     With column_block/row_block (a column reduction), the vector loop runs
+///     in blocks of column_block vectors: the accumulators of a block live in
+///     an array, and the reduction's first loop, split into blocks of
+///     row_block iterations, is interchanged with the vectors of the block;
+///     the stages after the reduction then run per vector on its result.
+///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
+///     reduction keeps a vector accumulator plus a scalar one for the tail and
+///     combines them after the loop (lanes in order, then the tail).
+/// - parallel_reduction: the reduction stage's first loop is split with
+///   cppi_parallel_reduce; each chunk returns its partial state and the
+///   partials are combined in chunk order (deterministic for a thread count).
+/// - cascade_block (float sums, Welford): the innermost reduction loop runs
+///   in blocks; every cascade_block terms per accumulator lane the
+///   accumulators merge into a `_total` state and restart.
+/// - argmax/argmin keep {value, index} (first index on ties, NaN wins);
+///   Welford keeps {mean, m2, weight} and merges with Chan's formula.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cpu_codegen/printer/c_printer.h"
+#include "cpu_codegen/printer/cpu_printer.h"
+#include "lowering/ir/kernel.h"
+#include "support/status.h"
+
+namespace cppi::cpu::detail {
+
+using namespace ir;
+using codegen::CValue;
+using codegen::ValueScope;
+
+[[noreturn]] inline void fail(const std::string& message) {
+  throw CompilerError(Error::internal("cpu codegen: " + message));
+}
+
+/// A loop bound as C text, with its value when it is a constant.
+struct Bound {
+  std::string text;
+  std::optional<int64_t> value;
+};
+
+class CpuKernelPrinter : public codegen::CPrinterBase {
+ public:
+  CpuKernelPrinter(const Kernel& k, const std::vector<std::string>& graph_symbols, const PrintOptions& options)
+      : CPrinterBase(k.var_ranges()), k_(k), sched_(k.schedule.cpu), graph_symbols_(graph_symbols), options_(options) {}
+
+  std::string print(PrintedKernel* info);
+
+ protected:
+  std::string pointer_name(const std::string& buffer) const override {
+    auto it = pointers_.find(buffer);
+    if (it == pointers_.end()) fail(cat("kernel ", k_.name, ": buffer ", buffer, " is not an argument"));
+    return it->second;
+  }
+  CValue local_value(const LocalRef& ref) const override {
+    auto it = locals_.find(ref.name);
+    if (it == locals_.end()) fail(cat("kernel ", k_.name, ": local ", ref.name, " used before its stage"));
+    return it->second;
+  }
+
+ private:
+  // --- prologue ------------------------------------------------------------------
+  void print_header();
+  void print_arguments();
+  std::string local_name(const std::string& result);
+
+  // --- loops -------------------------------------------------------------------------
+  void print_outer();
+  void print_outer_loops(size_t level);
+  /// Kernel-local scratch: allocated where it is private to one thread (per
+  /// parallel chunk, else per call) and freed at the end of that block.
+  void print_scratch_alloc();
+  void print_scratch_free();
+  void print_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const std::function<void()>& vector_body,
+                         const std::function<void()>& tail_body);
+  /// print_vector_loop with the main part printed by `main(from, to)`, which
+  /// covers [from, to), a whole number of vectors.
+  void print_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
+                        const std::function<void(const std::string&, const std::string&)>& main,
+                        const std::function<void()>& tail_body);
+  /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
+  void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
+  /// The column_block/row_block main loop over [from, to) (see the file comment).
+  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
+  Bound extent(const Loop& l) const {
+    auto c = l.extent.constant();
+    return Bound{index(l.extent), c};
+  }
+  static std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
+
+  // --- stages --------------------------------------------------------------------------
+  void print_stages(bool vector_outer);
+  void print_pointwise(const PointwiseStage& s, size_t index);
+  void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+  void print_reduction(const ReductionStage& s, size_t index);
+  /// Prints the accumulation over the stage's loops (the first loop over
+  /// [lo0, hi0)) and returns the C name of the final scalar state (horizontal
+  /// and scalar modes; horizontal mode declares it as `result_name` when
+  /// given) or of the per-lane vector state (lane mode).
+  /// In lane mode, the vector state starts from `lane_init` when given.
+  std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
+                                   const std::string& result_name = "", const std::string& lane_init = "");
+
+  // --- vector values -------------------------------------------------------------------
+  bool in_vector() const { return !vvar_.empty(); }
+  void enter_vector(const std::string& var) {
+    vvar_ = var;
+    varying_memo_.clear();
+  }
+  void leave_vector() {
+    vvar_.clear();
+    varying_memo_.clear();
+  }
+  bool varying(const Expr& e);
+  /// `e` in the current mode: a vector if it varies with the vector loop
+  /// variable, else a scalar.
+  CValue value(const Expr& e, ValueScope& scope);
+  CValue vector_node(const Expr& e, ValueScope& scope);
+  /// Text of `v` as a vector of its dtype (splat if scalar).
+  std::string as_vector(const CValue& v);
+  /// Text of a bool `v` as a lane mask of `bytes`-wide lanes.
+  std::string as_mask(const CValue& v, int bytes);
+  std::string vector_cast(DType from, DType to, const CValue& x);
+  std::string lane_lambda(const std::string& body_expr) const;
+
+  // --- types ---------------------------------------------------------------------------
+  std::string width() const { return std::to_string(sched_.vector_width); }
+  /// Vector type of a value dtype (bool: not a value type, see mask_type).
+  std::string vtype(DType t) const;
+  std::string mask_type(int bytes) const { return "cppi_i" + std::to_string(bytes * 8) + "x" + width(); }
+  /// Lane width in bytes of a dtype's vector (reduced floats: 2).
+  static int lane_bytes(DType t) { return t == DType::Bool ? 4 : dtype_size(t); }
+  /// Element expression of one lane read from memory (bits for reduced floats).
+  std::string lane_element(const Load& n, ValueScope& scope);
+  /// index(e, scope) for an access in the (possibly vectorised) body. The
+  /// schedule never vectorises along a variable an indirect leaf depends on,
+  /// so the leaves are scalars computed once per vector iteration.
+  std::string access_index(const IndexExpr& e, ValueScope& scope);
+
+  // --- reductions ------------------------------------------------------------------------
+  std::string state_type(ReductionKind kind, DType t) const;
+  std::string state_identity(ReductionKind kind, DType t) const;
+  std::string scalar_update(ReductionKind kind, DType t, const std::string& acc, const std::string& v,
+                            const std::string& pos) const;
+  std::string state_combine(ReductionKind kind, DType t, const std::string& a, const std::string& b) const;
+  std::vector<std::string> state_results(ReductionKind kind, const std::string& state) const;
+  std::string vstate_type(ReductionKind kind, DType t) const;
+  std::string vstate_identity(ReductionKind kind, DType t) const;
+  std::string vector_update(ReductionKind kind, DType t, const std::string& acc, const CValue& v,
+                            const std::string& pos);
+  std::string horizontal(ReductionKind kind, DType t, const std::string& acc) const;
+  /// Lane-wise merge of two vector states (the kinds that cascade).
+  std::string vstate_combine(ReductionKind kind, DType t, const std::string& a, const std::string& b) const;
+  std::string identity_value(ReductionKind kind, DType t) const;
+  IndexExpr reduction_position(const ReductionStage& s) const;
+
+  const Kernel& k_;
+  const CpuSchedule& sched_;
+  const std::vector<std::string>& graph_symbols_;
+  const PrintOptions& options_;
+  KernelSignature sig_;
+  std::unordered_map<std::string, std::string> pointers_;
+  std::unordered_map<std::string, CValue> locals_;
+  std::set<std::string> reserved_;
+  std::string vvar_;
+  std::unordered_map<const ExprNode*, bool> varying_memo_;
+  /// Inside print_tiled_columns: the accumulated lane state of stage 0.
+  std::string tiled_state_;
+};
+
+}  // namespace cppi::cpu::detail

@@ -1,0 +1,309 @@
+/// CPU kernel printer: loop structure (parallel outer loops, vector loops
+/// with scalar tails, tiled column reductions) and the stages inside them.
+#include "cpu_codegen/printer/cpu_kernel_printer.h"
+
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::cpu::detail {
+
+// --- loops -------------------------------------------------------------------------------
+
+void CpuKernelPrinter::print_outer() {
+  const size_t n = k_.outer.size();
+  const size_t p = static_cast<size_t>(sched_.parallel_loops);
+  const bool vec_outer = sched_.vectorized == VectorizedLoop::InnermostOuter;
+  if (p > n) fail(cat("kernel ", k_.name, ": ", p, " parallel loops but ", n, " outer loops"));
+  if (vec_outer && n == 0) fail(cat("kernel ", k_.name, ": innermost outer loop vectorised but there are no outer loops"));
+  if (sched_.parallel_reduction && p > 0) fail(cat("kernel ", k_.name, ": parallel_reduction with parallel outer loops"));
+  const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
+  if (!sig_.scratch.empty() && sched_.parallel_reduction) {
+    fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
+  }
+  if (p == 0) {
+    print_scratch_alloc();
+    print_outer_loops(0);
+    print_scratch_free();
+    return;
+  }
+  if (vec_outer && p == n) {
+    if (n != 1) fail(cat("kernel ", k_.name, ": a vectorised outer loop may be parallel only when it is the only one"));
+    // Parallel over blocks of W iterations, so chunks start on a vector boundary.
+    const Loop& l = k_.outer[0];
+    const Bound e = extent(l);
+    const int64_t w = sched_.vector_width;
+    const std::string blocks = e.value ? std::to_string((*e.value + w - 1) / w) : cat("cppi_div_up(", e.text, ", ", w, ")");
+    out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
+    print_scratch_alloc();
+    print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt},
+                            Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt});
+    print_scratch_free();
+    out_.close("});");
+    return;
+  }
+  std::vector<IndexExpr> extents;
+  for (size_t i = 0; i < p; ++i) extents.push_back(k_.outer[i].extent);
+  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
+  print_scratch_alloc();
+  if (p == 1) {
+    out_.open(cat("for (int64_t ", var_name(k_.outer[0]), " = begin; ", var_name(k_.outer[0]), " < end; ++",
+                  var_name(k_.outer[0]), ")"));
+  } else {
+    out_.open("for (int64_t i = begin; i < end; ++i)");
+    for (size_t i = 0; i < p; ++i) {
+      IndexExpr inner = product(std::vector<IndexExpr>(extents.begin() + static_cast<long>(i) + 1, extents.end()));
+      auto atom = [&](const IndexExpr& x) {
+        const bool simple = x.as<IndexConst>() || x.as<IndexSymbol>() || x.as<IndexVar>();
+        return simple ? index(x) : "(" + index(x) + ")";
+      };
+      std::string v = inner.is_constant(1) ? "i" : cat("i / ", atom(inner));
+      if (i > 0) v = cat(inner.is_constant(1) ? v : "(" + v + ")", " % ", atom(extents[i]));
+      out_.line(cat("const int64_t ", var_name(k_.outer[i]), " = ", v, ";"));
+    }
+  }
+  print_outer_loops(p);
+  out_.close();
+  print_scratch_free();
+  out_.close("});");
+}
+
+void CpuKernelPrinter::print_scratch_alloc() {
+  for (const auto& b : sig_.scratch) {
+    const std::string type(dtype_ctype(b->dtype));
+    out_.line(cat(type, "* ", pointer_name(b->name), " = (", type, "*)malloc(sizeof(", type, ") * (",
+                  index(b->layout.storage_size()), "));  // kernel-local ", b->name));
+  }
+}
+
+void CpuKernelPrinter::print_scratch_free() {
+  for (const auto& b : sig_.scratch) out_.line(cat("free(", pointer_name(b->name), ");"));
+}
+
+void CpuKernelPrinter::print_outer_loops(size_t level) {
+  const size_t n = k_.outer.size();
+  if (level == n) {
+    print_stages(false);
+    return;
+  }
+  const Loop& l = k_.outer[level];
+  if (level == n - 1 && sched_.vectorized == VectorizedLoop::InnermostOuter) {
+    print_outer_vector_loop(l, Bound{"0", 0}, extent(l));
+    return;
+  }
+  const std::string v = var_name(l);
+  out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
+  print_outer_loops(level + 1);
+  out_.close();
+}
+
+void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
+                                         const std::function<void()>& vector_body,
+                                         const std::function<void()>& tail_body) {
+  const int64_t w = sched_.vector_width;
+  print_split_loop(
+      v, lo, hi,
+      [&](const std::string& from, const std::string& to) {
+        out_.line("CPPI_NO_AUTOVEC");
+        out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
+        vector_body();
+        out_.close();
+      },
+      tail_body);
+}
+
+void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
+                                        const std::function<void(const std::string&, const std::string&)>& main,
+                                        const std::function<void()>& tail_body) {
+  const int64_t w = sched_.vector_width;
+  if (lo.value && hi.value) {
+    const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
+    if (vend > *lo.value) main(std::to_string(*lo.value), std::to_string(vend));
+    if (vend < *hi.value) {
+      out_.line("CPPI_NO_AUTOVEC");
+      out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", *hi.value, "; ++", v, ")"));
+      tail_body();
+      out_.close();
+    }
+    return;
+  }
+  out_.open("");
+  const std::string lo_name = v + "_lo", vend = v + "_vec_end", hi_name = v + "_end";
+  out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
+  out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
+  out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
+  main(lo_name, vend);
+  out_.line("CPPI_NO_AUTOVEC");
+  out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", hi_name, "; ++", v, ")"));
+  tail_body();
+  out_.close();
+  out_.close();
+}
+
+void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi) {
+  const std::string v = var_name(l);
+  auto tail = [&] { print_stages(false); };
+  if (sched_.column_block <= 0) {
+    print_vector_loop(v, lo, hi, [&] { print_stages(true); }, tail);
+    return;
+  }
+  print_split_loop(v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to); },
+                   tail);
+}
+
+void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
+  const auto* s = k_.stages.empty() ? nullptr : std::get_if<ReductionStage>(&k_.stages[0]);
+  if (!s || s->loops.empty() || sched_.row_block <= 0) {
+    fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
+  }
+  for (size_t i = 1; i < k_.stages.size(); ++i) {
+    std::visit(
+        [&](const auto& st) {
+          if (!st.loops.empty()) fail(cat("kernel ", k_.name, ": column_block with loops in stage ", i));
+        },
+        k_.stages[i]);
+  }
+  const int64_t w = sched_.vector_width;
+  const int64_t span = int64_t{sched_.column_block} * w;
+  const DType t = s->body.dtype();
+  const std::string blk = v + "_blk", blk_end = v + "_blk_end";
+  const std::string tile = local_name(s->results[0]) + "_tile";
+  const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
+  const Loop& first = s->loops[0];
+  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
+  const Bound rows = extent(first);
+  auto open_vector_loop = [&] {
+    out_.line("CPPI_NO_AUTOVEC");
+    out_.open(cat("for (int64_t ", v, " = ", blk, "; ", v, " < ", blk_end, "; ", v, " += ", w, ")"));
+  };
+
+  out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
+  out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
+  out_.line(cat("// stage 0, tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+  // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
+  // terms per lane, merged into a second tile of totals.
+  const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s->kind, t);
+  const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[(", v, " - ", blk, ") / ", w, "]");
+  const std::string terms = tile + "_terms";
+  out_.line(cat(vstate_type(s->kind, t), " ", tile, "[", sched_.column_block, "];"));
+  if (cascade) out_.line(cat(vstate_type(s->kind, t), " ", total_tile, "[", sched_.column_block, "];"));
+  open_vector_loop();
+  out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+  if (cascade) out_.line(cat(total_slot, " = ", vstate_identity(s->kind, t), ";"));
+  out_.close();
+  if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
+  out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
+  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text, ");"));
+  open_vector_loop();
+  locals_.clear();
+  enter_vector(v);
+  const std::string acc = print_reduction_core(*s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
+  leave_vector();
+  out_.line(cat(slot, " = ", acc, ";"));
+  out_.close();
+  if (cascade) {
+    std::string per_row;
+    for (size_t i = 1; i < s->loops.size(); ++i) per_row += cat(" * (", extent(s->loops[i]).text, ")");
+    out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
+    out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
+    open_vector_loop();
+    out_.line(cat(total_slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
+    out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+    out_.close();
+    out_.line(cat(terms, " = 0;"));
+    out_.close();
+  }
+  out_.close();
+  open_vector_loop();
+  if (cascade) out_.line(cat(slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
+  tiled_state_ = slot;
+  print_stages(true);
+  tiled_state_.clear();
+  out_.close();
+  out_.close();
+}
+
+// --- stages ----------------------------------------------------------------------------------
+
+void CpuKernelPrinter::print_stages(bool vector_outer) {
+  locals_.clear();
+  if (vector_outer) enter_vector(var_name(k_.outer.back()));
+  for (size_t i = 0; i < k_.stages.size(); ++i) {
+    if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
+      print_reduction(*r, i);
+    } else {
+      print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+    }
+  }
+  if (vector_outer) leave_vector();
+}
+
+void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
+  std::string comment = cat("// stage ", index, ": store");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  if (!s.loops.empty()) {
+    comment += " over";
+    for (const auto& l : s.loops) comment += " " + var_name(l);
+  }
+  out_.line(comment);
+  const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
+  std::function<void(size_t)> loops = [&](size_t level) {
+    if (level == s.loops.size()) {
+      ValueScope scope;
+      print_stores(s.stores, scope);
+      return;
+    }
+    const Loop& l = s.loops[level];
+    const std::string v = var_name(l);
+    if (level + 1 == s.loops.size() && vector_stage) {
+      print_vector_loop(
+          v, Bound{"0", 0}, extent(l),
+          [&] {
+            enter_vector(v);
+            ValueScope scope;
+            print_stores(s.stores, scope);
+            leave_vector();
+          },
+          [&] {
+            ValueScope scope;
+            print_stores(s.stores, scope);
+          });
+      return;
+    }
+    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
+    loops(level + 1);
+    out_.close();
+  };
+  if (s.loops.empty()) {
+    ValueScope scope;
+    print_stores(s.stores, scope);
+  } else {
+    loops(0);
+  }
+}
+
+void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
+  for (const auto& st : stores) {
+    const CValue v = value(st.value, scope);
+    const std::string ptr = pointer_name(st.buffer->name);
+    const std::string idx = access_index(st.index, scope);
+    if (!in_vector()) {
+      out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
+    } else {
+      auto stride = coefficient(st.index, var(vvar_));
+      if (!stride || !stride->is_constant(1)) {
+        fail(cat("kernel ", k_.name, ": vectorised store to ", st.buffer->name, "[", st.index,
+                 "] is not contiguous in ", vvar_));
+      }
+      std::string data;
+      if (st.buffer->dtype == DType::Bool) {
+        const std::string m = as_mask(v, 1);
+        data = cat("cppi_vconvert<cppi_u8x", width(), ">(", m, " & cppi_vsplat<", mask_type(1), ">(1))");
+      } else {
+        data = as_vector(v);
+      }
+      out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
+    }
+    scope.forget_loads_of(st.buffer->name);
+  }
+}
+
+}  // namespace cppi::cpu::detail

@@ -1,0 +1,269 @@
+/// CPU kernel printer: expressions in vector form: vector types, the vector
+/// op table, casts, masks, contiguous loads and lane-wise gathers.
+#include "cpu_codegen/printer/cpu_kernel_printer.h"
+
+#include "cpu_codegen/printer/op_tables.h"
+#include "cpu_codegen/schedule/cpu_schedule.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::cpu::detail {
+
+// --- vector values -------------------------------------------------------------------------
+
+std::string CpuKernelPrinter::vtype(DType t) const {
+  const int w = sched_.vector_width;
+  if (dtype_size(t) == 8 && w > 8) fail(cat("kernel ", k_.name, ": no ", w, "-lane vector of ", dtype_name(t)));
+  switch (t) {
+    case DType::Float32: return "cppi_f32x" + width();
+    case DType::Float64: return "cppi_f64x" + width();
+    case DType::Int64: return "cppi_i64x" + width();
+    case DType::Int32: return "cppi_i32x" + width();
+    case DType::Int16: return "cppi_i16x" + width();
+    case DType::Int8: return "cppi_i8x" + width();
+    case DType::UInt8: return "cppi_u8x" + width();
+    case DType::Float16:
+    case DType::BFloat16: return "cppi_u16x" + width();
+    case DType::Bool: return mask_type(4);
+  }
+  fail("unknown dtype");
+}
+
+bool CpuKernelPrinter::varying(const Expr& e) {
+  auto it = varying_memo_.find(e.get());
+  if (it != varying_memo_.end()) return it->second;
+  bool r = false;
+  switch (e.kind()) {
+    case ExprKind::Constant: break;
+    case ExprKind::LocalRef: r = local_value(*e.as<LocalRef>()).vector; break;
+    case ExprKind::Load: {
+      auto n = e.as<Load>();
+      r = depends_on(n->index, vvar_) || (n->mask.defined() && varying(n->mask));
+      break;
+    }
+    case ExprKind::IndexValue: r = depends_on(e.as<IndexValue>()->index, vvar_); break;
+    case ExprKind::Cast: r = varying(e.as<Cast>()->value); break;
+    case ExprKind::Unary: r = varying(e.as<Unary>()->operand); break;
+    case ExprKind::Binary: r = varying(e.as<Binary>()->lhs) || varying(e.as<Binary>()->rhs); break;
+    case ExprKind::Compare: r = varying(e.as<Compare>()->lhs) || varying(e.as<Compare>()->rhs); break;
+    case ExprKind::Where: {
+      auto n = e.as<Where>();
+      r = varying(n->cond) || varying(n->then_value) || varying(n->else_value);
+      break;
+    }
+    case ExprKind::Random: r = depends_on(e.as<Random>()->offset, vvar_) || varying(e.as<Random>()->seed); break;
+  }
+  varying_memo_[e.get()] = r;
+  return r;
+}
+
+CValue CpuKernelPrinter::value(const Expr& e, ValueScope& scope) {
+  if (!in_vector() || !varying(e)) return scalar_value(e, scope);
+  if (auto l = e.as<LocalRef>()) return local_value(*l);
+  if (const CValue* v = scope.find(e)) return *v;
+  CValue v = vector_node(e, scope);
+  const std::string type = v.dtype == DType::Bool ? mask_type(v.mask_bytes) : vtype(v.dtype);
+  v.text = declare(type, v.text);
+  scope.add(e, v);
+  return v;
+}
+
+std::string CpuKernelPrinter::as_vector(const CValue& v) {
+  if (v.dtype == DType::Bool) return as_mask(v, 4);
+  if (v.vector) return v.text;
+  if (is_reduced_float(v.dtype)) return cat("cppi_vsplat<", vtype(v.dtype), ">(", v.text, ".bits)");
+  return cat("cppi_vsplat<", vtype(v.dtype), ">(", v.text, ")");
+}
+
+std::string CpuKernelPrinter::as_mask(const CValue& v, int bytes) {
+  if (v.dtype != DType::Bool) fail("a non-bool value used as a mask");
+  if (!v.vector) return cat("cppi_vsplat<", mask_type(bytes), ">(", v.text, " ? -1 : 0)");
+  if (v.mask_bytes == bytes) return v.text;
+  return cat("cppi_vconvert<", mask_type(bytes), ">(", v.text, ")");
+}
+
+std::string CpuKernelPrinter::vector_cast(DType from, DType to, const CValue& x) {
+  if (from == to) return as_vector(x);
+  if (is_reduced_float(from)) {
+    CValue f{cat(from == DType::Float16 ? "cppi_half_to_float(" : "cppi_bf16_to_float(", as_vector(x), ")"),
+             DType::Float32, true};
+    return to == DType::Float32 ? f.text : vector_cast(DType::Float32, to, f);
+  }
+  if (is_reduced_float(to)) {
+    CValue f{from == DType::Float32 ? as_vector(x) : vector_cast(from, DType::Float32, x), DType::Float32, true};
+    return cat(to == DType::Float16 ? "cppi_float_to_half(" : "cppi_float_to_bf16(", f.text, ")");
+  }
+  if (from == DType::Bool) {
+    const int b = dtype_size(to);
+    return cat("cppi_vconvert<", vtype(to), ">(", as_mask(x, b), " & cppi_vsplat<", mask_type(b), ">(1))");
+  }
+  if (to == DType::Bool) return cat("(", as_vector(x), " != cppi_vsplat<", vtype(from), ">(0))");
+  return cat("cppi_vconvert<", vtype(to), ">(", as_vector(x), ")");
+}
+
+std::string CpuKernelPrinter::lane_lambda(const std::string& body_expr) const {
+  return cat("[&](int64_t ", vvar_, ") { return ", body_expr, "; }");
+}
+
+std::string CpuKernelPrinter::access_index(const IndexExpr& e, ValueScope& scope) {
+  if (in_vector()) {
+    for (const auto& leaf : indirect_terms(e)) {
+      if (depends_on(leaf, vvar_)) fail(cat("kernel ", k_.name, ": indirect index ", leaf, " varies along the vectorised ", vvar_));
+    }
+  }
+  return index(e, scope);
+}
+
+std::string CpuKernelPrinter::lane_element(const Load& n, ValueScope& scope) {
+  const std::string access = pointer_name(n.buffer->name) + "[" + access_index(n.index, scope) + "]";
+  if (is_reduced_float(n.dtype)) return access + ".bits";
+  if (n.dtype == DType::Bool) return "(uint8_t)" + access;
+  return access;
+}
+
+CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
+  CValue r;
+  r.dtype = e.dtype();
+  r.vector = true;
+  if (r.dtype == DType::Bool) r.mask_bytes = 4;
+  const std::string w = width();
+  switch (e.kind()) {
+    case ExprKind::Constant:
+    case ExprKind::LocalRef: break;  // never varying / handled by value()
+    case ExprKind::Load: {
+      auto n = e.as<Load>();
+      const std::string mem_type = n->dtype == DType::Bool ? "cppi_u8x" + w : vtype(n->dtype);
+      std::string loaded;
+      if (n->mask.defined()) {
+        const CValue m = value(n->mask, scope);
+        const std::string mask = m.vector ? m.text : as_mask(m, 4);
+        loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
+      } else {
+        auto stride = coefficient(n->index, var(vvar_));
+        if (stride && stride->is_constant(1)) {
+          loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", access_index(n->index, scope), "])");
+        } else {
+          loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
+        }
+      }
+      if (n->dtype == DType::Bool) {
+        r.mask_bytes = 1;
+        r.text = cat("(", loaded, " != cppi_vsplat<", mem_type, ">(0))");
+      } else {
+        r.text = loaded;
+      }
+      return r;
+    }
+    case ExprKind::IndexValue: {
+      const IndexExpr& idx = e.as<IndexValue>()->index;
+      auto stride = coefficient(idx, var(vvar_));
+      if (stride && stride->is_constant(1)) {
+        r.text = cat("cppi_viota<cppi_i64x", w, ">(", access_index(idx, scope), ")");
+      } else {
+        r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar_, ", ", lane_lambda("(int64_t)(" + access_index(idx, scope) + ")"), ")");
+      }
+      return r;
+    }
+    case ExprKind::Cast: {
+      auto n = e.as<Cast>();
+      const CValue x = value(n->value, scope);
+      r.text = vector_cast(n->value.dtype(), n->dtype, x);
+      if (r.dtype == DType::Bool) r.mask_bytes = lane_bytes(n->value.dtype());
+      return r;
+    }
+    case ExprKind::Unary: {
+      auto n = e.as<Unary>();
+      const DType t = n->operand.dtype();
+      const CValue x = value(n->operand, scope);
+      const auto cls = codegen::operand_class(t);
+      const char* tmpl = codegen::vector_unary_template(n->op, cls);
+      if (t == DType::Bool) {
+        if (!tmpl) fail(cat("no vector form of ", to_string(n->op), " on bool"));
+        r.mask_bytes = x.mask_bytes;
+        r.text = codegen::expand_template(tmpl, {x.text}, "bool");
+        return r;
+      }
+      const std::string operand = as_vector(x);
+      if (tmpl) {
+        r.text = codegen::expand_template(tmpl, {operand}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
+      } else {
+        const std::string lane = scalar_unary(n->op, t, "a");
+        if (r.dtype == DType::Bool) {
+          r.text = cat("(cppi_vmap1(", operand, ", [](", scalar_type(t), " a) { return (", scalar_type(t), ")", lane,
+                       "; }) != cppi_vsplat<", vtype(t), ">(0))");
+        } else {
+          r.text = cat("cppi_vmap1(", operand, ", [](", scalar_type(t), " a) { return ", lane, "; })");
+        }
+      }
+      if (r.dtype == DType::Bool) r.mask_bytes = dtype_size(t);
+      return r;
+    }
+    case ExprKind::Binary: {
+      auto n = e.as<Binary>();
+      const DType t = n->lhs.dtype();
+      const CValue a = value(n->lhs, scope), b = value(n->rhs, scope);
+      const char* tmpl = codegen::vector_binary_template(n->op, codegen::operand_class(t));
+      if (t == DType::Bool) {
+        if (!tmpl) fail(cat("no vector form of ", to_string(n->op), " on bool"));
+        const int bytes = a.vector ? a.mask_bytes : b.mask_bytes;
+        r.mask_bytes = bytes;
+        r.text = codegen::expand_template(tmpl, {as_mask(a, bytes), as_mask(b, bytes)}, "bool");
+        return r;
+      }
+      const std::string x = as_vector(a), y = as_vector(b);
+      if (tmpl) {
+        r.text = codegen::expand_template(tmpl, {x, y}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
+      } else {
+        const std::string st = scalar_type(t);
+        r.text = cat("cppi_vmap2(", x, ", ", y, ", [](", st, " a, ", st, " b) { return ", scalar_binary(n->op, t, "a", "b"),
+                     "; })");
+      }
+      return r;
+    }
+    case ExprKind::Compare: {
+      auto n = e.as<Compare>();
+      const DType t = n->lhs.dtype();
+      const CValue a = value(n->lhs, scope), b = value(n->rhs, scope);
+      if (t == DType::Bool) {
+        const int bytes = a.vector ? a.mask_bytes : b.mask_bytes;
+        const std::string one = cat("cppi_vsplat<", mask_type(bytes), ">(1)");
+        r.mask_bytes = bytes;
+        r.text = cat("((", as_mask(a, bytes), " & ", one, ") ", c_operator(n->op), " (", as_mask(b, bytes), " & ", one, "))");
+        return r;
+      }
+      r.mask_bytes = dtype_size(t);
+      r.text = cat("(", as_vector(a), " ", c_operator(n->op), " ", as_vector(b), ")");
+      return r;
+    }
+    case ExprKind::Where: {
+      auto n = e.as<Where>();
+      const CValue c = value(n->cond, scope), a = value(n->then_value, scope), b = value(n->else_value, scope);
+      if (r.dtype == DType::Bool) {
+        const int bytes = c.vector ? c.mask_bytes : 4;
+        r.mask_bytes = bytes;
+        r.text = cat("cppi_vselect(", as_mask(c, bytes), ", ", as_mask(a, bytes), ", ", as_mask(b, bytes), ")");
+        return r;
+      }
+      r.text = cat("cppi_vselect(", as_mask(c, lane_bytes(r.dtype)), ", ", as_vector(a), ", ", as_vector(b), ")");
+      return r;
+    }
+    case ExprKind::Random: {
+      auto n = e.as<Random>();
+      if (varying(n->seed)) fail("a random seed that varies across vector lanes");
+      const std::string seed = value(n->seed, scope).text;
+      const bool uniform = n->random_kind == RandomKind::Uniform;
+      if (auto step = philox_lane_step(n->offset, vvar_)) {
+        // Lane 0's counter is the offset at the vector's first iteration.
+        r.text = cat(uniform ? "cppi_vrand<" : "cppi_vrandn<", vtype(DType::Float32), ">(", seed, ", ",
+                     access_index(n->offset, scope), ", ", *step, "u)");
+      } else {
+        r.text = cat("cppi_vgen<", vtype(DType::Float32), ">(", vvar_, ", ",
+                     lane_lambda(cat(uniform ? "cppi_rand(" : "cppi_randn(", seed, ", ", access_index(n->offset, scope), ")")),
+                     ")");
+      }
+      return r;
+    }
+  }
+  fail(cat("cannot print ", to_string(e.kind()), " as a vector"));
+}
+
+}  // namespace cppi::cpu::detail
