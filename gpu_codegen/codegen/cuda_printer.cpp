@@ -345,8 +345,9 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     }
   }
   const std::string params = parameters(info);
-  if (g_.row_splits > 1) {
-    // The split rows' partials and arrival counters (zero when the module loads).
+  if (has_module_state(g_)) {
+    // The split rows' partials and arrival counters (zero when the module
+    // loads); the runtime serialises this kernel's launches across streams.
     const auto& red = std::get<ReductionStage>(k_.stages[0]);
     const int64_t rows = *product_of(k_.outer).constant();
     out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", name_, "_partials[", rows * g_.row_splits,
