@@ -17,6 +17,7 @@
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
 #include "gpu_codegen/runtime/cuda_api.h"
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
 
 namespace py = pybind11;
 using namespace cppi;
@@ -275,6 +276,13 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("graph"), py::arg("options") = py::none(),
       "The CUDA source for a graph on CUDA, scheduled for a default target; no GPU needed.");
+  m.def(
+      "compile_cuda_source",
+      [](const std::string& source, int compute_capability) {
+        return unwrap(gpu::compile_to_ptx(source, "cppinductor_dry_run.cu", compute_capability));
+      },
+      py::arg("source"), py::arg("compute_capability") = 90,
+      "PTX of CUDA source through NVRTC (no GPU needed): the check that generate_cuda_source's output compiles.");
 
   m.def(
       "compile_graph",

@@ -309,6 +309,20 @@ template <class V> CPPI_INLINE cppi_vwelford<V> cppi_vwelford_add(cppi_vwelford<
   a.m2 = a.m2 + delta * (v - a.mean);
   return a;
 }
+// Lane-wise Chan merge of two vector states (cascaded accumulation). Within
+// a state all lanes carry the same weight (see cppi_vwelford_add).
+template <class V> CPPI_INLINE cppi_vwelford<V> cppi_vwelford_combine(cppi_vwelford<V> a, cppi_vwelford<V> b) {
+  if (a.weight[0] == 0) return b;
+  if (b.weight[0] == 0) return a;
+  const V w = a.weight + b.weight;
+  const V delta = b.mean - a.mean;
+  const V nb = b.weight / w;
+  cppi_vwelford<V> r;
+  r.mean = a.mean + delta * nb;
+  r.m2 = a.m2 + b.m2 + delta * delta * a.weight * nb;
+  r.weight = w;
+  return r;
+}
 template <class V>
 CPPI_INLINE cppi_welford<typename cppi_vec_traits<V>::element_type> cppi_vwelford_reduce(cppi_vwelford<V> a) {
   typedef typename cppi_vec_traits<V>::element_type E;

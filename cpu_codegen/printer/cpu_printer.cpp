@@ -25,6 +25,9 @@
 /// - parallel_reduction: the reduction stage's first loop is split with
 ///   cppi_parallel_reduce; each chunk returns its partial state and the
 ///   partials are combined in chunk order (deterministic for a thread count).
+/// - cascade_block (float sums, Welford): the innermost reduction loop runs
+///   in blocks; every cascade_block terms per accumulator lane the
+///   accumulators merge into a `_total` state and restart.
 /// - argmax/argmin keep {value, index} (first index on ties, NaN wins);
 ///   Welford keeps {mean, m2, weight} and merges with Chan's formula.
 #include "cpu_codegen/printer/cpu_printer.h"
@@ -172,6 +175,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::string vector_update(ReductionKind kind, DType t, const std::string& acc, const CValue& v,
                             const std::string& pos);
   std::string horizontal(ReductionKind kind, DType t, const std::string& acc) const;
+  /// Lane-wise merge of two vector states (the kinds that cascade).
+  std::string vstate_combine(ReductionKind kind, DType t, const std::string& a, const std::string& b) const;
   std::string identity_value(ReductionKind kind, DType t) const;
   IndexExpr reduction_position(const ReductionStage& s) const;
 
@@ -229,6 +234,7 @@ void CpuKernelPrinter::print_header() {
                       " vectorized=", to_string(sched_.vectorized));
   if (sched_.vectorized != VectorizedLoop::None) s += cat(" width=", sched_.vector_width, " tail=", to_string(sched_.tail));
   if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
+  if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
   out_.line(s);
 }
 
@@ -448,10 +454,18 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
   out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
   out_.line(cat("// stage 0, tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+  // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
+  // terms per lane, merged into a second tile of totals.
+  const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s->kind, t);
+  const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[(", v, " - ", blk, ") / ", w, "]");
+  const std::string terms = tile + "_terms";
   out_.line(cat(vstate_type(s->kind, t), " ", tile, "[", sched_.column_block, "];"));
+  if (cascade) out_.line(cat(vstate_type(s->kind, t), " ", total_tile, "[", sched_.column_block, "];"));
   open_vector_loop();
   out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+  if (cascade) out_.line(cat(total_slot, " = ", vstate_identity(s->kind, t), ";"));
   out_.close();
+  if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
   out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
   out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text, ");"));
   open_vector_loop();
@@ -461,8 +475,21 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   leave_vector();
   out_.line(cat(slot, " = ", acc, ";"));
   out_.close();
+  if (cascade) {
+    std::string per_row;
+    for (size_t i = 1; i < s->loops.size(); ++i) per_row += cat(" * (", extent(s->loops[i]).text, ")");
+    out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
+    out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
+    open_vector_loop();
+    out_.line(cat(total_slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
+    out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+    out_.close();
+    out_.line(cat(terms, " = 0;"));
+    out_.close();
+  }
   out_.close();
   open_vector_loop();
+  if (cascade) out_.line(cat(slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
   tiled_state_ = slot;
   print_stages(true);
   tiled_state_.clear();
@@ -634,6 +661,27 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
     if (horizontal_mode) out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", vstate_identity(s.kind, t), ";"));
   }
+  // Cascade (CpuSchedule::cascade_block): the accumulators restart every
+  // `block` terms of the innermost loop, their block result merged into a
+  // total; a vector lane sees one term per vector iteration. Tiled columns
+  // (lane_init) cascade per row block instead (print_tiled_columns).
+  const bool cascade =
+      sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t) && !s.loops.empty() && lane_init.empty();
+  const int64_t block = sched_.cascade_block * (horizontal_mode ? sched_.vector_width : 1);
+  const std::string total = base + "_total", terms = base + "_terms";
+  if (cascade) {
+    out_.line(lanes ? cat(vstate_type(s.kind, t), " ", total, " = ", vstate_identity(s.kind, t), ";")
+                    : cat(state_type(s.kind, t), " ", total, " = ", state_identity(s.kind, t), ";"));
+    out_.line(cat("int64_t ", terms, " = 0;"));
+  }
+  // The block so far, as one state.
+  auto block_state = [&] { return horizontal_mode ? state_combine(s.kind, t, horizontal(s.kind, t, vacc), acc) : lanes ? vacc : acc; };
+  auto flush = [&] {
+    out_.line(cat(total, " = ", lanes ? vstate_combine(s.kind, t, total, block_state())
+                                      : state_combine(s.kind, t, total, block_state()), ";"));
+    if (lanes || horizontal_mode) out_.line(cat(vacc, " = ", vstate_identity(s.kind, t), ";"));
+    if (!lanes) out_.line(cat(acc, " = ", state_identity(s.kind, t), ";"));
+  };
   auto scalar_step = [&] {
     ValueScope scope;
     const CValue v = value(s.body, scope);
@@ -654,22 +702,52 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
     const std::string v = var_name(l);
     const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
     const Bound hi = level == 0 ? hi0 : extent(l);
-    if (horizontal_mode && level + 1 == s.loops.size()) {
-      print_vector_loop(
-          v, lo, hi,
-          [&] {
-            enter_vector(v);
-            ValueScope scope;
-            const CValue val = value(s.body, scope);
-            out_.line(vector_update(s.kind, t, vacc, val, cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
-                      ";");
-            leave_vector();
-          },
-          scalar_step);
+    auto innermost = [&](const Bound& from, const Bound& to) {
+      if (horizontal_mode) {
+        print_vector_loop(
+            v, from, to,
+            [&] {
+              enter_vector(v);
+              ValueScope scope;
+              const CValue val = value(s.body, scope);
+              out_.line(vector_update(s.kind, t, vacc, val, cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
+                        ";");
+              leave_vector();
+            },
+            scalar_step);
+        return;
+      }
+      out_.open(cat("for (int64_t ", v, " = ", from.text, "; ", v, " < ", to.text, "; ++", v, ")"));
+      loops(level + 1);
+      out_.close();
+    };
+    if (level + 1 < s.loops.size()) {
+      out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
+      loops(level + 1);
+      out_.close();
       return;
     }
-    out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-    loops(level + 1);
+    if (!cascade) {
+      innermost(lo, hi);
+      return;
+    }
+    // A constant innermost loop of at most one block runs whole; a longer or
+    // symbolic one runs in blocks. Either way the terms are counted after it.
+    const bool whole = lo.value && hi.value && *hi.value - *lo.value <= block;
+    const std::string from = whole ? lo.text : v + "_cblk", to = whole ? hi.text : v + "_cblk_end";
+    if (whole) {
+      out_.open("");
+      innermost(lo, hi);
+    } else {
+      out_.open(cat("for (int64_t ", from, " = ", lo.text, "; ", from, " < ", hi.text, "; ", from, " += ", block, ")"));
+      out_.line(cat("const int64_t ", to, " = cppi_min_i<int64_t>(", from, " + ", block, ", ", hi.text, ");"));
+      innermost(Bound{from, std::nullopt}, Bound{to, std::nullopt});
+    }
+    out_.line(cat(terms, " += ", to, " - ", from, ";"));
+    out_.open(cat("if (", terms, " >= ", block, ")"));
+    flush();
+    out_.line(cat(terms, " = 0;"));
+    out_.close();
     out_.close();
   };
   if (s.loops.empty()) {
@@ -678,11 +756,16 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
   } else {
     loops(0);
   }
-  if (lanes) return vacc;
-  if (!horizontal_mode) return acc;
-  const std::string combined = result_name.empty() ? base + "_red" : result_name;
-  out_.line(cat("const ", state_type(s.kind, t), " ", combined, " = ",
-                state_combine(s.kind, t, horizontal(s.kind, t, vacc), acc), ";"));
+  if (lanes && !cascade) return vacc;
+  if (!horizontal_mode && !cascade) return acc;
+  const std::string combined = lanes ? base + "_vred" : result_name.empty() ? base + "_red" : result_name;
+  if (lanes) {
+    out_.line(cat("const ", vstate_type(s.kind, t), " ", combined, " = ", vstate_combine(s.kind, t, total, vacc), ";"));
+  } else {
+    const std::string block_result = block_state();
+    out_.line(cat("const ", state_type(s.kind, t), " ", combined, " = ",
+                  cascade ? state_combine(s.kind, t, total, block_result) : block_result, ";"));
+  }
   return combined;
 }
 
@@ -801,6 +884,13 @@ std::string CpuKernelPrinter::vector_update(ReductionKind kind, DType t, const s
     case ReductionKind::All: break;
   }
   fail(cat("vectorised ", to_string(kind), " over ", dtype_name(t)));
+}
+
+std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const std::string& a,
+                                             const std::string& b) const {
+  if (kind == ReductionKind::Sum && is_floating(t)) return cat("(", a, " + ", b, ")");
+  if (kind == ReductionKind::Welford) return cat("cppi_vwelford_combine(", a, ", ", b, ")");
+  fail(cat("lane-wise combine of ", to_string(kind), " over ", dtype_name(t)));
 }
 
 std::string CpuKernelPrinter::horizontal(ReductionKind kind, DType t, const std::string& acc) const {

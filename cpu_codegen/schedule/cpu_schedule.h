@@ -34,6 +34,10 @@
 ///   column_block = vectors per ~4 KiB, row_block = 16 (when there is more
 ///   than one vector and more than 16 rows), so each row step reads whole
 ///   cache lines.
+/// - Cascaded accumulation. A float sum or Welford stage that may add more
+///   than 4096 terms into one accumulator (or a symbolic number) gets
+///   cascade_block = 4096: accumulators restart every 4096 terms per lane and
+///   merge into a running total, as eager's cascade sum does.
 #pragma once
 
 #include <cstdint>

@@ -190,6 +190,7 @@ std::string to_string(const Schedule& s) {
      << " parallel_reduction=" << (c.parallel_reduction ? "true" : "false") << " vectorized=" << to_string(c.vectorized)
      << " width=" << c.vector_width << " tail=" << to_string(c.tail);
   if (c.column_block > 0) os << " column_block=" << c.column_block << " row_block=" << c.row_block;
+  if (c.cascade_block > 0) os << " cascade_block=" << c.cascade_block;
   os << "\n";
   const auto& g = s.gpu;
   os << "gpu: mapping=" << to_string(g.mapping) << " block=" << g.block_size << " grid=" << g.grid_size
@@ -208,7 +209,7 @@ bool is_default(const Schedule& s) {
   return a.parallel_loops == b.parallel_loops && a.grain_size == b.grain_size &&
          a.parallel_reduction == b.parallel_reduction && a.vectorized == b.vectorized &&
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
-         a.row_block == b.row_block && g.mapping == h.mapping &&
+         a.row_block == b.row_block && a.cascade_block == b.cascade_block && g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
          g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits;
 }

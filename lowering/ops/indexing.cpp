@@ -1,7 +1,8 @@
-// Data movement that is not a view: cat, constant_pad_nd, flip, roll. Each
-// output element reads at most one input element at an index computed from
-// its coordinates; reads that may be out of range (cat's other pieces, pad's
-// border) are masked loads, so no kernel touches memory outside a buffer.
+// Data movement that is not a view: cat, constant_pad_nd, flip, roll, repeat,
+// slice_scatter, select_scatter. Each output element reads at most one input
+// element at an index computed from its coordinates; reads that may be out of
+// range (cat's other pieces, pad's border, the scattered src) are masked
+// loads, so no kernel touches memory outside a buffer.
 //
 // Ops that index with tensor values (index.Tensor, gather, index_select,
 // embedding, index_put, scatter) are in indirect_indexing.cpp.
@@ -140,6 +141,97 @@ Status lower_roll(const OpCall& c) {
   return Status::success();
 }
 
+/// slice_scatter(x, src, dim, start, end, step): x with the slice
+/// x[start:end:step] along dim replaced by src (the backward of a slice).
+/// Position i along dim takes src[(i - start) / step] where
+/// i - start in [0, step * src_size) and divisible by step. A symbolic start
+/// is assumed in range, as slice's.
+Status lower_slice_scatter(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(src, c.tensor(1, "src"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(2, "dim", 0));
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  CPPI_ASSIGN_OR_RETURN(start_s, c.optional_scalar(3, "start"));
+  CPPI_ASSIGN_OR_RETURN(step, c.int_const(5, "step", 1));
+  if (step <= 0) return Error::unsupported("slice_scatter with a non-positive step");
+  if (src.rank() != x.rank()) return Error::unsupported("slice_scatter: src rank differs");
+  IndexExpr start = ir::index_const(0);
+  if (start_s && start_s->kind == Scalar::Kind::Symbolic) {
+    start = start_s->sym;
+  } else if (start_s) {
+    int64_t v = start_s->i;
+    auto n = x.sizes[dim].constant();
+    if (v < 0 && !n) return Error::unsupported("slice_scatter: negative start on a symbolic size");
+    if (v < 0) v += *n;
+    if (n) v = std::min(std::max<int64_t>(v, 0), *n);
+    start = ir::index_const(v);
+  }
+  DType t = c.meta().dtype;
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    IndexExpr rel = o[dim] - start;
+    Expr inside = in_range(rel, ir::index_const(0), src.sizes[dim] * step);
+    if (step != 1)
+      inside = ir::binary(ir::BinaryOp::LogicalAnd, inside,
+                          ir::compare(CompareOp::Eq, index_value(ir::mod(rel, ir::index_const(step))),
+                                      ir::const_int(0)));
+    std::vector<IndexExpr> coords = o;
+    coords[dim] = ir::floordiv(rel, ir::index_const(step));
+    return ir::where(inside, ir::cast(load(src, coords, inside), t), ir::cast(load(x, o), t));
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// select_scatter(x, src, dim, index): x with x.select(dim, index) replaced
+/// by src (the backward of a select).
+Status lower_select_scatter(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(src, c.tensor(1, "src"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(2, "dim"));
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  CPPI_ASSIGN_OR_RETURN(i, c.scalar(3, "index"));
+  if (src.rank() + 1 != x.rank()) return Error::unsupported("select_scatter: src rank");
+  IndexExpr index;
+  if (i.kind == Scalar::Kind::Symbolic) {
+    index = i.sym;
+  } else {
+    int64_t v = i.i;
+    auto n = x.sizes[dim].constant();
+    if (v < 0 && !n) return Error::unsupported("select_scatter: negative index on a symbolic size");
+    index = ir::index_const(v < 0 ? v + *n : v);
+  }
+  DType t = c.meta().dtype;
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    Expr hit = ir::compare(CompareOp::Eq, index_value(o[dim]), index_value(index));
+    std::vector<IndexExpr> coords = o;
+    coords.erase(coords.begin() + dim);
+    return ir::where(hit, ir::cast(load(src, coords, hit), t), ir::cast(load(x, o), t));
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
+/// repeat(x, repeats): len(repeats) >= rank dims, the leading ones new; the
+/// output reads x at each coordinate modulo x's size.
+Status lower_repeat(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(repeats, c.size_list(1, "repeats"));
+  if (repeats.size() < x.rank()) return Error::unsupported("repeat: fewer repeats than dims");
+  const size_t shift = repeats.size() - x.rank();
+  DType t = c.meta().dtype;
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> coords(x.rank());
+    for (size_t d = 0; d < x.rank(); ++d)
+      coords[d] = repeats[d + shift].is_constant(1) ? o[d + shift] : ir::mod(o[d + shift], x.sizes[d]);
+    return ir::cast(load(x, coords), t);
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 }  // namespace
 
 void register_indexing_lowerings(Registry& r) {
@@ -147,6 +239,9 @@ void register_indexing_lowerings(Registry& r) {
   r.add("aten.constant_pad_nd.default", lower_constant_pad_nd);
   r.add("aten.flip.default", lower_flip);
   r.add("aten.roll.default", lower_roll);
+  r.add("aten.repeat.default", lower_repeat);
+  r.add("aten.slice_scatter.default", lower_slice_scatter);
+  r.add("aten.select_scatter.default", lower_select_scatter);
 }
 
 }  // namespace cppi::lowering

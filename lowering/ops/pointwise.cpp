@@ -57,6 +57,21 @@ LowerFn rounding_unary(UnaryOp op) {
   };
 }
 
+/// round(x, decimals): eager's rounding at a power of ten, half to even:
+/// round(x * 10^d) / 10^d, or round(x / 10^-d) * 10^-d for negative d, with
+/// 10^|d| in the compute type.
+Status lower_round_decimals(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}}));
+  CPPI_ASSIGN_OR_RETURN(decimals, c.int_const(1, "decimals", 0));
+  return lower_elementwise(c, ops, {}, [decimals](const Args& a, DType t) -> Expected<Expr> {
+    if (!is_floating(t)) return Error::unsupported("round with decimals of an integer tensor");
+    Expr ten_pow = ir::const_float(std::pow(10.0, static_cast<double>(decimals < 0 ? -decimals : decimals)), t);
+    BinaryOp scale = decimals < 0 ? BinaryOp::TrueDiv : BinaryOp::Mul;
+    BinaryOp unscale = decimals < 0 ? BinaryOp::Mul : BinaryOp::TrueDiv;
+    return ir::binary(unscale, ir::unary(UnaryOp::Round, ir::binary(scale, a[0], ten_pow)), ten_pow);
+  });
+}
+
 Status lower_neg(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}}));
   return lower_elementwise(c, ops, {}, [](const Args& a, DType t) -> Expected<Expr> {
@@ -357,6 +372,7 @@ void register_pointwise_lowerings(Registry& r) {
   const std::pair<const char*, UnaryOp> roundings[] = {
       {"floor", UnaryOp::Floor}, {"ceil", UnaryOp::Ceil}, {"round", UnaryOp::Round}, {"trunc", UnaryOp::Trunc}};
   for (auto [name, op] : roundings) r.add(cat("aten.", name, ".default"), rounding_unary(op));
+  r.add("aten.round.decimals", lower_round_decimals);
   r.add("aten.neg.default", lower_neg);
   r.add("aten.abs.default", lower_abs);
   r.add("aten.sign.default", lower_sign);

@@ -1,5 +1,5 @@
 // Reductions: sum, mean, prod, amax/amin, max/min (values and indices),
-// argmax/argmin, any/all, var/std/var_mean through Welford.
+// argmax/argmin, any/all, var/std/var_mean through Welford, linalg_vector_norm.
 //
 // A reduction node stores its results straight into the node's buffer when
 // no post-processing is needed; otherwise into a temporary in the
@@ -270,6 +270,56 @@ LowerFn welford(Moments what) {
   };
 }
 
+/// linalg_vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None) as one
+/// reduction in the accumulation type of the result: ord 2 sqrt(sum(x*x)),
+/// 1 sum(|x|), inf max(|x|), -inf min(|x|), 0 the count of nonzeros, other
+/// p sum(|x|^p)^(1/p).
+Status lower_linalg_vector_norm(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(in, reduction_input(c, 2, 3));
+  CPPI_ASSIGN_OR_RETURN(ord_s, c.optional_scalar(1, "ord"));
+  if (ord_s && ord_s->kind == Scalar::Kind::Symbolic) return Error::unsupported("vector_norm: symbolic ord");
+  const double ord = ord_s ? ord_s->as_double() : 2.0;
+  const DType acc = opmath_type(c.meta().dtype);
+  if (!is_floating(acc) || !is_floating(in.x.dtype)) return Error::unsupported("vector_norm of a non-floating tensor");
+  // An empty max/min has no identity eager accepts (it raises).
+  if (std::isinf(ord) && reduced_numel(in).is_constant(0)) return Error::unsupported("vector_norm: inf norm of nothing");
+  ReductionKind kind = ReductionKind::Sum;
+  std::function<Expr(Expr)> pre;
+  std::function<Expr(Expr)> post;
+  auto abs = [](Expr v) { return ir::unary(ir::UnaryOp::Abs, v); };
+  if (ord == 2) {
+    pre = [](Expr v) { return ir::binary(BinaryOp::Mul, v, v); };
+    post = [](Expr s) { return ir::unary(ir::UnaryOp::Sqrt, s); };
+  } else if (ord == 1) {
+    pre = abs;
+  } else if (std::isinf(ord)) {
+    kind = ord > 0 ? ReductionKind::Max : ReductionKind::Min;
+    pre = abs;
+  } else if (ord == 0) {
+    pre = [acc](Expr v) { return ir::cast(ir::compare(ir::CompareOp::Ne, v, ir::const_float(0, acc)), acc); };
+  } else {
+    pre = [acc, ord, abs](Expr v) { return ir::binary(BinaryOp::Pow, abs(v), ir::const_float(ord, acc)); };
+    post = [acc, ord](Expr s) { return ir::binary(BinaryOp::Pow, s, ir::const_float(1.0 / ord, acc)); };
+  }
+  ir::BufferPtr out = c.result_buffer();
+  // dtype= converts the input before the norm (eager: x.to(dtype)).
+  DType input_as = c.dtype(4, "dtype").value_or(in.x.dtype);
+  // With a root to take, the sum goes to a temporary: the root must not
+  // rewrite its own input in place.
+  std::vector<ir::BufferPtr> targets;
+  if (!post) targets.push_back(out);
+  CPPI_ASSIGN_OR_RETURN(stored, emit_reduction(c, in, out->layout.sizes, kind,
+                                               [&](Expr v) { return pre(ir::cast(ir::cast(v, input_as), acc)); },
+                                               targets, {true}));
+  if (post) {
+    finish(c, stored[0], out, post);
+  } else {
+    finish(c, stored[0], out);
+  }
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 }  // namespace
 
 void register_reduction_lowerings(Registry& r) {
@@ -296,6 +346,7 @@ void register_reduction_lowerings(Registry& r) {
   r.add("aten.std.correction", welford(Moments::Std));
   r.add("aten.var_mean.correction", welford(Moments::VarMean));
   r.add("aten.std_mean.correction", welford(Moments::StdMean));
+  r.add("aten.linalg_vector_norm.default", lower_linalg_vector_norm);
 }
 
 }  // namespace cppi::lowering

@@ -35,6 +35,7 @@ const Registry& builtin_lowerings() {
     register_view_lowerings(r);
     register_indexing_lowerings(r);
     register_indirect_indexing_lowerings(r);
+    register_pooling_lowerings(r);
     register_random_lowerings(r);
     register_explicit_fallbacks(r);
     return r;

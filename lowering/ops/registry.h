@@ -48,6 +48,7 @@ void register_reduction_lowerings(Registry& r);
 void register_view_lowerings(Registry& r);
 void register_indexing_lowerings(Registry& r);
 void register_indirect_indexing_lowerings(Registry& r);
+void register_pooling_lowerings(Registry& r);
 void register_random_lowerings(Registry& r);
 void register_explicit_fallbacks(Registry& r);
 

@@ -25,6 +25,9 @@ _EXTRA = [
     aten.native_layer_norm_backward,
     aten.native_group_norm,
     aten._native_batch_norm_legit_functional,
+    aten._native_batch_norm_legit_no_training,  # eval-mode batch norm: a pointwise affine map
+    aten._native_batch_norm_legit,
+    aten._batch_norm_with_update_functional,
     aten.gelu,
     aten.gelu_backward,
     aten.silu,

@@ -134,3 +134,27 @@ def test_out_of_range_index_is_clamped_not_a_crash():
     torch.testing.assert_close(compiled(x, ok), f(x, ok))
     bad = torch.tensor([4, -5, 1 << 40, 2])
     torch.testing.assert_close(compiled(x, bad), x[torch.tensor([3, 0, 3, 2])])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_repeat(dtype, device):
+    """New leading dims, repeats of 1 and of more; on a transposed input."""
+
+    def f(x):
+        return x.repeat(2, 1, 3), x.t().repeat(1, 2) * 2
+
+    x = torch.arange(15, device=device).to(dtype).reshape(3, 5)
+    check_model(f, (x,), options={"fallback": "error"})
+
+
+def test_slice_and_select_scatter(device):
+    """The backward ops of slicing and selecting, as they appear in training graphs, and directly."""
+
+    def f(x, s, r):
+        return (torch.slice_scatter(x, s, dim=1, start=1, end=None, step=3), torch.slice_scatter(x, r, 0, -3),
+                torch.select_scatter(x, s[:, 0], 1, -2))
+
+    x, s, r = torch.randn(5, 11, device=device), torch.randn(5, 4, device=device), torch.randn(3, 11, device=device)
+    check_model(f, (x, s, r), options=NO_FALLBACK)
+    check_model(lambda x: (x[:, 2:9:2] * 2, x[1] + 1), (torch.randn(4, 10, device=device),), grad=True,
+                options=NO_FALLBACK)

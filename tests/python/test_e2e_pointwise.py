@@ -169,3 +169,15 @@ def test_random_ops_shape_and_range(device):
     r, y = compile_fn(f)(torch.ones(5, 6, device=device))
     assert r.shape == (5, 6) and r.dtype == torch.float32 and bool(((r >= 0) & (r < 1)).all())
     assert torch.equal(y, torch.ones(3, 4, device=device))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_round_decimals(dtype, device):
+    """Half to even at a power of ten, positive and negative decimals, as eager computes it."""
+
+    def f(x):
+        return torch.round(x, decimals=2), torch.round(x, decimals=-2), torch.round(x, decimals=0)
+
+    x = torch.cat([torch.randn(64, dtype=dtype, device=device) * 1000,
+                   torch.tensor([0.125, 0.135, 250.0, 350.0, -0.5, 2.5], dtype=dtype, device=device)])
+    check_model(f, (x,), options={"fallback": "error"})

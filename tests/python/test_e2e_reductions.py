@@ -133,3 +133,36 @@ def test_moments_of_an_empty_reduction_are_nan(shape, dim, device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_model(f, (torch.randn(*shape, device=device),), reduction=True)
+
+
+NORM_ORDS = [2, 1, float("inf"), -float("inf"), 0, 3, 0.5, -1]
+
+
+@pytest.mark.parametrize("ord", NORM_ORDS, ids=str)
+def test_vector_norm(ord, device):
+    def f(x):
+        return (torch.linalg.vector_norm(x, ord), torch.linalg.vector_norm(x, ord, dim=1),
+                torch.linalg.vector_norm(x, ord, dim=(0, 2), keepdim=True))
+
+    x = torch.randn(5, 7, 3, device=device)
+    x[1, 2, 0] = 0
+    check_model(f, (x,), options={"fallback": "error"}, reduction=True)
+
+
+def test_vector_norm_dtypes_and_grad(device):
+    def f(x, h):
+        return (torch.linalg.vector_norm(x, dim=-1), torch.linalg.vector_norm(h, 2, dim=0),
+                torch.linalg.vector_norm(h, 1, dtype=torch.float64), torch.linalg.vector_norm(x.t(), 3, dim=0))
+
+    x = torch.randn(6, 33, dtype=torch.float64, device=device)
+    h = torch.randn(9, 4, dtype=torch.bfloat16, device=device)
+    check_model(f, (x, h), options={"fallback": "error"}, reduction=True)
+    check_model(lambda x: torch.linalg.vector_norm(x, dim=1), (torch.randn(4, 9, device=device),), grad=True,
+                reduction=True)
+
+
+@pytest.mark.parametrize("p", [2, 0.5, 1], ids=str)
+def test_normalize_reads_the_norm_it_rewrites(p, device):
+    """The root of a p-norm is an epilogue; the consumer (the division) must see the rooted value."""
+    check_model(lambda x: F.normalize(x, p=p, dim=0), (torch.randn(1, 2, 4, 5, device=device),),
+                options={"fallback": "error"}, reduction=True)

@@ -115,6 +115,30 @@ class MLPTrainStep(nn.Module):
         return loss.detach()
 
 
+def _cnn() -> nn.Module:
+    """conv -> batch norm -> relu -> max pool, twice (the second with padding and ceil_mode), then an adaptive
+    average pool that is not global, flatten and a linear layer."""
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+        nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=True),
+        nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(64, 10))
+
+
+def _cnn_input() -> torch.Tensor:
+    return torch.randn(2, 3, 17, 15)  # odd sizes: the pools' last windows are partial
+
+
+def _cnn_eval():
+    model = _cnn().eval()
+
+    def run(x):
+        with torch.no_grad():
+            return model(x)
+
+    return run, (_cnn_input(),)
+
+
 REDUCTION = {"reduction": True}
 PROGRAMS = [
     Program("relu_bias", _pointwise(lambda x, b: torch.relu(x + b) * 2, (32, 64), (64,))),
@@ -135,6 +159,8 @@ PROGRAMS = [
     Program("block_train", _train(Block), grad=True, check_kwargs=REDUCTION),
     Program("mlp_train_step", lambda: (MLPTrainStep(), (torch.randn(32, 64), torch.randn(32, 16))),
             check_kwargs=REDUCTION),
+    Program("cnn_eval", _cnn_eval, check_kwargs=REDUCTION),
+    Program("cnn_train", lambda: (_cnn().train(), (_cnn_input(),)), grad=True, check_kwargs=REDUCTION),
 ]
 
 # Kernels we generate per compiled graph, measured. A change here is a change
@@ -160,6 +186,10 @@ EXPECTED_KERNELS = {
     # Inductor's generated_kernel_count: 17. The SGD update's 6 loops of different sizes are
     # 6 kernels (Inductor puts them in one function).
     "mlp_train_step": {"forward": 3, "backward": 6, "inference": 6},
+    # Inductor's generated_kernel_count: 8 (eval), 37 (train). Pooling windows read around each position, so
+    # the relu before a padded pool is materialised (a producer cannot be inlined at a shifted index).
+    "cnn_eval": {"inference": 4},
+    "cnn_train": {"forward": 8, "backward": 8},
 }
 
 FALLS_BACK: dict[str, str] = {}

@@ -996,7 +996,12 @@ TEST(Registry, CoversTheCoreOpsAndExplainsTheRest) {
   EXPECT_FALSE(g->fallback_reason.empty());
   for (const char* op : {"aten.gather.default", "aten.index_select.default", "aten.embedding.default",
                          "aten.index.Tensor", "aten._unsafe_index.Tensor", "aten.index_put.default",
-                         "aten.scatter.src", "aten.scatter.value"}) {
+                         "aten.scatter.src", "aten.scatter.value", "aten.max_pool2d_with_indices.default",
+                         "aten.max_pool2d_with_indices_backward.default", "aten.avg_pool2d.default",
+                         "aten.avg_pool2d_backward.default", "aten._adaptive_avg_pool2d.default",
+                         "aten._adaptive_avg_pool2d_backward.default", "aten.adaptive_max_pool2d.default",
+                         "aten.adaptive_max_pool2d_backward.default", "aten.linalg_vector_norm.default",
+                         "aten.repeat.default"}) {
     const Lowering* l = r.find(op);
     ASSERT_NE(l, nullptr) << op;
     EXPECT_TRUE(l->fn) << op;

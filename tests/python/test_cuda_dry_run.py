@@ -1,0 +1,70 @@
+"""The CUDA side of lowerings, without a GPU: graphs traced on CPU are moved to cuda:0 and printed by
+generate_cuda_source (lowering, fusion and the GPU schedule for a default target); with NVRTC
+(CPPINDUCTOR_NVRTC_LIBRARY, or one on the loader path) the source is also compiled to PTX. A lowering that
+cannot run on CUDA must fall back there with a reason, never print something that does not compile."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from check import check_model
+from cppinductor import _C, debug
+from cppinductor.export import export_graph
+
+
+def _on_cuda(desc):
+    """The same graph description with every CPU device replaced by cuda:0."""
+    if isinstance(desc, dict):
+        return {k: ("cuda:0" if k == "device" and v == "cpu" else _on_cuda(v)) for k, v in desc.items()}
+    if isinstance(desc, list):
+        return [_on_cuda(v) for v in desc]
+    return desc
+
+
+def _nvrtc() -> bool:
+    path = os.environ.get("CPPINDUCTOR_NVRTC_LIBRARY")
+    if path and not _C.nvrtc_available():
+        _C.set_nvrtc_library(path)
+    return _C.nvrtc_available()
+
+
+def _cuda_sources(fn, args, grad: bool) -> list[tuple[str, str]]:
+    with debug.recording() as records:
+        check_model(fn, args, grad=grad, runs=1, reduction=True)
+    return [(r.kind, _C.generate_cuda_source(_on_cuda(export_graph(r.gm)))) for r in records]
+
+
+# name: (program, trained, the op each graph must have a kernel for: not a CUDA fallback)
+PROGRAMS = {
+    "max_pool2d": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), True, "max_pool2d_with_indices"),
+    "max_pool2d_dilated": (lambda x: F.max_pool2d(x, (3, 2), (2, 1), (1, 0), dilation=(2, 1)), True,
+                           "max_pool2d_with_indices"),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), True, "avg_pool2d"),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (3, 4)), True, "adaptive_avg_pool2d"),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (3, 4)), True, "adaptive_max_pool2d"),
+    "vector_norm": (lambda x: (torch.linalg.vector_norm(x, dim=-1), torch.linalg.vector_norm(x, 3),
+                               torch.linalg.vector_norm(x, float("inf"), dim=(0, 1))), False, "linalg_vector_norm"),
+    "repeat": (lambda x: x.repeat(2, 1, 3, 1) + 1, False, "repeat"),
+    "slice_scatter": (lambda x: torch.slice_scatter(x, x[:, :, 1::3].exp(), dim=2, start=1, step=3), False,
+                      "slice_scatter"),
+    "round_decimals": (lambda x: torch.round(x, decimals=-1) + torch.round(x, decimals=2), False, "round"),
+}
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_generated_cuda_compiles(name):
+    fn, grad, op = PROGRAMS[name]
+    sources = _cuda_sources(fn, (torch.randn(2, 3, 11, 9),), grad)
+    assert len(sources) == (2 if grad else 1)
+    for kind, src in sources:
+        assert re.search(rf"__global__.*\n?.*kernel\d+_{op}", src), f"{kind}: no CUDA kernel for {op}\n{src[:2000]}"
+    if not _nvrtc():
+        pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
+    for kind, src in sources:
+        ptx = _C.compile_cuda_source(src)
+        assert ".entry" in ptx, f"{kind}: no kernel in the PTX"

@@ -1,0 +1,132 @@
+"""End to end, compiled vs eager: 2-d pooling forward and backward (max with indices, avg, adaptive avg and max).
+fallback="error" makes any op that is not lowered fail the test."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from check import check_model
+
+LOWERED = {"fallback": "error"}
+
+
+def _input(*shape, dtype=torch.float32, device="cpu"):
+    # Distinct values: ties would make max pooling's index implementation-defined.
+    n = 1
+    for s in shape:
+        n *= s
+    return (torch.randperm(n, device=device).to(dtype) / n - 0.5).reshape(shape)
+
+
+MAX_POOL_CASES = {
+    "k2": dict(kernel_size=2),
+    "k3s2p1_ceil": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+    "k3s1p1": dict(kernel_size=3, stride=1, padding=1),
+    "rect_dilated": dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=(2, 1)),
+    "k2s3_ceil": dict(kernel_size=2, stride=3, ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("case", MAX_POOL_CASES.values(), ids=MAX_POOL_CASES.keys())
+def test_max_pool2d_with_indices_forward_backward(case, device):
+    def f(x):
+        return F.max_pool2d(x, return_indices=True, **case)
+
+    check_model(f, (_input(2, 3, 11, 9, device=device),), grad=True, options=LOWERED)
+
+
+def test_max_pool2d_3d_input_float64_and_strided(device):
+    def f(x, y):
+        return F.max_pool2d(x, 3, 2, 1, return_indices=True), F.max_pool2d(y.transpose(-1, -2), 2)
+
+    x = _input(4, 10, 7, dtype=torch.float64, device=device)
+    y = _input(2, 3, 9, 8, device=device)
+    check_model(f, (x, y), grad=True, options=LOWERED)
+
+
+def test_max_pool2d_bfloat16(device):
+    check_model(lambda x: F.max_pool2d(x, 3, 2, 1), (_input(2, 4, 9, 9, dtype=torch.bfloat16, device=device),),
+                grad=True, options=LOWERED)
+
+
+def test_max_pool2d_infinities_and_nan(device):
+    """A window that is all -inf reports its first in-bounds position (eager's rule), even next to padding; NaN
+    wins."""
+    x = _input(1, 1, 6, 7, device=device)
+    x[0, 0, :2, :3] = -float("inf")
+    x[0, 0, 4, 5] = float("nan")
+
+    def f(x):
+        return F.max_pool2d(x, 3, 2, 1, return_indices=True), F.max_pool2d(x, 2, 2, 1, dilation=2,
+                                                                           return_indices=True)
+
+    check_model(f, (x,), options=LOWERED)
+
+
+AVG_POOL_CASES = {
+    "k2": dict(kernel_size=2),
+    "k3s2p1_ceil": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+    "k3s2p1_ceil_nopad": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+    "rect_divisor": dict(kernel_size=(3, 2), stride=(1, 2), padding=(1, 1), divisor_override=5),
+    "k2s3_ceil": dict(kernel_size=2, stride=3, ceil_mode=True),
+}
+
+
+@pytest.mark.parametrize("case", AVG_POOL_CASES.values(), ids=AVG_POOL_CASES.keys())
+def test_avg_pool2d_forward_backward(case, device):
+    check_model(lambda x: F.avg_pool2d(x, **case), (torch.randn(2, 3, 11, 9, device=device),), grad=True,
+                options=LOWERED, reduction=True)
+
+
+@pytest.mark.parametrize("count_include_pad", [True, False], ids=["include_pad", "exclude_pad"])
+def test_avg_pool2d_ceil_window_past_the_padded_input(count_include_pad, device):
+    """The last window of ceil_mode runs past the input: its divisor counts only what lies inside the padded
+    (or, excluding padding, the plain) input, as eager."""
+
+    def f(x):
+        return (F.avg_pool2d(x, 3, 2, ceil_mode=True, count_include_pad=count_include_pad),
+                F.avg_pool2d(x, 4, 3, 1, ceil_mode=True, count_include_pad=count_include_pad),
+                F.max_pool2d(x, 3, 2, ceil_mode=True, return_indices=True))
+
+    check_model(f, (torch.randn(2, 3, 10, 8, device=device),), grad=True, options=LOWERED, reduction=True)
+
+
+def test_avg_pool2d_3d_float64(device):
+    check_model(lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+                (torch.randn(3, 8, 7, dtype=torch.float64, device=device),), grad=True, options=LOWERED)
+
+
+@pytest.mark.parametrize("out", [(3, 3), (4, 2), (5, 9), 1], ids=str)
+def test_adaptive_avg_pool2d_forward_backward(out, device):
+    check_model(lambda x: F.adaptive_avg_pool2d(x, out), (torch.randn(2, 3, 10, 7, device=device),), grad=True,
+                options=LOWERED, reduction=True)
+
+
+def test_adaptive_avg_pool2d_bfloat16(device):
+    check_model(lambda x: F.adaptive_avg_pool2d(x, (3, 4)),
+                (torch.randn(2, 3, 10, 7, dtype=torch.bfloat16, device=device),), grad=True, options=LOWERED)
+
+
+@pytest.mark.parametrize("out", [(3, 3), (4, 2), (12, 8), 1], ids=str)
+def test_adaptive_max_pool2d_forward_backward(out, device):
+    check_model(lambda x: F.adaptive_max_pool2d(x, out, return_indices=True), (_input(2, 3, 10, 7, device=device),),
+                grad=True, options=LOWERED)
+
+
+def test_adaptive_max_pool2d_minus_inf_and_float64(device):
+    x = _input(3, 10, 7, dtype=torch.float64, device=device)
+    x[:, :4, :3] = -float("inf")
+    check_model(lambda x: F.adaptive_max_pool2d(x, (3, 3), return_indices=True), (x,), options=LOWERED)
+
+
+def test_pooling_dynamic_shapes(device, graph_count):
+    """Symbolic H and W reach the window arithmetic as kernel arguments: one graph for every size."""
+
+    def f(x):
+        return (F.max_pool2d(x, 3, 2, 1, ceil_mode=True), F.avg_pool2d(x, 2, count_include_pad=False),
+                F.adaptive_avg_pool2d(x, (3, 2)), F.adaptive_max_pool2d(x, (2, 3)))
+
+    for h, w in [(9, 8), (12, 11), (7, 13)]:
+        check_model(f, (torch.randn(2, 3, h, w, device=device),), grad=True, dynamic=True, options=LOWERED,
+                    reduction=True)
+    assert graph_count() == 1
