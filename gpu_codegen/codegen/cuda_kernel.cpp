@@ -1,5 +1,7 @@
 #include "gpu_codegen/codegen/cuda_kernel.h"
 
+#include "gpu_codegen/codegen/gpu_schedule.h"
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -25,7 +27,7 @@ Expected<CudaKernel> CudaKernelHandle::scalar_twin() const {
   if (!program.ok()) return program.error();
   auto module = CudaModule::load_ptx(program->ptx);
   if (!module.ok()) return module.error();
-  auto fn = module->function(info_.scalar_twin);
+  auto fn = module->function(info_.scalar_twin, has_module_state(info_.schedule));
   if (!fn.ok()) return fn.error();
   scalar_ = *fn;  // keeps the module loaded
   return *scalar_;
@@ -112,7 +114,9 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
   CompiledCudaKernels out;
   out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (auto& info : printed->kernels) {
-    auto fn = module->function(info.name);
+    // Split-row kernels keep partials in the module: the runtime serialises
+    // their launches across streams.
+    auto fn = module->function(info.name, has_module_state(info.schedule));
     if (!fn.ok()) return fn.error();
     CudaKernelOptions twin_options = options;
     twin_options.compute_capability = cc;

@@ -9,6 +9,9 @@
 /// parameters, thread indexing, __launch_bounds__, warp/block reductions,
 /// register-cached rows and 16-byte vector accesses. Math names resolve to
 /// CUDA's libdevice functions through cuda_support.h.
+/// The printer's class is cuda_kernel_printer.h; its parts are printed by
+/// cuda_printer.cpp (prologue, module), cuda_print_grid_stride.cpp,
+/// cuda_print_rows.cpp and cuda_print_reductions.cpp.
 ///
 /// A kernel looks like
 ///   // kernel: softmax_0

@@ -375,4 +375,8 @@ std::string explain_gpu_schedule(const Kernel& kernel, const GpuTarget& target) 
              " elements_per_thread=", g.elements_per_thread, " — ", why);
 }
 
+bool has_module_state(const GpuSchedule& g) {
+  return g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1;
+}
+
 }  // namespace cppi::gpu

@@ -43,8 +43,10 @@
 ///   stepping P T; each block stores its partial into a module-level array,
 ///   and the last of a row's P blocks to arrive (an atomic counter, reset by
 ///   it for the next launch) folds the P partials in order and runs the
-///   loop-less stages. The arrays are the module's: two launches of one
-///   kernel must not run at the same time (one stream does that).
+///   loop-less stages. The arrays are the module's, so two launches of one
+///   kernel must not overlap: has_module_state() says so, the handle loads
+///   the kernel with module state, and the runtime (cuda_module.h, launch())
+///   serialises its launches across streams with an event.
 ///
 /// The rules, in order:
 /// - No stage has loops and there is no reduction: GridStridePointwise,
@@ -94,6 +96,11 @@ struct GpuTarget {
 /// The kernel with its GPU schedule decided (its CPU schedule kept). The
 /// kernel must be on Device::CUDA.
 ir::KernelPtr schedule_for_gpu(const ir::KernelPtr& kernel, const GpuTarget& target);
+
+/// Whether a kernel printed for `g` keeps state between launches in
+/// module-level `__device__` arrays (split rows: partials and arrival
+/// counters), so that its launches must be serialised across streams.
+bool has_module_state(const ir::GpuSchedule& g);
 
 /// One line saying what schedule_for_gpu decided and why, for remarks.
 std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);

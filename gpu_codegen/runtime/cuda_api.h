@@ -74,6 +74,10 @@ inline constexpr int CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr int CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
 inline constexpr unsigned CU_EVENT_DEFAULT = 0;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
+
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 1;
+inline constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
 inline constexpr nvrtcResult NVRTC_SUCCESS = 0;
 inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
@@ -113,7 +117,11 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
   X(cuMemcpyHtoD_v2, nullptr, (CUdeviceptr dst, const void* src, size_t bytes))                   \
   X(cuMemcpyDtoH_v2, nullptr, (void* dst, CUdeviceptr src, size_t bytes))                         \
   X(cuMemsetD8_v2, nullptr, (CUdeviceptr dst, unsigned char value, size_t count))                 \
+  X(cuStreamCreate, nullptr, (CUstream * stream, unsigned int flags))                              \
+  X(cuStreamDestroy_v2, nullptr, (CUstream stream))                                               \
   X(cuStreamSynchronize, nullptr, (CUstream stream))                                              \
+  X(cuStreamWaitEvent, nullptr, (CUstream stream, CUevent event, unsigned int flags))             \
+  X(cuStreamIsCapturing, nullptr, (CUstream stream, int* capture_status))                         \
   X(cuEventCreate, nullptr, (CUevent * event, unsigned int flags))                                \
   X(cuEventRecord, nullptr, (CUevent event, CUstream stream))                                     \
   X(cuEventSynchronize, nullptr, (CUevent event))                                                 \

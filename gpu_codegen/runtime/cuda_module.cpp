@@ -3,16 +3,29 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace cppi::gpu {
 namespace detail {
+
+// Where the last launch of a kernel with module state went: its stream and an
+// event recorded after it, so that a launch on another stream can wait for it.
+struct LaunchOrder {
+  std::mutex mutex;  // held across wait, launch and record of one launch
+  CUevent event = nullptr;  // created on the first launch, in the module's context
+  CUstream stream = nullptr;
+  bool recorded = false;  // `event` marks the end of the last launch, on `stream`
+};
 
 struct LoadedModule {
   const CudaDriverApi* api = nullptr;
   CUmodule module = nullptr;
   CUcontext context = nullptr;
   std::string jit_log;
+  // One per function with module state, shared by every CudaKernel of it.
+  std::mutex orders_mutex;
+  std::unordered_map<CUfunction, std::unique_ptr<LaunchOrder>> orders;
 
   ~LoadedModule() {
     // cuModuleUnload acts on the module's context, which may not be current
@@ -20,6 +33,8 @@ struct LoadedModule {
     // already be shut down (CUDA_ERROR_DEINITIALIZED), and there is no one
     // to report to from a destructor.
     if (api->cuCtxPushCurrent_v2(context) != cu::CUDA_SUCCESS) return;
+    for (auto& [function, order] : orders)
+      if (order->event) api->cuEventDestroy_v2(order->event);
     api->cuModuleUnload(module);
     CUcontext popped = nullptr;
     api->cuCtxPopCurrent_v2(&popped);
@@ -29,6 +44,7 @@ struct LoadedModule {
 struct KernelState {
   std::shared_ptr<LoadedModule> module;
   CUfunction function = nullptr;
+  LaunchOrder* order = nullptr;  // owned by `module`; set when it has module state
   std::string name;
   int max_threads_per_block = 0;
   int num_registers = 0;
@@ -174,7 +190,7 @@ Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {
   return CudaModule(std::move(loaded));
 }
 
-Expected<CudaKernel> CudaModule::function(const std::string& name) const {
+Expected<CudaKernel> CudaModule::function(const std::string& name, bool module_state) const {
   const CudaDriverApi& d = *module_->api;
   CUfunction function = nullptr;
   CUresult r = d.cuModuleGetFunction(&function, module_->module, name.c_str());
@@ -186,6 +202,12 @@ Expected<CudaKernel> CudaModule::function(const std::string& name) const {
   state->module = module_;
   state->function = function;
   state->name = name;
+  if (module_state) {
+    std::lock_guard<std::mutex> lock(module_->orders_mutex);
+    std::unique_ptr<detail::LaunchOrder>& order = module_->orders[function];
+    if (!order) order = std::make_unique<detail::LaunchOrder>();
+    state->order = order.get();
+  }
   struct {
     int attribute;
     int* value;
@@ -224,6 +246,49 @@ Status raise_dynamic_shared_limit(const CudaDriverApi& d, detail::KernelState& k
   return Status::success();
 }
 
+// The per-thread default stream's handle names a different stream on every
+// thread, so equal handles do not mean one stream.
+const CUstream kPerThreadDefaultStream = reinterpret_cast<CUstream>(uintptr_t{2});
+
+// Before a launch of a kernel with module state (order.mutex held): makes
+// `stream` wait for the kernel's last launch when that went to another
+// stream. Sets `capturing` when the stream is being captured into a graph,
+// where no event work is done (see launch() in the header).
+Status order_before_launch(const CudaDriverApi& d, detail::LaunchOrder& order, CUstream stream,
+                           bool& capturing) {
+  int status = cu::CU_STREAM_CAPTURE_STATUS_NONE;
+  if (Status s = check_cuda(d, d.cuStreamIsCapturing(stream, &status), "cuStreamIsCapturing");
+      !s.ok())
+    return s;
+  capturing = status != cu::CU_STREAM_CAPTURE_STATUS_NONE;
+  if (capturing) return Status::success();
+  if (!order.event) {
+    if (Status s = check_cuda(d, d.cuEventCreate(&order.event, cu::CU_EVENT_DISABLE_TIMING),
+                              "cuEventCreate");
+        !s.ok())
+      return s;
+  }
+  const bool same_stream = order.stream == stream && stream != kPerThreadDefaultStream;
+  if (order.recorded && !same_stream)
+    return check_cuda(d, d.cuStreamWaitEvent(stream, order.event, 0), "cuStreamWaitEvent");
+  return Status::success();
+}
+
+// After the launch: the event now marks its end, for the next launch.
+Status order_after_launch(const CudaDriverApi& d, detail::LaunchOrder& order, CUstream stream) {
+  CUresult r = d.cuEventRecord(order.event, stream);
+  if (r != cu::CUDA_SUCCESS) {
+    // Without the event a later launch elsewhere could overlap this one:
+    // finish it here instead (it waited for every earlier one), so the order
+    // holds either way.
+    if (d.cuStreamSynchronize(stream) == cu::CUDA_SUCCESS) order.recorded = false;
+    return check_cuda(d, r, "cuEventRecord");
+  }
+  order.stream = stream;
+  order.recorded = true;
+  return Status::success();
+}
+
 }  // namespace
 
 Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes,
@@ -256,12 +321,27 @@ Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_b
     if (Status s = raise_dynamic_shared_limit(d, k, shared_bytes); !s.ok()) return s;
   }
 
+  const CUstream cu_stream = reinterpret_cast<CUstream>(stream);
+  // Module state: the order's mutex makes wait, launch and record of one
+  // call atomic with respect to other threads launching the same kernel.
+  std::unique_lock<std::mutex> ordered;
+  bool capturing = false;
+  if (k.order) {
+    ordered = std::unique_lock<std::mutex>(k.order->mutex);
+    if (Status s = order_before_launch(d, *k.order, cu_stream, capturing); !s.ok())
+      return Error::internal(cat("launch of '", k.name, "': ", s.error().message));
+  }
+
   CUresult r = d.cuLaunchKernel(k.function, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                shared_bytes, reinterpret_cast<CUstream>(stream), args, nullptr);
+                                shared_bytes, cu_stream, args, nullptr);
   if (r != cu::CUDA_SUCCESS)
     return Error::internal(cat("launch of '", k.name, "' grid (", grid.x, ",", grid.y, ",", grid.z,
                                ") block (", block.x, ",", block.y, ",", block.z, ") shared ",
                                shared_bytes, ": ", cuda_error_text(d, r, "cuLaunchKernel")));
+  if (k.order && !capturing) {
+    if (Status s = order_after_launch(d, *k.order, cu_stream); !s.ok())
+      return Error::internal(cat("launch of '", k.name, "': ", s.error().message));
+  }
   return Status::success();
 }
 

@@ -21,6 +21,7 @@ struct Dim3 {
 namespace detail {
 struct LoadedModule;
 struct KernelState;
+struct LaunchOrder;
 }  // namespace detail
 
 /// One `__global__` function of a loaded module. Copies are cheap and keep
@@ -52,7 +53,14 @@ class CudaModule {
 
   /// The kernel named `name` (an `extern "C" __global__` function, or its
   /// mangled name). NotFound is InvalidInput naming the kernel.
-  Expected<CudaKernel> function(const std::string& name) const;
+  ///
+  /// `module_state`: the kernel keeps state between launches in the module's
+  /// `__device__` variables (split-row partials and arrival counters), so two
+  /// of its launches must never overlap. launch() then orders each launch
+  /// after the previous one of the same function of this module, whatever
+  /// stream either is on (see launch()). Every CudaKernel taken for one
+  /// function of one module shares that order.
+  Expected<CudaKernel> function(const std::string& name, bool module_state = false) const;
 
   /// The driver JIT's info log (register and spill counts when verbose).
   const std::string& jit_log() const;
@@ -70,6 +78,19 @@ class CudaModule {
 /// The calling thread's context must be the kernel's (or none, in which case
 /// the kernel's is made current, as torch would). Launch is asynchronous:
 /// faults inside the kernel surface at the next synchronisation.
+///
+/// A kernel with module state (CudaModule::function) is serialised across
+/// streams: after each launch an event is recorded on its stream, and a
+/// launch on a different stream first makes that stream wait for the event
+/// (cuStreamWaitEvent), so launches on two streams, from any threads, run one
+/// after the other in the order launch() was called. Launches on one stream
+/// are ordered by the stream itself (one cuEventRecord each, nothing else).
+/// Under stream capture (cuStreamIsCapturing) the launch is captured without
+/// any event work: an event recorded outside a capture cannot be waited on
+/// inside it, nor one recorded inside waited on outside. The captured graph's
+/// launches are then ordered by the stream it is replayed on only; replaying
+/// it while eager launches of the same compiled kernel run on another stream
+/// is not guarded against.
 Status launch(const CudaKernel& kernel, Dim3 grid, Dim3 block, unsigned shared_bytes,
               uintptr_t stream, void** args);
 

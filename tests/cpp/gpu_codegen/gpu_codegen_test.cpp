@@ -133,6 +133,9 @@ TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
   EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu.row_splits, 1);
   EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 2, 4096))->schedule.gpu.row_splits, 1);
   EXPECT_EQ(scheduled(var_mean(2, 300000))->schedule.gpu.row_splits, 1);
+  // The partials are module state: the runtime must serialise its launches.
+  EXPECT_TRUE(has_module_state(k->schedule.gpu));
+  EXPECT_FALSE(has_module_state(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu));
   auto m = print_cuda_module({k}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
   expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",

@@ -1,0 +1,201 @@
+/// \file
+/// The CUDA kernel printer's class, shared by the files that print its parts
+/// (internal to gpu_codegen/codegen; the interface is cuda_printer.h):
+/// cuda_printer.cpp (the kernel's prologue, parameters, checks, the module),
+/// cuda_print_grid_stride.cpp (grid-stride pointwise and serial stages),
+/// cuda_print_rows.cpp (row and column-group mappings, split rows) and
+/// cuda_print_reductions.cpp (reduction states, updates and combines).
+///
+/// It derives from the C printer (cpu_codegen/printer/c_printer.h) and
+/// overrides only what differs on the GPU. Shapes of the code it prints
+/// (gpu_schedule.h has the contract of each mapping):
+///
+/// - GridStridePointwise / ColumnReduction:
+///     for (int64_t idx = (int64_t)blockIdx.x * B + threadIdx.x; idx < n;
+///          idx += (int64_t)gridDim.x * B) { x1 = ...; x0 = ...; stages }
+///   with the stages printed serially, as the C printer's scalar path would.
+///   With V elements per thread, idx steps by V, each stride-1 access is one
+///   cppi_vec<T, V> load or store, and the body runs in an unrolled lane loop
+///   (`vl`), the innermost loop variable replaced by x + vl; values that do
+///   not depend on it are computed once, before the lane loop.
+/// - ColumnReduction with threads_per_column S > 1: a block-strided loop over
+///   groups of 32 columns (`idx = base + lane`, `valid = idx < n`); the S
+///   slices of a column (`tid` = threadIdx.x / 32) walk the stage loops as a
+///   row kernel's threads do (`pos = tid, tid + S, ...`), reductions combine
+///   across slices with cppi_column_reduce, loop-less stages run on slice 0.
+/// - RowPerWarp / RowPerBlock: a loop over rows (warp- or block-strided),
+///   inside which every stage walks its flattened loops with
+///   `pos = tid, tid + T, ...` (cached rows: an unrolled `slot` loop over
+///   register arrays filled once per row), reductions fold per thread and
+///   then combine with cppi_warp_reduce / cppi_block_reduce from the prelude.
+#pragma once
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cpu_codegen/printer/c_printer.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "lowering/ir/expr_visitor.h"
+
+namespace cppi::gpu::cuda_print {
+
+using namespace ir;
+using codegen::CValue;
+using codegen::ValueScope;
+
+[[noreturn]] inline void fail(const std::string& message) {
+  throw CompilerError(Error::internal("cuda codegen: " + message));
+}
+
+inline const std::vector<Loop>& loops_of(const Stage& s) {
+  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
+}
+
+inline IndexExpr product_of(const std::vector<Loop>& loops) {
+  std::vector<IndexExpr> ex;
+  for (const auto& l : loops) ex.push_back(l.extent);
+  return product(ex);
+}
+
+inline std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
+
+/// The per-thread state type of a reduction over `t` (cuda_print_reductions.cpp).
+std::string shuffle_type(DType t);
+
+inline bool is_row_mapping(GpuMapping m) { return m == GpuMapping::RowPerWarp || m == GpuMapping::RowPerBlock; }
+
+class CudaKernelPrinter : public codegen::CPrinterBase {
+ public:
+  CudaKernelPrinter(const Kernel& k, const GpuSchedule& g, std::string name,
+                    const std::vector<std::string>& graph_symbols, const CudaPrintOptions& options)
+      : CPrinterBase(k.var_ranges()),
+        k_(k),
+        g_(g),
+        name_(std::move(name)),
+        graph_symbols_(graph_symbols),
+        options_(options) {}
+
+  std::string print(PrintedCudaKernel* info);
+
+ protected:
+  std::string pointer_name(const std::string& buffer) const override {
+    auto it = pointers_.find(buffer);
+    if (it == pointers_.end()) fail(cat("kernel ", k_.name, ": buffer ", buffer, " is not an argument"));
+    return it->second;
+  }
+  /// NVRTC has no __builtin_inff / __builtin_nanf: non-finite floats are bit patterns.
+  std::string literal(const Constant& c) const override {
+    const double v = c.float_value;
+    if ((c.dtype == DType::Float32 || c.dtype == DType::Float64) && !std::isfinite(v)) {
+      const bool single = c.dtype == DType::Float32;
+      if (std::isnan(v)) return single ? "__int_as_float(0x7fc00000)" : "__longlong_as_double(0x7ff8000000000000LL)";
+      if (v > 0) return single ? "__int_as_float(0x7f800000)" : "__longlong_as_double(0x7ff0000000000000LL)";
+      return single ? "__int_as_float(0xff800000)" : "__longlong_as_double(0xfff0000000000000LL)";
+    }
+    return CPrinterBase::literal(c);
+  }
+  CValue local_value(const LocalRef& ref) const override {
+    auto it = locals_.find(ref.name);
+    if (it == locals_.end()) fail(cat("kernel ", k_.name, ": local ", ref.name, " used before its stage"));
+    return it->second;
+  }
+  /// sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) are one
+  /// sincos: one argument reduction instead of two, and half the libdevice
+  /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).
+  std::optional<CValue> fused_value(const Expr& e, ValueScope& scope) override {
+    auto u = e.as<Unary>();
+    if (!u || (u->op != UnaryOp::Sin && u->op != UnaryOp::Cos) || !sincos_args_.count(u->operand)) {
+      return std::nullopt;
+    }
+    const DType t = e.dtype();
+    if (t != DType::Float32 && t != DType::Float64) return std::nullopt;
+    const CValue x = scalar_value(u->operand, scope);
+    const std::string s = fresh_name(), c = fresh_name();
+    out_.line(cat(scalar_type(t), " ", s, ", ", c, ";"));
+    out_.line(cat("cppi_sincos(", x.text, ", &", s, ", &", c, ");"));
+    const bool sin = u->op == UnaryOp::Sin;
+    scope.add(Unary::make(sin ? UnaryOp::Cos : UnaryOp::Sin, u->operand), CValue{sin ? c : s, t});
+    return CValue{sin ? s : c, t};
+  }
+  /// Records the operands that both sin and cos take somewhere in `roots`.
+  void note_sincos(const std::vector<Expr>& roots) {
+    std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sins, coss;
+    for (const Expr& e : post_order(roots)) {
+      auto u = e.as<Unary>();
+      if (u && u->op == UnaryOp::Sin) sins.insert(u->operand);
+      if (u && u->op == UnaryOp::Cos) coss.insert(u->operand);
+    }
+    for (const Expr& x : sins) {
+      if (coss.count(x)) sincos_args_.insert(x);
+    }
+  }
+
+ private:
+  void check_schedule() const;
+  void print_header();
+  std::string parameters(PrintedCudaKernel* info);
+  /// Declares the loop variables of `loops` (those in `used`, when given)
+  /// from the row-major flat index `flat`.
+  void unravel(const std::vector<Loop>& loops, const std::string& flat, const std::set<std::string>* used = nullptr);
+  /// Loop variables a stage's values and store indices use.
+  std::set<std::string> used_vars(const Stage& s) const;
+  std::string extent_text(const IndexExpr& e) const {
+    const bool simple = e.as<IndexConst>() || e.as<IndexSymbol>() || e.as<IndexVar>();
+    return simple ? index(e) : "(" + index(e) + ")";
+  }
+
+  // --- grid-stride mappings ---------------------------------------------------------------
+  void print_grid_stride();
+  void print_vector_pointwise();
+  void print_serial_stages();
+  void print_serial_reduction(const ReductionStage& s, size_t i);
+  void print_serial_pointwise(const PointwiseStage& s);
+  void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+
+  // --- row mappings ---------------------------------------------------------------------------
+  void print_rows();
+  void print_column_groups();
+  /// The stages of one row / column group, in order.
+  void print_row_stages();
+  void print_row_cache_prologue();
+  /// Runs `body` for every position of `loops` this thread owns.
+  void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body);
+  void print_row_reduction(const ReductionStage& s, size_t i);
+  /// Split rows: stores this block's partial; the row's last block folds all.
+  void print_split_combine(const ReductionStage& s, const std::string& acc, const std::string& scratch);
+  void print_row_pointwise(const PointwiseStage& s, size_t i);
+
+  // --- reductions -------------------------------------------------------------------------------
+  std::string state_type(ReductionKind kind, DType t) const;
+  std::string state_identity(ReductionKind kind, DType t) const;
+  std::string state_update(ReductionKind kind, DType t, const std::string& acc, const std::string& v,
+                           const std::string& pos) const;
+  std::string combine_op(ReductionKind kind) const;
+  void declare_results(const ReductionStage& s, const std::string& acc);
+  std::string local_name(const std::string& result) const { return "red_" + codegen::c_identifier(result); }
+
+  const Kernel& k_;
+  const GpuSchedule g_;
+  const std::string name_;
+  const std::vector<std::string>& graph_symbols_;
+  const CudaPrintOptions& options_;
+  KernelSignature sig_;
+  std::unordered_map<std::string, std::string> pointers_;
+  std::unordered_map<std::string, CValue> locals_;
+  std::vector<CachedLoad> cached_;
+  int threads_per_row_ = 0;
+  int cached_elements_ = 0;   // E of a cached row; 0 = stages read global memory
+  bool column_groups_ = false;  // ColumnReduction with threads_per_column > 1
+  bool warp_reduction_ = false, block_reduction_ = false;
+  std::vector<std::string> shared_decls_;
+  std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sincos_args_;
+};
+
+}  // namespace cppi::gpu::cuda_print

@@ -1,0 +1,148 @@
+// The CUDA printer's grid-stride mappings: pointwise kernels (scalar and
+// V-element vectorised) and one-thread-per-column reductions, stages printed
+// serially as the C printer's scalar path would (cuda_kernel_printer.h).
+#include "gpu_codegen/codegen/cuda_kernel_printer.h"
+
+namespace cppi::gpu::cuda_print {
+
+// --- grid-stride mappings --------------------------------------------------------------------
+
+void CudaKernelPrinter::print_grid_stride() {
+  const int b = g_.block_size;
+  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+  out_.open(cat("for (int64_t idx = (int64_t)blockIdx.x * ", b, " + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * ", b,
+                ")"));
+  std::set<std::string> used;
+  for (const auto& st : k_.stages) {
+    for (const auto& v : used_vars(st)) used.insert(v);
+  }
+  unravel(k_.outer, "idx", &used);
+  print_serial_stages();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_serial_stages() {
+  locals_.clear();
+  for (size_t i = 0; i < k_.stages.size(); ++i) {
+    if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
+      print_serial_reduction(*r, i);
+    } else {
+      print_serial_pointwise(std::get<PointwiseStage>(k_.stages[i]));
+    }
+  }
+}
+
+void CudaKernelPrinter::print_serial_pointwise(const PointwiseStage& s) {
+  std::function<void(size_t)> loops = [&](size_t level) {
+    if (level == s.loops.size()) {
+      ValueScope scope;
+      print_stores(s.stores, scope);
+      return;
+    }
+    const Loop& l = s.loops[level];
+    const std::string v = var_name(l);
+    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", index(l.extent), "; ++", v, ")"));
+    loops(level + 1);
+    out_.close();
+  };
+  loops(0);
+}
+
+void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i) {
+  const DType t = s.body.dtype();
+  const std::string acc = local_name(s.results[0]) + "_acc";
+  out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " (serial)"));
+  out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
+  IndexExpr pos = 0;
+  for (const auto& l : s.loops) pos = pos * l.extent + l.var;
+  std::function<void(size_t)> loops = [&](size_t level) {
+    if (level == s.loops.size()) {
+      ValueScope scope;
+      const CValue v = scalar_value(s.body, scope);
+      out_.line(state_update(s.kind, t, acc, v.text, index(pos)) + ";");
+      return;
+    }
+    const Loop& l = s.loops[level];
+    const std::string v = var_name(l);
+    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", index(l.extent), "; ++", v, ")"));
+    loops(level + 1);
+    out_.close();
+  };
+  loops(0);
+  declare_results(s, acc);
+}
+
+void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
+  for (const auto& st : stores) {
+    const CValue v = scalar_value(st.value, scope);
+    out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "] = ", v.text, ";"));
+    scope.forget_loads_of(st.buffer->name);
+  }
+}
+
+void CudaKernelPrinter::print_vector_pointwise() {
+  const int b = g_.block_size;
+  const int w = g_.elements_per_thread;
+  const Loop& inner = k_.outer.back();
+  const std::string inner_name = inner.var.as<IndexVar>()->name;
+  const IndexExpr lane = var("vl");
+  ranges_["vl"] = w;
+  const std::map<std::string, IndexExpr> shift = {{inner_name, inner.var + lane}};
+  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+  out_.open(cat("for (int64_t idx = ((int64_t)blockIdx.x * ", b, " + threadIdx.x) * ", w,
+                "; idx < n; idx += (int64_t)gridDim.x * ", b * w, ")"));
+  unravel(k_.outer, "idx");
+  ValueScope outer;
+  // Vector loads by (buffer, index), each a cppi_vec named vN.
+  std::vector<std::pair<Expr, std::string>> vloads;
+  auto vector_type = [&](DType t) { return cat("cppi_vec<", dtype_ctype(t), ", ", w, ">"); };
+  std::function<void(const Expr&)> hoist = [&](const Expr& e) {
+    if (e.as<Constant>() || e.as<LocalRef>()) return;
+    if (!free_vars(e).count(inner_name)) {
+      scalar_value(e, outer);
+      return;
+    }
+    for (const Expr& o : operands(e)) hoist(o);
+  };
+  for (const auto& stage : k_.stages) {
+    for (const auto& st : std::get<PointwiseStage>(stage).stores) {
+      for (const Expr& e : post_order({st.value})) {
+        auto l = e.as<Load>();
+        if (!l || l->mask.defined() || !is_vector_access(k_, l->index)) continue;
+        bool seen = false;
+        for (const auto& [x, name] : vloads) seen |= structurally_equal(x, e);
+        if (seen) continue;
+        const std::string name = fresh_name("v");
+        const std::string vt = vector_type(l->dtype);
+        out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", pointer_name(l->buffer->name), " + ",
+                      index(l->index), ");"));
+        vloads.emplace_back(e, name);
+      }
+      hoist(st.value);
+      const std::string sv = fresh_name("s");
+      const std::string vt = vector_type(st.buffer->dtype);
+      out_.line(cat(vt, " ", sv, ";"));
+      out_.line("#pragma unroll");
+      out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
+      ValueScope lanes(&outer);
+      for (const auto& [x, name] : vloads) {
+        lanes.add(substitute_indices(x, shift), CValue{name + ".v[vl]", x.dtype()});
+      }
+      const Expr shifted = substitute_indices(st.value, shift);
+      note_sincos({shifted});
+      const CValue v = scalar_value(shifted, lanes);
+      out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
+      out_.close();
+      out_.line(cat("*(", vt, "*)(", pointer_name(st.buffer->name), " + ", index(st.index), ") = ", sv, ";"));
+      outer.forget_loads_of(st.buffer->name);
+      std::vector<std::pair<Expr, std::string>> kept;
+      for (auto& p : vloads) {
+        if (!codegen::reads_buffer(p.first, st.buffer->name)) kept.push_back(p);
+      }
+      vloads = std::move(kept);
+    }
+  }
+  out_.close();
+}
+
+}  // namespace cppi::gpu::cuda_print

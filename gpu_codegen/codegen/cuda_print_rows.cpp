@@ -1,0 +1,270 @@
+// The CUDA printer's row mappings (a row per warp or per block, cached rows,
+// rows split across blocks) and column groups (a column reduction split
+// across row slices), which walk stage loops as row kernels do
+// (cuda_kernel_printer.h).
+#include "gpu_codegen/codegen/cuda_kernel_printer.h"
+
+namespace cppi::gpu::cuda_print {
+
+// --- row mappings ------------------------------------------------------------------------------
+
+void CudaKernelPrinter::print_rows() {
+  const bool warp = g_.mapping == GpuMapping::RowPerWarp;
+  const int b = g_.block_size;
+  threads_per_row_ = warp ? 32 : b;
+  out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
+  if (warp) {
+    const int rows_per_block = b / 32;
+    out_.line("const int tid = threadIdx.x & 31;");
+    out_.open(cat("for (int64_t row = (int64_t)blockIdx.x * ", rows_per_block,
+                  " + (threadIdx.x >> 5); row < rows; row += (int64_t)gridDim.x * ", rows_per_block, ")"));
+  } else if (g_.row_splits > 1) {
+    // Exactly rows x P blocks: no loop over rows (the last block returns early).
+    const int splits = g_.row_splits;
+    out_.line("const int tid = threadIdx.x;");
+    out_.line(cat("const int64_t row = (int64_t)blockIdx.x / ", splits, ";"));
+    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - row * ", splits, ";"));
+    out_.open("if (row < rows)");
+  } else {
+    out_.line("const int tid = threadIdx.x;");
+    out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
+  }
+  std::set<std::string> used;
+  for (const auto& st : k_.stages) {
+    for (const auto& v : used_vars(st)) used.insert(v);
+  }
+  unravel(k_.outer, "row", &used);
+  locals_.clear();
+  cached_elements_ = g_.elements_per_thread;
+  if (cached_elements_ > 0) {
+    cached_ = row_cached_loads(k_);
+    print_row_cache_prologue();
+  }
+  print_row_stages();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_column_groups() {
+  const int slices = g_.threads_per_column;
+  threads_per_row_ = slices;
+  column_groups_ = true;
+  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+  out_.line("const int lane = threadIdx.x & 31;");
+  out_.line("const int tid = threadIdx.x >> 5;");
+  // The loop is uniform across the block (every thread reaches the
+  // combines' barriers); lanes past the last column fold nothing.
+  out_.open("for (int64_t base = (int64_t)blockIdx.x * 32; base < n; base += (int64_t)gridDim.x * 32)");
+  out_.line("const int64_t idx = base + lane;");
+  out_.line("const bool valid = idx < n;");
+  std::set<std::string> used;
+  for (const auto& st : k_.stages) {
+    for (const auto& v : used_vars(st)) used.insert(v);
+  }
+  unravel(k_.outer, "idx", &used);
+  locals_.clear();
+  cached_elements_ = 0;
+  print_row_stages();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_row_stages() {
+  for (size_t i = 0; i < k_.stages.size(); ++i) {
+    if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
+      print_row_reduction(*r, i);
+    } else {
+      print_row_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+    }
+  }
+}
+
+void CudaKernelPrinter::print_row_cache_prologue() {
+  const std::vector<Loop>* loops = nullptr;
+  for (const auto& s : k_.stages) {
+    if (!loops_of(s).empty()) {
+      loops = &loops_of(s);
+      break;
+    }
+  }
+  if (!loops || cached_.empty()) return;
+  std::vector<Loop> canon;
+  for (size_t i = 0; i < loops->size(); ++i) {
+    canon.push_back(Loop{row_cache_var(i), (*loops)[i].extent});
+    ranges_[row_cache_var(i).as<IndexVar>()->name] = (*loops)[i].extent;
+  }
+  const int e = g_.elements_per_thread;
+  out_.line(cat("// row cache: ", cached_.size(), " loads x ", e, " elements per thread"));
+  for (size_t c = 0; c < cached_.size(); ++c) {
+    out_.line(cat(dtype_ctype(cached_[c].buffer->dtype), " cache", c, "[", e, "];"));
+  }
+  const int64_t len = *product_of(*loops).constant();
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t pos = (int64_t)slot * ", threads_per_row_, " + tid;"));
+  const bool guard = len != static_cast<int64_t>(e) * threads_per_row_;
+  if (guard) out_.open(cat("if (pos < ", len, ")"));
+  std::set<std::string> used;
+  for (const auto& c : cached_) {
+    for (const auto& v : free_vars(c.index)) used.insert(v);
+  }
+  unravel(canon, "pos", &used);
+  for (size_t c = 0; c < cached_.size(); ++c) {
+    out_.line(cat("cache", c, "[slot] = ", pointer_name(cached_[c].buffer->name), "[", index(cached_[c].index), "];"));
+  }
+  if (guard) out_.close();
+  out_.close();
+}
+
+void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body) {
+  const Stage& stage_ref = k_.stages[stage];
+  const auto* red = std::get_if<ReductionStage>(&stage_ref);
+  const bool uses_pos = red && (red->kind == ReductionKind::ArgMax || red->kind == ReductionKind::ArgMin);
+  const auto& loops = loops_of(k_.stages[stage]);
+  const IndexExpr len = product_of(loops);
+  const int t = threads_per_row_;
+  const int e = cached_elements_;
+  if (e > 0) {
+    // Loads this stage reads from the row cache.
+    std::vector<std::pair<Expr, std::string>> from_cache;
+    const Stage& st = k_.stages[stage];
+    std::vector<Expr> roots;
+    if (auto r = std::get_if<ReductionStage>(&st)) {
+      roots.push_back(r->body);
+    } else {
+      for (const auto& s : std::get<PointwiseStage>(st).stores) roots.push_back(s.value);
+    }
+    for (const Expr& x : post_order(roots)) {
+      auto l = x.as<Load>();
+      if (!l || l->mask.defined()) continue;
+      const IndexExpr canon = canonical_row_index(k_, stage, l->index);
+      for (size_t c = 0; c < cached_.size(); ++c) {
+        if (cached_[c].buffer->name == l->buffer->name && cached_[c].index == canon) {
+          from_cache.emplace_back(x, cat("cache", c, "[slot]"));
+        }
+      }
+    }
+    const int64_t n = *len.constant();
+    // Loads served from the cache need no loop variables; the rest may.
+    std::set<std::string> used;
+    for (const Expr& x : post_order(roots)) {
+      bool cached = false;
+      for (const auto& fc : from_cache) cached |= fc.first.same_as(x);
+      if (cached) continue;
+      if (auto l = x.as<Load>()) for (const auto& v : free_vars(l->index)) used.insert(v);
+      if (auto iv = x.as<IndexValue>()) for (const auto& v : free_vars(iv->index)) used.insert(v);
+      if (auto rn = x.as<Random>()) for (const auto& v : free_vars(rn->offset)) used.insert(v);
+    }
+    if (auto p = std::get_if<PointwiseStage>(&st)) {
+      for (const auto& store : p->stores) for (const auto& v : free_vars(store.index)) used.insert(v);
+    }
+    const bool guard = n != static_cast<int64_t>(e) * t;
+    out_.line("#pragma unroll");
+    out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+    if (guard || uses_pos || !used.empty()) out_.line(cat("const int64_t pos = (int64_t)slot * ", t, " + tid;"));
+    if (guard) out_.open(cat("if (pos < ", n, ")"));
+    unravel(loops, "pos", &used);
+    ValueScope scope;
+    for (const auto& [x, text] : from_cache) scope.add(x, CValue{text, x.dtype()});
+    body(scope);
+    if (guard) out_.close();
+    out_.close();
+    return;
+  }
+  if (column_groups_) {
+    // Several rows in flight per thread: the loads do not depend on the fold.
+    out_.line("#pragma unroll 4");
+    out_.open(cat("for (int64_t pos = valid ? tid : ", index(len), "; pos < ", index(len), "; pos += ", t, ")"));
+  } else if (g_.row_splits > 1) {
+    out_.open(cat("for (int64_t pos = split * ", t, " + tid; pos < ", index(len), "; pos += ",
+                  static_cast<int64_t>(t) * g_.row_splits, ")"));
+  } else {
+    out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
+  }
+  const std::set<std::string> used = used_vars(k_.stages[stage]);
+  unravel(loops, "pos", &used);
+  ValueScope scope;
+  body(scope);
+  out_.close();
+}
+
+void CudaKernelPrinter::print_split_combine(const ReductionStage& s, const std::string& acc,
+                                            const std::string& scratch) {
+  const int splits = g_.row_splits;
+  const std::string partials = name_ + "_partials", arrivals = name_ + "_arrivals", last = name_ + "_last";
+  out_.line(cat("// the last of the row's ", splits, " blocks combines their partials"));
+  out_.line(cat("__shared__ bool ", last, ";"));
+  out_.open("if (tid == 0)");
+  out_.line(cat(partials, "[row * ", splits, " + split] = ", acc, ";"));
+  out_.line("__threadfence();");
+  out_.line(cat(last, " = atomicAdd(&", arrivals, "[row], 1u) == ", splits - 1, "u;"));
+  out_.close();
+  out_.line("__syncthreads();");
+  out_.line(cat("if (!", last, ") return;"));
+  out_.line("__threadfence();");
+  out_.line(cat(acc, " = ", state_identity(s.kind, s.body.dtype()), ";"));
+  out_.open(cat("for (int part = tid; part < ", splits, "; part += ", g_.block_size, ")"));
+  out_.line(cat(acc, " = ", combine_op(s.kind), "(", acc, ", __ldcg(&", partials, "[row * ", splits, " + part]));"));
+  out_.close();
+  out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, s.body.dtype()),
+                ", ", scratch, ");"));
+  out_.line(cat("if (tid == 0) ", arrivals, "[row] = 0u;  // ready for the next launch"));
+}
+
+void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
+  const DType t = s.body.dtype();
+  const std::string acc = local_name(s.results[0]) + "_acc";
+  out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " over the row"));
+  out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
+  if (s.loops.empty()) {
+    ValueScope scope;
+    const CValue v = scalar_value(s.body, scope);
+    out_.line(state_update(s.kind, t, acc, v.text, "0") + ";");
+    declare_results(s, acc);
+    return;
+  }
+  for_each_position(i, [&](ValueScope& scope) {
+    const CValue v = scalar_value(s.body, scope);
+    if (s.kind == ReductionKind::Welford) {
+      // Division-free Welford steps (cuda_support.h): in a cached row a
+      // thread's valid slots are a prefix, so slot + 1 is its weight.
+      const std::string st = shuffle_type(t);
+      const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
+                                                         : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
+      out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
+      return;
+    }
+    out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
+  });
+  if (column_groups_) {
+    const std::string scratch = local_name(s.results[0]) + "_scratch";
+    out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
+    out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
+  } else if (g_.mapping == GpuMapping::RowPerWarp) {
+    warp_reduction_ = true;
+    out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
+  } else {
+    warp_reduction_ = true;
+    block_reduction_ = true;
+    const std::string scratch = local_name(s.results[0]) + "_scratch";
+    out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
+    out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t), ", ",
+                  scratch, ");"));
+    if (g_.row_splits > 1) print_split_combine(s, acc, scratch);
+  }
+  declare_results(s, acc);
+}
+
+void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
+  std::string comment = cat("// stage ", i, ": store");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  out_.line(comment);
+  if (s.loops.empty()) {
+    out_.open(column_groups_ ? "if (tid == 0 && valid)" : "if (tid == 0)");
+    ValueScope scope;
+    print_stores(s.stores, scope);
+    out_.close();
+    return;
+  }
+  for_each_position(i, [&](ValueScope& scope) { print_stores(s.stores, scope); });
+}
+
+}  // namespace cppi::gpu::cuda_print
