@@ -29,25 +29,27 @@ if ! cmake -G "$GEN" -S "$ROOT/gpu_codegen/codegen/standalone" -B "$BUILD" -DCMA
   exit 3
 fi
 start=$(date +%s)
-if ! cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench gpu_codegen_test > "$OUT/build.log" 2>&1; then
+if ! cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench gpu_codegen_test gpu_runtime_tests > "$OUT/build.log" 2>&1; then
   cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench >> "$OUT/build.log" 2>&1
   grep -E "error" "$OUT/build.log" | head -20
 fi
 echo "build: $(( $(date +%s) - start )) s"
 
 failed=0
-TEST=$(find "$BUILD" -name gpu_codegen_test -type f -perm -u+x | head -1)
-if [ -n "$TEST" ]; then
-  timeout "${TEST_TIMEOUT:-240}" "$TEST" > "$OUT/gpu_codegen_test.log" 2>&1
+for name in gpu_codegen_test gpu_runtime_tests; do
+  TEST=$(find "$BUILD" -name "$name" -type f -perm -u+x | head -1)
+  if [ -z "$TEST" ]; then
+    echo "$name not built"
+    failed=1
+    continue
+  fi
+  timeout "${TEST_TIMEOUT:-240}" "$TEST" > "$OUT/$name.log" 2>&1
   rc=$?
-  echo "gpu_codegen_test rc=$rc: $(grep -E '^\[  (PASSED|FAILED) +\]' "$OUT/gpu_codegen_test.log" | tr '\n' ' ')"
-  grep -E '^\[  FAILED  \]|Failure|gpu [-0-9.einaf]+ vs' "$OUT/gpu_codegen_test.log" | head -30
-  grep -q '^\[  SKIPPED \]' "$OUT/gpu_codegen_test.log" && echo "tests skipped (no GPU or NVRTC?)"
+  echo "$name rc=$rc: $(grep -E '^\[  (PASSED|FAILED) +\]' "$OUT/$name.log" | tr '\n' ' ')"
+  grep -E '^\[  FAILED  \]|Failure|gpu [-0-9.einaf]+ vs' "$OUT/$name.log" | head -30
+  grep -q '^\[  SKIPPED \]' "$OUT/$name.log" && echo "$name: tests skipped (no GPU or NVRTC?)"
   [ $rc -eq 0 ] || failed=1
-else
-  echo "gpu_codegen_test not built"
-  failed=1
-fi
+done
 BENCH=$(find "$BUILD" -name gpu_codegen_bench -type f -perm -u+x | head -1)
 timeout 120 "$BENCH" > "$OUT/bench.log" 2>&1 || failed=1
 cat "$OUT/bench.log"
