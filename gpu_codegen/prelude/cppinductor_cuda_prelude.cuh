@@ -313,11 +313,20 @@ CPPI_DEVICE cppi_arg<T> cppi_shfl_xor(cppi_arg<T> v, int lane_mask) {
   return out;
 }
 
-/// Butterfly reduction: every lane ends with the warp's result.
+/// Butterfly reduction: every lane ends with the warp's result, bit for bit.
+/// Each pair combines as op(lower lane's value, higher lane's value), so both
+/// partners compute the same thing even for an op that is not commutative in
+/// floating point (Welford's merge): a normalisation reading the result on
+/// every thread then sees one mean, not per-lane variants an ulp apart.
 template <typename T, typename Op>
 CPPI_DEVICE T cppi_warp_reduce(T v, Op op) {
+  unsigned lane;
+  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, cppi_shfl_xor(v, offset));
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const T other = cppi_shfl_xor(v, offset);
+    v = (lane & unsigned(offset)) ? op(other, v) : op(v, other);
+  }
   return v;
 }
 
