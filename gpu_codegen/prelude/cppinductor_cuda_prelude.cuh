@@ -325,7 +325,10 @@ CPPI_DEVICE T cppi_warp_reduce(T v, Op op) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     const T other = cppi_shfl_xor(v, offset);
-    v = (lane & unsigned(offset)) ? op(other, v) : op(v, other);
+    const bool upper = (lane & unsigned(offset)) != 0;
+    // Swap the operands, then one op: selecting between two op results
+    // would evaluate both (a Welford merge costs a division).
+    v = op(upper ? other : v, upper ? v : other);
   }
   return v;
 }
