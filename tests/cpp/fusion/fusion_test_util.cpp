@@ -176,4 +176,48 @@ std::string remark_text(const Remarks& remarks) {
   return os.str();
 }
 
+// --- graphs several fusion tests share ----------------------------------------------
+
+using ir::BinaryOp;
+using ir::ReductionKind;
+using ir::UnaryOp;
+
+FusedGraph run(const LoweredGraph& g, Remarks& remarks, FusionOptions options) {
+  return fuse(g, options, remarks);
+}
+
+GraphBuilder bias_relu_mul(IndexExpr rows, IndexExpr cols) {
+  GraphBuilder b;
+  auto xin = b.input("x", {rows, cols});
+  auto bias = b.input("bias", {cols});
+  auto t0 = b.temp("buf0", {rows, cols});
+  auto t1 = b.temp("buf1", {rows, cols});
+  auto out = b.output("out", {rows, cols});
+  b.pointwise("add", t0, ir::binary(BinaryOp::Add, at(xin, {x(0), x(1)}), at(bias, {x(1)})));
+  b.pointwise("relu", t1, ir::binary(BinaryOp::Maximum, at(t0, {x(0), x(1)}), f32(0)));
+  b.pointwise("mul", out, ir::binary(BinaryOp::Mul, at(t1, {x(0), x(1)}), f32(2)));
+  return b;
+}
+
+GraphBuilder softmax(IndexExpr rows, IndexExpr cols, bool log) {
+  GraphBuilder b;
+  auto xin = b.input("x", {rows, cols});
+  auto amax = b.temp("amax", {rows, 1});
+  auto sub = b.temp("sub", {rows, cols});
+  auto exp = b.temp("exp", {rows, cols});
+  auto sum = b.temp("sum", {rows, 1});
+  auto out = b.output("out", {rows, cols});
+  b.reduction("amax", amax, {cols}, ReductionKind::Max, at(xin, {x(0), r(0)}));
+  b.pointwise("sub", sub, ir::binary(BinaryOp::Sub, at(xin, {x(0), x(1)}), at(amax, {x(0), 0})));
+  b.pointwise("exp", exp, ir::unary(UnaryOp::Exp, at(sub, {x(0), x(1)})));
+  b.reduction("sum", sum, {cols}, ReductionKind::Sum, at(exp, {x(0), r(0)}));
+  if (log) {
+    b.pointwise("log_softmax", out,
+                ir::binary(BinaryOp::Sub, at(sub, {x(0), x(1)}), ir::unary(UnaryOp::Log, at(sum, {x(0), 0}))));
+  } else {
+    b.pointwise("div", out, ir::binary(BinaryOp::TrueDiv, at(exp, {x(0), x(1)}), at(sum, {x(0), 0})));
+  }
+  return b;
+}
+
 }  // namespace cppi::lowering::testing

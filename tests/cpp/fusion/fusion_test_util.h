@@ -67,4 +67,11 @@ std::string stage_shape(const ir::Kernel& k);
 bool has_buffer(const FusedGraph& fused, const std::string& name);
 std::string remark_text(const Remarks& remarks);
 
+/// fuse() with these options (all on by default).
+FusedGraph run(const LoweredGraph& g, Remarks& remarks, FusionOptions options = {});
+/// relu(x + bias) * 2 with bias broadcast along rows.
+GraphBuilder bias_relu_mul(IndexExpr rows = 8, IndexExpr cols = 16);
+/// softmax (or log_softmax) over the last dim of [rows, cols] as Inductor decomposes it.
+GraphBuilder softmax(IndexExpr rows = 6, IndexExpr cols = 10, bool log = false);
+
 }  // namespace cppi::lowering::testing
