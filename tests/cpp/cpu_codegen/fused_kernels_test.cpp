@@ -17,27 +17,8 @@ using lowering::testing::at;
 using lowering::testing::f32;
 using lowering::testing::GraphBuilder;
 using lowering::testing::r;
+using lowering::testing::softmax;
 using lowering::testing::x;
-
-GraphBuilder softmax(IndexExpr rows, IndexExpr cols, bool log) {
-  GraphBuilder b;
-  auto xin = b.input("x", {rows, cols});
-  auto amax = b.temp("amax", {rows, 1});
-  auto sub = b.temp("sub", {rows, cols});
-  auto exp = b.temp("exp", {rows, cols});
-  auto sum = b.temp("sum", {rows, 1});
-  auto out = b.output("out", {rows, cols});
-  b.reduction("amax", amax, {cols}, ReductionKind::Max, at(xin, {x(0), r(0)}));
-  b.pointwise("sub", sub, binary(BinaryOp::Sub, at(xin, {x(0), x(1)}), at(amax, {x(0), 0})));
-  b.pointwise("exp", exp, unary(UnaryOp::Exp, at(sub, {x(0), x(1)})));
-  b.reduction("sum", sum, {cols}, ReductionKind::Sum, at(exp, {x(0), r(0)}));
-  if (log) {
-    b.pointwise("log_softmax", out, binary(BinaryOp::Sub, at(sub, {x(0), x(1)}), unary(UnaryOp::Log, at(sum, {x(0), 0}))));
-  } else {
-    b.pointwise("div", out, binary(BinaryOp::TrueDiv, at(exp, {x(0), x(1)}), at(sum, {x(0), 0})));
-  }
-  return b;
-}
 
 GraphBuilder layer_norm(IndexExpr rows, IndexExpr cols) {
   GraphBuilder b;
