@@ -89,12 +89,33 @@ void plan_buffer_reuse(CompiledGraph& cg) {
     int dies = death[storage.slot];
     if (dies >= 0 && dies != kNever) dying_after[dies].push_back(storage);
   };
+  // A storage the kernel of step s reads for the last time and may write
+  // `a` over (Allocation::overwritable), taken out of the storages dying there.
+  auto take_in_place = [&](const Allocation& a, size_t s) -> std::optional<Storage> {
+    for (int slot : a.overwritable) {
+      auto& dying = dying_after[s];
+      auto it = std::find_if(dying.begin(), dying.end(), [&](const Storage& d) { return d.slot == slot; });
+      if (it == dying.end() || it->device != a.device || it->device_index != a.device_index) continue;
+      Storage taken = *it;
+      dying.erase(it);
+      return taken;
+    }
+    return std::nullopt;
+  };
   for (size_t s = 0; s < cg.steps.size(); ++s) {
     Step& step = cg.steps[s];
     if (step.kind == Step::Kind::Aten && step.is_extern) {
       if (auto result = extern_result(cg.graph, step)) track(*result);
     }
     for (Allocation& a : step.allocs) {
+      if (std::optional<Storage> over = take_in_place(a, s)) {
+        // Returned buffers too: the storage was fresh for this call and
+        // nothing else reads it after this kernel.
+        a.reuse = over->slot;
+        a.in_place = true;
+        track(Storage{a.slot, a.device, a.device_index, over->bytes});
+        continue;
+      }
       std::optional<ir::IndexExpr> bytes = storage_bytes(a.dtype, a.sizes, a.strides);
       if (!bytes || death[a.slot] == kNever) continue;
       Storage mine{a.slot, a.device, a.device_index, *bytes};

@@ -25,6 +25,14 @@
 ///   the bound caps the bytes held beyond what the buffer needs.
 /// Exact sizes win; among them the most recently freed (warm in cache), as
 /// Inductor's reuse pool does; otherwise the smallest larger one.
+///
+/// In place: before looking at dead buffers, an allocation takes over a
+/// buffer its own kernel reads for the last time when the kernel may write
+/// over it (Allocation::overwritable, lowering/ir/in_place.h), as
+/// Inductor's in-place reuse does: relu(mm(x, w)) writes into the mm result.
+/// This applies to returned buffers too (the storage was made in this call
+/// and nothing reads it afterwards); the source stays alive through the
+/// kernel and is freed after it.
 #pragma once
 
 #include "backend/compiled_graph.h"

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "lowering/ir/in_place.h"
+
 namespace cppi {
 namespace {
 
@@ -22,6 +24,26 @@ Allocation allocation_for(int slot, const ir::Buffer& buffer, const Graph& g, in
   if (graph_node >= 0 && g.nodes[graph_node].value.kind == ValueInfo::Kind::Tensor)
     a.device_index = g.nodes[graph_node].value.tensor.device_index;
   return a;
+}
+
+/// Slots of the buffers kernel `k` only reads that `written` may be written
+/// over (same dtype, ir::can_write_over). Whether the storage
+/// may be taken (made in this call, dead after this step) is
+/// plan_buffer_reuse's call: graph inputs, for one, never are.
+std::vector<int> overwritable_inputs(const ir::Kernel& k, const ir::KernelSignature& sig, const ir::Buffer& written,
+                                     const std::map<const ir::Buffer*, std::pair<int, int>>& slot_of) {
+  std::vector<int> out;
+  for (const auto& arg : sig.buffers) {
+    const ir::Buffer& read = *arg.buffer;
+    // Loads of `read` and stores of `written` at one index expression then
+    // touch one address: the layouts may differ in shape (a [B*T, C] matmul
+    // result read as [B, T, C]), not in dtype or offset.
+    if (arg.written || !arg.read || read.dtype != written.dtype || read.device != written.device ||
+        !read.layout.offset.is_constant(0) || !written.layout.offset.is_constant(0))
+      continue;
+    if (ir::can_write_over(k, read.name, written.name)) out.push_back(slot_of.at(&read).first);
+  }
+  return out;
 }
 
 }  // namespace
@@ -70,7 +92,9 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
       const ir::Kernel& k = *std::get<ir::KernelPtr>(item);
       step.kind = Step::Kind::Kernel;
       step.kernel = kernel_index++;
-      for (const auto& arg : ir::signature(k).buffers) {
+      const ir::KernelSignature sig = ir::signature(k);
+      std::vector<const ir::Buffer*> allocated;  // per allocation: the kernel's buffer
+      for (const auto& arg : sig.buffers) {
         auto it = slot_of.find(arg.buffer.get());
         if (it == slot_of.end())
           return Error::internal(cat("kernel ", k.name, " uses buffer ", arg.buffer->name, " that has no binding"));
@@ -86,9 +110,12 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
         if (!arg.written)
           return Error::internal(cat("kernel ", k.name, " reads buffer ", arg.buffer->name, " before anything wrote it"));
         step.allocs.push_back(allocation_for(slot, *arg.buffer, g, graph_node));
+        allocated.push_back(arg.buffer.get());
         filled.insert(slot);
         made_by_kernels.insert(slot);
       }
+      for (size_t i = 0; i < step.allocs.size(); ++i)
+        step.allocs[i].overwritable = overwritable_inputs(k, sig, *allocated[i], slot_of);
     }
     cg.steps.push_back(std::move(step));
   }
@@ -136,7 +163,8 @@ std::string describe_steps(const CompiledGraph& cg) {
     } else {
       for (const auto& a : s.allocs) {
         out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), layout(a));
-        out += a.reuse >= 0 ? cat(" = reuse ", slot_name(a.reuse), "\n") : "\n";
+        if (a.reuse < 0) out += "\n";
+        else out += cat(a.in_place ? " = in place of " : " = reuse ", slot_name(a.reuse), "\n");
       }
       out += cat("kernel   ", cg.kernels[s.kernel]->name(), "(");
       for (size_t i = 0; i < s.buffers.size(); ++i) out += cat(i ? ", " : "", slot_name(s.buffers[i]));

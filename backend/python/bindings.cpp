@@ -127,6 +127,7 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Allocation>(m, "Allocation")
       .def_readonly("slot", &Allocation::slot)
       .def_readonly("reuse", &Allocation::reuse)
+      .def_readonly("in_place", &Allocation::in_place)
       .def_property_readonly("dtype", [](const Allocation& a) { return std::string(dtype_name(a.dtype)); });
 
   py::enum_<Step::Kind>(m, "StepKind").value("Aten", Step::Kind::Aten).value("Kernel", Step::Kind::Kernel);

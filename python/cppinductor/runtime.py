@@ -237,12 +237,31 @@ def _reuse(old: torch.Tensor, sizes, strides, dtype: torch.dtype, nbytes: int, d
     return torch.empty(0, dtype=dtype, device=old.device).set_(storage, 0, sizes, strides)
 
 
-def _allocate(env: list, slot: int, reuse: int, layout) -> None:
+def _in_place(old: torch.Tensor, sizes: tuple, strides: tuple, dtype: torch.dtype, device) -> torch.Tensor:
+    """The tensor a kernel writes over an input it reads for the last time
+    (backend/buffer_reuse.h, in place): the kernel stores each element where
+    it loaded it, through `old`'s data pointer, so the new buffer must start
+    there. By then `old` has the strides the kernel reads it with (the
+    step's layout checks ran first). That very tensor when the layouts
+    agree, else a view of its storage (a [B*T, C] matmul result written as
+    [B, T, C]); a fresh tensor if `old` does not start at its storage."""
+    if old.dtype == dtype and old.storage_offset() == 0:
+        if old.stride() == strides and old.shape == sizes:
+            return old
+        if old.untyped_storage().nbytes() >= _storage_bytes(sizes, strides, dtype):
+            return torch.as_strided(old, sizes, strides, 0)
+    return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+
+
+def _allocate(env: list, slot: int, reuse: int, in_place: bool, layout) -> None:
     if reuse < 0:
         env[slot] = _empty(layout)
         return
     dtype_name, sizes, strides, device = layout
     dtype = _TORCH_DTYPES[dtype_name]
+    if in_place:  # the kernel still reads env[reuse]: it is freed after the step
+        env[slot] = _in_place(env[reuse], tuple(sizes), tuple(strides), dtype, device)
+        return
     env[slot] = _reuse(env[reuse], sizes, strides, dtype, _storage_bytes(sizes, strides, dtype), device)
     env[reuse] = None
 
@@ -256,7 +275,7 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
     kernel, buffers = step.kernel, tuple(step.buffers)
     device = compiled.kernel_devices[kernel]
     allocs = [
-        (a.slot, a.reuse, _layout_fn(lambda i, s: compiled.allocation(index, i, s), i, dynamic))
+        (a.slot, a.reuse, a.in_place, _layout_fn(lambda i, s: compiled.allocation(index, i, s), i, dynamic))
         for i, a in enumerate(step.allocs)
     ]
     checks = [
@@ -281,25 +300,29 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
     if not dynamic and not on_cuda:
         empty_strided = torch.empty_strided
         static_allocs = []
-        for slot, reuse, layout in allocs:
+        for slot, reuse, in_place, layout in allocs:
             dtype_name, sizes, strides, dev = layout([])
             dtype = _TORCH_DTYPES[dtype_name]
             nbytes = _storage_bytes(sizes, strides, dtype)
-            static_allocs.append((slot, reuse, tuple(sizes), tuple(strides), dtype, dev, nbytes))
+            static_allocs.append((slot, reuse, in_place, tuple(sizes), tuple(strides), dtype, dev, nbytes))
         static_checks = [(slot, written, tuple(layout([])[2]), layout([])) for slot, written, layout in checks]
 
         def run_static(env: list, symbols: list) -> None:
-            for slot, reuse, sizes, strides, dtype, dev, nbytes in static_allocs:
-                if reuse < 0:
-                    env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
-                else:
-                    env[slot] = _reuse(env[reuse], sizes, strides, dtype, nbytes, dev)
-                    env[reuse] = None
+            # Inputs first: a buffer written in place takes over the
+            # re-laid-out tensor, which is what the kernel reads.
             write_back: list = []
             for slot, written, strides, expected in static_checks:
                 t = env[slot]
                 if t.stride() != strides and t.numel() > 1:
                     relayout(env, slot, written, expected, write_back)
+            for slot, reuse, in_place, sizes, strides, dtype, dev, nbytes in static_allocs:
+                if reuse < 0:
+                    env[slot] = empty_strided(sizes, strides, dtype=dtype, device=dev)
+                elif in_place:
+                    env[slot] = _in_place(env[reuse], sizes, strides, dtype, dev)
+                else:
+                    env[slot] = _reuse(env[reuse], sizes, strides, dtype, nbytes, dev)
+                    env[reuse] = None
             run_kernel(kernel, [env[b].data_ptr() for b in buffers], symbols, 0)
             if write_back:
                 finish(env, write_back)
@@ -307,14 +330,14 @@ def _kernel_step(compiled: "_C.CompiledGraph", index: int, step: "_C.Step", dyna
         return run_static
 
     def run(env: list, symbols: list) -> None:
-        for slot, reuse, layout in allocs:
-            _allocate(env, slot, reuse, layout(symbols))
         write_back: list = []
-        for slot, written, layout in checks:
+        for slot, written, layout in checks:  # before the allocations: see run_static
             t = env[slot]
             expected = layout(symbols)
             if list(t.stride()) != expected[2] and t.numel() > 1:
                 relayout(env, slot, written, expected, write_back)
+        for slot, reuse, in_place, layout in allocs:
+            _allocate(env, slot, reuse, in_place, layout(symbols))
         ptrs = [env[b].data_ptr() for b in buffers]
         stream = torch.cuda.current_stream().cuda_stream if on_cuda else 0
         run_kernel(kernel, ptrs, symbols, stream)

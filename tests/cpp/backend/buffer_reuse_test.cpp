@@ -31,6 +31,16 @@ struct PlanBuilder {
   int input(const std::string& name) { return node(name, Node::Op::Placeholder, "placeholder"); }
   /// A value a kernel computes (it is a graph node so ATen steps can read it).
   int computed(const std::string& name) { return node(name, Node::Op::CallFunction, "aten.relu.default"); }
+  /// Gives node `n` the FX layout of an 8x8 float tensor (an extern result's
+  /// size comes from it).
+  void square_tensor_value(int n) {
+    ValueInfo value;
+    value.kind = ValueInfo::Kind::Tensor;
+    value.tensor.sizes = {SizeExpr::constant(8), SizeExpr::constant(8)};
+    value.tensor.strides = {SizeExpr::constant(8), SizeExpr::constant(1)};
+    value.tensor.storage_offset = SizeExpr::constant(0);
+    cg.graph.nodes[n].value = value;
+  }
 
   void kernel(std::vector<int> buffers, std::vector<Allocation> allocs) {
     Step s;
@@ -274,12 +284,7 @@ TEST(BufferReuse, AnExternResultIsASourceOnceDead) {
   int x = b.input("x"), w = b.input("w");
   int r1 = b.computed("r1");
   int mm = b.node("mm", Node::Op::CallFunction, "aten.mm.default", {r1, w});
-  ValueInfo value;
-  value.kind = ValueInfo::Kind::Tensor;
-  value.tensor.sizes = {SizeExpr::constant(8), SizeExpr::constant(8)};
-  value.tensor.strides = {SizeExpr::constant(8), SizeExpr::constant(1)};
-  value.tensor.storage_offset = SizeExpr::constant(0);
-  b.cg.graph.nodes[mm].value = value;
+  b.square_tensor_value(mm);
   int r2 = b.computed("r2"), r3 = b.computed("r3"), r4 = b.computed("r4");
   b.kernel({x, r1}, {square(r1)});
   b.aten(mm, true);
@@ -332,6 +337,60 @@ TEST(BufferReuse, NeverTakesAZeroSizedOrPossiblyEmptyBuffer) {
   b.kernel({r2, r3}, {alloc(r3, {0, 8}, {8, 1})});
   const CompiledGraph& cg = b.plan({r3});
   EXPECT_EQ(count_allocations(cg).reused, 0);
+}
+
+/// An allocation its kernel may write over `sources` (what build_wrapper_steps
+/// finds with ir::can_write_over).
+Allocation over(Allocation a, std::vector<int> sources) {
+  a.overwritable = std::move(sources);
+  return a;
+}
+
+TEST(BufferReuse, AKernelWritesInPlaceOverAnInputItReadsForTheLastTime) {
+  PlanBuilder b;
+  int x = b.input("x"), w = b.input("w");
+  int mm = b.node("mm", Node::Op::CallFunction, "aten.mm.default", {x, w});
+  b.square_tensor_value(mm);
+  int relu = b.computed("relu");
+  b.aten(mm, true);
+  b.kernel({mm, relu}, {over(square(relu), {mm})});
+  const CompiledGraph& cg = b.plan({relu});
+  const Allocation& a = allocation_of(cg, relu);
+  EXPECT_EQ(a.reuse, mm) << "returned buffers too: the mm result was made in this call";
+  EXPECT_TRUE(a.in_place);
+  // The kernel still reads mm: it is freed after the kernel, not at the allocation.
+  ASSERT_EQ(cg.steps[1].free_after.size(), 1u);
+  EXPECT_EQ(cg.steps[1].free_after[0], mm);
+}
+
+TEST(BufferReuse, NotInPlaceOverAnInputThatLivesOnOrIsTheCallers) {
+  PlanBuilder b;
+  int x = b.input("x"), w = b.input("w");
+  int mm = b.node("mm", Node::Op::CallFunction, "aten.mm.default", {x, w});
+  b.square_tensor_value(mm);
+  int r1 = b.computed("r1"), r2 = b.computed("r2"), r3 = b.computed("r3");
+  b.aten(mm, true);
+  b.kernel({mm, r1}, {over(square(r1), {mm})});  // mm is read again below
+  b.kernel({mm, r2}, {square(r2)});
+  b.kernel({x, r3}, {over(square(r3), {x})});  // x is a graph input
+  const CompiledGraph& cg = b.plan({r1, r2, r3});
+  EXPECT_EQ(allocation_of(cg, r1).reuse, -1);
+  EXPECT_EQ(allocation_of(cg, r3).reuse, -1);
+}
+
+TEST(BufferReuse, InPlaceComesBeforeADeadBufferAndChains) {
+  PlanBuilder b;
+  int x = b.input("x");
+  int r1 = b.computed("r1"), r2 = b.computed("r2"), r3 = b.computed("r3"), r4 = b.computed("r4");
+  b.kernel({x, r1}, {square(r1)});
+  b.kernel({r1, r2}, {square(r2)});
+  b.kernel({r2, r3}, {over(square(r3), {r2})});  // r1 is dead too, but r3 may go where r2 is
+  b.kernel({r3, r4}, {over(square(r4), {r3})});
+  const CompiledGraph& cg = b.plan({r4});
+  EXPECT_EQ(allocation_of(cg, r3).reuse, r2);
+  EXPECT_TRUE(allocation_of(cg, r3).in_place);
+  EXPECT_EQ(allocation_of(cg, r4).reuse, r3) << "r3 holds r2's storage now";
+  EXPECT_EQ(count_allocations(cg).fresh, 2);
 }
 
 }  // namespace
