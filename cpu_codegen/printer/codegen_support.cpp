@@ -173,6 +173,21 @@ CPPI_INLINE V cppi_vgen_masked(M m, int64_t base, const F& f) {
     if (m[l]) r[l] = f(base + l);
   return r;
 }
+// A masked load of consecutive elements (a cat's inputs, padding): one
+// vector load where every lane is on, zeros where none is, lane by lane only
+// at the seams. `load` reads the whole vector; it runs only when every lane
+// is on, since the elements of lanes that are off may lie outside the buffer.
+template <class V, class M, class L, class F>
+CPPI_INLINE V cppi_vload_masked(M m, const L& load, int64_t base, const F& f) {
+  bool all = true, any = false;
+  for (int l = 0; l < cppi_vec_traits<V>::lanes_v; ++l) {
+    all = all && m[l];
+    any = any || m[l];
+  }
+  if (all) return load();
+  if (!any) return V{};
+  return cppi_vgen_masked<V>(m, base, f);
+}
 template <class V, class F>
 CPPI_INLINE V cppi_vmap1(V a, const F& f) {
   V r;

@@ -133,13 +133,22 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       auto n = e.as<Load>();
       const std::string mem_type = n->dtype == DType::Bool ? "cppi_u8x" + w : vtype(n->dtype);
       std::string loaded;
+      auto stride = coefficient(n->index, var(vvar_));
+      const bool contiguous = stride && stride->is_constant(1);
       if (n->mask.defined()) {
         const CValue m = value(n->mask, scope);
         const std::string mask = m.vector ? m.text : as_mask(m, 4);
-        loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
+        const std::string lanes = lane_lambda(lane_element(*n, scope));
+        if (contiguous) {
+          const std::string whole =
+              cat("[&]() { return cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[",
+                  access_index(n->index, scope), "]); }");
+          loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar_, ", ", lanes, ")");
+        } else {
+          loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
+        }
       } else {
-        auto stride = coefficient(n->index, var(vvar_));
-        if (stride && stride->is_constant(1)) {
+        if (contiguous) {
           loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", access_index(n->index, scope), "])");
         } else {
           loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");

@@ -118,7 +118,9 @@ class AccessScanner : public ExprVisitor {
     if (depends_on(n.index, var_) || (n.mask.defined() && varies(n.mask))) note_dtype(n.dtype);
     note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
-    if (n.mask.defined() && c && !c->is_constant(0)) {
+    // A masked stride-1 load is one vector load wherever its mask is
+    // uniform over the vector (cppi_vload_masked): a cat's inputs, padding.
+    if (n.mask.defined() && c && !c->is_constant(0) && !c->is_constant(1)) {
       ++counts_->gathers;
     } else if (c && c->is_constant(1)) {
       ++counts_->contiguous;

@@ -181,3 +181,19 @@ def test_round_decimals(dtype, device):
     x = torch.cat([torch.randn(64, dtype=dtype, device=device) * 1000,
                    torch.tensor([0.125, 0.135, 250.0, 350.0, -0.5, 2.5], dtype=dtype, device=device)])
     check_model(f, (x,), options={"fallback": "error"})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_cat_of_computed_inputs_is_one_vectorised_kernel(dtype):
+    """A cat reads each input under a mask that is uniform over most vectors:
+    whole-vector loads there, lane by lane only at the seams (widths 5, 13
+    and 30 put seams inside vectors), never a read outside an input."""
+    import cppinductor
+
+    def f(a, b, c):
+        return torch.cat([a @ a.t(), b.abs() * 2, c.sin()], dim=-1).to(dtype)
+
+    args = (torch.randn(9, 5), torch.randn(9, 13), torch.randn(9, 30))
+    check_model(f, args)
+    kernels = [k for k in cppinductor.explain(f)(*args).to_dict()["graphs"][0]["kernels"] if k["kind"] == "pointwise"]
+    assert len(kernels) == 1 and kernels[0]["vectorized"], kernels
