@@ -33,7 +33,12 @@ PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text(
 # nvrtc_flags(90, {}) of gpu_codegen/runtime/nvrtc_compiler.cpp.
 DEFAULT_FLAGS = ["-arch=compute_90", "--std=c++17", "-default-device", "--fmad=true", "--ftz=false",
                  "--prec-div=true", "--prec-sqrt=true"]
-SIZES = workloads.Sizes(1024, 1024, (1024, 4096), 256, tuple(int(v) for v in os.environ.get("NVRTC_TIME_MLP", "256,512,1024").split(",")), (2, 64, 256, 4))
+# Rows and columns of the reductions: the schedule, hence the kernel text,
+# depends on them (NVRTC_TIME_ROWS_COLS="16384,16384" is the GPU bench's).
+_ROWS, _COLS = (int(v) for v in os.environ.get("NVRTC_TIME_ROWS_COLS", "1024,1024").split(","))
+SIZES = workloads.Sizes(_ROWS, _COLS, (1024, 4096), 256,
+                        tuple(int(v) for v in os.environ.get("NVRTC_TIME_MLP", "256,512,1024").split(",")),
+                        (2, 64, 256, 4), (16, 8, 24))
 
 
 def to_cuda(x):

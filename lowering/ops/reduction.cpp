@@ -216,7 +216,7 @@ LowerFn any_all(ReductionKind kind, std::optional<size_t> dim_pos, size_t keepdi
 
 /// var/std/var_mean/std_mean(x, dim, correction, keepdim): var = m2 /
 /// max(N - correction, 0) (inf/NaN where eager has them), m2 from one Welford
-/// reduction, or on CPU for short static reductions from two sums (below).
+/// reduction, or for short static reductions from two sums (below).
 enum class Moments { Var, Std, VarMean, StdMean };
 
 /// Reductions of at most this many elements use the two-pass variance on CPU,
@@ -226,10 +226,22 @@ enum class Moments { Var, Std, VarMean, StdMean };
 /// data with mean 1e4 and std 1: 1.7e-4 relative error; two passes: ~1e-7);
 /// the second pass re-reads a row that is still in cache.
 constexpr int64_t kTwoPassVarianceMaxElements = 1024;
+/// On CUDA, rows over the innermost dims up to this length: the GPU schedule
+/// keeps such a row in registers (gpu_schedule.cpp, 512 threads x 32), so
+/// the second pass reads registers, not memory, and a block reduces two
+/// floats instead of a three-float Welford state (whose combine divides).
+constexpr int64_t kCudaTwoPassVarianceMaxElements = 16384;
 
 bool use_two_pass_variance(const ReductionInput& in) {
   auto n = reduced_numel(in).constant();
-  return in.x.device == ir::Device::CPU && n && *n > 0 && *n <= kTwoPassVarianceMaxElements;
+  if (!n || *n <= 0) return false;
+  if (in.x.device == ir::Device::CPU) return *n <= kTwoPassVarianceMaxElements;
+  // Over the innermost dims only: a column reduction streams from memory,
+  // where a second pass would double the traffic.
+  const int rank = static_cast<int>(in.x.rank());
+  for (size_t i = 0; i < in.dims.size(); ++i)
+    if (in.dims[in.dims.size() - 1 - i] != rank - 1 - static_cast<int>(i)) return false;
+  return *n <= kCudaTwoPassVarianceMaxElements;
 }
 
 /// {mean, m2} of `in` as two sum reductions: mean = sum(x) / N, then

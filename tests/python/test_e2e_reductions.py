@@ -200,3 +200,18 @@ def test_variance_of_data_far_from_zero_keeps_its_precision(size, device):
     torch.testing.assert_close(std.double(), x64.std((2, 3)), rtol=1.3e-5, atol=0)
     torch.testing.assert_close(var.double(), x64.var((2, 3), correction=0), rtol=2.6e-5, atol=0)
     torch.testing.assert_close(mean.double(), x64.mean((2, 3)), rtol=1.3e-6, atol=0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_rows_up_to_16384_keep_the_variance_precision():
+    """On CUDA a row of up to 16384 elements stays in registers, so variance
+    takes two passes there too (layer_norm's 16384-wide rows included)."""
+    x = (torch.randn(6, 16384, dtype=torch.float64) + 1e4).float().cuda()
+    f = torch.compile(lambda x: (torch.var_mean(x, -1), F.layer_norm(x, (16384,))), backend="cppinductor",
+                      options={"fallback": "error"})
+    (var, mean), ln = f(x)
+    x64 = x.double()
+    torch.testing.assert_close(var.double(), x64.var(-1), rtol=2.6e-5, atol=0)
+    torch.testing.assert_close(mean.double(), x64.mean(-1), rtol=1.3e-6, atol=0)
+    # The float32 mean itself is within half an ulp of 1e4 (4.9e-4) of the exact one.
+    torch.testing.assert_close(ln, F.layer_norm(x64, (16384,)).float(), rtol=0, atol=2e-3)
