@@ -181,6 +181,18 @@ def test_kernel_counters_of_a_backend_package_are_differenced(monkeypatch):
     assert kernel_counts.read("aot_eager") is None
 
 
+def test_cppinductor_reports_its_kernels_and_their_compile_time():
+    from cppinductor.bench import kernel_counts
+
+    before = kernel_counts.read("cppinductor")
+    torch._dynamo.reset()
+    x = torch.randn(33, 7)
+    torch.compile(lambda x: (torch.relu(x) * 3, x.sum(0)), backend="cppinductor")(x)
+    diff = kernel_counts.difference(before, kernel_counts.read("cppinductor"))
+    assert diff is not None and diff.kernels == 2, diff  # the pointwise and the column sum
+    assert diff.kernel_compile_s is not None and diff.kernel_compile_s > 0
+
+
 def test_mismatch_reports_structure_and_values():
     a = torch.ones(3)
     assert mismatch((a, a), (a, a), (1e-5, 1e-5)) is None
