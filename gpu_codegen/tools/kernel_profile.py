@@ -16,7 +16,7 @@ import cppinductor  # noqa: F401  (registers the backend)
 from cppinductor.bench import workloads
 
 
-def profile_one(w, backend: str, sizes, steps: int) -> None:
+def profile_one(w, backend: str, sizes, steps: int, top: int) -> None:
     torch._dynamo.reset()
     case = w.build(sizes, "cuda", torch.float32)
     step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
@@ -37,7 +37,7 @@ def profile_one(w, backend: str, sizes, steps: int) -> None:
         rows.append((t, e.count // steps, e.key))
     rows.sort(reverse=True)
     print(f"== {w.name} [{case.shape}] under {backend}: {total:.3f} ms of kernels per step")
-    for t, n, key in rows[:14]:
+    for t, n, key in rows[:top]:
         print(f"  {t:8.3f} ms  x{n:<3d} {key[:110]}")
 
 
@@ -47,11 +47,12 @@ def main() -> None:
     p.add_argument("--size", default="full")
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--backends", default="inductor,cppinductor")
+    p.add_argument("--top", type=int, default=14, help="kernels listed per backend")
     args = p.parse_args()
     sizes = workloads.sizes_for("cuda", args.size)
     for name in args.workloads:
         for backend in args.backends.split(","):
-            profile_one(workloads.BY_NAME[name], backend, sizes, args.steps)
+            profile_one(workloads.BY_NAME[name], backend, sizes, args.steps, args.top)
 
 
 if __name__ == "__main__":
