@@ -118,13 +118,35 @@ bool any_broadcast(const Program& p, const std::vector<size_t>& readers, const s
   return false;
 }
 
-/// Step 2: substitute pointwise producers into their readers.
+/// A producer that only transforms reductions' results (rsqrt(m2 / N + eps))
+/// within `expensive_cost`: its value is fixed per outer position, so a
+/// reader's inner loop computes it once after loop-invariant hoisting.
+bool cheap_epilogue_of_reductions(const Program& p, const ir::PointwiseNode& producer,
+                                  const fusion::FusionHeuristics& heuristics) {
+  if (fusion::recompute_cost(producer.store.value) > heuristics.expensive_cost) return false;
+  for (const auto& a : ir::reads(producer.store.value)) {
+    auto w = p.writers.find(a.buffer->name);
+    if (w == p.writers.end() || w->second.empty()) return false;
+    for (size_t writer : w->second)
+      if (!p.nodes[writer] || !fusion::is_reduction(*p.nodes[writer])) return false;
+  }
+  return true;
+}
+
+/// Step 2: substitute pointwise producers into their readers. A producer
+/// whose buffer is needed outside (a graph output, an ATen call's input)
+/// stays and is stored, but a cheap epilogue of reductions is still
+/// substituted into its readers: layer_norm in training returns mean = sum / N, and a reader that
+/// loaded it from a loop-less stage could not share the kernel on CUDA
+/// (BackendCapability::stages_read_other_positions), which split the forward
+/// norm into a stats kernel and a second pass over the rows.
 void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, RefusalLog& log) {
   for (size_t i = 0; i < p.size(); ++i) {
     if (!p.nodes[i] || fusion::is_reduction(*p.nodes[i])) continue;
     auto producer = std::get<ir::PointwiseNodePtr>(*p.nodes[i]);
     const std::string& buffer = producer->store.buffer->name;
-    if (p.needed_outside(buffer)) continue;
+    const bool keep = p.needed_outside(buffer);
+    if (keep && !cheap_epilogue_of_reductions(p, *producer, heuristics)) continue;
     bool sole_writer = p.writers[buffer] == std::set<size_t>{i};
     std::vector<size_t> readers(p.readers[buffer].begin(), p.readers[buffer].end());
     bool readers_after = readers.empty() || readers.front() > i;
@@ -164,9 +186,9 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     for (size_t r = 0; r < readers.size(); ++r) {
       size_t j = readers[r];
       p.set_node(j, inlined[r]);
-      p.absorbed[j].insert(p.absorbed[j].end(), p.absorbed[i].begin(), p.absorbed[i].end());
+      if (!keep) p.absorbed[j].insert(p.absorbed[j].end(), p.absorbed[i].begin(), p.absorbed[i].end());
     }
-    p.remove_node(i);
+    if (!keep) p.remove_node(i);
   }
 }
 

@@ -68,3 +68,17 @@ def test_generated_cuda_compiles(name):
     for kind, src in sources:
         ptx = _C.compile_cuda_source(src)
         assert ".entry" in ptx, f"{kind}: no kernel in the PTX"
+
+
+def test_training_layer_norm_forward_is_one_cuda_kernel():
+    """The forward returns mean and rstd for the backward; the normalisation
+    recomputes them from the row's reductions instead of loading them from a
+    loop-less stage (which CUDA stages cannot read), so it stays in the
+    statistics kernel rather than a second pass over the rows."""
+    weight, bias = torch.randn(64, requires_grad=True), torch.randn(64, requires_grad=True)
+
+    def norm(x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (64,), weight, bias)
+
+    sources = dict(_cuda_sources(norm, (torch.randn(4, 32, 64, requires_grad=True),), grad=True))
+    assert sources["forward"].count("__global__") == 1, sources["forward"]
