@@ -29,12 +29,12 @@ struct Allocation {
   int reuse = -1;
   /// With reuse >= 0: the reused buffer is one the step's kernel reads and
   /// this step is its last use; the kernel writes this buffer over it in
-  /// place (lowering/ir/in_place.h). The runtime checks the reused tensor
-  /// has exactly this layout (else allocates fresh) and frees it after the
-  /// kernel, as a read input.
+  /// place (lowering/ir/in_place.h). The runtime writes through the reused
+  /// tensor's own start (allocating fresh if it does not start its storage)
+  /// and frees it after the kernel, as a read input.
   bool in_place = false;
   /// Slots of buffers the kernel reads whose storage this buffer may share
-  /// (same dtype and layout, ir::can_write_over); plan_buffer_reuse picks
+  /// (same dtype, ir::can_write_over); plan_buffer_reuse picks
   /// one that dies at this step.
   std::vector<int> overwritable;
   DType dtype = DType::Float32;

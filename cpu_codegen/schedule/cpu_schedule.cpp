@@ -43,10 +43,6 @@ namespace {
 /// Vector accumulators of a vectorised max/min reduction (CpuSchedule).
 constexpr int kMaxMinAccumulators = 4;
 
-const std::vector<Loop>& loops_of(const Stage& s) {
-  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
-}
-
 /// What the accesses of some expressions look like along one loop variable.
 struct AccessCounts {
   int contiguous = 0;  // stride-1 loads

@@ -54,10 +54,6 @@ using codegen::ValueScope;
   throw CompilerError(Error::internal("cuda codegen: " + message));
 }
 
-inline const std::vector<Loop>& loops_of(const Stage& s) {
-  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
-}
-
 inline IndexExpr product_of(const std::vector<Loop>& loops) {
   std::vector<IndexExpr> ex;
   for (const auto& l : loops) ex.push_back(l.extent);

@@ -34,10 +34,6 @@ constexpr int kMaxColumnSlices = 32;
 constexpr int kMaxCachedRowBlock = 512;
 constexpr int64_t kResidentThreadsPerSm = 2048;
 
-const std::vector<Loop>& loops_of(const Stage& s) {
-  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
-}
-
 std::vector<Expr> values_of(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return {r->body};
   std::vector<Expr> out;
@@ -329,10 +325,7 @@ bool is_vector_access(const Kernel& k, const IndexExpr& index) {
 IndexExpr row_cache_var(size_t i) { return var("rc" + std::to_string(i)); }
 
 IndexExpr canonical_row_index(const Kernel& k, size_t stage, const IndexExpr& index) {
-  std::map<std::string, IndexExpr> rename;
-  const auto& loops = loops_of(k.stages.at(stage));
-  for (size_t i = 0; i < loops.size(); ++i) rename[loops[i].var.as<IndexVar>()->name] = row_cache_var(i);
-  return substitute(index, rename);
+  return rename_stage_loops(k, stage, index, row_cache_var);
 }
 
 std::vector<CachedLoad> row_cached_loads(const Kernel& k) {

@@ -1,7 +1,6 @@
 #include "lowering/ir/in_place.h"
 
 #include <algorithm>
-#include <map>
 #include <optional>
 
 #include "lowering/ir/expr_visitor.h"
@@ -17,21 +16,16 @@ struct Seen {
   VarRanges ranges;
 };
 
-/// `index` with the stage's own loop variables renamed by position (two
-/// stages may name their loops differently: a softmax reduces over r0 and
-/// stores over x1), and the extents of all visible variables so renamed.
+IndexExpr stage_loop_var(size_t i) { return var(cat("stage_loop", i)); }
+
+/// `index` with the stage's own loops renamed by position
+/// (rename_stage_loops), and the extents of the variables it may then name.
 Seen canonical(const IndexExpr& index, const Kernel& k, size_t stage) {
-  const std::vector<Loop>& loops =
-      std::visit([](const auto& s) -> const std::vector<Loop>& { return s.loops; }, k.stages[stage]);
-  std::map<std::string, IndexExpr> rename;
   VarRanges ranges;
   for (const Loop& l : k.outer) ranges[l.var.as<IndexVar>()->name] = l.extent;
-  for (size_t i = 0; i < loops.size(); ++i) {
-    std::string name = cat("stage_loop", i);
-    rename[loops[i].var.as<IndexVar>()->name] = var(name);
-    ranges[name] = loops[i].extent;
-  }
-  return {substitute(index, rename), ranges};
+  const std::vector<Loop>& loops = loops_of(k.stages[stage]);
+  for (size_t i = 0; i < loops.size(); ++i) ranges[stage_loop_var(i).as<IndexVar>()->name] = loops[i].extent;
+  return {rename_stage_loops(k, stage, index, stage_loop_var), ranges};
 }
 
 bool same_extents(const IndexExpr& f, const VarRanges& a, const VarRanges& b) {
@@ -114,9 +108,9 @@ bool can_write_over(const Kernel& k, const std::string& read, const std::string&
   if (!stored) return false;
   for (const Seen& a : accesses)
     if (a.index != stored->index || !same_extents(a.index, a.ranges, stored->ranges)) return false;
-  const auto& stage_loops = std::get<PointwiseStage>(k.stages[stored_stage]).loops;
+  const auto& stage_loops = loops_of(k.stages[stored_stage]);
   std::vector<Loop> loops = k.outer;
-  for (size_t i = 0; i < stage_loops.size(); ++i) loops.push_back({var(cat("stage_loop", i)), stage_loops[i].extent});
+  for (size_t i = 0; i < stage_loops.size(); ++i) loops.push_back({stage_loop_var(i), stage_loops[i].extent});
   return injective(stored->index, loops, stored->ranges);
 }
 

@@ -20,7 +20,8 @@
 ///   iteration a store's value is computed (loads included) before it is
 ///   stored, and the element an iteration loads is the one it stores.
 /// `read` must not be written by the kernel. The caller also checks that the
-/// two buffers have one dtype and layout, so element f of each is one address.
+/// two buffers have one dtype and start at their storage, so element f of
+/// each is one address (their shapes may differ: [B*T, C] read as [B, T, C]).
 #pragma once
 
 #include <string>

@@ -187,6 +187,18 @@ VarRanges Kernel::var_ranges(size_t stage) const {
   return out;
 }
 
+const std::vector<Loop>& loops_of(const Stage& s) {
+  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
+}
+
+IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& index,
+                             const std::function<IndexExpr(size_t)>& var_for) {
+  std::map<std::string, IndexExpr> rename;
+  const auto& loops = loops_of(k.stages.at(stage));
+  for (size_t i = 0; i < loops.size(); ++i) rename[loops[i].var.as<IndexVar>()->name] = var_for(i);
+  return substitute(index, rename);
+}
+
 std::vector<Access> reads(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);
   std::vector<Access> out;

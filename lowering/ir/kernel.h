@@ -27,6 +27,7 @@
 /// scheduler fills it; codegen asserts on anything it cannot honour.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -213,6 +214,15 @@ struct KernelSignature {
   std::vector<BufferPtr> scratch;
 };
 KernelSignature signature(const Kernel& k);
+
+/// A stage's own loops (empty for a loop-less pointwise stage).
+const std::vector<Loop>& loops_of(const Stage& s);
+
+/// `index` with stage `stage`'s own loop variables renamed by position, loop
+/// i to `var_for(i)`: two stages may name their loops differently (a softmax
+/// reduces over r0 and stores over x1) and still walk the same elements.
+IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& index,
+                             const std::function<IndexExpr(size_t)>& var_for);
 
 /// Loads in a stage / stores of a stage.
 std::vector<Access> reads(const Stage& s);
