@@ -69,7 +69,7 @@ CudaKernelHandle::Launch CudaKernelHandle::plan(void* const* buffers, const int6
     case GpuMapping::None: break;
   }
   int64_t blocks = (l.iterations + per_block - 1) / per_block;
-  if (g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1) blocks = l.iterations * g.row_splits;  // exact
+  if (g.row_splits > 1) blocks *= g.row_splits;  // exact: a row or a column group per P blocks
   if (g.grid_size > 0) blocks = std::min(blocks, g.grid_size);
   blocks = std::clamp<int64_t>(blocks, 1, std::numeric_limits<int32_t>::max());
   l.grid.x = static_cast<unsigned>(blocks);

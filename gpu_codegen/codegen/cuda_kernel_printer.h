@@ -23,6 +23,14 @@
 ///   slices of a column (`tid` = threadIdx.x / 32) walk the stage loops as a
 ///   row kernel's threads do (`pos = tid, tid + S, ...`), reductions combine
 ///   across slices with cppi_column_reduce, loop-less stages run on slice 0.
+///   Split column groups (row_splits P > 1): `group` and `split` from
+///   blockIdx.x, slices start at split * S and step P S, and after the
+///   combines the partials go to `<kernel>_partials<stage>[split * n + idx]`;
+///   the group's last block folds them.
+/// - Reduction stages that form a run (ir::reduction_run_end) share one loop
+///   over their positions, their bodies over the first stage's loop
+///   variables, so an element both read is loaded once (not in cached rows,
+///   which read registers).
 /// - RowPerWarp / RowPerBlock: a loop over rows (warp- or block-strided),
 ///   inside which every stage walks its flattened loops with
 ///   `pos = tid, tid + T, ...` (cached rows: an unrolled `slot` loop over
@@ -161,11 +169,19 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// The stages of one row / column group, in order.
   void print_row_stages();
   void print_row_cache_prologue();
-  /// Runs `body` for every position of `loops` this thread owns.
-  void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body);
-  void print_row_reduction(const ReductionStage& s, size_t i);
+  /// Runs `body` for every position of stage `stage`'s loops this thread
+  /// owns. `used`: the loop variables the body needs (default: the stage's).
+  void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
+                         const std::set<std::string>* used = nullptr);
+  /// Reduction stages [first, end), a run of ir::reduction_run_end: one pass
+  /// over their loops updates every accumulator.
+  void print_row_reductions(size_t first, size_t end);
   /// Split rows: stores this block's partial; the row's last block folds all.
   void print_split_combine(const ReductionStage& s, const std::string& acc, const std::string& scratch);
+  /// Split column groups: stores this block's partials of stages [0, end);
+  /// the group's last block folds them (accs: the stages' accumulators).
+  void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
+  std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
   void print_row_pointwise(const PointwiseStage& s, size_t i);
 
   // --- reductions -------------------------------------------------------------------------------

@@ -51,10 +51,19 @@ void CudaKernelPrinter::print_column_groups() {
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.line("const int lane = threadIdx.x & 31;");
   out_.line("const int tid = threadIdx.x >> 5;");
-  // The loop is uniform across the block (every thread reaches the
-  // combines' barriers); lanes past the last column fold nothing.
-  out_.open("for (int64_t base = (int64_t)blockIdx.x * 32; base < n; base += (int64_t)gridDim.x * 32)");
-  out_.line("const int64_t idx = base + lane;");
+  if (g_.row_splits > 1) {
+    // Exactly groups x P blocks: no loop over groups (the last block returns early).
+    const int splits = g_.row_splits;
+    out_.line(cat("const int64_t group = (int64_t)blockIdx.x / ", splits, ";"));
+    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - group * ", splits, ";"));
+    out_.open("if (group * 32 < n)");
+    out_.line("const int64_t idx = group * 32 + lane;");
+  } else {
+    // The loop is uniform across the block (every thread reaches the
+    // combines' barriers); lanes past the last column fold nothing.
+    out_.open("for (int64_t base = (int64_t)blockIdx.x * 32; base < n; base += (int64_t)gridDim.x * 32)");
+    out_.line("const int64_t idx = base + lane;");
+  }
   out_.line("const bool valid = idx < n;");
   std::set<std::string> used;
   for (const auto& st : k_.stages) {
@@ -68,12 +77,16 @@ void CudaKernelPrinter::print_column_groups() {
 }
 
 void CudaKernelPrinter::print_row_stages() {
-  for (size_t i = 0; i < k_.stages.size(); ++i) {
-    if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
-      print_row_reduction(*r, i);
-    } else {
+  for (size_t i = 0; i < k_.stages.size();) {
+    if (!std::holds_alternative<ReductionStage>(k_.stages[i])) {
       print_row_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+      ++i;
+      continue;
     }
+    // A cached row reads registers: one pass per stage costs no memory traffic.
+    const size_t end = cached_elements_ > 0 ? i + 1 : reduction_run_end(k_, i);
+    print_row_reductions(i, end);
+    i = end;
   }
 }
 
@@ -114,7 +127,8 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   out_.close();
 }
 
-void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body) {
+void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
+                                          const std::set<std::string>* used_override) {
   const Stage& stage_ref = k_.stages[stage];
   const auto* red = std::get_if<ReductionStage>(&stage_ref);
   const bool uses_pos = red && (red->kind == ReductionKind::ArgMax || red->kind == ReductionKind::ArgMin);
@@ -171,15 +185,17 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   }
   if (column_groups_) {
     // Several rows in flight per thread: the loads do not depend on the fold.
+    const int splits = g_.row_splits;
     out_.line("#pragma unroll 4");
-    out_.open(cat("for (int64_t pos = valid ? tid : ", index(len), "; pos < ", index(len), "; pos += ", t, ")"));
+    out_.open(cat("for (int64_t pos = valid ? ", splits > 1 ? cat("split * ", t, " + tid") : std::string("tid"), " : ",
+                  index(len), "; pos < ", index(len), "; pos += ", static_cast<int64_t>(t) * splits, ")"));
   } else if (g_.row_splits > 1) {
     out_.open(cat("for (int64_t pos = split * ", t, " + tid; pos < ", index(len), "; pos += ",
                   static_cast<int64_t>(t) * g_.row_splits, ")"));
   } else {
     out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
   }
-  const std::set<std::string> used = used_vars(k_.stages[stage]);
+  const std::set<std::string> used = used_override ? *used_override : used_vars(k_.stages[stage]);
   unravel(loops, "pos", &used);
   ValueScope scope;
   body(scope);
@@ -209,48 +225,104 @@ void CudaKernelPrinter::print_split_combine(const ReductionStage& s, const std::
   out_.line(cat("if (tid == 0) ", arrivals, "[row] = 0u;  // ready for the next launch"));
 }
 
-void CudaKernelPrinter::print_row_reduction(const ReductionStage& s, size_t i) {
-  const DType t = s.body.dtype();
-  const std::string acc = local_name(s.results[0]) + "_acc";
-  out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " over the row"));
-  out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
-  if (s.loops.empty()) {
+void CudaKernelPrinter::print_column_split_combine(size_t end, const std::vector<std::string>& accs) {
+  const int splits = g_.row_splits;
+  const std::string arrivals = name_ + "_arrivals", last = name_ + "_last";
+  out_.line(cat("// the last of the column group's ", splits, " blocks combines their partials"));
+  out_.open("if (tid == 0 && valid)");
+  for (size_t i = 0; i < end; ++i) out_.line(cat(column_partials(i), "[split * n + idx] = ", accs[i], ";"));
+  out_.line("__threadfence();");
+  out_.close();
+  out_.line("__syncthreads();");
+  out_.line(cat("__shared__ bool ", last, ";"));
+  out_.line(cat("if (threadIdx.x == 0) ", last, " = atomicAdd(&", arrivals, "[group], 1u) == ", splits - 1, "u;"));
+  out_.line("__syncthreads();");
+  out_.line(cat("if (!", last, ") return;"));
+  out_.line("__threadfence();");
+  out_.open("if (tid == 0 && valid)");
+  for (size_t i = 0; i < end; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    out_.line(cat(accs[i], " = ", state_identity(s.kind, s.body.dtype()), ";"));
+    out_.open(cat("for (int part = 0; part < ", splits, "; ++part)"));
+    out_.line(cat(accs[i], " = ", combine_op(s.kind), "(", accs[i], ", __ldcg(&", column_partials(i), "[part * n + idx]));"));
+    out_.close();
+  }
+  out_.close();
+  out_.line(cat("if (threadIdx.x == 0) ", arrivals, "[group] = 0u;  // ready for the next launch"));
+}
+
+void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
+  const auto& head = std::get<ReductionStage>(k_.stages[first]);
+  std::vector<std::string> accs;
+  std::vector<Expr> bodies;  // over the first stage's loop variables
+  std::set<std::string> used;
+  for (size_t i = first; i < end; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    std::map<std::string, IndexExpr> rename;
+    for (size_t l = 0; l < s.loops.size(); ++l) rename[s.loops[l].var.as<IndexVar>()->name] = head.loops[l].var;
+    bodies.push_back(substitute_indices(s.body, rename));
+    for (const auto& v : used_vars(k_.stages[i])) {
+      auto it = rename.find(v);
+      used.insert(it == rename.end() ? v : it->second.as<IndexVar>()->name);
+    }
+    accs.push_back(local_name(s.results[0]) + "_acc");
+    const DType t = s.body.dtype();
+    out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " over the row",
+                  end - first > 1 ? cat(" (one pass with stages ", first, "-", end - 1, ")") : std::string()));
+    out_.line(cat(state_type(s.kind, t), " ", accs.back(), " = ", state_identity(s.kind, t), ";"));
+  }
+  if (head.loops.empty()) {
     ValueScope scope;
-    const CValue v = scalar_value(s.body, scope);
-    out_.line(state_update(s.kind, t, acc, v.text, "0") + ";");
-    declare_results(s, acc);
+    const CValue v = scalar_value(head.body, scope);
+    out_.line(state_update(head.kind, head.body.dtype(), accs[0], v.text, "0") + ";");
+    declare_results(head, accs[0]);
     return;
   }
-  for_each_position(i, [&](ValueScope& scope) {
-    const CValue v = scalar_value(s.body, scope);
-    if (s.kind == ReductionKind::Welford) {
-      // Division-free Welford steps (cuda_support.h): in a cached row a
-      // thread's valid slots are a prefix, so slot + 1 is its weight.
-      const std::string st = shuffle_type(t);
-      const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
-                                                         : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
-      out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
-      return;
+  for_each_position(first, [&](ValueScope& scope) {
+    for (size_t i = first; i < end; ++i) {
+      const auto& s = std::get<ReductionStage>(k_.stages[i]);
+      const DType t = s.body.dtype();
+      const std::string& acc = accs[i - first];
+      const CValue v = scalar_value(bodies[i - first], scope);
+      if (s.kind == ReductionKind::Welford) {
+        // Division-free Welford steps (cuda_support.h): in a cached row a
+        // thread's valid slots are a prefix, so slot + 1 is its weight.
+        const std::string st = shuffle_type(t);
+        const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
+                                                           : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
+        out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
+        continue;
+      }
+      out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
     }
-    out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
-  });
-  if (column_groups_) {
+  }, &used);
+  const bool column_split = column_groups_ && g_.row_splits > 1;
+  for (size_t i = first; i < end; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    const DType t = s.body.dtype();
+    const std::string& acc = accs[i - first];
     const std::string scratch = local_name(s.results[0]) + "_scratch";
-    out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
-    out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
-  } else if (g_.mapping == GpuMapping::RowPerWarp) {
-    warp_reduction_ = true;
-    out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
-  } else {
-    warp_reduction_ = true;
-    block_reduction_ = true;
-    const std::string scratch = local_name(s.results[0]) + "_scratch";
-    out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
-    out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t), ", ",
-                  scratch, ");"));
-    if (g_.row_splits > 1) print_split_combine(s, acc, scratch);
+    if (column_groups_) {
+      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
+      out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
+    } else if (g_.mapping == GpuMapping::RowPerWarp) {
+      warp_reduction_ = true;
+      out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
+    } else {
+      warp_reduction_ = true;
+      block_reduction_ = true;
+      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
+      out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t),
+                    ", ", scratch, ");"));
+      if (g_.row_splits > 1) print_split_combine(s, acc, scratch);
+    }
+    if (!column_split) declare_results(s, acc);
   }
-  declare_results(s, acc);
+  if (column_split) {
+    // check_schedule: the run is stages [0, end) and every later stage is loop-less.
+    print_column_split_combine(end, accs);
+    for (size_t i = first; i < end; ++i) declare_results(std::get<ReductionStage>(k_.stages[i]), accs[i - first]);
+  }
 }
 
 void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {

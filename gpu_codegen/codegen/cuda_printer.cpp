@@ -38,17 +38,25 @@ void CudaKernelPrinter::check_schedule() const {
     }
   }
   if (g_.row_splits != 1) {
-    bool ok = g_.mapping == GpuMapping::RowPerBlock && g_.row_splits >= 2 && v == 0 &&
-              product_of(k_.outer).constant().has_value() && !k_.stages.empty();
-    if (ok) {
-      const auto* red = std::get_if<ReductionStage>(&k_.stages[0]);
-      ok = red && !red->loops.empty() &&
-           (red->kind == ReductionKind::Sum || red->kind == ReductionKind::Max || red->kind == ReductionKind::Min);
-      for (size_t i = 1; ok && i < k_.stages.size(); ++i) ok = loops_of(k_.stages[i]).empty();
+    // Rows: one looped reduction first. Column groups: a run of independent
+    // looped reductions first (one pass, partials of each). Loop-less stages after.
+    const bool rows = g_.mapping == GpuMapping::RowPerBlock && v == 0;
+    const bool columns = g_.mapping == GpuMapping::ColumnReduction && slices > 1;
+    bool ok = (rows || columns) && g_.row_splits >= 2 && product_of(k_.outer).constant().has_value() &&
+              !k_.stages.empty() && !loops_of(k_.stages[0]).empty();
+    const size_t looped = ok ? (rows ? 1 : reduction_run_end(k_, 0)) : 0;
+    for (size_t i = 0; ok && i < k_.stages.size(); ++i) {
+      const auto* red = std::get_if<ReductionStage>(&k_.stages[i]);
+      if (i >= looped) {
+        ok = loops_of(k_.stages[i]).empty();
+      } else {
+        ok = red && (red->kind == ReductionKind::Sum || red->kind == ReductionKind::Max ||
+                     red->kind == ReductionKind::Min);
+      }
     }
     if (!ok) {
-      fail(cat("kernel ", k_.name, ": row_splits ", g_.row_splits, " (RowPerBlock with constant rows, not cached, a "
-               "looped sum/max/min first and loop-less stages after it)"));
+      fail(cat("kernel ", k_.name, ": row_splits ", g_.row_splits, " (RowPerBlock, not cached, or ColumnReduction "
+               "with row slices; constant outer extent; looped sums/max/min first, loop-less stages after them)"));
     }
   }
   if (g_.mapping == GpuMapping::GridStridePointwise || g_.mapping == GpuMapping::ColumnReduction) {
@@ -92,7 +100,8 @@ void CudaKernelPrinter::print_header() {
   }
   out_.line(cat("// schedule: mapping=", to_string(g_.mapping), " block=", g_.block_size, " grid=", g_.grid_size,
                 " elements_per_thread=", g_.elements_per_thread,
-                g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string()));
+                g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string(),
+                g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string()));
 }
 
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
@@ -159,7 +168,8 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->name = name_;
   info->schedule = g_;
   info->iterations = product_of(k_.outer);
-  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid", "split", "part"};
+  std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid", "split", "part",
+                                 "group"};
   for (const auto& [v, e] : ranges_) {
     if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
@@ -175,13 +185,23 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   }
   const std::string params = parameters(info);
   if (has_module_state(g_)) {
-    // The split rows' partials and arrival counters (zero when the module
-    // loads); the runtime serialises this kernel's launches across streams.
-    const auto& red = std::get<ReductionStage>(k_.stages[0]);
-    const int64_t rows = *product_of(k_.outer).constant();
-    out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", name_, "_partials[", rows * g_.row_splits,
-                  "];"));
-    out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", rows, "];"));
+    // The split rows' or column groups' partials and arrival counters (zero
+    // when the module loads); the runtime serialises this kernel's launches
+    // across streams.
+    const int64_t outer = *product_of(k_.outer).constant();
+    if (g_.mapping == GpuMapping::RowPerBlock) {
+      const auto& red = std::get<ReductionStage>(k_.stages[0]);
+      out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", name_, "_partials[",
+                    outer * g_.row_splits, "];"));
+      out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", outer, "];"));
+    } else {
+      for (size_t i = 0, end = reduction_run_end(k_, 0); i < end; ++i) {
+        const auto& red = std::get<ReductionStage>(k_.stages[i]);
+        out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", column_partials(i), "[",
+                      outer * g_.row_splits, "];"));
+      }
+      out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", (outer + 31) / 32, "];"));
+    }
   }
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size, ")"));
   out_.open(cat(name_, "(", params, ")"));

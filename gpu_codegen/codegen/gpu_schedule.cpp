@@ -33,6 +33,7 @@ constexpr int kVectorBytes = 16;
 constexpr int kMaxColumnSlices = 32;
 constexpr int kMaxCachedRowBlock = 512;
 constexpr int64_t kResidentThreadsPerSm = 2048;
+constexpr int64_t kMaxColumnSplits = 32;
 
 std::vector<Expr> values_of(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return {r->body};
@@ -168,6 +169,19 @@ bool reads_own_writes_in_loops(const Kernel& k) {
   return false;
 }
 
+/// Whether a reduction's partial, stored for another block to fold, is one
+/// plain number: a sum, max or min of a 32- or 64-bit int or float.
+bool plain_partial(const ReductionStage& red) {
+  switch (red.kind) {
+    case ReductionKind::Sum:
+    case ReductionKind::Max:
+    case ReductionKind::Min: break;
+    default: return false;
+  }
+  const DType t = red.body.dtype();
+  return t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
+}
+
 /// Blocks to split each row of a RowPerBlock kernel across, 1 for none.
 /// Only for few, long rows (a full reduction: one row) of the shape
 /// "one looped reduction first, then loop-less stages", with a partial that
@@ -177,15 +191,7 @@ int row_splits(const Kernel& k, const GpuTarget& target, int threads, int64_t le
   const std::optional<int64_t> rows = product_of(k.outer).constant();
   if (!rows || *rows * 4 > target.multiprocessors || k.stages.empty()) return 1;
   const auto* red = std::get_if<ReductionStage>(&k.stages[0]);
-  if (!red || red->loops.empty()) return 1;
-  switch (red->kind) {
-    case ReductionKind::Sum:
-    case ReductionKind::Max:
-    case ReductionKind::Min: break;
-    default: return 1;
-  }
-  const DType t = red->body.dtype();
-  if (t != DType::Float32 && t != DType::Float64 && t != DType::Int32 && t != DType::Int64) return 1;
+  if (!red || red->loops.empty() || !plain_partial(*red)) return 1;
   for (size_t i = 1; i < k.stages.size(); ++i) {
     if (!loops_of(k.stages[i]).empty()) return 1;
   }
@@ -193,6 +199,32 @@ int row_splits(const Kernel& k, const GpuTarget& target, int threads, int64_t le
   // elements per thread, at most one partial per thread of the last block.
   int64_t splits = std::min<int64_t>(2 * target.multiprocessors / *rows, threads);
   splits = std::min<int64_t>(splits, length_hint / (16 * static_cast<int64_t>(threads)));
+  return splits >= 2 ? static_cast<int>(splits) : 1;
+}
+
+/// Blocks to split each group of 32 columns across (a ColumnReduction with
+/// `slices` row slices), 1 for none. For few columns, each reduced over many
+/// rows, when the kernel is "a run of independent sums/max/min over the same
+/// rows, then loop-less stages": 1024 columns make only 32 blocks for 132
+/// multiprocessors.
+int column_splits(const Kernel& k, const GpuTarget& target, int slices, int64_t length_hint) {
+  const std::optional<int64_t> columns = product_of(k.outer).constant();
+  if (!columns || k.stages.empty()) return 1;
+  const size_t looped = reduction_run_end(k, 0);
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    if (i >= looped) {
+      if (!loops_of(k.stages[i]).empty()) return 1;
+      continue;
+    }
+    const auto* red = std::get_if<ReductionStage>(&k.stages[i]);
+    if (!red || red->loops.empty() || !plain_partial(*red)) return 1;
+  }
+  // Resident threads of the whole GPU in blocks of 32 x slices, shared by
+  // the column groups; each thread still folds at least 16 rows.
+  const int64_t groups = (*columns + 31) / 32;
+  const int64_t blocks = static_cast<int64_t>(target.multiprocessors) * kResidentThreadsPerSm / (32 * slices);
+  int64_t splits = std::min<int64_t>(blocks / groups, length_hint / (16 * static_cast<int64_t>(slices)));
+  splits = std::min<int64_t>(splits, kMaxColumnSplits);
   return splits >= 2 ? static_cast<int>(splits) : 1;
 }
 
@@ -247,6 +279,8 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
     g.block_size = 32 * r;
     *why = cat("stage loops are strided, the innermost outer loop is contiguous: 32 columns x ", r,
                " row slices per block, combined in shared memory");
+    g.row_splits = column_splits(k, target, r, length);
+    if (g.row_splits > 1) *why += cat("; few columns: each group split across ", g.row_splits, " blocks");
     return g;
   }
   IndexExpr longest = 1;
@@ -369,7 +403,7 @@ std::string explain_gpu_schedule(const Kernel& kernel, const GpuTarget& target) 
 }
 
 bool has_module_state(const GpuSchedule& g) {
-  return g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1;
+  return (g.mapping == GpuMapping::RowPerBlock || g.mapping == GpuMapping::ColumnReduction) && g.row_splits > 1;
 }
 
 }  // namespace cppi::gpu

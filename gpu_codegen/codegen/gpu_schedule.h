@@ -25,7 +25,13 @@
 ///   folds stage positions s, s + S, ... (each warp reads 32 contiguous
 ///   elements of one row), the S partials combine in shared memory by a fixed
 ///   tree (deterministic), and loop-less stages run on slice 0. Grid:
-///   ceil(N / 32) blocks.
+///   ceil(N / 32) blocks. Independent reductions over the same loops (a run
+///   of ir::reduction_run_end) fold in one pass, each element read once.
+///   row_splits P > 1 (S > 1, N constant, the looped stages one such run of
+///   sums/max/min, loop-less stages after): exactly ceil(N / 32) x P blocks;
+///   block b takes group b / P and slice positions (b % P) S + s, stepping
+///   P S; each block stores its column partials into module-level arrays and
+///   the group's last block folds the P partials in order (as split rows).
 /// - RowPerWarp / RowPerBlock: one outer iteration (a row) per warp / per
 ///   block (warps or blocks stride over the rows). Each stage's loops,
 ///   flattened row-major into a position p over their product L, are split
@@ -71,6 +77,9 @@
 ///   4 x rows <= multiprocessors, stage 0 is a sum/max/min of a 32- or 64-bit
 ///   number and the later stages are loop-less: P = min(2 x multiprocessors /
 ///   rows, T, L / 16 T).
+/// - Column groups (S > 1) of a kernel that fits split column groups (above)
+///   split when the groups alone leave resident threads unused:
+///   P = min(multiprocessors x 2048 / (32 S) / groups, L / 16 S, 32).
 #pragma once
 
 #include <cstdint>

@@ -165,9 +165,6 @@ KernelPtr Kernel::with_schedule(Schedule s) const {
 }
 
 namespace {
-const std::vector<Loop>& stage_loops(const Stage& s) {
-  return std::visit([](const auto& st) -> const std::vector<Loop>& { return st.loops; }, s);
-}
 void add_loops(const std::vector<Loop>& loops, VarRanges* out) {
   for (const auto& l : loops) (*out)[l.var.as<IndexVar>()->name] = l.extent;
 }
@@ -176,14 +173,14 @@ void add_loops(const std::vector<Loop>& loops, VarRanges* out) {
 VarRanges Kernel::var_ranges() const {
   VarRanges out;
   add_loops(outer, &out);
-  for (const auto& s : stages) add_loops(stage_loops(s), &out);
+  for (const auto& s : stages) add_loops(loops_of(s), &out);
   return out;
 }
 
 VarRanges Kernel::var_ranges(size_t stage) const {
   VarRanges out;
   add_loops(outer, &out);
-  add_loops(stage_loops(stages.at(stage)), &out);
+  add_loops(loops_of(stages.at(stage)), &out);
   return out;
 }
 
@@ -197,6 +194,25 @@ IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& ind
   const auto& loops = loops_of(k.stages.at(stage));
   for (size_t i = 0; i < loops.size(); ++i) rename[loops[i].var.as<IndexVar>()->name] = var_for(i);
   return substitute(index, rename);
+}
+
+size_t reduction_run_end(const Kernel& k, size_t first) {
+  const auto* head = std::get_if<ReductionStage>(&k.stages.at(first));
+  if (!head || head->loops.empty()) return first + 1;
+  std::set<std::string> run_results(head->results.begin(), head->results.end());
+  size_t end = first + 1;
+  for (; end < k.stages.size(); ++end) {
+    const auto* r = std::get_if<ReductionStage>(&k.stages[end]);
+    if (!r || r->loops.size() != head->loops.size()) break;
+    bool same = true;
+    for (size_t i = 0; i < r->loops.size(); ++i) same &= r->loops[i].extent == head->loops[i].extent;
+    if (!same) break;
+    bool independent = true;
+    for (const auto& name : local_refs(r->body)) independent &= !run_results.count(name);
+    if (!independent) break;
+    run_results.insert(r->results.begin(), r->results.end());
+  }
+  return end;
 }
 
 std::vector<Access> reads(const Stage& s) {
@@ -244,7 +260,7 @@ KernelSignature signature(const Kernel& k) {
   };
   add_loops_syms(k.outer);
   for (const auto& s : k.stages) {
-    add_loops_syms(stage_loops(s));
+    add_loops_syms(loops_of(s));
     for (const auto& a : reads(s)) {
       auto& arg = buffers[a.buffer->name];
       arg.buffer = a.buffer;

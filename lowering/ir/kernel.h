@@ -143,9 +143,11 @@ struct GpuSchedule {
   /// power of two; 1 = one thread per column). Above 1 the block is 32
   /// columns x threads_per_column row slices (block_size = 32 x it).
   int threads_per_column = 1;
-  /// RowPerBlock only: blocks that share one row (grid = rows x it), each
+  /// RowPerBlock: blocks that share one row (grid = rows x it), each
   /// folding a strided share of it; the last block to finish combines their
   /// partials in a fixed order (deterministic). 1 = a block per row.
+  /// ColumnReduction with threads_per_column > 1: the same for each group of
+  /// 32 columns (grid = groups x it), the rows split across the blocks.
   int row_splits = 1;
 };
 
@@ -223,6 +225,16 @@ const std::vector<Loop>& loops_of(const Stage& s);
 /// reduces over r0 and stores over x1) and still walk the same elements.
 IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& index,
                              const std::function<IndexExpr(size_t)>& var_for);
+
+/// One past the last stage of the run of reduction stages that starts at
+/// `first` and can fold in a single pass over their loops: consecutive
+/// reduction stages with the same loop extents (loops matched by position,
+/// as rename_stage_loops does) none of which reads a result of another stage
+/// of the run. A printer may then update all of the run's accumulators in
+/// one loop nest and read each shared element once (layer_norm backward's
+/// weight and bias gradients, two sums over the same rows). first + 1 when
+/// `first` is not a reduction with loops or starts no longer run.
+size_t reduction_run_end(const Kernel& k, size_t first);
 
 /// Loads in a stage / stores of a stage.
 std::vector<Access> reads(const Stage& s);

@@ -82,3 +82,21 @@ def test_training_layer_norm_forward_is_one_cuda_kernel():
 
     sources = dict(_cuda_sources(norm, (torch.randn(4, 32, 64, requires_grad=True),), grad=True))
     assert sources["forward"].count("__global__") == 1, sources["forward"]
+
+
+def test_layer_norm_weight_and_bias_gradients_fold_in_one_split_pass():
+    """layer_norm backward's weight and bias gradients are two column sums over
+    the same rows: one pass reads each element once, and with 256 columns (8
+    groups of 32) the rows split across blocks so the GPU fills."""
+    weight, bias = torch.randn(256, requires_grad=True), torch.randn(256, requires_grad=True)
+
+    def norm(x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (256,), weight, bias)
+
+    sources = dict(_cuda_sources(norm, (torch.randn(4096, 256, requires_grad=True),), grad=True))
+    backward = sources["backward"]
+    column = backward[backward.index("mapping=column_reduction"):]
+    column = column[:column.index("\n}\n")]
+    assert "row_splits=8" in column, column
+    assert column.count("for (int64_t pos") == 1, column
+    assert column.count("atomicAdd(") == 1, column

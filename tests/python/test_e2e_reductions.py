@@ -117,6 +117,16 @@ def test_layer_norm_module(device):
     check_model(ln, (torch.randn(5, 24, device=device),), grad=True, reduction=True)
 
 
+def test_layer_norm_gradients_over_many_rows(device):
+    """Weight and bias gradients sum over 4096 rows of 256 columns: on CUDA
+    the two column sums fold in one pass, split across blocks."""
+    ln = torch.nn.LayerNorm(256).to(device)
+    with torch.no_grad():
+        ln.weight.normal_()
+        ln.bias.normal_()
+    check_model(ln, (torch.randn(4096, 256, device=device),), grad=True, reduction=True)
+
+
 def test_batch_norm_train_updates_running_stats(device):
     bn = torch.nn.BatchNorm2d(3).to(device).train()
     check_model(bn, (torch.randn(4, 3, 5, 5, device=device),), grad=True, reduction=True)

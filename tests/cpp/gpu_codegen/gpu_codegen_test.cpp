@@ -226,6 +226,49 @@ TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
 }
 
+TEST(GpuSchedule, FewColumnsSplitTheirRowsAcrossBlocks) {
+  // 1024 columns: 32 groups of 1024 threads would leave 100 of 132 SMs idle.
+  auto k = scheduled(two_column_reductions(16384, 1024));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(k->schedule.gpu.threads_per_column, 32);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 8);  // 132 x 2048 / 1024 threads / 32 groups
+  EXPECT_TRUE(has_module_state(k->schedule.gpu));
+  // Many columns, symbolic columns, short columns, a Welford partial, or a
+  // looped stage after the reduction: no split.
+  EXPECT_EQ(scheduled(column_sum(16384, 65536))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_sum(sym("s0"), sym("s1")))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_sum(600, 1024))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_reduce(ReductionKind::Welford, 16384, 1024))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(middle_sum_scale(2, 16384, 512))->schedule.gpu.row_splits, 1);
+  EXPECT_NE(explain_gpu_schedule(*two_column_reductions(16384, 1024), GpuTarget{}).find("split across 8 blocks"),
+            std::string::npos);
+}
+
+TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
+  // Both sums read g: one loop, one load of g per position, then each partial
+  // goes to its own module array and the group's last block folds them.
+  const std::string src = source_of(scheduled(two_column_reductions(16384, 1024)));
+  expect_in_order(src, {"__device__ float two_column_reductions_partials0[8192];",
+                        "__device__ float two_column_reductions_partials1[8192];",
+                        "__device__ unsigned int two_column_reductions_arrivals[32];",
+                        "const int64_t group = (int64_t)blockIdx.x / 8;",
+                        "for (int64_t pos = valid ? split * 32 + tid : 16384; pos < 16384; pos += 256)",
+                        "red_gw_acc = red_gw_acc + ", "red_gmax_acc = cppi_max(red_gmax_acc, ",
+                        "cppi_column_reduce(red_gw_acc", "cppi_column_reduce(red_gmax_acc",
+                        "two_column_reductions_partials0[split * n + idx] = red_gw_acc;",
+                        "atomicAdd(&two_column_reductions_arrivals[group], 1u) == 7u",
+                        "__ldcg(&two_column_reductions_partials1[part * n + idx])",
+                        "two_column_reductions_arrivals[group] = 0u;", "out_gw[x0] = red_gw;"});
+  size_t loops = 0, loads = 0;
+  for (size_t at = src.find("for (int64_t pos"); at != std::string::npos; at = src.find("for (int64_t pos", at + 1)) ++loops;
+  for (size_t at = src.find("in_g["); at != std::string::npos; at = src.find("in_g[", at + 1)) ++loads;
+  EXPECT_EQ(loops, 1u);
+  EXPECT_EQ(loads, 1u);
+  // Unsplit row mappings fold the run in one pass too.
+  const std::string rows = source_of(with_gpu(two_column_reductions(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 128, 0));
+  EXPECT_EQ(rows.find("for (int64_t pos"), rows.rfind("for (int64_t pos"));
+}
+
 TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
   std::string src = source_of(with_gpu(column_sum(sym("s0"), sym("s1")), GpuMapping::ColumnReduction, 128, 1));
   expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
@@ -316,6 +359,7 @@ std::vector<Case> all_cases() {
       {"column_argmax", column_reduce(ReductionKind::ArgMax, s0, s1), {517, 70}},
       {"column_min", column_reduce(ReductionKind::Min, s0, s1), {64, 33}},
       {"middle_sum_scale", middle_sum_scale(s0, 301, s1), {3, 37}},
+      {"two_column_reductions", two_column_reductions(s0, s1), {1003, 70}},
       {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
   };
   return c;
@@ -427,8 +471,10 @@ double element(const HostBuffer& h, size_t i) {
 }
 
 /// Runs `k` on the GPU and in the interpreter on the same random inputs.
+/// Runs `k` on random inputs (`launches` times in a row, which must give the
+/// same result: module state resets) and compares with the interpreter.
 void run_and_compare(const std::string& label, const KernelPtr& k, const std::vector<int64_t>& symbol_values,
-                     bool specials, unsigned seed) {
+                     bool specials, unsigned seed, int launches = 1) {
   SCOPED_TRACE(label + " [" + to_string(k->schedule.gpu.mapping) + " block " +
                std::to_string(k->schedule.gpu.block_size) + " ept " +
                std::to_string(k->schedule.gpu.elements_per_thread) + " tpc " +
@@ -466,7 +512,7 @@ void run_and_compare(const std::string& label, const KernelPtr& k, const std::ve
     ptrs.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(b->ptr())));
     dev.push_back(std::move(*b));
   }
-  compiled->kernels[0]->run(ptrs.data(), syms.data(), 0);
+  for (int i = 0; i < launches; ++i) compiled->kernels[0]->run(ptrs.data(), syms.data(), 0);
   Status sync = synchronize_context();
   ASSERT_TRUE(sync.ok()) << sync.error().message;
   const bool reduction = k->stages.size() > 1 || std::holds_alternative<ReductionStage>(k->stages[0]);
@@ -530,6 +576,19 @@ TEST(CudaRun, SplitRowsMatchTheInterpreterLaunchAfterLaunch) {
     ASSERT_TRUE(out->download(&sum, sizeof sum).ok());
     EXPECT_EQ(sum, static_cast<float>(launch) * (1 << 20)) << "launch " << launch;
   }
+}
+
+TEST(CudaRun, SplitColumnGroupsMatchTheInterpreterLaunchAfterLaunch) {
+  REQUIRE_GPU();
+  // 1000 columns (a partial group of 8) over 20000 rows, split; three
+  // launches of one module: each resets the arrival counters for the next.
+  auto k = scheduled(two_column_reductions(20000, 1000));
+  ASSERT_GT(k->schedule.gpu.row_splits, 1);
+  run_and_compare("split columns", k, {}, /*specials=*/false, 11, /*launches=*/3);
+  run_and_compare("split columns (NaN/inf)", k, {}, /*specials=*/true, 12, /*launches=*/3);
+  auto sum = scheduled(column_sum(30000, 96));
+  ASSERT_GT(sum->schedule.gpu.row_splits, 1);
+  run_and_compare("split column sum", sum, {}, /*specials=*/false, 13, /*launches=*/2);
 }
 
 TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {

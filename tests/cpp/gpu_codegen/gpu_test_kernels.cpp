@@ -98,6 +98,17 @@ KernelPtr column_reduce(ReductionKind kind, const IndexExpr& rows, const IndexEx
   return Kernel::make(name, Device::CUDA, {{x0, cols}}, {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
 }
 
+KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols) {
+  auto g = input("g", DType::Float32, {rows, cols}), x = input("x", DType::Float32, {rows, cols});
+  auto gw = output("gw", DType::Float32, {cols}), gmax = output("gmax", DType::Float32, {cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0"), r1 = var("r1");
+  auto dot = ReductionStage::make({{r0, rows}}, ReductionKind::Sum,
+                                  mul(load(g, g->layout.index({r0, x0})), load(x, x->layout.index({r0, x0}))), {"gw"});
+  auto top = ReductionStage::make({{r1, rows}}, ReductionKind::Max, load(g, g->layout.index({r1, x0})), {"gmax"});
+  return Kernel::make("two_column_reductions", Device::CUDA, {{x0, cols}},
+                      {dot, top, PointwiseStage{{}, {Store::make(gw, x0, dot.result()), Store::make(gmax, x0, top.result())}}});
+}
+
 KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c) {
   auto x = input("x", DType::Float32, {a, r, c});
   auto sum_out = output("sum", DType::Float32, {a, c}), scaled = output("scaled", DType::Float32, {a, r, c});

@@ -29,6 +29,11 @@ KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexE
 KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols);
 /// out[c] = reduce over r of x[r, c]; Welford stores var (population) and mean.
 KernelPtr column_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
+/// gw[c] = sum over r of g[r, c] * x[r, c] and gmax[c] = max over r of
+/// g[r, c]: two independent reductions over the same rows (layer_norm
+/// backward's weight and bias gradients), the second over its own loop
+/// variable, which a printer folds in one pass.
+KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols);
 /// sum[a, c] = sum over r of x[a, r, c] and scaled[a, r, c] = x * sum: a column
 /// kernel with two outer loops and a looped stage after the reduction.
 KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c);
