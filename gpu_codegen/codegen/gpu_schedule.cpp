@@ -295,8 +295,19 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   }
   const std::optional<int64_t> length = longest.constant();
   const std::optional<int64_t> rows = product_of(k.outer).constant();
+  // Whether the row fits the register cache with `t` threads per row.
+  const int64_t cached_loads = static_cast<int64_t>(row_cached_loads(k).size());
+  auto cacheable = [&](int64_t t) {
+    return length && cached_loads > 0 && uniform_stage_loops(k) &&
+           (*length + t - 1) / t * cached_loads <= kRowCacheRegisters;
+  };
+  // A short row that a warp cannot cache but a block can goes to a block:
+  // one pass over global memory beats warp-only combines (H200, layer_norm
+  // backward over 16K rows of 1024, four row loads: 0.164 ms multi-pass per warp).
+  const bool warp_row = length && *length <= kMaxWarpRow &&
+                        (cacheable(32) || !cacheable(std::clamp(pow2_near(*length / 16), 128, 1024)));
   int threads;
-  if (length && *length <= kMaxWarpRow) {
+  if (warp_row) {
     g.mapping = GpuMapping::RowPerWarp;
     g.block_size = kRowPerWarpBlock;
     threads = 32;

@@ -67,7 +67,8 @@
 ///   rows); S = 1 (block 128, one thread per column) when that is below 2 or
 ///   a looped stage reads a buffer the kernel writes.
 /// - Otherwise a row kernel. L = the largest product of a stage's extents.
-///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block). Longer
+///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block), unless
+///   32 threads cannot cache the row and the block below can. Longer
 ///   or symbolic rows: RowPerBlock with T = the power of two in [128, 1024]
 ///   nearest L / 16, at most 512 when the row can then be cached (1024 when
 ///   the kernel has fewer rows than the GPU has multiprocessors; 256 for

@@ -226,6 +226,21 @@ TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
 }
 
+TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
+  // Four row loads x 1024 / 32 lanes = 128 registers: a warp would re-read
+  // global memory; 128 threads cache 4 x 8.
+  auto k = scheduled(four_load_row_sums(16384, 1024));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.block_size, 128);
+  EXPECT_EQ(k->schedule.gpu.elements_per_thread, 8);
+  // One row load: a warp caches it.
+  EXPECT_EQ(scheduled(softmax(16384, 1024))->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  // Rows no block can cache either (64 loads): a warp, multi-pass.
+  auto wide = scheduled(four_load_row_sums(16384, 1024, 64));
+  EXPECT_EQ(wide->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_EQ(wide->schedule.gpu.elements_per_thread, 0);
+}
+
 TEST(GpuSchedule, FewColumnsSplitTheirRowsAcrossBlocks) {
   // 1024 columns: 32 groups of 1024 threads would leave 100 of 132 SMs idle.
   auto k = scheduled(two_column_reductions(16384, 1024));
@@ -360,6 +375,7 @@ std::vector<Case> all_cases() {
       {"column_min", column_reduce(ReductionKind::Min, s0, s1), {64, 33}},
       {"middle_sum_scale", middle_sum_scale(s0, 301, s1), {3, 37}},
       {"two_column_reductions", two_column_reductions(s0, s1), {1003, 70}},
+      {"four_load_row_sums_cached", four_load_row_sums(37, 1000), {}},
       {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
   };
   return c;

@@ -109,6 +109,21 @@ KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols) {
                       {dot, top, PointwiseStage{{}, {Store::make(gw, x0, dot.result()), Store::make(gmax, x0, top.result())}}});
 }
 
+KernelPtr four_load_row_sums(const IndexExpr& rows, const IndexExpr& cols, int loads) {
+  std::vector<BufferPtr> in;
+  for (int i = 0; i < loads; ++i) in.push_back(input(cat("a", i), DType::Float32, {rows, cols}));
+  auto out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0"), r1 = var("r1"), x1 = var("x1");
+  auto row = [&](int i, const IndexExpr& v) { return load(in[i], in[i]->layout.index({x0, v})); };
+  Expr prod = row(0, r0);
+  for (int i = 1; i < loads; ++i) prod = mul(prod, row(i, r0));
+  auto s = ReductionStage::make({{r0, cols}}, ReductionKind::Sum, prod, {"s"});
+  auto t = ReductionStage::make({{r1, cols}}, ReductionKind::Sum, row(0, r1), {"t"});
+  Expr v = sub(mul(row(0, x1), s.result()), mul(t.result(), row(loads > 1 ? 1 : 0, x1)));
+  return Kernel::make("four_load_row_sums", Device::CUDA, {{x0, rows}},
+                      {s, t, PointwiseStage{{{x1, cols}}, {Store::make(out, out->layout.index({x0, x1}), v)}}});
+}
+
 KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c) {
   auto x = input("x", DType::Float32, {a, r, c});
   auto sum_out = output("sum", DType::Float32, {a, c}), scaled = output("scaled", DType::Float32, {a, r, c});
