@@ -36,7 +36,7 @@ KernelPtr column_reduce(ir::ReductionKind kind, const IndexExpr& rows, const Ind
 KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols);
 /// layer_norm backward's row shape over `loads` row inputs a0..: s = sum of
 /// the product of all of them, t = sum of a0, then
-/// out[i, j] = a0 * s - t * a1 (a1 = a0 when loads is 1): two
+/// out[i, j] = a0 + (s - t * a1) / 4096 (a1 = a0 when loads is 1): two
 /// independent row sums and a looped store, every input read per row.
 KernelPtr four_load_row_sums(const IndexExpr& rows, const IndexExpr& cols, int loads = 4);
 /// sum[a, c] = sum over r of x[a, r, c] and scaled[a, r, c] = x * sum: a column
