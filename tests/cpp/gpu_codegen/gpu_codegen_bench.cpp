@@ -199,6 +199,20 @@ int main(int argc, char** argv) {
     return k->with_schedule(s);
   };
   const int64_t L = 16384;
+  // gelu at the transformer block's size (256 MiB in): block size and a
+  // capped grid (threads loop) against the schedule's one vector per thread.
+  rows.push_back(bench_kernel(h, "gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), reps));
+  for (int block : {128, 512}) {
+    rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ")"), "16384x4096",
+                                forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 4), reps, false));
+  }
+  for (int64_t per_sm : {8, 32}) {
+    ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
+    ir::Schedule capped = k->schedule;
+    capped.gpu.grid_size = per_sm * target.multiprocessors;
+    rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (", per_sm, " blocks/SM)"), "16384x4096",
+                                k->with_schedule(capped), reps, false));
+  }
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
   for (int tpc : {8, 32}) {
     rows.push_back(bench_kernel(h, cat("column_sum f32 (", tpc, " slices)"), "16384x16384",
