@@ -71,6 +71,15 @@ inline constexpr bool is_floating(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 inline constexpr bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+/// The integer dtype a float -> `to` cast truncates to before it wraps to
+/// `to`, as eager's does (c10::convert sends uint8 through int64; int8 and
+/// int16 go through int32 on x86), or `to` itself. C++'s direct conversion
+/// is undefined out of range, and the vector forms saturate instead of wrapping.
+inline constexpr DType float_cast_truncates_through(DType to) {
+  if (to == DType::UInt8) return DType::Int64;
+  if (to == DType::Int8 || to == DType::Int16) return DType::Int32;
+  return to;
+}
 inline constexpr bool is_integral(DType t, bool include_bool = false) {
   return t == DType::UInt8 || t == DType::Int8 || t == DType::Int16 || t == DType::Int32 ||
          t == DType::Int64 || (include_bool && t == DType::Bool);

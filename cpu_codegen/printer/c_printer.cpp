@@ -149,6 +149,9 @@ std::string CPrinterBase::scalar_cast(DType from, DType to, const std::string& x
     return (to == DType::Float16 ? "cppi_float_to_half(" : "cppi_float_to_bf16(") + f + ")";
   }
   if (to == DType::Bool) return "(" + x + " != 0)";
+  if (is_floating(from) && float_cast_truncates_through(to) != to) {
+    return "((" + scalar_type(to) + ")(" + scalar_type(float_cast_truncates_through(to)) + ")" + x + ")";
+  }
   return "((" + scalar_type(to) + ")" + x + ")";
 }
 

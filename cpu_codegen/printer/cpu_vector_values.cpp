@@ -97,6 +97,10 @@ std::string CpuKernelPrinter::vector_cast(DType from, DType to, const CValue& x)
     return cat("cppi_vconvert<", vtype(to), ">(", as_mask(x, b), " & cppi_vsplat<", mask_type(b), ">(1))");
   }
   if (to == DType::Bool) return cat("(", as_vector(x), " != cppi_vsplat<", vtype(from), ">(0))");
+  if (is_floating(from) && float_cast_truncates_through(to) != to) {
+    const std::string wide = vtype(float_cast_truncates_through(to));
+    return cat("cppi_vconvert<", vtype(to), ">(cppi_vconvert<", wide, ">(", as_vector(x), "))");
+  }
   return cat("cppi_vconvert<", vtype(to), ">(", as_vector(x), ")");
 }
 

@@ -119,6 +119,14 @@ def test_conversions_at_the_limits():
     check_model(lambda x: (x.round(), (x * 3).round() / 3, x.round().long(), x.floor(), x.ceil()), (halves,))
 
 
+def test_float_to_narrow_ints_wraps_like_eager():
+    # Eager truncates to a wide int, then wraps (c10::convert defines uint8 so);
+    # a direct C++ cast is undefined and the vector forms saturated (-1.0 -> uint8 gave 0).
+    vals = torch.tensor([-3.7, -1.0, -0.5, 255.9, 300.2, -200.5, 40000.5, -40000.5] * 5)  # vector lanes and a tail
+    check_model(lambda x: (x.to(torch.uint8), x.to(torch.int8), x.to(torch.int16), x.double().to(torch.uint8),
+                           x.half().to(torch.uint8), x.bfloat16().to(torch.int8)), (vals,))
+
+
 def test_mixed_dtype_promotion_in_one_kernel():
     def f(a, x, h, b, c):
         return a + x, a * 2.5, h + x, b * x, torch.where(c, a, 2.5), torch.cat([a, x]), h.float() + b.float()
