@@ -206,6 +206,14 @@ int main(int argc, char** argv) {
     rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ")"), "16384x4096",
                                 forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 4), reps, false));
   }
+  for (int block : {128, 256}) {
+    rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ", 8 per thread)"), "16384x4096",
+                                forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 8), reps, false));
+  }
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (8 per thread)", "65536x4096",
+                              forced(add_relu_mul(R, C), ir::GpuMapping::GridStridePointwise, 256, 8), reps, false));
+  rows.push_back(bench_kernel(h, "gelu(x+b) f32 (8 per thread)", "65536x4096",
+                              forced(gelu_bias(R, C), ir::GpuMapping::GridStridePointwise, 256, 8), reps, false));
   for (int64_t per_sm : {8, 32}) {
     ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
     ir::Schedule capped = k->schedule;
