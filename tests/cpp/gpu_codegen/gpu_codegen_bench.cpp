@@ -210,10 +210,15 @@ int main(int argc, char** argv) {
     rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ", 8 per thread)"), "16384x4096",
                                 forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 8), reps, false));
   }
-  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (8 per thread)", "65536x4096",
-                              forced(add_relu_mul(R, C), ir::GpuMapping::GridStridePointwise, 256, 8), reps, false));
-  rows.push_back(bench_kernel(h, "gelu(x+b) f32 (8 per thread)", "65536x4096",
-                              forced(gelu_bias(R, C), ir::GpuMapping::GridStridePointwise, 256, 8), reps, false));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (block 128)", "65536x4096",
+                              forced(add_relu_mul(R, C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (block 128)", "16384x4096",
+                              forced(add_relu_mul(L, 4096), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096), reps));
+  rows.push_back(bench_kernel(h, "gelu(x+b) f32 (block 128)", "65536x4096",
+                              forced(gelu_bias(R, C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "sin(x)+cos(x) f32 (block 128)", "268435456",
+                              forced(sin_plus_cos(R * C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
   for (int64_t per_sm : {8, 32}) {
     ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
     ir::Schedule capped = k->schedule;
