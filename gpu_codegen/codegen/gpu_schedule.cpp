@@ -24,7 +24,7 @@ Expected<GpuTarget> GpuTarget::current() {
 
 namespace {
 
-constexpr int kPointwiseBlock = 256;
+constexpr int kPointwiseBlock = 128;
 constexpr int kColumnBlock = 128;
 constexpr int kRowPerWarpBlock = 128;
 constexpr int64_t kMaxWarpRow = 1024;

@@ -161,17 +161,17 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   ASSERT_EQ(m->kernels.size(), 1u);
   EXPECT_EQ(m->kernels[0].scalar_twin, "add_relu_mul_scalar");
   expect_in_order(m->source, {"#include \"cppinductor_cuda_prelude.cuh\"",
-                              "extern \"C\" __global__ void __launch_bounds__(256)",
+                              "extern \"C\" __global__ void __launch_bounds__(128)",
                               "add_relu_mul(const float* in_b, float* out_out, const float* in_x, int64_t s0, int64_t s1)",
-                              "for (int64_t idx = ((int64_t)blockIdx.x * 256 + threadIdx.x) * 4; idx < n;",
-                              "idx += (int64_t)gridDim.x * 1024",
+                              "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
+                              "idx += (int64_t)gridDim.x * 512",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
                               "*(cppi_vec<float, 4>*)(out_out + "});
   // The scalar twin is a translation unit of its own, compiled only on demand.
   EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
   expect_in_order(m->kernels[0].scalar_twin_source,
                   {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
-                   "idx += (int64_t)gridDim.x * 256"});
+                   "idx += (int64_t)gridDim.x * 128"});
   // The bias, broadcast over rows, is contiguous along the columns: a vector too.
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
   // Launch checks: the extent, then out/x alignment.
