@@ -226,6 +226,15 @@ int main(int argc, char** argv) {
     rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (", per_sm, " blocks/SM)"), "16384x4096",
                                 k->with_schedule(capped), reps, false));
   }
+  // Rows of 1024 (the transformer's layer_norm): a warp per row or a block.
+  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x1024", layer_norm(L, 1024), reps));
+  rows.push_back(bench_kernel(h, "softmax f32", "16384x1024", softmax(L, 1024), reps));
+  for (int block : {128, 256}) {
+    rows.push_back(bench_kernel(h, cat("layer_norm f32 (block ", block, ")"), "16384x1024",
+                                forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
+    rows.push_back(bench_kernel(h, cat("softmax f32 (block ", block, ")"), "16384x1024",
+                                forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
+  }
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
   for (int tpc : {8, 32}) {
     rows.push_back(bench_kernel(h, cat("column_sum f32 (", tpc, " slices)"), "16384x16384",
