@@ -59,6 +59,12 @@ void CudaKernelPrinter::check_schedule() const {
                "with row slices; constant outer extent; looped sums/max/min first, loop-less stages after them)"));
     }
   }
+  if (g_.cache_vector != 1) {
+    const int cv = g_.cache_vector;
+    if (!is_row_mapping(g_.mapping) || v <= 0 || cv < 2 || cv > 16 || (cv & (cv - 1)) || v % cv != 0) {
+      fail(cat("kernel ", k_.name, ": cache_vector ", cv, " (cached rows only, a power of two dividing E = ", v, ")"));
+    }
+  }
   if (g_.mapping == GpuMapping::GridStridePointwise || g_.mapping == GpuMapping::ColumnReduction) {
     if (v != 1 && v != 2 && v != 4 && v != 8 && v != 16) fail(cat("kernel ", k_.name, ": elements_per_thread ", v));
     if (v > 1) {
@@ -82,6 +88,10 @@ void CudaKernelPrinter::check_schedule() const {
         if (!len || *len > static_cast<int64_t>(v) * t) {
           fail(cat("kernel ", k_.name, ": cached row of length ", product_of(loops), " exceeds ", v, " x ", t));
         }
+        const auto inner = loops.back().extent.constant();
+        if (g_.cache_vector > 1 && (*len % g_.cache_vector != 0 || !inner || *inner % g_.cache_vector != 0)) {
+          fail(cat("kernel ", k_.name, ": cache_vector ", g_.cache_vector, " does not divide the row's loops"));
+        }
       }
     }
   }
@@ -101,7 +111,8 @@ void CudaKernelPrinter::print_header() {
   out_.line(cat("// schedule: mapping=", to_string(g_.mapping), " block=", g_.block_size, " grid=", g_.grid_size,
                 " elements_per_thread=", g_.elements_per_thread,
                 g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string(),
-                g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string()));
+                g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string(),
+                g_.cache_vector != 1 ? cat(" cache_vector=", g_.cache_vector) : std::string()));
 }
 
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
@@ -218,6 +229,50 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->warp_reduction = warp_reduction_;
   info->block_reduction = block_reduction_;
   info->row_cached = is_row_mapping(g_.mapping) && g_.elements_per_thread > 0;
+  if (info->row_cached && g_.cache_vector > 1) {
+    // The cached loads' vectors: base pointer, offset and every stride but
+    // the innermost row loop's (1) divisible by V.
+    std::vector<IndexExpr> vars;
+    for (const auto& l : k_.outer) vars.push_back(l.var);
+    const size_t row_loops = [&] {
+      for (const auto& s : k_.stages) {
+        if (!loops_of(s).empty()) return loops_of(s).size();
+      }
+      return size_t{0};
+    }();
+    for (size_t i = 0; i < row_loops; ++i) vars.push_back(row_cache_var(i));
+    for (const auto& c : cached_) {
+      for (size_t i = 0; i < sig_.buffers.size(); ++i) {
+        if (sig_.buffers[i].buffer->name != c.buffer->name) continue;
+        auto form = affine_form(c.index, vars);
+        if (!form) fail(cat("kernel ", k_.name, ": cached vector load ", c.index, " is not affine"));
+        VectorCheck check;
+        check.buffer_arg = static_cast<int>(i);
+        check.alignment = g_.cache_vector * dtype_size(c.buffer->dtype);
+        check.divisor = g_.cache_vector;
+        check.multiples.push_back(form->offset);
+        for (size_t j = 0; j + 1 < form->strides.size(); ++j) check.multiples.push_back(form->strides[j]);
+        info->vector_checks.push_back(std::move(check));
+      }
+    }
+    for (const auto& st : row_vector_stores_) {
+      std::vector<IndexExpr> store_vars;
+      for (const auto& l : k_.outer) store_vars.push_back(l.var);
+      for (const auto& l : loops_of(k_.stages[st.stage])) store_vars.push_back(l.var);
+      for (size_t i = 0; i < sig_.buffers.size(); ++i) {
+        if (sig_.buffers[i].buffer->name != st.buffer->name) continue;
+        auto form = affine_form(st.index, store_vars);
+        if (!form) fail(cat("kernel ", k_.name, ": vector store ", st.index, " is not affine"));
+        VectorCheck check;
+        check.buffer_arg = static_cast<int>(i);
+        check.alignment = g_.cache_vector * dtype_size(st.buffer->dtype);
+        check.divisor = g_.cache_vector;
+        check.multiples.push_back(form->offset);
+        for (size_t j = 0; j + 1 < form->strides.size(); ++j) check.multiples.push_back(form->strides[j]);
+        info->vector_checks.push_back(std::move(check));
+      }
+    }
+  }
   if (g_.elements_per_thread > 1 && !is_row_mapping(g_.mapping)) {
     // What the vector accesses need, for the launcher to check.
     std::vector<IndexExpr> vars;
@@ -274,7 +329,9 @@ Expected<PrintedCudaModule> print_cuda_module(const std::vector<KernelPtr>& kern
       if (codegen::c_identifier(k->name) != k->name) {
         return Error::internal(cat("cuda codegen: kernel name ", k->name, " is not a C identifier"));
       }
-      const bool vector = k->schedule.gpu.elements_per_thread > 1 && !is_row_mapping(k->schedule.gpu.mapping);
+      const GpuSchedule& g = k->schedule.gpu;
+      const bool vector = is_row_mapping(g.mapping) ? g.elements_per_thread > 0 && g.cache_vector > 1
+                                                    : g.elements_per_thread > 1;
       const std::string twin = vector ? k->name + "_scalar" : "";
       if (!names.insert(k->name).second || (vector && !names.insert(twin).second)) {
         return Error::internal(cat("cuda codegen: two kernels named ", k->name));
@@ -284,7 +341,11 @@ Expected<PrintedCudaModule> print_cuda_module(const std::vector<KernelPtr>& kern
       source += "\n" + printer.print(&info);
       if (vector) {
         GpuSchedule scalar = k->schedule.gpu;
-        scalar.elements_per_thread = 1;
+        if (is_row_mapping(scalar.mapping)) {
+          scalar.cache_vector = 1;
+        } else {
+          scalar.elements_per_thread = 1;
+        }
         PrintedCudaKernel twin_info;
         CudaKernelPrinter twin_printer(*k, scalar, twin, graph_symbols, options);
         // Its own translation unit, compiled only when a launch needs it:

@@ -24,7 +24,7 @@ Expected<GpuTarget> GpuTarget::current() {
 
 namespace {
 
-constexpr int kPointwiseBlock = 256;
+constexpr int kPointwiseBlock = 128;
 constexpr int kColumnBlock = 128;
 constexpr int kRowPerWarpBlock = 128;
 constexpr int64_t kMaxWarpRow = 1024;
@@ -228,6 +228,49 @@ int column_splits(const Kernel& k, const GpuTarget& target, int slices, int64_t 
   return splits >= 2 ? static_cast<int>(splits) : 1;
 }
 
+/// GpuSchedule::cache_vector for a row cached in E slots per thread: 16
+/// bytes of the widest cached element, halved until it divides E, the row
+/// length and the innermost stage loop, when every cached load is affine
+/// with stride 1 along that loop (its alignment is checked at launch). 1 =
+/// scalar slots.
+int cache_vector_width(const Kernel& k, int e, int64_t length) {
+  const std::vector<CachedLoad> cached = row_cached_loads(k);
+  const std::vector<Loop>* loops = nullptr;
+  for (const auto& s : k.stages) {
+    if (!loops_of(s).empty()) {
+      loops = &loops_of(s);
+      break;
+    }
+  }
+  if (cached.empty() || !loops) return 1;
+  const std::optional<int64_t> inner = loops->back().extent.constant();
+  if (!inner) return 1;
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k.outer) vars.push_back(l.var);
+  for (size_t i = 0; i < loops->size(); ++i) vars.push_back(row_cache_var(i));
+  int widest = 1;
+  for (const auto& c : cached) {
+    if (!is_stride(c.index, vars.back(), 1) || !affine_form(c.index, vars)) return 1;
+    widest = std::max(widest, dtype_size(c.buffer->dtype));
+  }
+  // Looped stores move as vectors too: stride 1 along their stage's
+  // innermost loop, affine (alignment checked at launch).
+  for (const auto& s : k.stages) {
+    const auto* p = std::get_if<PointwiseStage>(&s);
+    if (!p || p->loops.empty()) continue;
+    std::vector<IndexExpr> store_vars;
+    for (const auto& l : k.outer) store_vars.push_back(l.var);
+    for (const auto& l : p->loops) store_vars.push_back(l.var);
+    for (const auto& st : p->stores) {
+      if (!is_stride(st.index, p->loops.back().var, 1) || !affine_form(st.index, store_vars)) return 1;
+      widest = std::max(widest, dtype_size(st.buffer->dtype));
+    }
+  }
+  int v = kVectorBytes / widest;
+  while (v > 1 && (e % v != 0 || length % v != 0 || *inner % v != 0)) v /= 2;
+  return v;
+}
+
 int pow2_near(int64_t x) {
   int p = 1;
   while (p < x && p < (1 << 20)) p <<= 1;
@@ -345,7 +388,10 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
                       kRowCacheRegisters, "): multi-pass");
     } else {
       g.elements_per_thread = static_cast<int>(e);
-      cache_why = cat("row cached in registers: ", cached, " loads x ", e, " elements per thread, single pass");
+      g.cache_vector = cache_vector_width(k, g.elements_per_thread, *length);
+      cache_why = cat("row cached in registers: ", cached, " loads x ", e, " elements per thread",
+                      g.cache_vector > 1 ? cat(" (", g.cache_vector, "-element vector loads)") : std::string(),
+                      ", single pass");
     }
   }
   *why = cat(g.mapping == GpuMapping::RowPerWarp ? "row per warp" : "row per block", " (row length ",

@@ -56,7 +56,8 @@
 ///
 /// The rules, in order:
 /// - No stage has loops and there is no reduction: GridStridePointwise,
-///   block 256; V = 16 bytes / the widest element among the stores and the
+///   block 128 (H200: 97-100% of copy for relu, sin + cos and gelu, 1-2
+///   points above block 256); V = 16 bytes / the widest element among the stores and the
 ///   stride-1 loads of the innermost outer loop (4 for float32, 8 for
 ///   float16/bfloat16) when every store is stride-1 there, at least one access
 ///   is, nothing is Random, and a constant innermost extent is a multiple of V.

@@ -198,6 +198,7 @@ std::string to_string(const Schedule& s) {
      << " elements_per_thread=" << g.elements_per_thread;
   if (g.threads_per_column != 1) os << " threads_per_column=" << g.threads_per_column;
   if (g.row_splits != 1) os << " row_splits=" << g.row_splits;
+  if (g.cache_vector != 1) os << " cache_vector=" << g.cache_vector;
   os << "\n";
   return os.str();
 }
@@ -213,7 +214,8 @@ bool is_default(const Schedule& s) {
          a.row_block == b.row_block && a.cascade_block == b.cascade_block &&
          a.max_min_accumulators == b.max_min_accumulators && g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
-         g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits;
+         g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits &&
+         g.cache_vector == h.cache_vector;
 }
 }  // namespace
 

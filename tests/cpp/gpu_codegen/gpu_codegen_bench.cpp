@@ -206,12 +206,34 @@ int main(int argc, char** argv) {
     rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ")"), "16384x4096",
                                 forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 4), reps, false));
   }
+  for (int block : {128, 256}) {
+    rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (block ", block, ", 8 per thread)"), "16384x4096",
+                                forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, block, 8), reps, false));
+  }
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (block 128)", "65536x4096",
+                              forced(add_relu_mul(R, C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32 (block 128)", "16384x4096",
+                              forced(add_relu_mul(L, 4096), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096), reps));
+  rows.push_back(bench_kernel(h, "gelu(x+b) f32 (block 128)", "65536x4096",
+                              forced(gelu_bias(R, C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
+  rows.push_back(bench_kernel(h, "sin(x)+cos(x) f32 (block 128)", "268435456",
+                              forced(sin_plus_cos(R * C), ir::GpuMapping::GridStridePointwise, 128, 4), reps, false));
   for (int64_t per_sm : {8, 32}) {
     ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
     ir::Schedule capped = k->schedule;
     capped.gpu.grid_size = per_sm * target.multiprocessors;
     rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (", per_sm, " blocks/SM)"), "16384x4096",
                                 k->with_schedule(capped), reps, false));
+  }
+  // Rows of 1024 (the transformer's layer_norm): a warp per row or a block.
+  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x1024", layer_norm(L, 1024), reps));
+  rows.push_back(bench_kernel(h, "softmax f32", "16384x1024", softmax(L, 1024), reps));
+  for (int block : {128, 256}) {
+    rows.push_back(bench_kernel(h, cat("layer_norm f32 (block ", block, ")"), "16384x1024",
+                                forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
+    rows.push_back(bench_kernel(h, cat("softmax f32 (block ", block, ")"), "16384x1024",
+                                forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
   }
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
   for (int tpc : {8, 32}) {

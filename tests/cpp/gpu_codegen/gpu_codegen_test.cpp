@@ -161,17 +161,17 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   ASSERT_EQ(m->kernels.size(), 1u);
   EXPECT_EQ(m->kernels[0].scalar_twin, "add_relu_mul_scalar");
   expect_in_order(m->source, {"#include \"cppinductor_cuda_prelude.cuh\"",
-                              "extern \"C\" __global__ void __launch_bounds__(256)",
+                              "extern \"C\" __global__ void __launch_bounds__(128)",
                               "add_relu_mul(const float* in_b, float* out_out, const float* in_x, int64_t s0, int64_t s1)",
-                              "for (int64_t idx = ((int64_t)blockIdx.x * 256 + threadIdx.x) * 4; idx < n;",
-                              "idx += (int64_t)gridDim.x * 1024",
+                              "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
+                              "idx += (int64_t)gridDim.x * 512",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
                               "*(cppi_vec<float, 4>*)(out_out + "});
   // The scalar twin is a translation unit of its own, compiled only on demand.
   EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
   expect_in_order(m->kernels[0].scalar_twin_source,
                   {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
-                   "idx += (int64_t)gridDim.x * 256"});
+                   "idx += (int64_t)gridDim.x * 128"});
   // The bias, broadcast over rows, is contiguous along the columns: a vector too.
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
   // Launch checks: the extent, then out/x alignment.
@@ -198,12 +198,21 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_TRUE(m->kernels[0].row_cached);
   EXPECT_TRUE(m->kernels[0].block_reduction);
-  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "cache0[slot] = in_x[",
+  // The row moves in 16-byte vectors: 4 consecutive positions per slot group.
+  expect_in_order(m->source, {"cache_vector=4", "__launch_bounds__(256)", "float cache0[16];",
+                              "for (int slot = 0; slot < 16; slot += 4)",
+                              "const int64_t pos = (int64_t)(slot / 4) * 1024 + tid * 4;",
+                              "= *(const cppi_vec<float, 4>*)(in_x + ", "cache0[slot + vl] = v0.v[vl];",
                               "cppi_max(red_amax_acc", "cppi_block_reduce(red_amax_acc, cppi_max_op()",
-                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "out_out["});
+                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()",
+                              "cppi_exp(", "*(cppi_vec<float, 4>*)(out_out + "});
   // The row is read from global memory once.
-  const std::string fill = "cache0[slot] = in_x[";
-  EXPECT_EQ(m->source.find("in_x[", m->source.find(fill) + fill.size()), std::string::npos);
+  const std::string fill = "(in_x + ";
+  EXPECT_EQ(m->source.find("in_x", m->source.find(fill) + fill.size()), std::string::npos);
+  // Misaligned rows run the scalar-slot twin.
+  EXPECT_EQ(m->kernels[0].scalar_twin, "softmax_scalar");
+  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cache0[slot] = in_x["), std::string::npos);
+  EXPECT_GE(m->kernels[0].vector_checks.size(), 2u);  // x and out
 }
 
 TEST(CudaPrinter, SymbolicRowsStream) {
@@ -224,6 +233,16 @@ TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   Schedule bad = column_sum(sym("s0"), sym("s1"))->schedule;
   bad.gpu = GpuSchedule{GpuMapping::ColumnReduction, 256, 0, 1, 6};
   EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
+}
+
+TEST(GpuSchedule, CachedRowsMoveIn16ByteVectors) {
+  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(softmax(16384, 1024))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(layer_norm(23, 768, DType::BFloat16))->schedule.gpu.cache_vector, 8);
+  // A row length that 4 does not divide, or a row not cached: scalar slots.
+  EXPECT_EQ(scheduled(layer_norm(23, 1537))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(softmax(sym("s0"), sym("s1")))->schedule.gpu.cache_vector, 1);
+  EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("4-element vector loads"), std::string::npos);
 }
 
 TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
@@ -617,6 +636,37 @@ TEST(CudaRun, SplitColumnGroupsMatchTheInterpreterLaunchAfterLaunch) {
   auto sum = scheduled(column_sum(30000, 96));
   ASSERT_GT(sum->schedule.gpu.row_splits, 1);
   run_and_compare("split column sum", sum, {}, /*specials=*/false, 13, /*launches=*/2, /*eighths=*/true);
+}
+
+TEST(CudaRun, MisalignedCachedRowsTakeTheScalarTwin) {
+  REQUIRE_GPU();
+  auto k = scheduled(softmax(8, 1000));
+  ASSERT_EQ(k->schedule.gpu.cache_vector, 4);
+  auto compiled = compile_cuda_kernels({k}, kSymbols);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  const auto& h = *compiled->kernels[0];
+  auto x = DeviceBuffer::allocate(8 * 1001 * 4), out = DeviceBuffer::allocate(8 * 1001 * 4);
+  ASSERT_TRUE(x.ok() && out.ok());
+  const KernelSignature sig = signature(*k);
+  auto args = [&](int64_t shift) {
+    std::vector<void*> p;
+    for (const auto& a : sig.buffers) {
+      const CUdeviceptr base = a.buffer->name == "out" ? out->ptr() : x->ptr() + shift;
+      p.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(base)));
+    }
+    return p;
+  };
+  auto aligned = args(0), shifted = args(4);
+  EXPECT_TRUE(h.plan(aligned.data(), nullptr).vectorized);
+  EXPECT_FALSE(h.plan(shifted.data(), nullptr).vectorized);
+  h.run(shifted.data(), nullptr, 0);
+  ASSERT_TRUE(synchronize_context().ok());
+  EXPECT_TRUE(h.scalar_twin_compiled());
+  // Both variants against the interpreter (run_and_compare's buffers are aligned).
+  run_and_compare("softmax cached vectors", k, {}, /*specials=*/true, 21);
+  Schedule scalar = k->schedule;
+  scalar.gpu.cache_vector = 1;
+  run_and_compare("softmax cached scalars", k->with_schedule(scalar), {}, /*specials=*/true, 22);
 }
 
 TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
