@@ -183,10 +183,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
   std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
   void print_row_pointwise(const PointwiseStage& s, size_t i);
-  /// A looped stage of a row cached in vectors (GpuSchedule::cache_vector V
-  /// > 1): each thread computes V consecutive positions per slot group and
-  /// stores them as one vector (the launch checks their alignment).
-  void print_row_vector_stores(const PointwiseStage& s, size_t stage);
 
   // --- reductions -------------------------------------------------------------------------------
   std::string state_type(ReductionKind kind, DType t) const;
@@ -206,12 +202,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
   std::vector<CachedLoad> cached_;
-  struct VectorStore {
-    BufferPtr buffer;
-    IndexExpr index;
-    size_t stage;
-  };
-  std::vector<VectorStore> row_vector_stores_;
   int threads_per_row_ = 0;
   int cached_elements_ = 0;   // E of a cached row; 0 = stages read global memory
   bool column_groups_ = false;  // ColumnReduction with threads_per_column > 1

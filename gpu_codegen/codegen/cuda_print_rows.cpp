@@ -4,8 +4,6 @@
 // (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 
-#include "lowering/ir/index_affine.h"
-
 namespace cppi::gpu::cuda_print {
 
 // --- row mappings ------------------------------------------------------------------------------
@@ -356,61 +354,7 @@ void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
     out_.close();
     return;
   }
-  if (cached_elements_ > 0 && g_.cache_vector > 1) {
-    print_row_vector_stores(s, i);
-    return;
-  }
   for_each_position(i, [&](ValueScope& scope) { print_stores(s.stores, scope); });
-}
-
-void CudaKernelPrinter::print_row_vector_stores(const PointwiseStage& s, size_t stage) {
-  const int v = g_.cache_vector, e = cached_elements_, t = threads_per_row_;
-  const int64_t n = *product_of(s.loops).constant();
-  const Loop& inner = s.loops.back();
-  const std::string inner_name = inner.var.as<IndexVar>()->name;
-  ranges_["vl"] = v;
-  const std::map<std::string, IndexExpr> shift = {{inner_name, inner.var + var("vl")}};
-  // The cached loads at position + vl, keyed as the shifted values will ask.
-  std::vector<Expr> roots;
-  for (const auto& st : s.stores) roots.push_back(st.value);
-  std::vector<std::pair<Expr, std::string>> from_cache;
-  for (const Expr& x : post_order(roots)) {
-    auto l = x.as<Load>();
-    if (!l || l->mask.defined()) continue;
-    const IndexExpr canon = canonical_row_index(k_, stage, l->index);
-    for (size_t c = 0; c < cached_.size(); ++c) {
-      if (cached_[c].buffer->name == l->buffer->name && cached_[c].index == canon) {
-        from_cache.emplace_back(substitute_indices(x, shift), cat("cache", c, "[slot + vl]"));
-      }
-    }
-  }
-  const bool guard = n != static_cast<int64_t>(e) * t;
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; slot += ", v, ")"));
-  out_.line(cat("const int64_t pos = (int64_t)(slot / ", v, ") * ", t * v, " + tid * ", v, ";"));
-  if (guard) out_.open(cat("if (pos < ", n, ")"));
-  const std::set<std::string> used = used_vars(k_.stages[stage]);
-  unravel(s.loops, "pos", &used);
-  ValueScope outer;
-  for (const auto& st : s.stores) {
-    const auto stride = coefficient(st.index, inner.var);
-    if (!stride || !stride->is_constant(1)) fail(cat("kernel ", k_.name, ": vector store ", st.index, " is not stride 1"));
-    const std::string vt = cat("cppi_vec<", dtype_ctype(st.buffer->dtype), ", ", v, ">");
-    const std::string sv = fresh_name("s");
-    out_.line(cat(vt, " ", sv, ";"));
-    out_.line("#pragma unroll");
-    out_.open(cat("for (int vl = 0; vl < ", v, "; ++vl)"));
-    ValueScope lanes(&outer);
-    for (const auto& [x, text] : from_cache) lanes.add(x, CValue{text, x.dtype()});
-    const CValue value = scalar_value(substitute_indices(st.value, shift), lanes);
-    out_.line(cat(sv, ".v[vl] = ", value.text, ";"));
-    out_.close();
-    out_.line(cat("*(", vt, "*)(", pointer_name(st.buffer->name), " + ", index(st.index), ") = ", sv, ";"));
-    outer.forget_loads_of(st.buffer->name);
-    row_vector_stores_.push_back({st.buffer, st.index, stage});
-  }
-  if (guard) out_.close();
-  out_.close();
 }
 
 }  // namespace cppi::gpu::cuda_print

@@ -92,6 +92,9 @@ void CudaKernelPrinter::check_schedule() const {
         if (g_.cache_vector > 1 && (*len % g_.cache_vector != 0 || !inner || *inner % g_.cache_vector != 0)) {
           fail(cat("kernel ", k_.name, ": cache_vector ", g_.cache_vector, " does not divide the row's loops"));
         }
+        if (g_.cache_vector > 1 && std::holds_alternative<PointwiseStage>(s)) {
+          fail(cat("kernel ", k_.name, ": cache_vector ", g_.cache_vector, " with a looped store stage"));
+        }
       }
     }
   }
@@ -249,23 +252,6 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
         VectorCheck check;
         check.buffer_arg = static_cast<int>(i);
         check.alignment = g_.cache_vector * dtype_size(c.buffer->dtype);
-        check.divisor = g_.cache_vector;
-        check.multiples.push_back(form->offset);
-        for (size_t j = 0; j + 1 < form->strides.size(); ++j) check.multiples.push_back(form->strides[j]);
-        info->vector_checks.push_back(std::move(check));
-      }
-    }
-    for (const auto& st : row_vector_stores_) {
-      std::vector<IndexExpr> store_vars;
-      for (const auto& l : k_.outer) store_vars.push_back(l.var);
-      for (const auto& l : loops_of(k_.stages[st.stage])) store_vars.push_back(l.var);
-      for (size_t i = 0; i < sig_.buffers.size(); ++i) {
-        if (sig_.buffers[i].buffer->name != st.buffer->name) continue;
-        auto form = affine_form(st.index, store_vars);
-        if (!form) fail(cat("kernel ", k_.name, ": vector store ", st.index, " is not affine"));
-        VectorCheck check;
-        check.buffer_arg = static_cast<int>(i);
-        check.alignment = g_.cache_vector * dtype_size(st.buffer->dtype);
         check.divisor = g_.cache_vector;
         check.multiples.push_back(form->offset);
         for (size_t j = 0; j + 1 < form->strides.size(); ++j) check.multiples.push_back(form->strides[j]);

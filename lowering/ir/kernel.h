@@ -149,10 +149,11 @@ struct GpuSchedule {
   /// ColumnReduction with threads_per_column > 1: the same for each group of
   /// 32 columns (grid = groups x it), the rows split across the blocks.
   int row_splits = 1;
-  /// Cached rows (RowPerWarp / RowPerBlock with elements_per_thread E > 0):
-  /// row positions a thread fills with one vector load of each cached load
-  /// (16 bytes), a divisor of E; slot s holds position
-  /// (s / V) * T * V + tid * V + s % V. 1 = scalar slots, s * T + tid.
+  /// Cached rows (RowPerWarp / RowPerBlock with elements_per_thread E > 0)
+  /// whose looped stages all reduce: row positions a thread fills with one
+  /// vector load of each cached load (16 bytes), a divisor of E; slot s
+  /// holds position (s / V) * T * V + tid * V + s % V. 1 = scalar slots,
+  /// s * T + tid.
   int cache_vector = 1;
 };
 

@@ -198,21 +198,12 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_TRUE(m->kernels[0].row_cached);
   EXPECT_TRUE(m->kernels[0].block_reduction);
-  // The row moves in 16-byte vectors: 4 consecutive positions per slot group.
-  expect_in_order(m->source, {"cache_vector=4", "__launch_bounds__(256)", "float cache0[16];",
-                              "for (int slot = 0; slot < 16; slot += 4)",
-                              "const int64_t pos = (int64_t)(slot / 4) * 1024 + tid * 4;",
-                              "= *(const cppi_vec<float, 4>*)(in_x + ", "cache0[slot + vl] = v0.v[vl];",
+  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "cache0[slot] = in_x[",
                               "cppi_max(red_amax_acc", "cppi_block_reduce(red_amax_acc, cppi_max_op()",
-                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()",
-                              "cppi_exp(", "*(cppi_vec<float, 4>*)(out_out + "});
+                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "out_out["});
   // The row is read from global memory once.
-  const std::string fill = "(in_x + ";
-  EXPECT_EQ(m->source.find("in_x", m->source.find(fill) + fill.size()), std::string::npos);
-  // Misaligned rows run the scalar-slot twin.
-  EXPECT_EQ(m->kernels[0].scalar_twin, "softmax_scalar");
-  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cache0[slot] = in_x["), std::string::npos);
-  EXPECT_GE(m->kernels[0].vector_checks.size(), 2u);  // x and out
+  const std::string fill = "cache0[slot] = in_x[";
+  EXPECT_EQ(m->source.find("in_x[", m->source.find(fill) + fill.size()), std::string::npos);
 }
 
 TEST(CudaPrinter, SymbolicRowsStream) {
@@ -235,14 +226,31 @@ TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
 }
 
-TEST(GpuSchedule, CachedRowsMoveIn16ByteVectors) {
-  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 4);
-  EXPECT_EQ(scheduled(softmax(16384, 1024))->schedule.gpu.cache_vector, 4);
-  EXPECT_EQ(scheduled(layer_norm(23, 768, DType::BFloat16))->schedule.gpu.cache_vector, 8);
-  // A row length that 4 does not divide, or a row not cached: scalar slots.
-  EXPECT_EQ(scheduled(layer_norm(23, 1537))->schedule.gpu.cache_vector, 1);
-  EXPECT_EQ(scheduled(softmax(sym("s0"), sym("s1")))->schedule.gpu.cache_vector, 1);
-  EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("4-element vector loads"), std::string::npos);
+TEST(GpuSchedule, ReducedRowsLoadIn16ByteVectors) {
+  EXPECT_EQ(scheduled(var_mean(16384, 4096))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(var_mean(16384, 1024))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1000))->schedule.gpu.cache_vector, 4);
+  // Rows written back (softmax, layer_norm), a length 4 does not divide, or
+  // a row not cached: scalar slots.
+  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(var_mean(17, 5000))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1001))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(var_mean(sym("s0"), sym("s1")))->schedule.gpu.cache_vector, 1);
+  EXPECT_NE(explain_gpu_schedule(*var_mean(16384, 4096), GpuTarget{}).find("4-element vector loads"), std::string::npos);
+  // The printer: one vector load per slot group, a scalar twin for misaligned rows.
+  auto m = print_cuda_module({scheduled(var_mean(16384, 4096))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"cache_vector=4", "for (int slot = 0; slot < 16; slot += 4)",
+                              "const int64_t pos = (int64_t)(slot / 4) * 1024 + tid * 4;",
+                              "= *(const cppi_vec<float, 4>*)(in_x + ", "cache0[slot + vl] = v0.v[vl];",
+                              "cppi_welford_add(red_mean_acc, cache0[slot]"});
+  EXPECT_EQ(m->kernels[0].scalar_twin, "var_mean_scalar");
+  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cache0[slot] = in_x["), std::string::npos);
+  EXPECT_EQ(m->kernels[0].vector_checks.size(), 1u);
+  // A forced vector cache with a looped store is refused.
+  Schedule bad = scheduled(softmax(16384, 4096))->schedule;
+  bad.gpu.cache_vector = 4;
+  EXPECT_FALSE(print_cuda_module({softmax(16384, 4096)->with_schedule(bad)}, kSymbols).ok());
 }
 
 TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
@@ -640,7 +648,7 @@ TEST(CudaRun, SplitColumnGroupsMatchTheInterpreterLaunchAfterLaunch) {
 
 TEST(CudaRun, MisalignedCachedRowsTakeTheScalarTwin) {
   REQUIRE_GPU();
-  auto k = scheduled(softmax(8, 1000));
+  auto k = scheduled(var_mean(8, 1000));
   ASSERT_EQ(k->schedule.gpu.cache_vector, 4);
   auto compiled = compile_cuda_kernels({k}, kSymbols);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message;
@@ -651,7 +659,7 @@ TEST(CudaRun, MisalignedCachedRowsTakeTheScalarTwin) {
   auto args = [&](int64_t shift) {
     std::vector<void*> p;
     for (const auto& a : sig.buffers) {
-      const CUdeviceptr base = a.buffer->name == "out" ? out->ptr() : x->ptr() + shift;
+      const CUdeviceptr base = a.written ? (a.buffer->name == "var" ? out->ptr() : out->ptr() + 4096) : x->ptr() + shift;
       p.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(base)));
     }
     return p;
@@ -663,10 +671,8 @@ TEST(CudaRun, MisalignedCachedRowsTakeTheScalarTwin) {
   ASSERT_TRUE(synchronize_context().ok());
   EXPECT_TRUE(h.scalar_twin_compiled());
   // Both variants against the interpreter (run_and_compare's buffers are aligned).
-  run_and_compare("softmax cached vectors", k, {}, /*specials=*/true, 21);
-  Schedule scalar = k->schedule;
-  scalar.gpu.cache_vector = 1;
-  run_and_compare("softmax cached scalars", k->with_schedule(scalar), {}, /*specials=*/true, 22);
+  run_and_compare("var_mean cached vectors", k, {}, /*specials=*/true, 21);
+  run_and_compare("row sum cached vectors", scheduled(row_reduce(ReductionKind::Sum, 40, 2048)), {}, false, 23);
 }
 
 TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
