@@ -150,6 +150,12 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void unravel(const std::vector<Loop>& loops, const std::string& flat, const std::set<std::string>* used = nullptr);
   /// Loop variables a stage's values and store indices use.
   std::set<std::string> used_vars(const Stage& s) const;
+  /// Records what a `width`-element vector access of `buffer` at `index`
+  /// (affine in `vars`, stride 1 in the last) needs at launch: the base
+  /// pointer aligned to the vector, the offset and every other stride
+  /// divisible by `width`.
+  void add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
+                        const std::vector<IndexExpr>& vars, int width) const;
   std::string extent_text(const IndexExpr& e) const {
     const bool simple = e.as<IndexConst>() || e.as<IndexSymbol>() || e.as<IndexVar>();
     return simple ? index(e) : "(" + index(e) + ")";

@@ -91,13 +91,7 @@ void CudaKernelPrinter::print_row_stages() {
 }
 
 void CudaKernelPrinter::print_row_cache_prologue() {
-  const std::vector<Loop>* loops = nullptr;
-  for (const auto& s : k_.stages) {
-    if (!loops_of(s).empty()) {
-      loops = &loops_of(s);
-      break;
-    }
-  }
+  const std::vector<Loop>* loops = row_cache_loops(k_);
   if (!loops || cached_.empty()) return;
   std::vector<Loop> canon;
   for (size_t i = 0; i < loops->size(); ++i) {
@@ -126,14 +120,14 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   }
   unravel(canon, "pos", &used);
   for (size_t c = 0; c < cached_.size(); ++c) {
-    const std::string at = cat(pointer_name(cached_[c].buffer->name), " + ", index(cached_[c].index));
+    const std::string ptr = pointer_name(cached_[c].buffer->name), at = index(cached_[c].index);
     if (v == 1) {
-      out_.line(cat("cache", c, "[slot] = ", pointer_name(cached_[c].buffer->name), "[", index(cached_[c].index), "];"));
+      out_.line(cat("cache", c, "[slot] = ", ptr, "[", at, "];"));
       continue;
     }
     const std::string vt = cat("cppi_vec<", dtype_ctype(cached_[c].buffer->dtype), ", ", v, ">");
     const std::string name = fresh_name("v");
-    out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", at, ");"));
+    out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", ptr, " + ", at, ");"));
     out_.line("#pragma unroll");
     out_.line(cat("for (int vl = 0; vl < ", v, "; ++vl) cache", c, "[slot + vl] = ", name, ".v[vl];"));
   }

@@ -232,67 +232,47 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->warp_reduction = warp_reduction_;
   info->block_reduction = block_reduction_;
   info->row_cached = is_row_mapping(g_.mapping) && g_.elements_per_thread > 0;
+  // What the vector accesses need, for the launcher to check.
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k_.outer) vars.push_back(l.var);
   if (info->row_cached && g_.cache_vector > 1) {
-    // The cached loads' vectors: base pointer, offset and every stride but
-    // the innermost row loop's (1) divisible by V.
-    std::vector<IndexExpr> vars;
-    for (const auto& l : k_.outer) vars.push_back(l.var);
-    const size_t row_loops = [&] {
-      for (const auto& s : k_.stages) {
-        if (!loops_of(s).empty()) return loops_of(s).size();
-      }
-      return size_t{0};
-    }();
-    for (size_t i = 0; i < row_loops; ++i) vars.push_back(row_cache_var(i));
-    for (const auto& c : cached_) {
-      for (size_t i = 0; i < sig_.buffers.size(); ++i) {
-        if (sig_.buffers[i].buffer->name != c.buffer->name) continue;
-        auto form = affine_form(c.index, vars);
-        if (!form) fail(cat("kernel ", k_.name, ": cached vector load ", c.index, " is not affine"));
-        VectorCheck check;
-        check.buffer_arg = static_cast<int>(i);
-        check.alignment = g_.cache_vector * dtype_size(c.buffer->dtype);
-        check.divisor = g_.cache_vector;
-        check.multiples.push_back(form->offset);
-        for (size_t j = 0; j + 1 < form->strides.size(); ++j) check.multiples.push_back(form->strides[j]);
-        info->vector_checks.push_back(std::move(check));
-      }
-    }
+    // Cached loads, over the outer and the canonical row variables.
+    for (size_t i = 0; i < row_cache_loops(k_)->size(); ++i) vars.push_back(row_cache_var(i));
+    for (const auto& c : cached_) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
   }
   if (g_.elements_per_thread > 1 && !is_row_mapping(g_.mapping)) {
-    // What the vector accesses need, for the launcher to check.
-    std::vector<IndexExpr> vars;
-    for (const auto& l : k_.outer) vars.push_back(l.var);
-    const int64_t w = g_.elements_per_thread;
+    const int w = g_.elements_per_thread;
     VectorCheck extent_check;
     extent_check.divisor = w;
     extent_check.multiples.push_back(k_.outer.back().extent);
     info->vector_checks.push_back(extent_check);
-    auto add = [&](const BufferPtr& b, const IndexExpr& idx) {
-      for (size_t i = 0; i < sig_.buffers.size(); ++i) {
-        if (sig_.buffers[i].buffer->name != b->name) continue;
-        VectorCheck c;
-        c.buffer_arg = static_cast<int>(i);
-        c.alignment = static_cast<int>(w) * dtype_size(b->dtype);
-        c.divisor = w;
-        auto form = affine_form(idx, vars);
-        if (!form) fail(cat("kernel ", k_.name, ": vector access ", idx, " is not affine"));
-        c.multiples.push_back(form->offset);
-        for (size_t j = 0; j + 1 < form->strides.size(); ++j) c.multiples.push_back(form->strides[j]);
-        info->vector_checks.push_back(std::move(c));
-      }
-    };
     for (const auto& s : k_.stages) {
       for (const auto& st : std::get<PointwiseStage>(s).stores) {
-        add(st.buffer, st.index);
+        add_vector_check(info, st.buffer, st.index, vars, w);
         for (const Expr& e : post_order({st.value})) {
           auto l = e.as<Load>();
-          if (l && !l->mask.defined() && is_vector_access(k_, l->index)) add(l->buffer, l->index);
+          if (l && !l->mask.defined() && is_vector_access(k_, l->index)) add_vector_check(info, l->buffer, l->index, vars, w);
         }
       }
     }
   }
   return out_.str();
+}
+
+void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
+                                         const std::vector<IndexExpr>& vars, int width) const {
+  auto form = affine_form(index, vars);
+  if (!form) fail(cat("kernel ", k_.name, ": vector access ", index, " is not affine"));
+  for (size_t i = 0; i < sig_.buffers.size(); ++i) {
+    if (sig_.buffers[i].buffer->name != buffer->name) continue;
+    VectorCheck c;
+    c.buffer_arg = static_cast<int>(i);
+    c.alignment = width * dtype_size(buffer->dtype);
+    c.divisor = width;
+    c.multiples.push_back(form->offset);
+    for (size_t j = 0; j + 1 < form->strides.size(); ++j) c.multiples.push_back(form->strides[j]);
+    info->vector_checks.push_back(std::move(c));
+  }
 }
 
 }  // namespace cuda_print

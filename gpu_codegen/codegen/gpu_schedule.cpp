@@ -235,13 +235,7 @@ int column_splits(const Kernel& k, const GpuTarget& target, int slices, int64_t 
 /// scalar slots.
 int cache_vector_width(const Kernel& k, int e, int64_t length) {
   const std::vector<CachedLoad> cached = row_cached_loads(k);
-  const std::vector<Loop>* loops = nullptr;
-  for (const auto& s : k.stages) {
-    if (!loops_of(s).empty()) {
-      loops = &loops_of(s);
-      break;
-    }
-  }
+  const std::vector<Loop>* loops = row_cache_loops(k);
   if (cached.empty() || !loops) return 1;
   const std::optional<int64_t> inner = loops->back().extent.constant();
   if (!inner) return 1;
@@ -406,6 +400,13 @@ bool is_vector_access(const Kernel& k, const IndexExpr& index) {
   std::vector<IndexExpr> vars;
   for (const auto& l : k.outer) vars.push_back(l.var);
   return affine_form(index, vars).has_value();
+}
+
+const std::vector<Loop>* row_cache_loops(const Kernel& k) {
+  for (const auto& s : k.stages) {
+    if (!loops_of(s).empty()) return &loops_of(s);
+  }
+  return nullptr;
 }
 
 IndexExpr row_cache_var(size_t i) { return var("rc" + std::to_string(i)); }

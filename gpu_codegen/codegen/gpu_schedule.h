@@ -129,6 +129,10 @@ struct CachedLoad {
   ir::IndexExpr index;  // over row_cache_var(i)
 };
 std::vector<CachedLoad> row_cached_loads(const ir::Kernel& kernel);
+/// The loops the canonical row variables stand for: those of the first stage
+/// with loops (a cached row's stages all have the same extents); nullptr
+/// when no stage has loops.
+const std::vector<ir::Loop>* row_cache_loops(const ir::Kernel& kernel);
 /// The i-th canonical row variable ("rc0", ...).
 ir::IndexExpr row_cache_var(size_t i);
 /// The load `load` of stage `stage` with its stage loop variables renamed to
