@@ -131,6 +131,17 @@ void finish(const OpCall& c, const ir::BufferPtr& acc, const ir::BufferPtr& out,
   });
 }
 
+/// A pooling backward's grad_input: each input position sums `body(i, r)`
+/// over the window positions r of the outputs that may read it.
+Status emit_input_gradient(const OpCall& c, const std::vector<IndexExpr>& window, const WindowBody& body,
+                           ir::Device device) {
+  ir::BufferPtr out = c.result_buffer();
+  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, device);
+  finish(c, stored, out);
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 // --- max pooling ----------------------------------------------------------------------------
 
 using PositionFn = std::function<Expr(const std::vector<IndexExpr>& o, Expr r)>;
@@ -239,7 +250,6 @@ Status lower_max_pool2d_with_indices_backward(const OpCall& c) {
   const DType acc = opmath_type(c.meta().dtype);
   const std::vector<IndexExpr> window{ir::index_const(w[0].windows_per_position()),
                                       ir::index_const(w[1].windows_per_position())};
-  ir::BufferPtr out = c.result_buffer();
   auto body = [&](const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) {
     IndexExpr ih = i[rank - 2], iw = i[rank - 1];
     // The last window that may contain ih starts at or before it, then r steps back.
@@ -248,10 +258,7 @@ Status lower_max_pool2d_with_indices_backward(const OpCall& c) {
     Expr valid = all_of({in_range(oh, ir::index_const(0), OH), in_range(ow, ir::index_const(0), OW)});
     return grad_if_argmax(grad, indices, at_hw(i, oh, ow), valid, ih * W + iw, acc);
   };
-  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
-  finish(c, stored, out);
-  c.set_result_buffer(out);
-  return Status::success();
+  return emit_input_gradient(c, window, body, x.device);
 }
 
 // --- average pooling ------------------------------------------------------------------------
@@ -333,7 +340,6 @@ Status lower_avg_pool2d_backward(const OpCall& c) {
   const IndexExpr H = x.sizes[rank - 2], W = x.sizes[rank - 1];
   const IndexExpr OH = grad.sizes[rank - 2], OW = grad.sizes[rank - 1];
   const DType acc = opmath_type(c.meta().dtype);
-  ir::BufferPtr out = c.result_buffer();
   const std::vector<IndexExpr> window{ir::index_const(w[0].windows_per_position()),
                                       ir::index_const(w[1].windows_per_position())};
   auto body = [&](const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) {
@@ -349,10 +355,7 @@ Status lower_avg_pool2d_backward(const OpCall& c) {
     Expr div = ir::cast(index_value(avg_divisor(w, opt, H, W, oh, ow)), acc);
     return ir::where(valid, ir::binary(BinaryOp::TrueDiv, g, div), ir::const_float(0, acc));
   };
-  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
-  finish(c, stored, out);
-  c.set_result_buffer(out);
-  return Status::success();
+  return emit_input_gradient(c, window, body, x.device);
 }
 
 // --- adaptive average pooling ---------------------------------------------------------------
@@ -369,6 +372,34 @@ IndexExpr adaptive_end(const IndexExpr& o, const IndexExpr& n_in, const IndexExp
 IndexExpr adaptive_span(const IndexExpr& n_in, const IndexExpr& n_out) {
   return ir::floordiv(n_in + n_out - 1 + n_out - 1, n_out);
 }
+
+/// The outputs of an adaptive pool over x (H x W) to grad (OH x OW) that may
+/// read input position i, for the backward: oh = floor(ih * OH / H) + r[0]
+/// and ow likewise, r over `window`, `in_bounds` when oh < OH and ow < OW.
+struct AdaptiveCandidates {
+  IndexExpr H, W, OH, OW;
+  std::vector<IndexExpr> window;
+  struct Candidate {
+    IndexExpr ih, iw, oh, ow;
+    Expr in_bounds;
+  };
+
+  AdaptiveCandidates(const TensorRef& x, const TensorRef& grad)
+      : H(x.sizes[x.rank() - 2]),
+        W(x.sizes[x.rank() - 1]),
+        OH(grad.sizes[grad.rank() - 2]),
+        OW(grad.sizes[grad.rank() - 1]),
+        window{adaptive_span(OH, H), adaptive_span(OW, W)} {}
+
+  Candidate at(const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) const {
+    Candidate k{i[i.size() - 2], i[i.size() - 1], {}, {}, {}};
+    k.oh = ir::floordiv(k.ih * OH, H) + r[0];
+    k.ow = ir::floordiv(k.iw * OW, W) + r[1];
+    k.in_bounds = all_of({ir::compare(CompareOp::Lt, index_value(k.oh), index_value(OH)),
+                          ir::compare(CompareOp::Lt, index_value(k.ow), index_value(OW))});
+    return k;
+  }
+};
 
 /// _adaptive_avg_pool2d(x, output_size): windows of varying size; the loops
 /// run over the largest and mask the rest.
@@ -406,27 +437,18 @@ Status lower_adaptive_avg_pool2d_backward(const OpCall& c) {
   const size_t rank = x.rank();
   if (grad.rank() != rank || !is_floating(grad.dtype))
     return Error::unsupported("adaptive_avg_pool2d backward: bad grad");
-  const IndexExpr H = x.sizes[rank - 2], W = x.sizes[rank - 1];
-  const IndexExpr OH = grad.sizes[rank - 2], OW = grad.sizes[rank - 1];
+  const AdaptiveCandidates a(x, grad);
   const DType acc = opmath_type(c.meta().dtype);
-  ir::BufferPtr out = c.result_buffer();
-  const std::vector<IndexExpr> window{adaptive_span(OH, H), adaptive_span(OW, W)};
   auto body = [&](const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) {
-    IndexExpr ih = i[rank - 2], iw = i[rank - 1];
-    IndexExpr oh = ir::floordiv(ih * OH, H) + r[0], ow = ir::floordiv(iw * OW, W) + r[1];
-    IndexExpr hs = adaptive_start(oh, H, OH), he = adaptive_end(oh, H, OH);
-    IndexExpr ws = adaptive_start(ow, W, OW), we = adaptive_end(ow, W, OW);
-    Expr valid = all_of({ir::compare(CompareOp::Lt, index_value(oh), index_value(OH)),
-                         ir::compare(CompareOp::Lt, index_value(ow), index_value(OW)), in_range(ih, hs, he),
-                         in_range(iw, ws, we)});
-    Expr g = ir::cast(load(grad, at_hw(i, oh, ow), valid), acc);
+    const auto k = a.at(i, r);
+    IndexExpr hs = adaptive_start(k.oh, a.H, a.OH), he = adaptive_end(k.oh, a.H, a.OH);
+    IndexExpr ws = adaptive_start(k.ow, a.W, a.OW), we = adaptive_end(k.ow, a.W, a.OW);
+    Expr valid = all_of({k.in_bounds, in_range(k.ih, hs, he), in_range(k.iw, ws, we)});
+    Expr g = ir::cast(load(grad, at_hw(i, k.oh, k.ow), valid), acc);
     Expr count = ir::cast(index_value((he - hs) * (we - ws)), acc);
     return ir::where(valid, ir::binary(BinaryOp::TrueDiv, g, count), ir::const_float(0, acc));
   };
-  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
-  finish(c, stored, out);
-  c.set_result_buffer(out);
-  return Status::success();
+  return emit_input_gradient(c, a.window, body, x.device);
 }
 
 /// adaptive_max_pool2d(x, output_size) -> (values, indices): the adaptive
@@ -466,22 +488,13 @@ Status lower_adaptive_max_pool2d_backward(const OpCall& c) {
   const size_t rank = x.rank();
   if (grad.rank() != rank || indices.rank() != rank || !is_floating(grad.dtype))
     return Error::unsupported("adaptive_max_pool2d backward: unexpected operands");
-  const IndexExpr H = x.sizes[rank - 2], W = x.sizes[rank - 1];
-  const IndexExpr OH = grad.sizes[rank - 2], OW = grad.sizes[rank - 1];
+  const AdaptiveCandidates a(x, grad);
   const DType acc = opmath_type(c.meta().dtype);
-  ir::BufferPtr out = c.result_buffer();
-  const std::vector<IndexExpr> window{adaptive_span(OH, H), adaptive_span(OW, W)};
   auto body = [&](const std::vector<IndexExpr>& i, const std::vector<IndexExpr>& r) {
-    IndexExpr ih = i[rank - 2], iw = i[rank - 1];
-    IndexExpr oh = ir::floordiv(ih * OH, H) + r[0], ow = ir::floordiv(iw * OW, W) + r[1];
-    Expr valid = all_of({ir::compare(CompareOp::Lt, index_value(oh), index_value(OH)),
-                         ir::compare(CompareOp::Lt, index_value(ow), index_value(OW))});
-    return grad_if_argmax(grad, indices, at_hw(i, oh, ow), valid, ih * W + iw, acc);
+    const auto k = a.at(i, r);
+    return grad_if_argmax(grad, indices, at_hw(i, k.oh, k.ow), k.in_bounds, k.ih * a.W + k.iw, acc);
   };
-  ir::BufferPtr stored = emit_window_reduction(c, out->layout.sizes, window, ReductionKind::Sum, body, out, x.device);
-  finish(c, stored, out);
-  c.set_result_buffer(out);
-  return Status::success();
+  return emit_input_gradient(c, a.window, body, x.device);
 }
 
 }  // namespace
