@@ -150,6 +150,8 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void unravel(const std::vector<Loop>& loops, const std::string& flat, const std::set<std::string>* used = nullptr);
   /// Loop variables a stage's values and store indices use.
   std::set<std::string> used_vars(const Stage& s) const;
+  /// Declares the outer loop variables any stage uses from the flat index `flat`.
+  void unravel_outer(const std::string& flat);
   /// Records what a `width`-element vector access of `buffer` at `index`
   /// (affine in `vars`, stride 1 in the last) needs at launch: the base
   /// pointer aligned to the vector, the offset and every other stride
@@ -165,6 +167,8 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_grid_stride();
   void print_vector_pointwise();
   void print_serial_stages();
+  /// `innermost` inside plain serial for-loops over `loops`.
+  void print_serial_loops(const std::vector<Loop>& loops, const std::function<void()>& innermost);
   void print_serial_reduction(const ReductionStage& s, size_t i);
   void print_serial_pointwise(const PointwiseStage& s);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);

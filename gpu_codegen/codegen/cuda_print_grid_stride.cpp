@@ -12,11 +12,7 @@ void CudaKernelPrinter::print_grid_stride() {
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.open(cat("for (int64_t idx = (int64_t)blockIdx.x * ", b, " + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * ", b,
                 ")"));
-  std::set<std::string> used;
-  for (const auto& st : k_.stages) {
-    for (const auto& v : used_vars(st)) used.insert(v);
-  }
-  unravel(k_.outer, "idx", &used);
+  unravel_outer("idx");
   print_serial_stages();
   out_.close();
 }
@@ -32,20 +28,20 @@ void CudaKernelPrinter::print_serial_stages() {
   }
 }
 
-void CudaKernelPrinter::print_serial_pointwise(const PointwiseStage& s) {
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == s.loops.size()) {
-      ValueScope scope;
-      print_stores(s.stores, scope);
-      return;
-    }
-    const Loop& l = s.loops[level];
+void CudaKernelPrinter::print_serial_loops(const std::vector<Loop>& loops, const std::function<void()>& innermost) {
+  for (const auto& l : loops) {
     const std::string v = var_name(l);
     out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", index(l.extent), "; ++", v, ")"));
-    loops(level + 1);
-    out_.close();
-  };
-  loops(0);
+  }
+  innermost();
+  for (size_t i = 0; i < loops.size(); ++i) out_.close();
+}
+
+void CudaKernelPrinter::print_serial_pointwise(const PointwiseStage& s) {
+  print_serial_loops(s.loops, [&] {
+    ValueScope scope;
+    print_stores(s.stores, scope);
+  });
 }
 
 void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i) {
@@ -55,20 +51,11 @@ void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i
   out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
   IndexExpr pos = 0;
   for (const auto& l : s.loops) pos = pos * l.extent + l.var;
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == s.loops.size()) {
-      ValueScope scope;
-      const CValue v = scalar_value(s.body, scope);
-      out_.line(state_update(s.kind, t, acc, v.text, index(pos)) + ";");
-      return;
-    }
-    const Loop& l = s.loops[level];
-    const std::string v = var_name(l);
-    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", index(l.extent), "; ++", v, ")"));
-    loops(level + 1);
-    out_.close();
-  };
-  loops(0);
+  print_serial_loops(s.loops, [&] {
+    ValueScope scope;
+    const CValue v = scalar_value(s.body, scope);
+    out_.line(state_update(s.kind, t, acc, v.text, index(pos)) + ";");
+  });
   declare_results(s, acc);
 }
 

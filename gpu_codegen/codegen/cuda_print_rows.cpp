@@ -29,11 +29,7 @@ void CudaKernelPrinter::print_rows() {
     out_.line("const int tid = threadIdx.x;");
     out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
   }
-  std::set<std::string> used;
-  for (const auto& st : k_.stages) {
-    for (const auto& v : used_vars(st)) used.insert(v);
-  }
-  unravel(k_.outer, "row", &used);
+  unravel_outer("row");
   locals_.clear();
   cached_elements_ = g_.elements_per_thread;
   if (cached_elements_ > 0) {
@@ -65,11 +61,7 @@ void CudaKernelPrinter::print_column_groups() {
     out_.line("const int64_t idx = base + lane;");
   }
   out_.line("const bool valid = idx < n;");
-  std::set<std::string> used;
-  for (const auto& st : k_.stages) {
-    for (const auto& v : used_vars(st)) used.insert(v);
-  }
-  unravel(k_.outer, "idx", &used);
+  unravel_outer("idx");
   locals_.clear();
   cached_elements_ = 0;
   print_row_stages();

@@ -176,6 +176,14 @@ std::set<std::string> CudaKernelPrinter::used_vars(const Stage& s) const {
   return out;
 }
 
+void CudaKernelPrinter::unravel_outer(const std::string& flat) {
+  std::set<std::string> used;
+  for (const auto& st : k_.stages) {
+    for (const auto& v : used_vars(st)) used.insert(v);
+  }
+  unravel(k_.outer, flat, &used);
+}
+
 std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   check_schedule();
   sig_ = signature(k_);
