@@ -109,6 +109,20 @@ KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols) {
                       {dot, top, PointwiseStage{{}, {Store::make(gw, x0, dot.result()), Store::make(gmax, x0, top.result())}}});
 }
 
+KernelPtr sum_and_halved_difference(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), y = input("y", DType::Float32, {rows, cols});
+  auto half = output("half", DType::Float32, {rows, cols}), mean = output("mean", DType::Float32, {});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), r0 = var("r0"), r1 = var("r1");
+  auto diff = [&](const IndexExpr& i, const IndexExpr& j) {
+    return sub(load(x, x->layout.index({i, j})), load(y, y->layout.index({i, j})));
+  };
+  auto red = ReductionStage::make({{r0, rows}, {r1, cols}}, ReductionKind::Sum, diff(r0, r1), {"total"});
+  PointwiseStage halved{{{x0, rows}, {x1, cols}}, {Store::make(half, half->layout.index({x0, x1}), mul(diff(x0, x1), const_float(0.5)))}};
+  Expr n = cast(IndexValue::make(rows * cols), DType::Float32);
+  return Kernel::make("sum_and_halved_difference", Device::CUDA, {},
+                      {red, halved, PointwiseStage{{}, {Store::make(mean, index_const(0), div(red.result(), n))}}});
+}
+
 KernelPtr four_load_row_sums(const IndexExpr& rows, const IndexExpr& cols, int loads) {
   std::vector<BufferPtr> in;
   for (int i = 0; i < loads; ++i) in.push_back(input(cat("a", i), DType::Float32, {rows, cols}));

@@ -14,6 +14,11 @@ namespace cppi::gpu::testing {
 using ir::IndexExpr;
 using ir::KernelPtr;
 
+/// No outer loop: the sum of x - y over rows x cols, the difference halved
+/// (a pointwise stage over the same loops, independent of the sum) and the
+/// mean (mse_loss's forward shape, ir::pass_run_end = 2).
+KernelPtr sum_and_halved_difference(const IndexExpr& rows, const IndexExpr& cols);
+
 /// out[i, j] = relu(x[i, j] + b[j]) * 2 over (rows, cols).
 KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// out = sin(x) + cos(x), 1-D.
