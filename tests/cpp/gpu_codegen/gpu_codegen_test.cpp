@@ -166,7 +166,7 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
                               "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
                               "idx += (int64_t)gridDim.x * 512",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
-                              "*(cppi_vec<float, 4>*)(out_out + "});
+                              "cppi_store_vec(out_out + "});
   // The scalar twin is a translation unit of its own, compiled only on demand.
   EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
   expect_in_order(m->kernels[0].scalar_twin_source,
@@ -452,6 +452,26 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
   // range reduction, so the PTX alone cannot show it).
   for (const auto& flag : nvrtc_flags(ptx->arch, {})) EXPECT_EQ(flag.find("fast_math"), std::string::npos) << flag;
   EXPECT_EQ(ptx->log.find("warning"), std::string::npos) << ptx->log.substr(0, 2000);
+}
+
+TEST(CudaNvrtc, VectorStoresAreOneInstruction) {
+  REQUIRE_NVRTC();
+  // A store of a lane-by-lane filled cppi_vec came out as four st.global.f32
+  // when copied as a struct (or as float4/uint4) to an unravelled 3-d index;
+  // through cppi_store_vec it is one st.global.v4. The f16 kernel stores 8
+  // halves: one 16-byte store too.
+  const std::vector<KernelPtr> kernels = {gelu_backward_3d(16, 1024, 4096), gelu_bias(4096, 4096, DType::Float16)};
+  for (const auto& k : kernels) {
+    auto m = print_cuda_module({scheduled(k)}, kSymbols);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    auto ptx = compile_cuda(m->source, "vector_stores.cu", 90);
+    ASSERT_TRUE(ptx.ok()) << ptx.error().message;
+    const std::string& text = ptx->ptx;
+    EXPECT_NE(text.find("st.global.v4."), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.f32"), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.b16"), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.u16"), std::string::npos) << k->name;
+  }
 }
 
 // --- on a GPU: compare with the reference interpreter ----------------------------------------------

@@ -53,6 +53,19 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
                       {"add", "gelu"});
 }
 
+KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c) {
+  auto g = input("g", DType::Float32, {a, b, c}), x = input("x", DType::Float32, {a, b, c});
+  auto out = output("out", DType::Float32, {a, b, c});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), x2 = var("x2");
+  Expr xv = load(x, x->layout.index({x0, x1, x2}));
+  Expr cdf = mul(add(unary(UnaryOp::Erf, mul(xv, const_float(0.7071067811865476))), const_float(1)), const_float(0.5));
+  Expr pdf = mul(unary(UnaryOp::Exp, mul(mul(xv, xv), const_float(-0.5))), const_float(0.3989422804014327));
+  Expr v = mul(load(g, g->layout.index({x0, x1, x2})), add(cdf, mul(xv, pdf)));
+  return Kernel::make("gelu_backward_3d", Device::CUDA, {{x0, a}, {x1, b}, {x2, c}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1, x2}), v)}}}, {},
+                      {"gelu_backward"});
+}
+
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols) {
   auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, cols});
   IndexExpr x0 = var("x0"), x1 = var("x1");

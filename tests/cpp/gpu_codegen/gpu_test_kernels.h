@@ -25,6 +25,9 @@ KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType dtype
 KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
 /// out[i, j] = gelu(x[i, j] + b[j]) (erf form).
 KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// gelu's backward over a 3-d [a, b, c] (the transformer's MLP: its index
+/// is unravelled from three loops).
+KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c);
 /// out[i, j] = where(isnan(x), -1, x) + (float)j: NaN handling, IndexValue.
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
 /// out[i] = sum / max / min / argmax / prod over j of x[i, j] (float32; argmax
