@@ -195,6 +195,23 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
   std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
   void print_row_pointwise(const PointwiseStage& s, size_t i);
+  /// A looped pointwise stage of a row cached in V-element vectors
+  /// (cache_vector V > 1): each group of V slots computes its values lane by
+  /// lane and stores them with one cppi_store_vec per store.
+  void print_cached_vector_stores(const PointwiseStage& s, size_t i);
+  /// What a stage of a cached row reads from the register cache (each load
+  /// with its cacheN[slot] text) and the loop variables the rest needs.
+  struct RowCacheReads {
+    std::vector<std::pair<Expr, std::string>> from_cache;
+    std::set<std::string> used;
+  };
+  RowCacheReads row_cache_reads(size_t stage) const;
+  /// Whether a load at `index` in stage `stage` of a row cached in vectors
+  /// is affine with stride 1 along the row: print_cached_vector_stores reads
+  /// it as one vector per slot group.
+  bool row_vector_access(size_t stage, const IndexExpr& index) const;
+  /// The outer loop variables, then the canonical row variables.
+  std::vector<IndexExpr> row_vector_vars() const;
 
   // --- reductions -------------------------------------------------------------------------------
   std::string state_type(ReductionKind kind, DType t) const;
