@@ -173,6 +173,11 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_serial_reduction(const ReductionStage& s, size_t i);
   void print_serial_pointwise(const PointwiseStage& s);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+  /// Evaluates into `outer`, where the printer stands, the largest
+  /// subexpressions of `roots` that use no variable named in `vars` (loop
+  /// invariants: a vector's bias, a row's rstd), so a loop over those
+  /// variables computes them once.
+  void hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars, ValueScope& outer);
 
   // --- row mappings ---------------------------------------------------------------------------
   void print_rows();

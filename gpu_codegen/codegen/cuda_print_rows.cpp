@@ -130,6 +130,23 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   out_.close();
 }
 
+namespace {
+
+std::vector<Expr> stage_values(const Stage& s) {
+  if (const auto* r = std::get_if<ReductionStage>(&s)) return {r->body};
+  std::vector<Expr> out;
+  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
+  return out;
+}
+
+std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
+  std::set<std::string> out;
+  for (const auto& l : loops) out.insert(l.var.as<IndexVar>()->name);
+  return out;
+}
+
+}  // namespace
+
 CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage) const {
   RowCacheReads out;
   const Stage& st = k_.stages[stage];
@@ -180,6 +197,10 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     const int64_t n = *len.constant();
     const bool guard = n != static_cast<int64_t>(e) * t;
     const int v = g_.cache_vector;
+    // What does not change along the row is computed once, not per slot
+    // (the unrolled slots are what NVRTC spends its time on).
+    ValueScope invariant;
+    hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant);
     out_.line("#pragma unroll");
     out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
     if (guard || uses_pos || !used.empty()) {
@@ -188,7 +209,7 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     }
     if (guard) out_.open(cat("if (pos < ", n, ")"));
     unravel(loops, "pos", &used);
-    ValueScope scope;
+    ValueScope scope(&invariant);
     for (const auto& [x, text] : from_cache) scope.add(x, CValue{text, x.dtype()});
     body(scope);
     if (guard) out_.close();
@@ -393,6 +414,8 @@ void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size
   const int t = threads_per_row_, e = cached_elements_, v = g_.cache_vector;
   const int64_t n = *product_of(s.loops).constant();
   const RowCacheReads reads = row_cache_reads(i);
+  ValueScope invariant;  // computed once, not per slot
+  hoist_invariants(stage_values(k_.stages[i]), loop_var_names(s.loops), invariant);
   // Slot group g holds positions g T V + tid V + [0, V) (print_row_cache_prologue).
   out_.line("#pragma unroll");
   out_.open(cat("for (int group = 0; group < ", e, "; group += ", v, ")"));
@@ -439,7 +462,7 @@ void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size
   out_.line("const int slot = group + vl;");
   out_.line("const int64_t pos = first + vl;");
   unravel(s.loops, "pos", &reads.used);
-  ValueScope scope;
+  ValueScope scope(&invariant);
   for (const auto& [x, text] : reads.from_cache) scope.add(x, CValue{text, x.dtype()});
   for (const auto& [x, name] : vloads) scope.add(x, CValue{name + ".v[vl]", x.dtype()});
   for (size_t j = 0; j < s.stores.size(); ++j) {
