@@ -18,7 +18,9 @@ namespace cppi {
 /// Why a stage failed. `kind` lets callers decide between "fall back to eager"
 /// (Unsupported) and "this is our bug" (Internal).
 struct Error {
-  enum class Kind { Unsupported, InvalidInput, CompileFailed, Internal };
+  /// IndexOutOfRange: a compiled kernel met an index eager would reject
+  /// (raised as IndexError).
+  enum class Kind { Unsupported, InvalidInput, CompileFailed, Internal, IndexOutOfRange };
   Kind kind = Kind::Internal;
   std::string message;
 
@@ -26,6 +28,7 @@ struct Error {
   static Error invalid_input(std::string m) { return {Kind::InvalidInput, std::move(m)}; }
   static Error compile_failed(std::string m) { return {Kind::CompileFailed, std::move(m)}; }
   static Error internal(std::string m) { return {Kind::Internal, std::move(m)}; }
+  static Error index_out_of_range(std::string m) { return {Kind::IndexOutOfRange, std::move(m)}; }
 };
 
 const char* to_string(Error::Kind kind);
@@ -36,6 +39,7 @@ inline const char* to_string(Error::Kind kind) {
     case Error::Kind::InvalidInput: return "invalid input";
     case Error::Kind::CompileFailed: return "compile failed";
     case Error::Kind::Internal: return "internal error";
+    case Error::Kind::IndexOutOfRange: return "index out of range";
   }
   return "?";
 }

@@ -113,6 +113,10 @@ PYBIND11_MODULE(_C, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const CompilerError& e) {
+      if (e.error().kind == Error::Kind::IndexOutOfRange) {
+        PyErr_SetString(PyExc_IndexError, e.what());  // as eager raises for the same input
+        return;
+      }
       py::object type = e.error().kind == Error::Kind::Unsupported ? unsupported_error : compiler_error;
       PyErr_SetString(type.ptr(), e.what());
     }

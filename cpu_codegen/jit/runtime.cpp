@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 
@@ -72,15 +73,27 @@ const Gomp* gomp() {
   return load_default_locked();
 }
 
+/// The first out-of-range index of the kernel a thread runs (run_checked),
+/// also set on the pool's workers while they run that kernel's loop.
+struct IndexErrorSlot {
+  std::atomic<bool> set{false};
+  int64_t value = 0, size = 0;
+};
+thread_local IndexErrorSlot* t_index_errors = nullptr;
+
 struct Trampoline {
   cppi_parallel_body_fn fn;
   void* ctx;
   const Gomp* gomp;
+  IndexErrorSlot* errors;  // the launching thread's
 };
 
 void gomp_entry(void* p) {
   auto* t = static_cast<Trampoline*>(p);
+  IndexErrorSlot* saved = t_index_errors;
+  t_index_errors = t->errors;
   t->fn(t->ctx, t->gomp->thread_num(), t->gomp->num_threads());
+  t_index_errors = saved;
 }
 
 void rt_parallel(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads) {
@@ -90,11 +103,19 @@ void rt_parallel(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads) {
     return;
   }
   g_used.store(true, std::memory_order_relaxed);
-  Trampoline t{fn, ctx, g};
+  Trampoline t{fn, ctx, g, t_index_errors};
   g->parallel(&gomp_entry, &t, static_cast<unsigned>(num_threads), 0);
 }
 
 int32_t rt_max_threads() { return get_num_threads(); }
+
+void rt_index_error(int64_t value, int64_t size) {
+  IndexErrorSlot* slot = t_index_errors;
+  bool expected = false;
+  if (!slot || !slot->set.compare_exchange_strong(expected, true)) return;  // keep the first
+  slot->value = value;
+  slot->size = size;
+}
 
 }  // namespace
 
@@ -127,11 +148,28 @@ int get_num_threads() {
   return g ? g->max_threads() : 1;
 }
 
+void run_checked(const std::function<void()>& kernel) {
+  IndexErrorSlot slot;
+  IndexErrorSlot* saved = t_index_errors;
+  t_index_errors = &slot;
+  try {
+    kernel();
+  } catch (...) {
+    t_index_errors = saved;
+    throw;
+  }
+  t_index_errors = saved;
+  if (slot.set.load()) {
+    throw CompilerError(Error::index_out_of_range(
+        cat("index ", slot.value, " is out of bounds for dimension with size ", slot.size)));
+  }
+}
+
 }  // namespace cppi::cpu
 
 extern "C" {
 // The JIT resolves kernels' `cppi_runtime` to this object.
-const cppi_runtime_abi cppi_runtime = {CPPI_RUNTIME_ABI_VERSION, sizeof(cppi_runtime_abi),
-                                       &cppi::cpu::rt_parallel, &cppi::cpu::rt_max_threads};
+const cppi_runtime_abi cppi_runtime = {CPPI_RUNTIME_ABI_VERSION, sizeof(cppi_runtime_abi), &cppi::cpu::rt_parallel,
+                                       &cppi::cpu::rt_max_threads, &cppi::cpu::rt_index_error};
 const cppi_runtime_abi* cppi_runtime_table() { return &cppi_runtime; }
 }

@@ -9,6 +9,7 @@
 /// 4-15x slower (DESIGN "CPU codegen"), so kernels share torch's threads.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "support/status.h"
@@ -30,6 +31,11 @@ std::string openmp_library();
 /// n <= 0 restores the default: the OpenMP runtime's omp_get_max_threads().
 void set_num_threads(int n);
 int get_num_threads();
+
+/// Runs a compiled kernel and throws an IndexOutOfRange CompilerError if it
+/// met an index outside its dimension (cppi_check_index; its parallel
+/// workers report to this call, not to kernels other threads run).
+void run_checked(const std::function<void()>& kernel);
 
 }  // namespace cppi::cpu
 

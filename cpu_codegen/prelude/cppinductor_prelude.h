@@ -83,12 +83,15 @@ struct cppi_runtime_abi {
   void (*parallel)(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads);
   // The number of threads kernels should split work for (set_num_threads).
   int32_t (*max_threads)(void);
+  // Records an index outside [-size, size) for the caller of the kernel,
+  // which raises IndexError once the kernel returns (cpu::run_checked).
+  void (*index_error)(int64_t value, int64_t size);
 };
 
-#define CPPI_RUNTIME_ABI_VERSION 1
+#define CPPI_RUNTIME_ABI_VERSION 2
 
 #if defined(CPPI_PRELUDE_DEFINES_RUNTIME)
-__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0};
+__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0, 0};
 #define CPPI_RT cppi_runtime_slot
 #else
 extern const struct cppi_runtime_abi cppi_runtime;
@@ -102,6 +105,14 @@ template <class To, class From>
 CPPI_INLINE To cppi_bit_cast(const From& from) {
   static_assert(sizeof(To) == sizeof(From), "cppi_bit_cast: size mismatch");
   return __builtin_bit_cast(To, from);
+}
+
+// An index eager would reject (outside [lowest, size): lowest is -size where
+// negative indices count from the end, else 0) is reported; the kernel goes
+// on with it clamped into range, so it never touches memory outside a
+// buffer, and its caller raises IndexError when it returns.
+CPPI_INLINE void cppi_check_index(int64_t value, int64_t lowest, int64_t size) {
+  if (__builtin_expect(value < lowest || value >= size, 0)) CPPI_RT.index_error(value, size);
 }
 
 template <class T>

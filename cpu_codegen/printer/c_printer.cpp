@@ -172,7 +172,13 @@ std::string CPrinterBase::index(const IndexExpr& e) const {
 std::string CPrinterBase::index(const IndexExpr& e, ValueScope& scope) {
   std::vector<std::pair<IndexExpr, std::string>> names;
   for (const auto& leaf : indirect_terms(e)) {
-    names.emplace_back(leaf, scalar_value(indirect_position_value(*leaf.as<IndexIndirect>()), scope).text);
+    const auto& indirect = *leaf.as<IndexIndirect>();
+    if (check_indices_) {
+      const std::string size = scalar_value(IndexValue::make(indirect.size), scope).text;
+      print_index_check(scalar_value(cast(indirect.value(), DType::Int64), scope).text,
+                        indirect.wraps ? "-" + size : "0", size);
+    }
+    names.emplace_back(leaf, scalar_value(indirect_position_value(indirect), scope).text);
   }
   return index_text(e, [&](const IndexExpr& leaf) {
     for (const auto& [l, name] : names) {
@@ -260,6 +266,7 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
     case ExprKind::LocalRef: break;  // handled inline by scalar_value
     case ExprKind::Load: {
       auto n = e.as<Load>();
+      UncheckedIndices unchecked(*this, n->mask.defined());
       std::string access = pointer_name(n->buffer->name) + "[" + index(n->index, scope) + "]";
       if (!n->mask.defined()) return access;
       const std::string zero = literal(*Constant::make(0, n->dtype).as<Constant>());

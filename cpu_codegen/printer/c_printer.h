@@ -102,6 +102,30 @@ class CPrinterBase {
     return std::nullopt;
   }
 
+  /// Called with the C texts of an indirect index's raw int64 value, the
+  /// smallest valid value (-size, or 0 for a leaf that does not wrap) and the
+  /// dimension's size, before the value is wrapped and clamped into range,
+  /// unless the index belongs to a masked load (which may hold anything
+  /// where its mask is off). A target may print a range check; the default
+  /// prints nothing (the clamp alone keeps memory safe).
+  virtual void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) {
+    (void)value, (void)lowest, (void)size;
+  }
+  /// While alive, indirect indices print without print_index_check.
+  class UncheckedIndices {
+   public:
+    UncheckedIndices(CPrinterBase& p, bool active) : p_(p), saved_(p.check_indices_) {
+      if (active) p.check_indices_ = false;
+    }
+    ~UncheckedIndices() { p_.check_indices_ = saved_; }
+    UncheckedIndices(const UncheckedIndices&) = delete;
+    UncheckedIndices& operator=(const UncheckedIndices&) = delete;
+
+   private:
+    CPrinterBase& p_;
+    bool saved_;
+  };
+
   // --- index expressions ------------------------------------------------------------
   /// `e` as a C int64 expression; floordiv/mod print as / and % where the
   /// dividend is provably nonnegative (loop variables are), else through the
@@ -129,6 +153,7 @@ class CPrinterBase {
   std::string index_text(const ir::IndexExpr& e,
                          const std::function<std::string(const ir::IndexExpr&)>& indirect) const;
   int next_name_ = 0;
+  bool check_indices_ = true;
 };
 
 /// Integer helpers generated code uses (wrapping arithmetic, Python // and

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/jit/runtime.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "lowering/ir/kernel.h"
 #include "support/kernel_handle.h"
@@ -31,7 +32,9 @@ class CpuKernelHandle final : public KernelHandle {
 
   const std::string& name() const override { return name_; }
   const char* device() const override { return "cpu"; }
-  void run(void* const* buffers, const int64_t* symbols, uintptr_t /*stream*/) const override { fn_(buffers, symbols); }
+  void run(void* const* buffers, const int64_t* symbols, uintptr_t /*stream*/) const override {
+    run_checked([&] { fn_(buffers, symbols); });
+  }
 
   const PrintedKernel& info() const { return info_; }
   const CompiledModule& module() const { return *module_; }

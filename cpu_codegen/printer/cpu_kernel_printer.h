@@ -89,6 +89,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
     if (it == locals_.end()) fail(cat("kernel ", k_.name, ": local ", ref.name, " used before its stage"));
     return it->second;
   }
+  /// Out-of-range indices reach the runtime, which raises IndexError after
+  /// the kernel as eager does (cppi_check_index, the prelude).
+  void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) override {
+    out_.line(cat("cppi_check_index(", value, ", ", lowest, ", ", size, ");"));
+  }
 
  private:
   // --- prologue ------------------------------------------------------------------

@@ -140,6 +140,7 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       auto stride = coefficient(n->index, var(vvar_));
       const bool contiguous = stride && stride->is_constant(1);
       if (n->mask.defined()) {
+        UncheckedIndices unchecked(*this, true);
         const CValue m = value(n->mask, scope);
         const std::string mask = m.vector ? m.text : as_mask(m, 4);
         const std::string lanes = lane_lambda(lane_element(*n, scope));

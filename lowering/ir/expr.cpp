@@ -175,7 +175,7 @@ Expr IndexIndirect::value() const { return Expr(value_node); }
 Expr indirect_position_value(const IndexIndirect& leaf) {
   Expr v = cast(leaf.value(), DType::Int64);
   Expr size = IndexValue::make(leaf.size);
-  Expr wrapped = where(compare(CompareOp::Lt, v, const_int(0)), binary(BinaryOp::Add, v, size), v);
+  Expr wrapped = leaf.wraps ? where(compare(CompareOp::Lt, v, const_int(0)), binary(BinaryOp::Add, v, size), v) : v;
   Expr last = IndexValue::make(leaf.size - 1);
   return binary(BinaryOp::Minimum, binary(BinaryOp::Maximum, wrapped, const_int(0)), last);
 }

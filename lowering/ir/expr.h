@@ -310,9 +310,10 @@ Expr where(Expr cond, Expr a, Expr b);
 /// loop variables and, if constant, >= 1 (an empty dimension has no
 /// position to clamp to: lowerings refuse it). A constant value folds to the
 /// constant position.
-IndexExpr indirect(Expr value, IndexExpr size);
+IndexExpr indirect(Expr value, IndexExpr size, bool wraps = true);
 /// The position an indirect leaf denotes, as an int64 value expression
-/// (min(max(v < 0 ? v + size : v, 0), size - 1) with v = cast<int64>(value)):
+/// (min(max(v < 0 ? v + size : v, 0), size - 1) with v = cast<int64>(value);
+/// without the wrap for a leaf that does not wrap):
 /// what the codegens print before an access through the leaf.
 Expr indirect_position_value(const IndexIndirect& leaf);
 

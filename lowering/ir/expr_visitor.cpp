@@ -74,7 +74,7 @@ IndexExpr ExprMutator::rewrite_index(const IndexExpr& index) {
       auto n = leaf.as<IndexIndirect>();
       Expr v = mutate(n->value());
       if (v.get() == n->value_node.get()) return leaf;
-      return indirect(v, n->size);
+      return indirect(v, n->size, n->wraps);
     });
   }
   return mutate_index(out);
@@ -172,7 +172,7 @@ IndexExpr replace_loads(const IndexExpr& index, const std::string& buffer, const
   return map_indirect(index, [&](const IndexExpr& leaf) {
     auto n = leaf.as<IndexIndirect>();
     Expr v = replace_loads(n->value(), buffer, f);
-    return v.same_as(n->value()) ? leaf : indirect(v, n->size);
+    return v.same_as(n->value()) ? leaf : indirect(v, n->size, n->wraps);
   });
 }
 
@@ -255,7 +255,7 @@ std::vector<Expr> indirect_values(const IndexExpr& index) {
   return out;
 }
 
-IndexExpr indirect(Expr value, IndexExpr size) {
+IndexExpr indirect(Expr value, IndexExpr size, bool wraps) {
   if (!value.defined() || !size.defined()) throw CompilerError(Error::internal("indirect: null value or size"));
   if (!is_integral(value.dtype())) {
     throw CompilerError(Error::internal(cat("indirect: index value ", value, " is ", dtype_name(value.dtype()),
@@ -268,12 +268,12 @@ IndexExpr indirect(Expr value, IndexExpr size) {
     throw CompilerError(Error::internal(cat("indirect: dimension of size ", *n, " has no position")));
   }
   if (auto c = value.as<Constant>(); c && size.constant()) {
-    return index_const(indirect_position(c->int_value, *size.constant()));
+    return index_const(indirect_position(c->int_value, *size.constant(), wraps));
   }
   std::set<std::string> vars = free_vars(value), symbols = free_symbols(value);
   for (const auto& s : ir::free_symbols(size)) symbols.insert(s);
   return IndexExpr(std::make_shared<IndexIndirect>(value.node_ptr(), std::move(size),
-                                                   std::move(vars), std::move(symbols)));
+                                                   std::move(vars), std::move(symbols), wraps));
 }
 
 std::set<std::string> local_refs(const Expr& e) {

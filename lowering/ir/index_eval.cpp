@@ -15,8 +15,8 @@ using detail::require_defined;
 
 // --- evaluation, substitution, free names -----------------------------------
 
-int64_t indirect_position(int64_t value, int64_t size) {
-  if (value < 0) value = detail::wrap_add(value, size);
+int64_t indirect_position(int64_t value, int64_t size, bool wraps) {
+  if (value < 0 && wraps) value = detail::wrap_add(value, size);
   return std::min(std::max<int64_t>(value, 0), size - 1);
 }
 
@@ -74,7 +74,7 @@ int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings, const Indire
       if (!indirect_value) throw CompilerError(Error::internal(cat("evaluate: ", e, " reads memory")));
       int64_t size = evaluate(n->size, bindings);
       if (size < 1) throw CompilerError(Error::internal(cat("evaluate: ", e, " indexes a dimension of size ", size)));
-      return indirect_position(indirect_value(*n), size);
+      return indirect_position(indirect_value(*n), size, n->wraps);
     }
   }
   return 0;
@@ -135,7 +135,7 @@ IndexExpr substitute(const IndexExpr& e, const std::map<std::string, IndexExpr>&
       bool touched = false;
       for (const auto& [name, to] : r) touched |= n->vars.count(name) || n->symbols.count(name);
       if (!touched) return e;
-      return indirect(substitute_indices(n->value(), r), sub(n->size));
+      return indirect(substitute_indices(n->value(), r), sub(n->size), n->wraps);
     }
   }
   return e;

@@ -67,12 +67,13 @@ CPPI_BINARY_INDEX_NODE_CTOR(Min)
 CPPI_BINARY_INDEX_NODE_CTOR(Max)
 #undef CPPI_BINARY_INDEX_NODE_CTOR
 IndexIndirect::IndexIndirect(std::shared_ptr<const ExprNode> v, IndexExpr sz, std::set<std::string> vs,
-                             std::set<std::string> ss)
-    : IndexNode(kKind, hash_mix(hash_mix(kind_seed(kKind), v->hash), sz.hash())),
+                             std::set<std::string> ss, bool w)
+    : IndexNode(kKind, hash_mix(hash_mix(hash_mix(kind_seed(kKind), v->hash), sz.hash()), w ? 1 : 0)),
       value_node(std::move(v)),
       size(std::move(sz)),
       vars(std::move(vs)),
-      symbols(std::move(ss)) {}
+      symbols(std::move(ss)),
+      wraps(w) {}
 
 // --- handle ----------------------------------------------------------------
 
@@ -148,6 +149,7 @@ int compare(const IndexExpr& a, const IndexExpr& b) {
       // values falls back to pointer order, which only affects term order).
       auto x = a.as<IndexIndirect>(), y = b.as<IndexIndirect>();
       if (int c = compare(x->size, y->size)) return c;
+      if (x->wraps != y->wraps) return x->wraps ? 1 : -1;
       if (x->value_node->hash != y->value_node->hash) return x->value_node->hash < y->value_node->hash ? -1 : 1;
       if (structurally_equal(x->value(), y->value())) return 0;
       return x->value_node.get() < y->value_node.get() ? -1 : 1;

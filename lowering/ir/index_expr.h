@@ -217,9 +217,14 @@ struct IndexIndirect final : IndexNode {
   const IndexExpr size;
   const std::set<std::string> vars;
   const std::set<std::string> symbols;
+  /// Negative values count from the end (advanced indexing, index_put). If
+  /// false they are out of range, as gather, index_select, embedding and
+  /// scatter have them.
+  const bool wraps;
   /// The wrapped value expression (an integer Expr; defined in expr.cpp).
   Expr value() const;
-  IndexIndirect(std::shared_ptr<const ExprNode> v, IndexExpr s, std::set<std::string> vs, std::set<std::string> ss);
+  IndexIndirect(std::shared_ptr<const ExprNode> v, IndexExpr s, std::set<std::string> vs, std::set<std::string> ss,
+                bool wraps);
 };
 
 inline IndexKind IndexExpr::kind() const { return node_->kind; }
@@ -285,9 +290,9 @@ int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings);
 using IndirectValueFn = std::function<int64_t(const IndexIndirect&)>;
 int64_t evaluate(const IndexExpr& e, const IndexBindings& bindings, const IndirectValueFn& indirect_value);
 /// The position an indirect leaf denotes for a raw `value` in a dimension of
-/// `size` >= 1: negative values wrap once, then the result is clamped into
-/// [0, size).
-int64_t indirect_position(int64_t value, int64_t size);
+/// `size` >= 1: negative values wrap once (if `wraps`), then the result is
+/// clamped into [0, size).
+int64_t indirect_position(int64_t value, int64_t size, bool wraps = true);
 
 /// The indirect leaves of `e` (IndexIndirect nodes; not those nested inside
 /// their values), each distinct leaf once, in print order. Codegen computes

@@ -106,7 +106,7 @@ void print(std::ostream& os, const IndexExpr& e) {
     }
     case IndexKind::Indirect: {
       auto n = e.as<IndexIndirect>();
-      os << "indirect(" << to_string(n->value()) << ", " << n->size << ")";
+      os << (n->wraps ? "indirect(" : "indirect_nowrap(") << to_string(n->value()) << ", " << n->size << ")";
       return;
     }
   }

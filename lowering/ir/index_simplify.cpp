@@ -347,7 +347,7 @@ IndexExpr simplify(const IndexExpr& e, const VarRanges& ranges) {
       Expr v = simplify_indices(n->value(), ranges);
       IndexExpr size = simp(n->size);
       if (v.get() == n->value_node.get() && size.same_as(n->size)) return e;
-      return indirect(v, size);
+      return indirect(v, size, n->wraps);
     }
   }
   return e;

@@ -2,9 +2,11 @@
 // index.Tensor / _unsafe_index (advanced indexing), index_put (without
 // accumulate) and scatter (without reduce). Each position read from an index
 // tensor becomes an indirect index leaf (ir::indirect, expr.h): negative
-// indices wrap, and an index eager would reject with IndexError is clamped
-// into the dimension, so a kernel never touches memory outside a buffer (the
-// result is unspecified there; eager would have raised).
+// indices wrap for advanced indexing and are out of range for the others, as
+// in eager. An index out of range is clamped into the dimension, so a kernel
+// never touches memory outside a buffer; the CPU kernel also reports it and
+// the call raises IndexError, as eager does (cppi_check_index). CUDA kernels
+// only clamp: eager's device-side assert has no counterpart yet.
 //
 // Writes through indices (index_put, scatter) are two nodes into the result
 // buffer: a copy of self, then one store per index position. With repeated
@@ -34,9 +36,10 @@ Status check_indexable(const IndexExpr& size) {
   return Status::success();
 }
 
-/// The position that `idx` holds at `coords` in a dimension of `size`.
+/// The position that `idx` holds at `coords` in a dimension of `size`. These
+/// ops (gather, index_select, embedding, scatter) reject negative indices.
 IndexExpr position(const TensorRef& idx, const std::vector<IndexExpr>& coords, const IndexExpr& size) {
-  return ir::indirect(load(idx, coords), size);
+  return ir::indirect(load(idx, coords), size, /*wraps=*/false);
 }
 
 bool same_sizes(const std::vector<IndexExpr>& a, const std::vector<IndexExpr>& b) {

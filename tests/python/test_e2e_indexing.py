@@ -122,18 +122,47 @@ def test_embedding_training_backward(device):
     check_model(emb, (idx,), grad=True)
 
 
-def test_out_of_range_index_is_clamped_not_a_crash():
+def test_out_of_range_index_raises_index_error_like_eager():
+    """The kernel reports the index (it goes on clamped, touching no memory
+    outside the tensor) and the call raises IndexError, as eager does; the
+    next call with valid indices runs normally. Also from a parallel,
+    vectorised loop (an embedding of 4096 rows)."""
+
     def f(x, i):
         return torch.index_select(x, 0, i) + 0
 
     x = torch.arange(12.0).reshape(4, 3)
-    with pytest.raises(IndexError):
-        f(x, torch.tensor([4]))
     compiled = compile_fn(f, options=NO_FALLBACK)
-    ok = torch.tensor([1, 3])
+    ok = torch.tensor([1, 3, 0])
     torch.testing.assert_close(compiled(x, ok), f(x, ok))
-    bad = torch.tensor([4, -5, 1 << 40, 2])
-    torch.testing.assert_close(compiled(x, bad), x[torch.tensor([3, 0, 3, 2])])
+    # index_select takes no negative index; advanced indexing counts it from the end.
+    for bad in (torch.tensor([4, 2]), torch.tensor([0, -1]), torch.tensor([1 << 40])):
+        with pytest.raises(IndexError):
+            f(x, bad)
+        with pytest.raises(IndexError, match="out of bounds for dimension with size 4"):
+            compiled(x, bad)
+    torch.testing.assert_close(compiled(x, ok), f(x, ok))
+
+    def take(x, i):
+        return x[i] * 2
+
+    compiled_take = compile_fn(take, options=NO_FALLBACK)
+    torch.testing.assert_close(compiled_take(x, torch.tensor([-4, 3, -1])), take(x, torch.tensor([-4, 3, -1])))
+    with pytest.raises(IndexError, match="index -5 is out of bounds"):
+        compiled_take(x, torch.tensor([1, -5]))
+
+    def embed(w, i):
+        return F.embedding(i, w) * 2
+
+    w = torch.randn(50, 256)
+    idx = torch.randint(0, 50, (4096,))
+    compiled_embed = compile_fn(embed, options=NO_FALLBACK)
+    torch.testing.assert_close(compiled_embed(w, idx), embed(w, idx))
+    idx[3000] = 50
+    with pytest.raises(IndexError):
+        embed(w, idx)
+    with pytest.raises(IndexError, match="index 50 is out of bounds"):
+        compiled_embed(w, idx)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)

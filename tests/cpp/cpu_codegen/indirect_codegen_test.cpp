@@ -2,7 +2,8 @@
 // scalar computed before the access (wrap, then clamp), an embedding stays
 // vectorised along its hidden dim, a gather or scatter along the vectorised
 // variable stays scalar; compiled results match the reference interpreter
-// for random indices in [-50, 50] (so wrapping and clamping both happen).
+// for random valid indices (negative ones wrap); an index out of range
+// raises after the kernel.
 #include <gtest/gtest.h>
 
 #include "cpu_codegen/printer/cpu_printer.h"
@@ -96,22 +97,50 @@ TEST(IndirectCodegen, GatherAlongTheVectorVariableStaysScalar) {
   EXPECT_EQ(scatter->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);  // contiguous along x1
 }
 
-TEST(IndirectCodegen, CompiledMatchesTheInterpreterWithWrapAndClamp) {
+TEST(IndirectCodegen, CompiledMatchesTheInterpreterWithWrap) {
+  // Indices in [-(size - 1), size - 1]: negative ones wrap, all are valid.
+  const std::pair<KernelPtr, int64_t> cases[] = {{embedding_kernel(33, 10, 37), 9},
+                                                 {embedding_kernel(16, 120, 64), 119},
+                                                 {gather_kernel(9, 13, 21), 12},
+                                                 {gather_1d_kernel(1000, 7), 6}};
   for (const CpuTarget& t : {target(), target(1 << 30)}) {
-    for (const auto& k : {embedding_kernel(33, 10, 37), embedding_kernel(16, 120, 64), gather_kernel(9, 13, 21),
-                          gather_1d_kernel(1000, 7)}) {
+    for (const auto& [k, range] : cases) {
       RunOptions o;
+      o.int_range = range;
       auto scheduled = schedule_for_cpu(k, t);
       EXPECT_EQ(run_and_compare(scheduled, o), "") << k->name << " " << to_string(scheduled->schedule);
     }
   }
 }
 
+TEST(IndirectCodegen, AnOutOfRangeIndexRaisesAfterTheKernel) {
+  // Indices in [-50, 50] for dimensions of 7 to 120: serial, parallel and
+  // vectorised kernels all report to the caller, which throws IndexOutOfRange
+  // (IndexError in Python), as eager raises; the kernel itself ran clamped.
+  for (const CpuTarget& t : {target(), target(1 << 30)}) {
+    for (const auto& k : {embedding_kernel(33, 10, 37), gather_kernel(9, 13, 21), gather_1d_kernel(1000, 7),
+                          scatter_rows_kernel(8, 5, 64)}) {
+      auto scheduled = schedule_for_cpu(k, t);
+      try {
+        run_and_compare(scheduled, RunOptions{});
+        ADD_FAILURE() << k->name << ": no error";
+      } catch (const CompilerError& e) {
+        EXPECT_EQ(e.error().kind, Error::Kind::IndexOutOfRange) << e.what();
+        EXPECT_NE(std::string(e.what()).find("is out of bounds for dimension with size"), std::string::npos);
+      }
+    }
+  }
+  EXPECT_NE(source_of(schedule_for_cpu(embedding_kernel(64, 10, 64), target())).find("cppi_check_index("),
+            std::string::npos);
+}
+
 TEST(IndirectCodegen, ScatterWithDistinctPositionsMatchesTheInterpreter) {
   // Random indices repeat, and which repeated write wins is unspecified; a
   // single row keeps every position distinct.
   auto k = schedule_for_cpu(scatter_rows_kernel(1, 5, 40), target());
-  EXPECT_EQ(run_and_compare(k, RunOptions{}), "");
+  RunOptions o;
+  o.int_range = 4;
+  EXPECT_EQ(run_and_compare(k, o), "");
 }
 
 }  // namespace

@@ -182,10 +182,10 @@ double element_as_double(const std::vector<uint8_t>& bytes, DType t, int64_t i) 
   return 0;
 }
 
-void fill_random(std::vector<uint8_t>* bytes, DType t, std::mt19937* rng, bool specials) {
+void fill_random(std::vector<uint8_t>* bytes, DType t, std::mt19937* rng, bool specials, int64_t int_range) {
   const int64_t n = static_cast<int64_t>(bytes->size()) / dtype_size(t);
   std::uniform_real_distribution<float> uf(-3.0f, 3.0f);
-  std::uniform_int_distribution<int> ui(-50, 50);
+  std::uniform_int_distribution<int> ui(static_cast<int>(-int_range), static_cast<int>(int_range));
   std::uniform_int_distribution<int> coin(0, 99);
   for (int64_t i = 0; i < n; ++i) {
     uint8_t* p = bytes->data() + i * dtype_size(t);
@@ -222,7 +222,7 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
   for (const auto& a : sig.buffers) {
     const int64_t n = evaluate(a.buffer->layout.storage_size(), options.symbols);
     std::vector<uint8_t> bytes(static_cast<size_t>(n * dtype_size(a.buffer->dtype)), 0);
-    if (a.read && !a.written) fill_random(&bytes, a.buffer->dtype, &rng, options.specials);
+    if (a.read && !a.written) fill_random(&bytes, a.buffer->dtype, &rng, options.specials, options.int_range);
     reference.push_back(bytes);
     compiled.push_back(bytes);
   }

@@ -42,6 +42,7 @@ struct RunOptions {
   bool specials = false;  // sprinkle NaN / inf / -inf into float inputs
   double rtol = 1.3e-5, atol = 1.5e-5;
   uint32_t seed = 1;
+  int64_t int_range = 50;  // integer inputs are drawn from [-int_range, int_range]
 };
 
 /// Compiles `kernel` (already scheduled) and runs it and the interpreter on
