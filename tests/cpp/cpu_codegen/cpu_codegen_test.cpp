@@ -279,6 +279,20 @@ TEST(CpuPrinter, CommonSubexpressionsAreNamedOnce) {
   EXPECT_EQ(loads, 2u) << text;  // once in the vector body, once in the tail
 }
 
+TEST(CpuPrinter, SinAndCosOfOneValueAreOneSincosInTheVectorLoop) {
+  auto m = print_one(schedule_for_cpu(sin_cos_kernel(1000), avx512_target(1 << 20)));
+  const std::string text = kernel_text(m);
+  const size_t tail = text.find("for (int64_t x0 = 992; x0 < 1000; ++x0) {");
+  ASSERT_NE(tail, std::string::npos) << text;
+  const std::string vector_loop = text.substr(0, tail);
+  EXPECT_TRUE(file_check(vector_loop, {"cppi_f32x16 tmp1, tmp2;", "cppi_sincos(tmp0, &tmp1, &tmp2);",
+                                       "(tmp1 + tmp2)", "cppi_sin(", "NOT:cppi_cos("}));
+  // Only one value takes both; the scalar tail keeps sin and cos (LLVM pairs
+  // scalar sinf and cosf of one value by itself).
+  EXPECT_EQ(vector_loop.find("cppi_sincos(", vector_loop.find("cppi_sincos(") + 1), std::string::npos) << text;
+  EXPECT_TRUE(file_check(text.substr(tail), {"cppi_sin(", "cppi_cos(", "NOT:cppi_sincos("}));
+}
+
 TEST(CpuPrinter, SymbolsMapToGraphOrder) {
   IndexExpr s1 = sym("s1");
   auto k = schedule_for_cpu(pointwise_kernel(s1), avx512_target());
@@ -322,6 +336,8 @@ TEST_P(CpuNumerics, Pointwise) {
   expect_matches(pointwise_kernel(GetParam()), false);
   expect_matches(pointwise_kernel(GetParam()), true);
 }
+
+TEST_P(CpuNumerics, SinAndCos) { expect_matches(sin_cos_kernel(GetParam()), true); }
 
 TEST_P(CpuNumerics, BroadcastAdd) { expect_matches(broadcast_add_kernel(7, GetParam()), true); }
 
@@ -432,7 +448,7 @@ TEST(CpuNumerics, GxxCompilesTheSameSource) {
   o.rtol = o.atol = 1e-4;
   for (auto k : {softmax_kernel(3, 77), op_zoo_kernel(45), row_reduction_kernel(ReductionKind::Welford, 3, 77),
                  column_reduction_kernel(ReductionKind::ArgMax, 9, 45), half_kernel(45, DType::BFloat16),
-                 full_reduction_kernel(ReductionKind::Sum, 100000)}) {
+                 full_reduction_kernel(ReductionKind::Sum, 100000), sin_cos_kernel(45)}) {
     EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target()), o), "") << k->name;
   }
 }
