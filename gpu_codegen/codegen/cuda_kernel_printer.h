@@ -27,7 +27,8 @@
 ///   blockIdx.x, slices start at split * S and step P S, and after the
 ///   combines the partials go to `<kernel>_partials<stage>[split * n + idx]`;
 ///   the group's last block folds them.
-/// - Reduction stages that form a run (ir::reduction_run_end) share one loop
+/// - Reduction stages that form a run (ir::reduction_run_end; in rows also
+///   the independent pointwise stages of ir::pass_run_end) share one loop
 ///   over their positions, their bodies over the first stage's loop
 ///   variables, so an element both read is loaded once (not in cached rows,
 ///   which read registers).
@@ -161,8 +162,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// owns. `used`: the loop variables the body needs (default: the stage's).
   void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
                          const std::set<std::string>* used = nullptr);
-  /// Reduction stages [first, end), a run of ir::reduction_run_end: one pass
-  /// over their loops updates every accumulator.
+  /// Stages [first, end), a run of ir::pass_run_end (column groups:
+  /// ir::reduction_run_end): one pass over their loops updates every
+  /// accumulator and stores the run's pointwise stages.
   void print_row_reductions(size_t first, size_t end);
   /// Split rows: stores this block's partial; the row's last block folds all.
   void print_split_combine(const ReductionStage& s, const std::string& acc, const std::string& scratch);

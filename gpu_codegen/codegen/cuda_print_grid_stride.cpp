@@ -120,7 +120,7 @@ void CudaKernelPrinter::print_vector_pointwise() {
       const CValue v = scalar_value(shifted, lanes);
       out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
       out_.close();
-      out_.line(cat("*(", vt, "*)(", pointer_name(st.buffer->name), " + ", index(st.index), ") = ", sv, ";"));
+      out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", sv, ");"));
       outer.forget_loads_of(st.buffer->name);
       std::vector<std::pair<Expr, std::string>> kept;
       for (auto& p : vloads) {

@@ -75,8 +75,10 @@ void CudaKernelPrinter::print_row_stages() {
       ++i;
       continue;
     }
-    // A cached row reads registers: one pass per stage costs no memory traffic.
-    const size_t end = cached_elements_ > 0 ? i + 1 : reduction_run_end(k_, i);
+    // A cached row reads registers: one pass per stage costs no memory
+    // traffic. Column groups fold runs of reductions only (their split
+    // combine stores a partial per stage of the run).
+    const size_t end = cached_elements_ > 0 ? i + 1 : column_groups_ ? reduction_run_end(k_, i) : pass_run_end(k_, i);
     print_row_reductions(i, end);
     i = end;
   }
@@ -257,18 +259,32 @@ void CudaKernelPrinter::print_column_split_combine(size_t end, const std::vector
 
 void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
   const auto& head = std::get<ReductionStage>(k_.stages[first]);
-  std::vector<std::string> accs;
+  std::vector<std::string> accs;  // "" for a pointwise stage of the pass
   std::vector<Expr> bodies;  // over the first stage's loop variables
+  std::vector<std::vector<Store>> stores(end - first);  // of the pass's pointwise stages, renamed likewise
   std::set<std::string> used;
   for (size_t i = first; i < end; ++i) {
-    const auto& s = std::get<ReductionStage>(k_.stages[i]);
     std::map<std::string, IndexExpr> rename;
-    for (size_t l = 0; l < s.loops.size(); ++l) rename[s.loops[l].var.as<IndexVar>()->name] = head.loops[l].var;
-    bodies.push_back(substitute_indices(s.body, rename));
+    const std::vector<Loop>& loops = loops_of(k_.stages[i]);
+    for (size_t l = 0; l < loops.size(); ++l) rename[loops[l].var.as<IndexVar>()->name] = head.loops[l].var;
     for (const auto& v : used_vars(k_.stages[i])) {
       auto it = rename.find(v);
       used.insert(it == rename.end() ? v : it->second.as<IndexVar>()->name);
     }
+    if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
+      std::string comment = cat("// stage ", i, ": store");
+      for (const auto& st : pw->stores) {
+        comment += " " + st.buffer->name;
+        stores[i - first].push_back(
+            Store::make(st.buffer, substitute(st.index, rename), substitute_indices(st.value, rename)));
+      }
+      out_.line(cat(comment, " (in the pass of stage ", first, ")"));
+      accs.emplace_back();
+      bodies.emplace_back();
+      continue;
+    }
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    bodies.push_back(substitute_indices(s.body, rename));
     accs.push_back(local_name(s.results[0]) + "_acc");
     const DType t = s.body.dtype();
     out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " over the row",
@@ -284,6 +300,10 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
   }
   for_each_position(first, [&](ValueScope& scope) {
     for (size_t i = first; i < end; ++i) {
+      if (accs[i - first].empty()) {
+        print_stores(stores[i - first], scope);
+        continue;
+      }
       const auto& s = std::get<ReductionStage>(k_.stages[i]);
       const DType t = s.body.dtype();
       const std::string& acc = accs[i - first];
@@ -302,6 +322,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
   }, &used);
   const bool column_split = column_groups_ && g_.row_splits > 1;
   for (size_t i = first; i < end; ++i) {
+    if (accs[i - first].empty()) continue;
     const auto& s = std::get<ReductionStage>(k_.stages[i]);
     const DType t = s.body.dtype();
     const std::string& acc = accs[i - first];

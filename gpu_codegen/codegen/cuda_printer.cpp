@@ -38,17 +38,20 @@ void CudaKernelPrinter::check_schedule() const {
     }
   }
   if (g_.row_splits != 1) {
-    // Rows: one looped reduction first. Column groups: a run of independent
-    // looped reductions first (one pass, partials of each). Loop-less stages after.
+    // Rows: one looped reduction first, with the pointwise stages of its
+    // pass. Column groups: a run of independent looped reductions first (one
+    // pass, partials of each). Loop-less stages after.
     const bool rows = g_.mapping == GpuMapping::RowPerBlock && v == 0;
     const bool columns = g_.mapping == GpuMapping::ColumnReduction && slices > 1;
     bool ok = (rows || columns) && g_.row_splits >= 2 && product_of(k_.outer).constant().has_value() &&
               !k_.stages.empty() && !loops_of(k_.stages[0]).empty();
-    const size_t looped = ok ? (rows ? 1 : reduction_run_end(k_, 0)) : 0;
+    const size_t looped = ok ? (rows ? pass_run_end(k_, 0) : reduction_run_end(k_, 0)) : 0;
     for (size_t i = 0; ok && i < k_.stages.size(); ++i) {
       const auto* red = std::get_if<ReductionStage>(&k_.stages[i]);
       if (i >= looped) {
         ok = loops_of(k_.stages[i]).empty();
+      } else if (rows && i > 0) {
+        ok = red == nullptr;
       } else {
         ok = red && (red->kind == ReductionKind::Sum || red->kind == ReductionKind::Max ||
                      red->kind == ReductionKind::Min);
@@ -56,7 +59,8 @@ void CudaKernelPrinter::check_schedule() const {
     }
     if (!ok) {
       fail(cat("kernel ", k_.name, ": row_splits ", g_.row_splits, " (RowPerBlock, not cached, or ColumnReduction "
-               "with row slices; constant outer extent; looped sums/max/min first, loop-less stages after them)"));
+               "with row slices; constant outer extent; looped sums/max/min first (rows: one, with the pointwise "
+               "stages of its pass), loop-less stages after them)"));
     }
   }
   if (g_.cache_vector != 1) {

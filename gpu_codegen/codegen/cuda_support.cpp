@@ -12,11 +12,33 @@ const char* cuda_codegen_support_source() {
 #define CPPI_INLINE __device__ __forceinline__
 
 // 16-byte (or narrower) vector accesses: a struct as aligned as it is wide,
-// which NVVM loads and stores with one ld/st.global.v* instruction.
+// which NVVM loads with one ld.global.v* instruction.
 template <class T, int N>
 struct alignas(sizeof(T) * N) cppi_vec {
   T v[N];
 };
+// Stores of 8 and 16 bytes go out as one st.global.v2/v4 through inline
+// PTX: NVVM split the store of a lane-by-lane filled cppi_vec (as a struct,
+// float4 or uint4 alike) into scalar stores once the address came from an
+// unravelled index (the transformer's gelu backward: four st.global.f32 per
+// thread, 0.213 ms against 0.188 ms with one st.global.v4; H200).
+template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T, N>& v) {
+  constexpr int bytes = sizeof(T) * N;
+  const unsigned int* w = reinterpret_cast<const unsigned int*>(&v);
+  if constexpr (bytes % 16 == 0) {
+#pragma unroll
+    for (int i = 0; i < bytes / 16; ++i) {
+      asm volatile("{ .reg .u64 g; cvta.to.global.u64 g, %0; st.global.v4.b32 [g], {%1, %2, %3, %4}; }"
+                   : : "l"(reinterpret_cast<char*>(p) + 16 * i), "r"(w[4 * i]), "r"(w[4 * i + 1]),
+                       "r"(w[4 * i + 2]), "r"(w[4 * i + 3]) : "memory");
+    }
+  } else if constexpr (bytes == 8) {
+    asm volatile("{ .reg .u64 g; cvta.to.global.u64 g, %0; st.global.v2.b32 [g], {%1, %2}; }"
+                 : : "l"(p), "r"(w[0]), "r"(w[1]) : "memory");
+  } else {
+    *reinterpret_cast<cppi_vec<T, N>*>(p) = v;  // one scalar store anyway
+  }
+}
 
 )cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
 template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }

@@ -184,16 +184,18 @@ bool plain_partial(const ReductionStage& red) {
 
 /// Blocks to split each row of a RowPerBlock kernel across, 1 for none.
 /// Only for few, long rows (a full reduction: one row) of the shape
-/// "one looped reduction first, then loop-less stages", with a partial that
-/// is one plain number: a block per row would leave most of the GPU idle
-/// (H200, mse_loss's mean over 8192 x 2048: 3.4 ms on one SM).
+/// "one looped reduction first, with the pointwise stages of its pass
+/// (ir::pass_run_end), then loop-less stages", with a partial that is one
+/// plain number: a block per row would leave most of the GPU idle (H200,
+/// mse_loss's mean over 8192 x 2048: 3.4 ms on one SM).
 int row_splits(const Kernel& k, const GpuTarget& target, int threads, int64_t length_hint) {
   const std::optional<int64_t> rows = product_of(k.outer).constant();
   if (!rows || *rows * 4 > target.multiprocessors || k.stages.empty()) return 1;
   const auto* red = std::get_if<ReductionStage>(&k.stages[0]);
   if (!red || red->loops.empty() || !plain_partial(*red)) return 1;
+  const size_t pass = pass_run_end(k, 0);
   for (size_t i = 1; i < k.stages.size(); ++i) {
-    if (!loops_of(k.stages[i]).empty()) return 1;
+    if (i < pass ? !std::holds_alternative<PointwiseStage>(k.stages[i]) : !loops_of(k.stages[i]).empty()) return 1;
   }
   // Two blocks per multiprocessor over all rows, each folding at least 16
   // elements per thread, at most one partial per thread of the last block.

@@ -44,8 +44,9 @@
 ///   each cacheable load (row_cached_loads) is read once into an E-slot
 ///   register array before the first stage (single pass over global memory).
 ///   E = 0: every stage re-reads global memory (multi-pass, one kernel).
-///   row_splits P > 1 (RowPerBlock, E = 0, stage 0 the only looped stage, a
-///   reduction): block b takes row b / P and positions (b % P) T + t,
+///   row_splits P > 1 (RowPerBlock, E = 0, stage 0 a reduction and the
+///   only looped stage but for pointwise stages of its pass, ir::pass_run_end,
+///   which store as the pass visits): block b takes row b / P and positions (b % P) T + t,
 ///   stepping P T; each block stores its partial into a module-level array,
 ///   and the last of a row's P blocks to arrive (an atomic counter, reset by
 ///   it for the next launch) folds the P partials in order and runs the

@@ -27,6 +27,14 @@ struct BackendCapability {
   /// 0.54 ms with one of them uncoalesced, against 0.31 ms as two kernels on
   /// the H200); a separate kernel costs one launch.
   bool horizontal_reductions = true;
+  /// A reduction without outer loops splits its loops across threads, and a
+  /// pointwise stage over the same loops that is independent of it runs in
+  /// the same pass (ir::pass_run_end), each thread storing the elements it
+  /// folds. Without it such a stage would run serially (FusionHeuristics::
+  /// epilogues_need_outer_loops). The CUDA schedule splits a sum, max or min
+  /// this way across blocks (mse_loss's forward: the loss and the scaled
+  /// difference its backward reads, one pass over the inputs).
+  bool pointwise_in_split_reductions = false;
   /// A stage may load what an earlier stage of the kernel stored at another
   /// position of its loops (or in a loop-less stage). True when one thread
   /// runs all stages of an outer iteration (the CPU); a backend that splits
@@ -39,6 +47,7 @@ struct BackendCapability {
     BackendCapability c;
     c.stages_read_other_positions = false;
     c.horizontal_reductions = false;
+    c.pointwise_in_split_reductions = true;
     return c;
   }
 };

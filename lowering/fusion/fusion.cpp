@@ -192,11 +192,10 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
   }
 }
 
+bool meets(const std::set<std::string>& a, const std::set<std::string>& b) { return !fusion::first_common(a, b).empty(); }
+
 /// How strongly `node` relates to `group`, and the member it relates to most.
 std::pair<fusion::Affinity, int> affinity(const Program& p, const fusion::Group& group, size_t node) {
-  auto meets = [](const std::set<std::string>& a, const std::set<std::string>& b) {
-    return !fusion::first_common(a, b).empty();
-  };
   std::pair<fusion::Affinity, int> best{fusion::Affinity::None, -1};
   for (int m : group.members) {
     fusion::Affinity a = fusion::Affinity::None;
@@ -217,6 +216,34 @@ bool stores_contiguous(const ir::ComputeNode& n) {
   if (!pw || (*pw)->ranges.empty()) return true;
   auto stride = ir::coefficient((*pw)->store.index, ir::pointwise_var(static_cast<int>((*pw)->ranges.size()) - 1));
   return stride && stride->is_constant(1);
+}
+
+/// Whether pointwise stage `stage` of a kernel without outer loops can run in
+/// the pass of its one reduction (BackendCapability::pointwise_in_split_reductions):
+/// a sum, max or min over the same loop extents, and no data flows between
+/// the stage's nodes and the kernel's other nodes.
+bool runs_in_reduction_pass(const Program& p, const std::vector<fusion::PlannedStage>& planned,
+                            const fusion::PlannedStage& stage) {
+  const fusion::PlannedStage* reduction = nullptr;
+  for (const auto& s : planned) {
+    if (!s.reduction) continue;
+    if (reduction) return false;
+    reduction = &s;
+  }
+  if (!reduction || stage.loops.empty() || reduction->loops != stage.loops) return false;
+  const auto& red = *std::get<ir::ReductionNodePtr>(*p.nodes[reduction->members.front()]);
+  if (red.kind != ir::ReductionKind::Sum && red.kind != ir::ReductionKind::Max && red.kind != ir::ReductionKind::Min)
+    return false;
+  for (const auto& other : planned) {
+    if (&other == &stage) continue;
+    for (int m : other.members) {
+      for (int x : stage.members) {
+        if (meets(p.reads[x], p.writes[m]) || meets(p.writes[x], p.reads[m]) || meets(p.writes[x], p.writes[m]))
+          return false;
+      }
+    }
+  }
+  return true;
 }
 
 /// Why `node` should not join `group`, asking the three layers in turn.
@@ -264,8 +291,10 @@ std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping
       auto extent = loop.constant();
       elements = extent && elements ? std::optional<int64_t>(*elements * *extent) : std::nullopt;
     }
-    if (auto why = fusion::why_not_loops_without_outer(options.heuristics, outer->size(), s.loops.size(), elements))
+    if (auto why = fusion::why_not_loops_without_outer(options.heuristics, outer->size(), s.loops.size(), elements)) {
+      if (capability.pointwise_in_split_reductions && runs_in_reduction_pass(p, planned, s)) continue;
       return why;
+    }
   }
   return std::nullopt;
 }

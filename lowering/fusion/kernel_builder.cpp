@@ -73,6 +73,72 @@ std::vector<Expr> stage_values(const ir::Stage& s) {
   return out;
 }
 
+std::set<std::string> buffer_names(const std::vector<ir::Access>& accesses) {
+  std::set<std::string> out;
+  for (const auto& a : accesses) out.insert(a.buffer->name);
+  return out;
+}
+
+bool disjoint(const std::set<std::string>& a, const std::set<std::string>& b) {
+  return std::none_of(a.begin(), a.end(), [&](const std::string& x) { return b.count(x) > 0; });
+}
+
+/// Whether stages `a` and `b` may run in either order: neither reads a
+/// reduction result or a buffer the other produces, and they store
+/// different buffers.
+bool commute(const ir::Stage& a, const ir::Stage& b) {
+  auto results = [](const ir::Stage& s) {
+    auto r = std::get_if<ir::ReductionStage>(&s);
+    return r ? std::set<std::string>(r->results.begin(), r->results.end()) : std::set<std::string>{};
+  };
+  auto refs = [](const ir::Stage& s) {
+    std::set<std::string> out;
+    for (const auto& v : stage_values(s)) {
+      for (const auto& name : ir::local_refs(v)) out.insert(name);
+    }
+    return out;
+  };
+  const auto reads_a = buffer_names(ir::reads(a)), reads_b = buffer_names(ir::reads(b));
+  const auto writes_a = buffer_names(ir::writes(a)), writes_b = buffer_names(ir::writes(b));
+  return disjoint(refs(a), results(b)) && disjoint(refs(b), results(a)) && disjoint(reads_a, writes_b) &&
+         disjoint(writes_a, reads_b) && disjoint(writes_a, writes_b);
+}
+
+bool same_extents(const std::vector<ir::Loop>& a, const std::vector<ir::Loop>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i].extent == b[i].extent)) return false;
+  }
+  return true;
+}
+
+/// Moves each looped pointwise stage up behind an earlier reduction over the
+/// same loop extents (and the stages already joined to it) when it commutes
+/// with every stage it passes, so a backend can run them in one pass
+/// (ir::pass_run_end). In program order, mse_loss's mean division comes
+/// between the sum and the scaled difference its backward reads.
+void hoist_into_reduction_passes(std::vector<ir::Stage>& stages) {
+  for (size_t j = 1; j < stages.size(); ++j) {
+    const auto* pw = std::get_if<ir::PointwiseStage>(&stages[j]);
+    if (!pw || pw->loops.empty()) continue;
+    size_t target = j;
+    for (size_t i = j; i-- > 0;) {
+      if (!commute(stages[i], stages[j])) break;
+      const auto* r = std::get_if<ir::ReductionStage>(&stages[i]);
+      if (r && same_extents(r->loops, pw->loops)) {
+        target = i + 1;
+        break;
+      }
+    }
+    while (target < j && std::holds_alternative<ir::PointwiseStage>(stages[target]) &&
+           same_extents(ir::loops_of(stages[target]), pw->loops)) {
+      ++target;
+    }
+    if (target < j) std::rotate(stages.begin() + static_cast<long>(target), stages.begin() + static_cast<long>(j),
+                                stages.begin() + static_cast<long>(j) + 1);
+  }
+}
+
 }  // namespace
 
 ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string name, std::vector<std::string> origins) {
@@ -138,6 +204,7 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
   // Reduction results nobody stored yet go last: every later use in this
   // kernel reads the LocalRef, so only other kernels need the memory.
   flush();
+  hoist_into_reduction_passes(stages);
   return ir::Kernel::make(std::move(name), group.device, outer, std::move(stages), ir::Schedule{}, std::move(origins));
 }
 

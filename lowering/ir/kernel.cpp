@@ -196,24 +196,53 @@ IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& ind
   return substitute(index, rename);
 }
 
-size_t reduction_run_end(const Kernel& k, size_t first) {
+namespace {
+
+/// The run of reduction_run_end / pass_run_end.
+size_t run_end(const Kernel& k, size_t first, bool with_pointwise) {
   const auto* head = std::get_if<ReductionStage>(&k.stages.at(first));
   if (!head || head->loops.empty()) return first + 1;
   std::set<std::string> run_results(head->results.begin(), head->results.end());
+  std::set<std::string> loaded, stored;  // buffers the run reads / its pointwise stages write
+  for (const auto& a : reads(k.stages[first])) loaded.insert(a.buffer->name);
   size_t end = first + 1;
   for (; end < k.stages.size(); ++end) {
-    const auto* r = std::get_if<ReductionStage>(&k.stages[end]);
-    if (!r || r->loops.size() != head->loops.size()) break;
+    const Stage& s = k.stages[end];
+    const auto* r = std::get_if<ReductionStage>(&s);
+    if (!r && !with_pointwise) break;
+    const std::vector<Loop>& loops = loops_of(s);
+    if (loops.size() != head->loops.size()) break;
     bool same = true;
-    for (size_t i = 0; i < r->loops.size(); ++i) same &= r->loops[i].extent == head->loops[i].extent;
+    for (size_t i = 0; i < loops.size(); ++i) same &= loops[i].extent == head->loops[i].extent;
     if (!same) break;
+    std::vector<Expr> values;
+    if (r) {
+      values.push_back(r->body);
+    } else {
+      for (const auto& st : std::get<PointwiseStage>(s).stores) values.push_back(st.value);
+    }
     bool independent = true;
-    for (const auto& name : local_refs(r->body)) independent &= !run_results.count(name);
+    for (const Expr& v : values) {
+      for (const auto& name : local_refs(v)) independent &= !run_results.count(name);
+    }
+    std::set<std::string> reads_here, writes_here;
+    for (const auto& a : reads(s)) reads_here.insert(a.buffer->name);
+    for (const auto& a : writes(s)) writes_here.insert(a.buffer->name);
+    for (const auto& b : reads_here) independent &= !stored.count(b) && !writes_here.count(b);
+    for (const auto& b : writes_here) independent &= !loaded.count(b) && !stored.count(b);
     if (!independent) break;
-    run_results.insert(r->results.begin(), r->results.end());
+    if (r) run_results.insert(r->results.begin(), r->results.end());
+    loaded.insert(reads_here.begin(), reads_here.end());
+    stored.insert(writes_here.begin(), writes_here.end());
   }
   return end;
 }
+
+}  // namespace
+
+size_t reduction_run_end(const Kernel& k, size_t first) { return run_end(k, first, false); }
+
+size_t pass_run_end(const Kernel& k, size_t first) { return run_end(k, first, true); }
 
 std::vector<Access> reads(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);

@@ -242,6 +242,13 @@ IndexExpr rename_stage_loops(const Kernel& k, size_t stage, const IndexExpr& ind
 /// `first` is not a reduction with loops or starts no longer run.
 size_t reduction_run_end(const Kernel& k, size_t first);
 
+/// As reduction_run_end, but the run may also hold looped pointwise stages
+/// over the same loop extents that read no result of the run and share no
+/// buffer with it (none stores what a stage of the run loads or stores): one
+/// pass then also stores them (mse_loss's forward folds the squared
+/// difference and stores the scaled difference its backward reads).
+size_t pass_run_end(const Kernel& k, size_t first);
+
 /// Loads in a stage / stores of a stage.
 std::vector<Access> reads(const Stage& s);
 std::vector<Access> writes(const Stage& s);

@@ -100,3 +100,21 @@ def test_layer_norm_weight_and_bias_gradients_fold_in_one_split_pass():
     assert "row_splits=8" in column, column
     assert column.count("for (int64_t pos") == 1, column
     assert column.count("atomicAdd(") == 1, column
+
+
+def test_mse_loss_forward_stores_the_scaled_difference_in_the_split_loss_pass():
+    """mse_loss's forward sums the squared difference over everything and
+    saves the scaled difference for the backward: one kernel whose split
+    pass (the sum across blocks) stores it too, reading both inputs once."""
+    target = torch.randn(64, 1024)
+
+    def loss(x: torch.Tensor) -> torch.Tensor:
+        return F.mse_loss(x * 2 + 1, target)
+
+    sources = dict(_cuda_sources(loss, (torch.randn(64, 1024, requires_grad=True),), grad=True))
+    forward = sources["forward"]
+    assert forward.count("__global__") == 1, forward
+    kernel = forward[forward.index("// schedule:"):]
+    assert re.search(r"row_splits=\d+", kernel), kernel
+    assert kernel.count("for (int64_t pos") == 1, kernel
+    assert "(in the pass of stage 0)" in kernel, kernel

@@ -75,6 +75,17 @@ def test_transformer_encoder_layer(training, device):
         check_model(layer, (torch.randn(2, 6, 16, device=device),), grad=training, reduction=True)
 
 
+def test_mse_loss_gradient_over_many_elements(device):
+    """Large enough that CUDA splits the loss across blocks, with the scaled
+    difference the backward reads stored in the same pass."""
+    target = torch.randn(256, 1024, device=device)
+
+    def loss(x):
+        return F.mse_loss(x * 2 + 1, target)
+
+    check_model(loss, (torch.randn(256, 1024, device=device),), grad=True, reduction=True)
+
+
 def test_mlp_training_step_sgd(device):
     """Two SGD steps: the compiled model's parameters end up equal to eager's."""
     torch.manual_seed(0)

@@ -332,6 +332,41 @@ TEST(Fusion, NodesOnDifferentDevicesNeverShareAKernel) {
   EXPECT_EQ(ks[1]->device, ir::Device::CUDA);
 }
 
+/// mse_loss's forward: the sum of squared differences over everything, its
+/// division, and the scaled difference the backward reads, in program order.
+GraphBuilder loss_and_scaled_difference(ir::Device device, int64_t rows, int64_t cols) {
+  GraphBuilder b;
+  b.device = device;
+  auto p = b.input("p", {rows, cols});
+  auto q = b.input("q", {rows, cols});
+  auto sum = b.temp("sum", {});
+  auto loss = b.output("loss", {});
+  auto scaled = b.output("scaled", {rows, cols});
+  auto diff = [&](IndexExpr i, IndexExpr j) { return ir::binary(BinaryOp::Sub, at(p, {i, j}), at(q, {i, j})); };
+  b.reduction("sum", sum, {rows, cols}, ReductionKind::Sum,
+              ir::binary(BinaryOp::Mul, diff(r(0), r(1)), diff(r(0), r(1))));
+  b.pointwise("div", loss, ir::binary(BinaryOp::TrueDiv, ir::load(sum, ir::index_const(0)), f32(rows * cols)));
+  b.pointwise("mul", scaled, ir::binary(BinaryOp::Mul, diff(x(0), x(1)), f32(2.0 / static_cast<double>(rows * cols))));
+  return b;
+}
+
+TEST(Fusion, ALongFullReductionTakesIndependentPointwiseIntoItsPassWhereTheBackendSplitsIt) {
+  // CUDA splits the sum across blocks: the scaled difference joins it and
+  // moves up behind it, so one pass reads p and q once.
+  auto cuda = loss_and_scaled_difference(ir::Device::CUDA, 1024, 1024);
+  Remarks remarks;
+  auto fused = run(cuda.graph, remarks);
+  auto ks = kernels(fused);
+  ASSERT_EQ(ks.size(), 1u) << remark_text(remarks);
+  EXPECT_EQ(stage_shape(*ks[0]), "R2 P2 P0");
+  EXPECT_EQ(ir::pass_run_end(*ks[0], 0), 2u);
+  EXPECT_EQ(compare_numerics(cuda.graph, fused), "");
+  // The CPU would run the pointwise loop serially beside its reduction.
+  auto cpu = loss_and_scaled_difference(ir::Device::CPU, 1024, 1024);
+  Remarks cpu_remarks;
+  EXPECT_EQ(kernels(run(cpu.graph, cpu_remarks)).size(), 2u);
+  EXPECT_NE(remark_text(cpu_remarks).find("would run serially"), std::string::npos) << remark_text(cpu_remarks);
+}
 
 TEST(Fusion, VeryExpensiveBroadcastProducerIsComputedOnce) {
   GraphBuilder b;

@@ -166,7 +166,7 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
                               "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
                               "idx += (int64_t)gridDim.x * 512",
                               "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
-                              "*(cppi_vec<float, 4>*)(out_out + "});
+                              "cppi_store_vec(out_out + "});
   // The scalar twin is a translation unit of its own, compiled only on demand.
   EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
   expect_in_order(m->kernels[0].scalar_twin_source,
@@ -311,6 +311,24 @@ TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
   EXPECT_EQ(rows.find("for (int64_t pos"), rows.rfind("for (int64_t pos"));
 }
 
+TEST(CudaPrinter, SplitFullReductionStoresItsIndependentPointwiseInThePass) {
+  // mse_loss's forward shape over 16 x 65536: the row is split across
+  // blocks, and each thread stores the halved difference of the positions
+  // it folds, so x and y are read once.
+  auto k = scheduled(sum_and_halved_difference(16, 65536));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 64);  // min(2 x 132, 1024, 2^20 / (16 x 1024))
+  const std::string src = source_of(k);
+  expect_in_order(src, {"for (int64_t pos = split * 1024 + tid; pos < 1048576; pos += 65536)",
+                        "red_total_acc = red_total_acc + ", "out_half[", "cppi_block_reduce(red_total_acc",
+                        "if (!sum_and_halved_difference_last) return;", "out_mean[0] = "});
+  size_t loops = 0, loads = 0;
+  for (size_t at = src.find("for (int64_t pos"); at != std::string::npos; at = src.find("for (int64_t pos", at + 1)) ++loops;
+  for (size_t at = src.find("in_x["); at != std::string::npos; at = src.find("in_x[", at + 1)) ++loads;
+  EXPECT_EQ(loops, 1u);
+  EXPECT_EQ(loads, 1u);
+}
+
 TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
   std::string src = source_of(with_gpu(column_sum(sym("s0"), sym("s1")), GpuMapping::ColumnReduction, 128, 1));
   expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
@@ -403,6 +421,7 @@ std::vector<Case> all_cases() {
       {"middle_sum_scale", middle_sum_scale(s0, 301, s1), {3, 37}},
       {"two_column_reductions", two_column_reductions(s0, s1), {1003, 70}},
       {"four_load_row_sums_cached", four_load_row_sums(37, 1000), {}},
+      {"sum_and_halved_difference", sum_and_halved_difference(s0, s1), {7, 300}},
       {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
   };
   return c;
@@ -433,6 +452,26 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
   // range reduction, so the PTX alone cannot show it).
   for (const auto& flag : nvrtc_flags(ptx->arch, {})) EXPECT_EQ(flag.find("fast_math"), std::string::npos) << flag;
   EXPECT_EQ(ptx->log.find("warning"), std::string::npos) << ptx->log.substr(0, 2000);
+}
+
+TEST(CudaNvrtc, VectorStoresAreOneInstruction) {
+  REQUIRE_NVRTC();
+  // A store of a lane-by-lane filled cppi_vec came out as four st.global.f32
+  // when copied as a struct (or as float4/uint4) to an unravelled 3-d index;
+  // through cppi_store_vec it is one st.global.v4. The f16 kernel stores 8
+  // halves: one 16-byte store too.
+  const std::vector<KernelPtr> kernels = {gelu_backward_3d(16, 1024, 4096), gelu_bias(4096, 4096, DType::Float16)};
+  for (const auto& k : kernels) {
+    auto m = print_cuda_module({scheduled(k)}, kSymbols);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    auto ptx = compile_cuda(m->source, "vector_stores.cu", 90);
+    ASSERT_TRUE(ptx.ok()) << ptx.error().message;
+    const std::string& text = ptx->ptx;
+    EXPECT_NE(text.find("st.global.v4."), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.f32"), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.b16"), std::string::npos) << k->name;
+    EXPECT_EQ(text.find("st.global.u16"), std::string::npos) << k->name;
+  }
 }
 
 // --- on a GPU: compare with the reference interpreter ----------------------------------------------
@@ -630,6 +669,15 @@ TEST(CudaRun, SplitRowsMatchTheInterpreterLaunchAfterLaunch) {
     ASSERT_TRUE(out->download(&sum, sizeof sum).ok());
     EXPECT_EQ(sum, static_cast<float>(launch) * (1 << 20)) << "launch " << launch;
   }
+}
+
+TEST(CudaRun, SplitReductionWithPointwiseInItsPassMatchesTheInterpreter) {
+  REQUIRE_GPU();
+  // Exact sums (eighths): 40000 differences up to 6 stay below 2^18.
+  auto k = scheduled(sum_and_halved_difference(8, 5000));
+  ASSERT_GT(k->schedule.gpu.row_splits, 1);
+  run_and_compare("split sum + pointwise", k, {}, /*specials=*/false, 31, /*launches=*/3, /*eighths=*/true);
+  run_and_compare("split sum + pointwise (NaN/inf)", k, {}, /*specials=*/true, 32);
 }
 
 TEST(CudaRun, SplitColumnGroupsMatchTheInterpreterLaunchAfterLaunch) {

@@ -53,6 +53,19 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
                       {"add", "gelu"});
 }
 
+KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c) {
+  auto g = input("g", DType::Float32, {a, b, c}), x = input("x", DType::Float32, {a, b, c});
+  auto out = output("out", DType::Float32, {a, b, c});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), x2 = var("x2");
+  Expr xv = load(x, x->layout.index({x0, x1, x2}));
+  Expr cdf = mul(add(unary(UnaryOp::Erf, mul(xv, const_float(0.7071067811865476))), const_float(1)), const_float(0.5));
+  Expr pdf = mul(unary(UnaryOp::Exp, mul(mul(xv, xv), const_float(-0.5))), const_float(0.3989422804014327));
+  Expr v = mul(load(g, g->layout.index({x0, x1, x2})), add(cdf, mul(xv, pdf)));
+  return Kernel::make("gelu_backward_3d", Device::CUDA, {{x0, a}, {x1, b}, {x2, c}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1, x2}), v)}}}, {},
+                      {"gelu_backward"});
+}
+
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols) {
   auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, cols});
   IndexExpr x0 = var("x0"), x1 = var("x1");
@@ -107,6 +120,20 @@ KernelPtr two_column_reductions(const IndexExpr& rows, const IndexExpr& cols) {
   auto top = ReductionStage::make({{r1, rows}}, ReductionKind::Max, load(g, g->layout.index({r1, x0})), {"gmax"});
   return Kernel::make("two_column_reductions", Device::CUDA, {{x0, cols}},
                       {dot, top, PointwiseStage{{}, {Store::make(gw, x0, dot.result()), Store::make(gmax, x0, top.result())}}});
+}
+
+KernelPtr sum_and_halved_difference(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), y = input("y", DType::Float32, {rows, cols});
+  auto half = output("half", DType::Float32, {rows, cols}), mean = output("mean", DType::Float32, {});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), r0 = var("r0"), r1 = var("r1");
+  auto diff = [&](const IndexExpr& i, const IndexExpr& j) {
+    return sub(load(x, x->layout.index({i, j})), load(y, y->layout.index({i, j})));
+  };
+  auto red = ReductionStage::make({{r0, rows}, {r1, cols}}, ReductionKind::Sum, diff(r0, r1), {"total"});
+  PointwiseStage halved{{{x0, rows}, {x1, cols}}, {Store::make(half, half->layout.index({x0, x1}), mul(diff(x0, x1), const_float(0.5)))}};
+  Expr n = cast(IndexValue::make(rows * cols), DType::Float32);
+  return Kernel::make("sum_and_halved_difference", Device::CUDA, {},
+                      {red, halved, PointwiseStage{{}, {Store::make(mean, index_const(0), div(red.result(), n))}}});
 }
 
 KernelPtr four_load_row_sums(const IndexExpr& rows, const IndexExpr& cols, int loads) {

@@ -14,12 +14,20 @@ namespace cppi::gpu::testing {
 using ir::IndexExpr;
 using ir::KernelPtr;
 
+/// No outer loop: the sum of x - y over rows x cols, the difference halved
+/// (a pointwise stage over the same loops, independent of the sum) and the
+/// mean (mse_loss's forward shape, ir::pass_run_end = 2).
+KernelPtr sum_and_halved_difference(const IndexExpr& rows, const IndexExpr& cols);
+
 /// out[i, j] = relu(x[i, j] + b[j]) * 2 over (rows, cols).
 KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// out = sin(x) + cos(x), 1-D.
 KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
 /// out[i, j] = gelu(x[i, j] + b[j]) (erf form).
 KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// gelu's backward over a 3-d [a, b, c] (the transformer's MLP: its index
+/// is unravelled from three loops).
+KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c);
 /// out[i, j] = where(isnan(x), -1, x) + (float)j: NaN handling, IndexValue.
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
 /// out[i] = sum / max / min / argmax / prod over j of x[i, j] (float32; argmax
