@@ -83,12 +83,15 @@ struct cppi_runtime_abi {
   void (*parallel)(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads);
   // The number of threads kernels should split work for (set_num_threads).
   int32_t (*max_threads)(void);
+  // Faults in the pages of [p, p + bytes) for writing in one batch when they
+  // are fresh (cpu_codegen/jit/prefault.h); best effort, contents unchanged.
+  void (*prefault_for_write)(void* p, int64_t bytes);
 };
 
-#define CPPI_RUNTIME_ABI_VERSION 1
+#define CPPI_RUNTIME_ABI_VERSION 2
 
 #if defined(CPPI_PRELUDE_DEFINES_RUNTIME)
-__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0};
+__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0, 0};
 #define CPPI_RT cppi_runtime_slot
 #else
 extern const struct cppi_runtime_abi cppi_runtime;
@@ -780,6 +783,12 @@ CPPI_INLINE int64_t cppi_parallel_num_chunks(int64_t begin, int64_t end, int64_t
   if (n <= grain) return 1;
   const int64_t threads = CPPI_RT.max_threads ? CPPI_RT.max_threads() : 1;
   return cppi_max_i<int64_t>(1, cppi_min_i<int64_t>(threads, cppi_div_up(n, grain)));
+}
+
+// A parallel chunk's dense output range, faulted in before the chunk writes
+// it (the schedule's prefault_outputs).
+CPPI_INLINE void cppi_prefault_for_write(void* p, int64_t bytes) {
+  if (CPPI_RT.prefault_for_write) CPPI_RT.prefault_for_write(p, bytes);
 }
 
 template <class F>

@@ -217,3 +217,27 @@ def test_sin_and_cos_of_one_value_share_a_sincos(compiler, tmp_path):
     vector_body = source[source.index("// kernel: "):]
     assert vector_body.count("cppi_sincos(") == 1, vector_body
     assert "cppi_sin(tmp" in vector_body and "cppi_cos(" not in vector_body.split("CPPI_NO_AUTOVEC")[1], vector_body
+
+
+@pytest.mark.parametrize("compiler", ["default", "gxx"])
+def test_large_dense_outputs_are_prefaulted_per_chunk(compiler, tmp_path):
+    """Kernels writing large outputs densely fault each parallel chunk's range
+    in one batch first (fresh pages only; CpuSchedule::prefault_outputs):
+    results, NaN and inf included, stay eager's, for fresh outputs and for a
+    large input updated in place (resident pages: left alone)."""
+
+    def f(x, b):
+        return torch.nn.functional.gelu(x + b), torch.sin(x) * 2
+
+    def in_place(x):
+        x.mul_(3)
+        return x + 1
+
+    x = torch.randn(1024, 1100)
+    x[0, :2] = torch.tensor([float("nan"), -float("inf")])  # (eager's gelu(+inf) is NaN, Inductor's and ours inf)
+    x[-1, -2:] = torch.tensor([float("nan"), -0.0])
+    options = {"cpu_compiler": compiler, "debug_dir": str(tmp_path)}
+    check_model(f, (x, torch.randn(1100)), options=options)
+    check_model(in_place, (x,), options=options)
+    sources = [p.read_text() for p in sorted(tmp_path.glob("*/kernels.cpp"))]
+    assert sources and all("cppi_prefault_for_write(" in s for s in sources), sources

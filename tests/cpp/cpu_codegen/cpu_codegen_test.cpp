@@ -118,7 +118,41 @@ TEST(CpuSchedule, TransposedStoresStayScalar) {
   EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
 }
 
+TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
+  // 1024 x 1100 floats: 4.4 MB, written densely in loop order.
+  EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_TRUE(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_NE(explain_cpu_schedule(*broadcast_add_kernel(1024, 1100), avx512_target()).find("prefaulted"), std::string::npos);
+  // Small outputs, symbolic sizes, reductions and transposed stores: no.
+  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(sym("s0"), 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_FALSE(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 1024, 4096), avx512_target())
+                   ->schedule.cpu.prefault_outputs);
+  auto in = input("arg0", DType::Float32, {2048, 2048});
+  auto out = output("buf0", DType::Float32, {2048, 2048});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  auto transpose = Kernel::make("transpose_0", Device::CPU, {Loop{x0, 2048}, Loop{x1, 2048}},
+                                {PointwiseStage{{}, {Store::make(out, x1 * 2048 + x0, load(in, x0 * 2048 + x1))}}});
+  EXPECT_FALSE(schedule_for_cpu(transpose, avx512_target())->schedule.cpu.prefault_outputs);
+}
+
 // --- generated source ---------------------------------------------------------------------------
+
+TEST(CpuPrinter, PrefaultedOutputsAreFaultedInPerChunkBeforeTheLoops) {
+  auto rows = print_one(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(rows),
+                         {"prefault_outputs=yes", "[&](int64_t begin, int64_t end) {",
+                          "cppi_prefault_for_write(&out_buf0[(1100) * (begin)], (1100) * ((end) - (begin)) * "
+                          "(int64_t)sizeof(out_buf0[0]));",
+                          "for (int64_t x0 = begin; x0 < end; ++x0) {"}));
+  // One vectorised loop, parallel in blocks of 16: elements [begin * 16, min(end * 16, n)).
+  auto flat = print_one(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(flat), {"cppi_prefault_for_write(&out_buf0[1 * (begin * 16)], 1 * "
+                                             "((cppi_min_i<int64_t>(end * 16, 2097152)) - (begin * 16))"}));
+  auto small = print_one(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target()));
+  EXPECT_EQ(small.source.find("cppi_prefault_for_write("), std::string::npos);
+}
+
 
 TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
   auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20));
@@ -415,6 +449,14 @@ TEST_P(CpuNumerics, FullReductions) {
 
 // 64: exactly one group of the 4 max/min accumulators; 1023: groups, whole vectors after them, a tail.
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
+
+TEST(CpuNumerics, PrefaultedOutputs) {
+  for (auto k : {broadcast_add_kernel(1024, 1100), pointwise_kernel((1 << 20) + 7)}) {
+    auto scheduled = schedule_for_cpu(k, avx512_target());
+    ASSERT_TRUE(scheduled->schedule.cpu.prefault_outputs) << k->name;
+    EXPECT_EQ(run_and_compare(scheduled, {}), "") << k->name;
+  }
+}
 
 TEST(CpuNumerics, SymbolicSizes) {
   RunOptions o;
