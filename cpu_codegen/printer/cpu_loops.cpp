@@ -10,15 +10,21 @@ namespace cppi::cpu::detail {
 
 void CpuKernelPrinter::print_prefault(const std::string& lo, const std::string& hi, const std::string& inner) {
   if (!sched_.prefault_outputs) return;
-  // The schedule checked that every store writes its buffer densely in outer
-  // loop order: outer iterations [lo, hi) write elements [lo, hi) * inner.
+  // The schedule checked that every store writes its buffer densely in the
+  // order of the outer loops, then its stage's loops: outer iterations
+  // [lo, hi) write elements [lo, hi) * inner * (the stage's extents).
   std::set<std::string> done;
   for (const auto& st : k_.stages) {
-    for (const auto& store : std::get<PointwiseStage>(st).stores) {
-      const std::string p = pointer_name(store.buffer->name);
-      if (!done.insert(p).second) continue;
-      out_.line(cat("cppi_prefault_for_write(&", p, "[", inner, " * (", lo, ")], ", inner, " * ((", hi, ") - (", lo,
-                    ")) * (int64_t)sizeof(", p, "[0]));"));
+    const auto* p = std::get_if<PointwiseStage>(&st);
+    if (!p) continue;
+    std::vector<IndexExpr> extents;
+    for (const auto& l : p->loops) extents.push_back(l.extent);
+    const std::string per_iteration = extents.empty() ? inner : cat(inner, " * ", index(product(extents)));
+    for (const auto& store : p->stores) {
+      const std::string ptr = pointer_name(store.buffer->name);
+      if (!done.insert(ptr).second) continue;
+      out_.line(cat("cppi_prefault_for_write(&", ptr, "[", per_iteration, " * (", lo, ")], ", per_iteration, " * ((", hi,
+                    ") - (", lo, ")) * (int64_t)sizeof(", ptr, "[0]));"));
     }
   }
 }

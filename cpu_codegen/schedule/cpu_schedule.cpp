@@ -231,27 +231,29 @@ int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<In
   return w;
 }
 
-/// True when every store of `k` (pointwise stages without loops only) writes
-/// its buffer densely in the row-major order of the outer loops: index =
-/// sum x_i * (product of the later extents), every extent constant, the
-/// buffer exactly that many elements. A parallel chunk of outer iterations
-/// then writes one contiguous range of each output.
+/// True when every store of `k` writes its buffer densely in row-major order
+/// of the outer loops and then its stage's loops: index = sum v_i * (product
+/// of the later extents), every extent constant, the buffer exactly that many
+/// elements. A parallel chunk of outer iterations then writes one contiguous
+/// range of each output. `min_output_bytes`: the smallest such output.
 bool writes_outputs_densely(const Kernel& k, int64_t* min_output_bytes) {
-  std::vector<IndexExpr> vars;
-  std::vector<int64_t> strides(k.outer.size(), 1);
-  int64_t total = 1;
-  for (size_t i = k.outer.size(); i-- > 0;) {
-    auto c = k.outer[i].extent.constant();
-    if (!c || *c <= 0) return false;
-    strides[i] = total;
-    total *= *c;
-  }
-  for (const auto& l : k.outer) vars.push_back(l.var);
   *min_output_bytes = INT64_MAX;
   bool any = false;
   for (const auto& st : k.stages) {
     const auto* p = std::get_if<PointwiseStage>(&st);
-    if (!p || !p->loops.empty()) return false;
+    if (!p) continue;  // reductions store nothing themselves
+    std::vector<Loop> loops = k.outer;
+    loops.insert(loops.end(), p->loops.begin(), p->loops.end());
+    std::vector<IndexExpr> vars;
+    std::vector<int64_t> strides(loops.size(), 1);
+    int64_t total = 1;
+    for (size_t i = loops.size(); i-- > 0;) {
+      auto c = loops[i].extent.constant();
+      if (!c || *c <= 0 || total > INT64_MAX / 16 / *c) return false;
+      strides[i] = total;
+      total *= *c;
+    }
+    for (const auto& l : loops) vars.push_back(l.var);
     for (const auto& store : p->stores) {
       auto form = affine_form(store.index, vars);
       auto numel = store.buffer->layout.storage_size().constant();

@@ -129,7 +129,8 @@ struct CpuSchedule {
   /// Each parallel chunk first faults in, in one batch, the range of every
   /// output it writes, if those pages are fresh (cppi_prefault_for_write).
   /// Only for kernels whose every store writes its buffer densely in the order
-  /// of the outer loops, so a chunk's stores cover one contiguous range.
+  /// of the outer loops and then its stage's loops, so a chunk's stores cover
+  /// one contiguous range of each output.
   bool prefault_outputs = false;
 };
 

@@ -239,5 +239,6 @@ def test_large_dense_outputs_are_prefaulted_per_chunk(compiler, tmp_path):
     options = {"cpu_compiler": compiler, "debug_dir": str(tmp_path)}
     check_model(f, (x, torch.randn(1100)), options=options)
     check_model(in_place, (x,), options=options)
+    check_model(lambda x: torch.softmax(x, dim=-1), (x,), options=options, reduction=True)  # a row kernel
     sources = [p.read_text() for p in sorted(tmp_path.glob("*/kernels.cpp"))]
     assert sources and all("cppi_prefault_for_write(" in s for s in sources), sources

@@ -123,6 +123,8 @@ TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
   EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
   EXPECT_TRUE(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target())->schedule.cpu.prefault_outputs);
   EXPECT_NE(explain_cpu_schedule(*broadcast_add_kernel(1024, 1100), avx512_target()).find("prefaulted"), std::string::npos);
+  // A row kernel's pointwise stage writes rows densely too (softmax's output).
+  EXPECT_TRUE(schedule_for_cpu(softmax_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
   // Small outputs, symbolic sizes, reductions and transposed stores: no.
   EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target())->schedule.cpu.prefault_outputs);
   EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(sym("s0"), 1100), avx512_target())->schedule.cpu.prefault_outputs);
@@ -149,6 +151,10 @@ TEST(CpuPrinter, PrefaultedOutputsAreFaultedInPerChunkBeforeTheLoops) {
   auto flat = print_one(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target()));
   EXPECT_TRUE(file_check(kernel_text(flat), {"cppi_prefault_for_write(&out_buf0[1 * (begin * 16)], 1 * "
                                              "((cppi_min_i<int64_t>(end * 16, 2097152)) - (begin * 16))"}));
+  auto softmax = print_one(schedule_for_cpu(softmax_kernel(1024, 1100), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(softmax), {"cppi_prefault_for_write(&out_buf0[(1) * 1100 * (begin)], (1) * 1100 * "
+                                                "((end) - (begin))",
+                                                "for (int64_t x0 = begin; x0 < end; ++x0) {"}));
   auto small = print_one(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target()));
   EXPECT_EQ(small.source.find("cppi_prefault_for_write("), std::string::npos);
 }
@@ -451,7 +457,7 @@ TEST_P(CpuNumerics, FullReductions) {
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
 
 TEST(CpuNumerics, PrefaultedOutputs) {
-  for (auto k : {broadcast_add_kernel(1024, 1100), pointwise_kernel((1 << 20) + 7)}) {
+  for (auto k : {broadcast_add_kernel(1024, 1100), pointwise_kernel((1 << 20) + 7), softmax_kernel(1024, 1100)}) {
     auto scheduled = schedule_for_cpu(k, avx512_target());
     ASSERT_TRUE(scheduled->schedule.cpu.prefault_outputs) << k->name;
     EXPECT_EQ(run_and_compare(scheduled, {}), "") << k->name;
