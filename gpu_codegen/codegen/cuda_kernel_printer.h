@@ -151,6 +151,11 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_serial_reduction(const ReductionStage& s, size_t i);
   void print_serial_pointwise(const PointwiseStage& s);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+  /// Evaluates into `outer`, where the printer stands, the largest
+  /// subexpressions of `roots` that use no variable named in `vars` (loop
+  /// invariants: a vector's bias, a row's rstd), so a loop over those
+  /// variables computes them once.
+  void hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars, ValueScope& outer);
 
   // --- row mappings ---------------------------------------------------------------------------
   void print_rows();
@@ -173,6 +178,23 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
   std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
   void print_row_pointwise(const PointwiseStage& s, size_t i);
+  /// A looped pointwise stage of a row cached in V-element vectors
+  /// (cache_vector V > 1): each group of V slots computes its values lane by
+  /// lane and stores them with one cppi_store_vec per store.
+  void print_cached_vector_stores(const PointwiseStage& s, size_t i);
+  /// What a stage of a cached row reads from the register cache (each load
+  /// with its cacheN[slot] text) and the loop variables the rest needs.
+  struct RowCacheReads {
+    std::vector<std::pair<Expr, std::string>> from_cache;
+    std::set<std::string> used;
+  };
+  RowCacheReads row_cache_reads(size_t stage) const;
+  /// Whether a load at `index` in stage `stage` of a row cached in vectors
+  /// is affine with stride 1 along the row: print_cached_vector_stores reads
+  /// it as one vector per slot group.
+  bool row_vector_access(size_t stage, const IndexExpr& index) const;
+  /// The outer loop variables, then the canonical row variables.
+  std::vector<IndexExpr> row_vector_vars() const;
 
   // --- reductions -------------------------------------------------------------------------------
   std::string state_type(ReductionKind kind, DType t) const;

@@ -67,6 +67,31 @@ void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScop
   }
 }
 
+void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars,
+                                         ValueScope& outer) {
+  // A load of something the kernel writes stays where it is: a store inside
+  // the loop may change it.
+  std::set<std::string> written;
+  for (const auto& a : sig_.buffers) {
+    if (a.written) written.insert(a.buffer->name);
+  }
+  std::function<void(const Expr&)> hoist = [&](const Expr& e) {
+    if (e.as<Constant>() || e.as<LocalRef>()) return;
+    const std::set<std::string> used = free_vars(e);
+    bool invariant = std::none_of(used.begin(), used.end(), [&](const std::string& v) { return vars.count(v) > 0; });
+    for (const Expr& x : post_order({e})) {
+      const auto* l = x.as<Load>();
+      invariant = invariant && !(l && written.count(l->buffer->name));
+    }
+    if (invariant) {
+      scalar_value(e, outer);
+      return;
+    }
+    for (const Expr& o : operands(e)) hoist(o);
+  };
+  for (const Expr& root : roots) hoist(root);
+}
+
 void CudaKernelPrinter::print_vector_pointwise() {
   const int b = g_.block_size;
   const int w = g_.elements_per_thread;
@@ -83,14 +108,6 @@ void CudaKernelPrinter::print_vector_pointwise() {
   // Vector loads by (buffer, index), each a cppi_vec named vN.
   std::vector<std::pair<Expr, std::string>> vloads;
   auto vector_type = [&](DType t) { return cat("cppi_vec<", dtype_ctype(t), ", ", w, ">"); };
-  std::function<void(const Expr&)> hoist = [&](const Expr& e) {
-    if (e.as<Constant>() || e.as<LocalRef>()) return;
-    if (!free_vars(e).count(inner_name)) {
-      scalar_value(e, outer);
-      return;
-    }
-    for (const Expr& o : operands(e)) hoist(o);
-  };
   for (const auto& stage : k_.stages) {
     for (const auto& st : std::get<PointwiseStage>(stage).stores) {
       for (const Expr& e : post_order({st.value})) {
@@ -105,7 +122,7 @@ void CudaKernelPrinter::print_vector_pointwise() {
                       index(l->index), ");"));
         vloads.emplace_back(e, name);
       }
-      hoist(st.value);
+      hoist_invariants({st.value}, {inner_name}, outer);
       const std::string sv = fresh_name("s");
       const std::string vt = vector_type(st.buffer->dtype);
       out_.line(cat(vt, " ", sv, ";"));

@@ -3,6 +3,7 @@
 // across row slices), which walk stage loops as row kernels do
 // (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "lowering/ir/index_affine.h"
 
 namespace cppi::gpu::cuda_print {
 
@@ -129,6 +130,57 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   out_.close();
 }
 
+namespace {
+
+std::vector<Expr> stage_values(const Stage& s) {
+  if (const auto* r = std::get_if<ReductionStage>(&s)) return {r->body};
+  std::vector<Expr> out;
+  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
+  return out;
+}
+
+std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
+  std::set<std::string> out;
+  for (const auto& l : loops) out.insert(l.var.as<IndexVar>()->name);
+  return out;
+}
+
+}  // namespace
+
+CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage) const {
+  RowCacheReads out;
+  const Stage& st = k_.stages[stage];
+  std::vector<Expr> roots;
+  if (auto r = std::get_if<ReductionStage>(&st)) {
+    roots.push_back(r->body);
+  } else {
+    for (const auto& s : std::get<PointwiseStage>(st).stores) roots.push_back(s.value);
+  }
+  for (const Expr& x : post_order(roots)) {
+    auto l = x.as<Load>();
+    if (!l || l->mask.defined()) continue;
+    const IndexExpr canon = canonical_row_index(k_, stage, l->index);
+    for (size_t c = 0; c < cached_.size(); ++c) {
+      if (cached_[c].buffer->name == l->buffer->name && cached_[c].index == canon) {
+        out.from_cache.emplace_back(x, cat("cache", c, "[slot]"));
+      }
+    }
+  }
+  // Loads served from the cache need no loop variables; the rest may.
+  for (const Expr& x : post_order(roots)) {
+    bool cached = false;
+    for (const auto& fc : out.from_cache) cached |= fc.first.same_as(x);
+    if (cached) continue;
+    if (auto l = x.as<Load>()) for (const auto& v : free_vars(l->index)) out.used.insert(v);
+    if (auto iv = x.as<IndexValue>()) for (const auto& v : free_vars(iv->index)) out.used.insert(v);
+    if (auto rn = x.as<Random>()) for (const auto& v : free_vars(rn->offset)) out.used.insert(v);
+  }
+  if (auto p = std::get_if<PointwiseStage>(&st)) {
+    for (const auto& store : p->stores) for (const auto& v : free_vars(store.index)) out.used.insert(v);
+  }
+  return out;
+}
+
 void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
                                           const std::set<std::string>* used_override) {
   const Stage& stage_ref = k_.stages[stage];
@@ -139,41 +191,16 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   const int t = threads_per_row_;
   const int e = cached_elements_;
   if (e > 0) {
-    // Loads this stage reads from the row cache.
-    std::vector<std::pair<Expr, std::string>> from_cache;
-    const Stage& st = k_.stages[stage];
-    std::vector<Expr> roots;
-    if (auto r = std::get_if<ReductionStage>(&st)) {
-      roots.push_back(r->body);
-    } else {
-      for (const auto& s : std::get<PointwiseStage>(st).stores) roots.push_back(s.value);
-    }
-    for (const Expr& x : post_order(roots)) {
-      auto l = x.as<Load>();
-      if (!l || l->mask.defined()) continue;
-      const IndexExpr canon = canonical_row_index(k_, stage, l->index);
-      for (size_t c = 0; c < cached_.size(); ++c) {
-        if (cached_[c].buffer->name == l->buffer->name && cached_[c].index == canon) {
-          from_cache.emplace_back(x, cat("cache", c, "[slot]"));
-        }
-      }
-    }
+    const RowCacheReads reads = row_cache_reads(stage);
+    const std::vector<std::pair<Expr, std::string>>& from_cache = reads.from_cache;
+    const std::set<std::string>& used = reads.used;
     const int64_t n = *len.constant();
-    // Loads served from the cache need no loop variables; the rest may.
-    std::set<std::string> used;
-    for (const Expr& x : post_order(roots)) {
-      bool cached = false;
-      for (const auto& fc : from_cache) cached |= fc.first.same_as(x);
-      if (cached) continue;
-      if (auto l = x.as<Load>()) for (const auto& v : free_vars(l->index)) used.insert(v);
-      if (auto iv = x.as<IndexValue>()) for (const auto& v : free_vars(iv->index)) used.insert(v);
-      if (auto rn = x.as<Random>()) for (const auto& v : free_vars(rn->offset)) used.insert(v);
-    }
-    if (auto p = std::get_if<PointwiseStage>(&st)) {
-      for (const auto& store : p->stores) for (const auto& v : free_vars(store.index)) used.insert(v);
-    }
     const bool guard = n != static_cast<int64_t>(e) * t;
     const int v = g_.cache_vector;
+    // What does not change along the row is computed once, not per slot
+    // (the unrolled slots are what NVRTC spends its time on).
+    ValueScope invariant;
+    hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant);
     out_.line("#pragma unroll");
     out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
     if (guard || uses_pos || !used.empty()) {
@@ -182,7 +209,7 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     }
     if (guard) out_.open(cat("if (pos < ", n, ")"));
     unravel(loops, "pos", &used);
-    ValueScope scope;
+    ValueScope scope(&invariant);
     for (const auto& [x, text] : from_cache) scope.add(x, CValue{text, x.dtype()});
     body(scope);
     if (guard) out_.close();
@@ -361,7 +388,95 @@ void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
     out_.close();
     return;
   }
+  if (cached_elements_ > 0 && g_.cache_vector > 1) {
+    print_cached_vector_stores(s, i);
+    return;
+  }
   for_each_position(i, [&](ValueScope& scope) { print_stores(s.stores, scope); });
+}
+
+std::vector<IndexExpr> CudaKernelPrinter::row_vector_vars() const {
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k_.outer) vars.push_back(l.var);
+  for (size_t i = 0; i < row_cache_loops(k_)->size(); ++i) vars.push_back(row_cache_var(i));
+  return vars;
+}
+
+bool CudaKernelPrinter::row_vector_access(size_t stage, const IndexExpr& index) const {
+  const std::vector<IndexExpr> vars = row_vector_vars();
+  const auto form = affine_form(canonical_row_index(k_, stage, index), vars);
+  if (!form || form->strides.empty()) return false;
+  const auto last = form->strides.back().constant();
+  return last && *last == 1;
+}
+
+void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size_t i) {
+  const int t = threads_per_row_, e = cached_elements_, v = g_.cache_vector;
+  const int64_t n = *product_of(s.loops).constant();
+  const RowCacheReads reads = row_cache_reads(i);
+  ValueScope invariant;  // computed once, not per slot
+  hoist_invariants(stage_values(k_.stages[i]), loop_var_names(s.loops), invariant);
+  // Slot group g holds positions g T V + tid V + [0, V) (print_row_cache_prologue).
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int group = 0; group < ", e, "; group += ", v, ")"));
+  out_.line(cat("const int64_t first = (int64_t)(group / ", v, ") * ", t * v, " + tid * ", v, ";"));
+  const bool guard = n != static_cast<int64_t>(e) * t;
+  if (guard) out_.open(cat("if (first < ", n, ")"));  // n % V == 0: the whole vector is in the row
+  // Other loads stride 1 along the row (layer_norm's weight and bias): one
+  // vector each at the group's first position, unravelled in a scope of
+  // its own.
+  std::vector<std::pair<Expr, std::string>> vloads;
+  std::set<std::string> vload_vars;
+  for (const auto& st : s.stores) {
+    for (const Expr& x : post_order({st.value})) {
+      const auto* l = x.as<Load>();
+      if (!l || l->mask.defined() || !row_vector_access(i, l->index)) continue;
+      bool seen = false;
+      for (const auto& fc : reads.from_cache) seen |= fc.first.same_as(x);
+      for (const auto& vl : vloads) seen |= structurally_equal(vl.first, x);
+      if (seen) continue;
+      vloads.emplace_back(x, fresh_name("v"));
+      for (const auto& name : free_vars(l->index)) vload_vars.insert(name);
+      out_.line(cat("cppi_vec<", dtype_ctype(l->dtype), ", ", v, "> ", vloads.back().second, ";"));
+    }
+  }
+  if (!vloads.empty()) {
+    out_.open("");
+    unravel(s.loops, "first", &vload_vars);
+    for (const auto& [x, name] : vloads) {
+      const auto* l = x.as<Load>();
+      const std::string vt = cat("cppi_vec<", dtype_ctype(l->dtype), ", ", v, ">");
+      out_.line(cat(name, " = *(const ", vt, "*)(", pointer_name(l->buffer->name), " + ", index(l->index), ");"));
+    }
+    out_.close();
+  }
+  std::vector<std::string> values, offsets;
+  for (const auto& st : s.stores) {
+    values.push_back(fresh_name("s"));
+    offsets.push_back(fresh_name("at"));
+    out_.line(cat("cppi_vec<", dtype_ctype(st.buffer->dtype), ", ", v, "> ", values.back(), ";"));
+    out_.line(cat("int64_t ", offsets.back(), " = 0;"));
+  }
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int vl = 0; vl < ", v, "; ++vl)"));
+  out_.line("const int slot = group + vl;");
+  out_.line("const int64_t pos = first + vl;");
+  unravel(s.loops, "pos", &reads.used);
+  ValueScope scope(&invariant);
+  for (const auto& [x, text] : reads.from_cache) scope.add(x, CValue{text, x.dtype()});
+  for (const auto& [x, name] : vloads) scope.add(x, CValue{name + ".v[vl]", x.dtype()});
+  for (size_t j = 0; j < s.stores.size(); ++j) {
+    const CValue value = scalar_value(s.stores[j].value, scope);
+    out_.line(cat(values[j], ".v[vl] = ", value.text, ";"));
+    // Stride 1 along the row (cache_vector_width): lane 0's is the vector's.
+    out_.line(cat("if (vl == 0) ", offsets[j], " = ", index(s.stores[j].index, scope), ";"));
+  }
+  out_.close();
+  for (size_t j = 0; j < s.stores.size(); ++j) {
+    out_.line(cat("cppi_store_vec(", pointer_name(s.stores[j].buffer->name), " + ", offsets[j], ", ", values[j], ");"));
+  }
+  if (guard) out_.close();
+  out_.close();
 }
 
 }  // namespace cppi::gpu::cuda_print

@@ -96,9 +96,6 @@ void CudaKernelPrinter::check_schedule() const {
         if (g_.cache_vector > 1 && (*len % g_.cache_vector != 0 || !inner || *inner % g_.cache_vector != 0)) {
           fail(cat("kernel ", k_.name, ": cache_vector ", g_.cache_vector, " does not divide the row's loops"));
         }
-        if (g_.cache_vector > 1 && std::holds_alternative<PointwiseStage>(s)) {
-          fail(cat("kernel ", k_.name, ": cache_vector ", g_.cache_vector, " with a looped store stage"));
-        }
       }
     }
   }
@@ -251,6 +248,23 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     // Cached loads, over the outer and the canonical row variables.
     for (size_t i = 0; i < row_cache_loops(k_)->size(); ++i) vars.push_back(row_cache_var(i));
     for (const auto& c : cached_) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
+    // ... looped stores (cache_vector_width: stride 1 along the row), and
+    // the loads of their stages read as vectors (print_cached_vector_stores).
+    for (size_t i = 0; i < k_.stages.size(); ++i) {
+      const auto* p = std::get_if<PointwiseStage>(&k_.stages[i]);
+      if (!p || p->loops.empty()) continue;
+      for (const auto& st : p->stores) {
+        add_vector_check(info, st.buffer, canonical_row_index(k_, i, st.index), vars, g_.cache_vector);
+        for (const Expr& x : post_order({st.value})) {
+          const auto* l = x.as<Load>();
+          if (!l || l->mask.defined() || !row_vector_access(i, l->index)) continue;
+          const IndexExpr canon = canonical_row_index(k_, i, l->index);
+          bool cached = false;  // checked above
+          for (const auto& c : cached_) cached |= c.buffer->name == l->buffer->name && c.index == canon;
+          if (!cached) add_vector_check(info, l->buffer, canon, vars, g_.cache_vector);
+        }
+      }
+    }
   }
   if (g_.elements_per_thread > 1 && !is_row_mapping(g_.mapping)) {
     const int w = g_.elements_per_thread;
@@ -275,6 +289,8 @@ void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPt
                                          const std::vector<IndexExpr>& vars, int width) const {
   auto form = affine_form(index, vars);
   if (!form) fail(cat("kernel ", k_.name, ": vector access ", index, " is not affine"));
+  const auto last = form->strides.empty() ? std::nullopt : form->strides.back().constant();
+  if (!last || *last != 1) fail(cat("kernel ", k_.name, ": vector access ", index, " is not stride 1 in the last loop"));
   for (size_t i = 0; i < sig_.buffers.size(); ++i) {
     if (sig_.buffers[i].buffer->name != buffer->name) continue;
     VectorCheck c;

@@ -249,13 +249,18 @@ int cache_vector_width(const Kernel& k, int e, int64_t length) {
     if (!is_stride(c.index, vars.back(), 1) || !affine_form(c.index, vars)) return 1;
     widest = std::max(widest, dtype_size(c.buffer->dtype));
   }
-  // Only rows that are reduced, not written back: with looped stores, slot
-  // groups made the stores strided (softmax 16384 x 4096 on the H200: 0.136
-  // -> 0.296 ms) and vector stores did not pay either (layer_norm 16384 x
-  // 16384: 0.536 -> 0.586 ms, NVRTC 45 -> 62 ms), while var_mean gains
-  // (16384 x 4096: 0.0815 -> 0.0791 ms; 16384 x 16384: 0.249 -> 0.239).
-  for (const auto& s : k.stages) {
-    if (std::holds_alternative<PointwiseStage>(s) && !loops_of(s).empty()) return 1;
+  // Looped stores go out as vectors too (print_cached_vector_stores), so
+  // each must be stride 1 along the row as well; a stage may not read what
+  // the kernel writes, since a group's stores follow all its lanes.
+  if (reads_own_writes_in_loops(k)) return 1;
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    const auto* p = std::get_if<PointwiseStage>(&k.stages[i]);
+    if (!p || p->loops.empty()) continue;
+    for (const auto& st : p->stores) {
+      const IndexExpr canon = canonical_row_index(k, i, st.index);
+      if (!is_stride(canon, vars.back(), 1) || !affine_form(canon, vars)) return 1;
+      widest = std::max(widest, dtype_size(st.buffer->dtype));
+    }
   }
   int v = kVectorBytes / widest;
   while (v > 1 && (e % v != 0 || length % v != 0 || *inner % v != 0)) v /= 2;

@@ -156,10 +156,11 @@ struct GpuSchedule {
   /// 32 columns (grid = groups x it), the rows split across the blocks.
   int row_splits = 1;
   /// Cached rows (RowPerWarp / RowPerBlock with elements_per_thread E > 0)
-  /// whose looped stages all reduce: row positions a thread fills with one
-  /// vector load of each cached load (16 bytes), a divisor of E; slot s
-  /// holds position (s / V) * T * V + tid * V + s % V. 1 = scalar slots,
-  /// s * T + tid.
+  /// whose cached loads and looped stores are stride 1 along the row: row
+  /// positions a thread fills with one vector load of each cached load (16
+  /// bytes), and stores with one vector store per group of V slots; a
+  /// divisor of E. Slot s holds position (s / V) * T * V + tid * V + s % V.
+  /// 1 = scalar slots, s * T + tid.
   int cache_vector = 1;
 };
 

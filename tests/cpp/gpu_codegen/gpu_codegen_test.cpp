@@ -198,12 +198,13 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_TRUE(m->kernels[0].row_cached);
   EXPECT_TRUE(m->kernels[0].block_reduction);
-  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "cache0[slot] = in_x[",
-                              "cppi_max(red_amax_acc", "cppi_block_reduce(red_amax_acc, cppi_max_op()",
-                              "cppi_exp(", "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "out_out["});
+  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "*(const cppi_vec<float, 4>*)(in_x + ",
+                              "cache0[slot + vl] = v0.v[vl];", "cppi_max(red_amax_acc",
+                              "cppi_block_reduce(red_amax_acc, cppi_max_op()", "cppi_exp(",
+                              "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "cppi_store_vec(out_out + "});
   // The row is read from global memory once.
-  const std::string fill = "cache0[slot] = in_x[";
-  EXPECT_EQ(m->source.find("in_x[", m->source.find(fill) + fill.size()), std::string::npos);
+  const std::string fill = "(in_x + ";
+  EXPECT_EQ(m->source.find("in_x", m->source.find(fill) + fill.size()), std::string::npos);
 }
 
 TEST(CudaPrinter, SymbolicRowsStream) {
@@ -230,9 +231,10 @@ TEST(GpuSchedule, ReducedRowsLoadIn16ByteVectors) {
   EXPECT_EQ(scheduled(var_mean(16384, 4096))->schedule.gpu.cache_vector, 4);
   EXPECT_EQ(scheduled(var_mean(16384, 1024))->schedule.gpu.cache_vector, 4);
   EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1000))->schedule.gpu.cache_vector, 4);
-  // Rows written back (softmax, layer_norm), a length 4 does not divide, or
-  // a row not cached: scalar slots.
-  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 1);
+  // Rows written back too (softmax, layer_norm: vector stores).
+  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(layer_norm(16384, 1024))->schedule.gpu.cache_vector, 4);
+  // A length 4 does not divide, or a row not cached: scalar slots.
   EXPECT_EQ(scheduled(var_mean(17, 5000))->schedule.gpu.cache_vector, 1);
   EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1001))->schedule.gpu.cache_vector, 1);
   EXPECT_EQ(scheduled(var_mean(sym("s0"), sym("s1")))->schedule.gpu.cache_vector, 1);
@@ -247,10 +249,26 @@ TEST(GpuSchedule, ReducedRowsLoadIn16ByteVectors) {
   EXPECT_EQ(m->kernels[0].scalar_twin, "var_mean_scalar");
   EXPECT_NE(m->kernels[0].scalar_twin_source.find("cache0[slot] = in_x["), std::string::npos);
   EXPECT_EQ(m->kernels[0].vector_checks.size(), 1u);
-  // A forced vector cache with a looped store is refused.
-  Schedule bad = scheduled(softmax(16384, 4096))->schedule;
+  // A forced vector cache the row length does not divide is refused.
+  Schedule bad = scheduled(row_reduce(ReductionKind::Sum, 64, 1001))->schedule;
   bad.gpu.cache_vector = 4;
-  EXPECT_FALSE(print_cuda_module({softmax(16384, 4096)->with_schedule(bad)}, kSymbols).ok());
+  EXPECT_FALSE(print_cuda_module({row_reduce(ReductionKind::Sum, 64, 1001)->with_schedule(bad)}, kSymbols).ok());
+}
+
+TEST(CudaPrinter, CachedRowsStoreVectors) {
+  // layer_norm over rows of 1024, a warp per row: each group of 4 slots
+  // reads the weight and bias as vectors and stores one vector; every
+  // vector access is checked at launch (x, weight, bias, out).
+  auto k = scheduled(layer_norm(16384, 1024));
+  ASSERT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"for (int group = 0; group < 32; group += 4)",
+                              "const int64_t first = (int64_t)(group / 4) * 128 + tid * 4;",
+                              "= *(const cppi_vec<float, 4>*)(in_w + ", "for (int vl = 0; vl < 4; ++vl)",
+                              "if (vl == 0) at", "cppi_store_vec(out_out + "});
+  EXPECT_EQ(m->kernels[0].vector_checks.size(), 4u);
+  EXPECT_EQ(m->kernels[0].scalar_twin, "layer_norm_scalar");
 }
 
 TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
@@ -721,6 +739,24 @@ TEST(CudaRun, MisalignedCachedRowsTakeTheScalarTwin) {
   // Both variants against the interpreter (run_and_compare's buffers are aligned).
   run_and_compare("var_mean cached vectors", k, {}, /*specials=*/true, 21);
   run_and_compare("row sum cached vectors", scheduled(row_reduce(ReductionKind::Sum, 40, 2048)), {}, false, 23);
+  // Rows stored as vectors: a warp per row and a block per row, and the
+  // scalar twin forced (an output shifted by one element).
+  for (const auto& ln : {scheduled(layer_norm(64, 1024)), scheduled(layer_norm(6, 4096)), scheduled(softmax(40, 2048))}) {
+    ASSERT_GT(ln->schedule.gpu.cache_vector, 1) << ln->name;
+    run_and_compare(ln->name + " cached vector stores", ln, {}, /*specials=*/true, 25);
+  }
+  auto ln = scheduled(layer_norm(64, 1024));
+  auto ln_compiled = compile_cuda_kernels({ln}, kSymbols);
+  ASSERT_TRUE(ln_compiled.ok()) << ln_compiled.error().message;
+  const KernelSignature ln_sig = signature(*ln);
+  auto buf = DeviceBuffer::allocate(ln_sig.buffers.size() * 64 * 1025 * 4);
+  ASSERT_TRUE(buf.ok());
+  std::vector<void*> ptrs;
+  for (size_t i = 0; i < ln_sig.buffers.size(); ++i) {
+    const bool out = ln_sig.buffers[i].written;
+    ptrs.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(buf->ptr() + i * 64 * 1025 * 4 + (out ? 4 : 0))));
+  }
+  EXPECT_FALSE(ln_compiled->kernels[0]->plan(ptrs.data(), nullptr).vectorized);
 }
 
 TEST(CudaRun, MisalignedViewsTakeTheScalarTwin) {
