@@ -2,6 +2,8 @@
 /// libgomp-backed implementation of the kernel runtime table.
 #include "cpu_codegen/jit/runtime.h"
 
+#include "cpu_codegen/jit/prefault.h"
+
 #include <dlfcn.h>
 
 #include <atomic>
@@ -170,6 +172,7 @@ void run_checked(const std::function<void()>& kernel) {
 extern "C" {
 // The JIT resolves kernels' `cppi_runtime` to this object.
 const cppi_runtime_abi cppi_runtime = {CPPI_RUNTIME_ABI_VERSION, sizeof(cppi_runtime_abi), &cppi::cpu::rt_parallel,
-                                       &cppi::cpu::rt_max_threads, &cppi::cpu::rt_index_error};
+                                       &cppi::cpu::rt_max_threads, &cppi::cpu::rt_index_error,
+                                       &cppi::cpu::prefault_for_write};
 const cppi_runtime_abi* cppi_runtime_table() { return &cppi_runtime; }
 }

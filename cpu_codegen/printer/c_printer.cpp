@@ -236,6 +236,36 @@ std::string CPrinterBase::index_text(const IndexExpr& e,
   return print(e, false);
 }
 
+// --- sin and cos of one argument --------------------------------------------------------------
+
+void CPrinterBase::note_sincos(const std::vector<Expr>& roots) {
+  std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sins, coss;
+  for (const Expr& e : post_order(roots)) {
+    auto u = e.as<Unary>();
+    if (u && u->op == UnaryOp::Sin) sins.insert(u->operand);
+    if (u && u->op == UnaryOp::Cos) coss.insert(u->operand);
+  }
+  for (const Expr& x : sins) {
+    if (coss.count(x)) sincos_args_.insert(x);
+  }
+}
+
+bool CPrinterBase::is_sincos_half(const Expr& e) const {
+  auto u = e.as<Unary>();
+  return u && (u->op == UnaryOp::Sin || u->op == UnaryOp::Cos) && sincos_args_.count(u->operand);
+}
+
+CValue CPrinterBase::print_sincos(const Expr& e, const CValue& x, const std::string& type, ValueScope& scope) {
+  auto u = e.as<Unary>();
+  const std::string s = fresh_name(), c = fresh_name();
+  out_.line(cat(type, " ", s, ", ", c, ";"));
+  out_.line(cat("cppi_sincos(", x.text, ", &", s, ", &", c, ");"));
+  const bool sin = u->op == UnaryOp::Sin;
+  CValue other{sin ? c : s, e.dtype(), x.vector};
+  scope.add(Unary::make(sin ? UnaryOp::Cos : UnaryOp::Sin, u->operand), other);
+  return CValue{sin ? s : c, e.dtype(), x.vector};
+}
+
 // --- scalar values ---------------------------------------------------------------------------
 
 std::string CPrinterBase::fresh_name(const std::string& prefix) { return prefix + std::to_string(next_name_++); }

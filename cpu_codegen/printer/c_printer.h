@@ -23,6 +23,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "lowering/ir/expr.h"
@@ -125,6 +126,18 @@ class CPrinterBase {
     CPrinterBase& p_;
     bool saved_;
   };
+  // --- sin and cos of one argument ----------------------------------------------------
+  // sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) print as
+  // one cppi_sincos call: one argument reduction instead of two. Each target's
+  // support code defines cppi_sincos(x, &s, &c) for the types it passes.
+  /// Records the operands that both sin and cos take somewhere in `roots`.
+  void note_sincos(const std::vector<ir::Expr>& roots);
+  /// True if `e` is sin or cos of an operand note_sincos recorded.
+  bool is_sincos_half(const ir::Expr& e) const;
+  /// For such an `e` with its operand printed as `x` (of C type `type`):
+  /// prints `type s, c; cppi_sincos(x, &s, &c);`, names the other half in
+  /// `scope` and returns `e`'s half.
+  CValue print_sincos(const ir::Expr& e, const CValue& x, const std::string& type, ValueScope& scope);
 
   // --- index expressions ------------------------------------------------------------
   /// `e` as a C int64 expression; floordiv/mod print as / and % where the
@@ -154,6 +167,7 @@ class CPrinterBase {
                          const std::function<std::string(const ir::IndexExpr&)>& indirect) const;
   int next_name_ = 0;
   bool check_indices_ = true;
+  std::unordered_set<ir::Expr, ir::ExprStructuralHash, ir::ExprStructuralEqual> sincos_args_;
 };
 
 /// Integer helpers generated code uses (wrapping arithmetic, Python // and

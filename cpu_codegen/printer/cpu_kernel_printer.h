@@ -108,6 +108,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// parallel chunk, else per call) and freed at the end of that block.
   void print_scratch_alloc();
   void print_scratch_free();
+  /// With prefault_outputs: faults in what the chunk's outer iterations
+  /// [lo, hi) write, `inner` elements of each output per iteration.
+  void print_prefault(const std::string& lo, const std::string& hi, const std::string& inner);
   void print_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const std::function<void()>& vector_body,
                          const std::function<void()>& tail_body);
   /// print_vector_loop with the main part printed by `main(from, to)`, which

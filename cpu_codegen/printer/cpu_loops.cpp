@@ -8,6 +8,27 @@ namespace cppi::cpu::detail {
 
 // --- loops -------------------------------------------------------------------------------
 
+void CpuKernelPrinter::print_prefault(const std::string& lo, const std::string& hi, const std::string& inner) {
+  if (!sched_.prefault_outputs) return;
+  // The schedule checked that every store writes its buffer densely in the
+  // order of the outer loops, then its stage's loops: outer iterations
+  // [lo, hi) write elements [lo, hi) * inner * (the stage's extents).
+  std::set<std::string> done;
+  for (const auto& st : k_.stages) {
+    const auto* p = std::get_if<PointwiseStage>(&st);
+    if (!p) continue;
+    std::vector<IndexExpr> extents;
+    for (const auto& l : p->loops) extents.push_back(l.extent);
+    const std::string per_iteration = extents.empty() ? inner : cat(inner, " * ", index(product(extents)));
+    for (const auto& store : p->stores) {
+      const std::string ptr = pointer_name(store.buffer->name);
+      if (!done.insert(ptr).second) continue;
+      out_.line(cat("cppi_prefault_for_write(&", ptr, "[", per_iteration, " * (", lo, ")], ", per_iteration, " * ((", hi,
+                    ") - (", lo, ")) * (int64_t)sizeof(", ptr, "[0]));"));
+    }
+  }
+}
+
 void CpuKernelPrinter::print_outer() {
   const size_t n = k_.outer.size();
   const size_t p = static_cast<size_t>(sched_.parallel_loops);
@@ -34,6 +55,7 @@ void CpuKernelPrinter::print_outer() {
     const std::string blocks = e.value ? std::to_string((*e.value + w - 1) / w) : cat("cppi_div_up(", e.text, ", ", w, ")");
     out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
     print_scratch_alloc();
+    print_prefault(cat("begin * ", w), cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), "1");
     print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt},
                             Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt});
     print_scratch_free();
@@ -44,6 +66,9 @@ void CpuKernelPrinter::print_outer() {
   for (size_t i = 0; i < p; ++i) extents.push_back(k_.outer[i].extent);
   out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
   print_scratch_alloc();
+  std::vector<IndexExpr> inner_extents;
+  for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
+  print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
   if (p == 1) {
     out_.open(cat("for (int64_t ", var_name(k_.outer[0]), " = begin; ", var_name(k_.outer[0]), " < end; ++",
                   var_name(k_.outer[0]), ")"));

@@ -30,6 +30,13 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));
   }
   sig_ = signature(k_);
+  for (const auto& st : k_.stages) {
+    if (auto r = std::get_if<ReductionStage>(&st)) {
+      note_sincos({r->body});
+    } else {
+      for (const auto& store : std::get<PointwiseStage>(st).stores) note_sincos({store.value});
+    }
+  }
   print_header();
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();
@@ -60,6 +67,7 @@ void CpuKernelPrinter::print_header() {
   if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
   if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
   if (sched_.max_min_accumulators != 1) s += cat(" max_min_accumulators=", sched_.max_min_accumulators);
+  if (sched_.prefault_outputs) s += " prefault_outputs=yes";
   out_.line(s);
 }
 

@@ -60,6 +60,14 @@ CValue CpuKernelPrinter::value(const Expr& e, ValueScope& scope) {
   if (!in_vector() || !varying(e)) return scalar_value(e, scope);
   if (auto l = e.as<LocalRef>()) return local_value(*l);
   if (const CValue* v = scope.find(e)) return *v;
+  if (e.dtype() == DType::Float32 && is_sincos_half(e)) {
+    // The prelude's vector cppi_sincos is float only; scalar tails keep
+    // sinf and cosf (LLVM pairs those into sincosf itself).
+    const CValue x = value(e.as<Unary>()->operand, scope);
+    CValue v = print_sincos(e, CValue{as_vector(x), DType::Float32, true}, vtype(DType::Float32), scope);
+    scope.add(e, v);
+    return v;
+  }
   CValue v = vector_node(e, scope);
   const std::string type = v.dtype == DType::Bool ? mask_type(v.mask_bytes) : vtype(v.dtype);
   v.text = declare(type, v.text);

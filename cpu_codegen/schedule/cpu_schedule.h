@@ -38,6 +38,10 @@
 ///   than 4096 terms into one accumulator (or a symbolic number) gets
 ///   cascade_block = 4096: accumulators restart every 4096 terms per lane and
 ///   merge into a running total, as eager's cascade sum does.
+/// - Prefaulting. A parallel kernel whose every store writes its buffer
+///   densely in the order of the outer loops then its stage's loops (constant
+///   extents), outputs of at least 4 MiB: prefault_outputs, each chunk faults
+///   in its output ranges in one batch when the pages are fresh.
 #pragma once
 
 #include <cstdint>

@@ -115,31 +115,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// sincos: one argument reduction instead of two, and half the libdevice
   /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).
   std::optional<CValue> fused_value(const Expr& e, ValueScope& scope) override {
-    auto u = e.as<Unary>();
-    if (!u || (u->op != UnaryOp::Sin && u->op != UnaryOp::Cos) || !sincos_args_.count(u->operand)) {
-      return std::nullopt;
-    }
     const DType t = e.dtype();
-    if (t != DType::Float32 && t != DType::Float64) return std::nullopt;
-    const CValue x = scalar_value(u->operand, scope);
-    const std::string s = fresh_name(), c = fresh_name();
-    out_.line(cat(scalar_type(t), " ", s, ", ", c, ";"));
-    out_.line(cat("cppi_sincos(", x.text, ", &", s, ", &", c, ");"));
-    const bool sin = u->op == UnaryOp::Sin;
-    scope.add(Unary::make(sin ? UnaryOp::Cos : UnaryOp::Sin, u->operand), CValue{sin ? c : s, t});
-    return CValue{sin ? s : c, t};
-  }
-  /// Records the operands that both sin and cos take somewhere in `roots`.
-  void note_sincos(const std::vector<Expr>& roots) {
-    std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sins, coss;
-    for (const Expr& e : post_order(roots)) {
-      auto u = e.as<Unary>();
-      if (u && u->op == UnaryOp::Sin) sins.insert(u->operand);
-      if (u && u->op == UnaryOp::Cos) coss.insert(u->operand);
-    }
-    for (const Expr& x : sins) {
-      if (coss.count(x)) sincos_args_.insert(x);
-    }
+    if (!is_sincos_half(e) || (t != DType::Float32 && t != DType::Float64)) return std::nullopt;
+    return print_sincos(e, scalar_value(e.as<Unary>()->operand, scope), scalar_type(t), scope);
   }
 
  private:
@@ -241,7 +219,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   bool column_groups_ = false;  // ColumnReduction with threads_per_column > 1
   bool warp_reduction_ = false, block_reduction_ = false;
   std::vector<std::string> shared_decls_;
-  std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sincos_args_;
 };
 
 }  // namespace cppi::gpu::cuda_print

@@ -126,6 +126,12 @@ struct CpuSchedule {
   /// a chain of dependent compare-selects; max and min give the same result
   /// in any order (NaN included), so this changes no value. 1 = off.
   int max_min_accumulators = 1;
+  /// Each parallel chunk first faults in, in one batch, the range of every
+  /// output it writes, if those pages are fresh (cppi_prefault_for_write).
+  /// Only for kernels whose every store writes its buffer densely in the order
+  /// of the outer loops and then its stage's loops, so a chunk's stores cover
+  /// one contiguous range of each output.
+  bool prefault_outputs = false;
 };
 
 /// The reductions `CpuSchedule::cascade_block` applies to: float sums and

@@ -197,3 +197,48 @@ def test_cat_of_computed_inputs_is_one_vectorised_kernel(dtype):
     check_model(f, args)
     kernels = [k for k in cppinductor.explain(f)(*args).to_dict()["graphs"][0]["kernels"] if k["kind"] == "pointwise"]
     assert len(kernels) == 1 and kernels[0]["vectorized"], kernels
+
+
+@pytest.mark.parametrize("compiler", ["default", "gxx"])
+def test_sin_and_cos_of_one_value_share_a_sincos(compiler, tmp_path):
+    """sin(x) and cos(x) of the same x go through one cppi_sincos call in the
+    vector loop (one argument reduction); NaN, inf, -0, huge arguments and the
+    scalar tail still agree with eager. sin of another value keeps cppi_sin."""
+
+    def f(x):
+        return torch.sin(x) + torch.cos(x), torch.sin(x * 2)
+
+    x = torch.randn(2, 999) * 10
+    x[0, :12] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e30, -1e30, 3.4e38,
+                              1e-40, 125.0, 39000.0, 1e7])
+    x[1, -3:] = torch.tensor([float("nan"), -0.0, 1e20])  # in the scalar tail
+    check_model(f, (x,), options={"cpu_compiler": compiler, "debug_dir": str(tmp_path)})
+    source = "".join(p.read_text() for p in tmp_path.glob("*/kernels.cpp"))
+    vector_body = source[source.index("// kernel: "):]
+    assert vector_body.count("cppi_sincos(") == 1, vector_body
+    assert "cppi_sin(tmp" in vector_body and "cppi_cos(" not in vector_body.split("CPPI_NO_AUTOVEC")[1], vector_body
+
+
+@pytest.mark.parametrize("compiler", ["default", "gxx"])
+def test_large_dense_outputs_are_prefaulted_per_chunk(compiler, tmp_path):
+    """Kernels writing large outputs densely fault each parallel chunk's range
+    in one batch first (fresh pages only; CpuSchedule::prefault_outputs):
+    results, NaN and inf included, stay eager's, for fresh outputs and for a
+    large input updated in place (resident pages: left alone)."""
+
+    def f(x, b):
+        return torch.nn.functional.gelu(x + b), torch.sin(x) * 2
+
+    def in_place(x):
+        x.mul_(3)
+        return x + 1
+
+    x = torch.randn(1024, 1100)
+    x[0, :2] = torch.tensor([float("nan"), -float("inf")])  # (eager's gelu(+inf) is NaN, Inductor's and ours inf)
+    x[-1, -2:] = torch.tensor([float("nan"), -0.0])
+    options = {"cpu_compiler": compiler, "debug_dir": str(tmp_path)}
+    check_model(f, (x, torch.randn(1100)), options=options)
+    check_model(in_place, (x,), options=options)
+    check_model(lambda x: torch.softmax(x, dim=-1), (x,), options=options, reduction=True)  # a row kernel
+    sources = [p.read_text() for p in sorted(tmp_path.glob("*/kernels.cpp"))]
+    assert sources and all("cppi_prefault_for_write(" in s for s in sources), sources

@@ -118,7 +118,47 @@ TEST(CpuSchedule, TransposedStoresStayScalar) {
   EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
 }
 
+TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
+  // 1024 x 1100 floats: 4.4 MB, written densely in loop order.
+  EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_TRUE(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_NE(explain_cpu_schedule(*broadcast_add_kernel(1024, 1100), avx512_target()).find("prefaulted"), std::string::npos);
+  // A row kernel's pointwise stage writes rows densely too (softmax's output).
+  EXPECT_TRUE(schedule_for_cpu(softmax_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  // Small outputs, symbolic sizes, reductions and transposed stores: no.
+  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(sym("s0"), 1100), avx512_target())->schedule.cpu.prefault_outputs);
+  EXPECT_FALSE(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 1024, 4096), avx512_target())
+                   ->schedule.cpu.prefault_outputs);
+  auto in = input("arg0", DType::Float32, {2048, 2048});
+  auto out = output("buf0", DType::Float32, {2048, 2048});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  auto transpose = Kernel::make("transpose_0", Device::CPU, {Loop{x0, 2048}, Loop{x1, 2048}},
+                                {PointwiseStage{{}, {Store::make(out, x1 * 2048 + x0, load(in, x0 * 2048 + x1))}}});
+  EXPECT_FALSE(schedule_for_cpu(transpose, avx512_target())->schedule.cpu.prefault_outputs);
+}
+
 // --- generated source ---------------------------------------------------------------------------
+
+TEST(CpuPrinter, PrefaultedOutputsAreFaultedInPerChunkBeforeTheLoops) {
+  auto rows = print_one(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(rows),
+                         {"prefault_outputs=yes", "[&](int64_t begin, int64_t end) {",
+                          "cppi_prefault_for_write(&out_buf0[(1100) * (begin)], (1100) * ((end) - (begin)) * "
+                          "(int64_t)sizeof(out_buf0[0]));",
+                          "for (int64_t x0 = begin; x0 < end; ++x0) {"}));
+  // One vectorised loop, parallel in blocks of 16: elements [begin * 16, min(end * 16, n)).
+  auto flat = print_one(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(flat), {"cppi_prefault_for_write(&out_buf0[1 * (begin * 16)], 1 * "
+                                             "((cppi_min_i<int64_t>(end * 16, 2097152)) - (begin * 16))"}));
+  auto softmax = print_one(schedule_for_cpu(softmax_kernel(1024, 1100), avx512_target()));
+  EXPECT_TRUE(file_check(kernel_text(softmax), {"cppi_prefault_for_write(&out_buf0[(1) * 1100 * (begin)], (1) * 1100 * "
+                                                "((end) - (begin))",
+                                                "for (int64_t x0 = begin; x0 < end; ++x0) {"}));
+  auto small = print_one(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target()));
+  EXPECT_EQ(small.source.find("cppi_prefault_for_write("), std::string::npos);
+}
+
 
 TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
   auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20));
@@ -279,6 +319,20 @@ TEST(CpuPrinter, CommonSubexpressionsAreNamedOnce) {
   EXPECT_EQ(loads, 2u) << text;  // once in the vector body, once in the tail
 }
 
+TEST(CpuPrinter, SinAndCosOfOneValueAreOneSincosInTheVectorLoop) {
+  auto m = print_one(schedule_for_cpu(sin_cos_kernel(1000), avx512_target(1 << 20)));
+  const std::string text = kernel_text(m);
+  const size_t tail = text.find("for (int64_t x0 = 992; x0 < 1000; ++x0) {");
+  ASSERT_NE(tail, std::string::npos) << text;
+  const std::string vector_loop = text.substr(0, tail);
+  EXPECT_TRUE(file_check(vector_loop, {"cppi_f32x16 tmp1, tmp2;", "cppi_sincos(tmp0, &tmp1, &tmp2);",
+                                       "(tmp1 + tmp2)", "cppi_sin(", "NOT:cppi_cos("}));
+  // Only one value takes both; the scalar tail keeps sin and cos (LLVM pairs
+  // scalar sinf and cosf of one value by itself).
+  EXPECT_EQ(vector_loop.find("cppi_sincos(", vector_loop.find("cppi_sincos(") + 1), std::string::npos) << text;
+  EXPECT_TRUE(file_check(text.substr(tail), {"cppi_sin(", "cppi_cos(", "NOT:cppi_sincos("}));
+}
+
 TEST(CpuPrinter, SymbolsMapToGraphOrder) {
   IndexExpr s1 = sym("s1");
   auto k = schedule_for_cpu(pointwise_kernel(s1), avx512_target());
@@ -322,6 +376,8 @@ TEST_P(CpuNumerics, Pointwise) {
   expect_matches(pointwise_kernel(GetParam()), false);
   expect_matches(pointwise_kernel(GetParam()), true);
 }
+
+TEST_P(CpuNumerics, SinAndCos) { expect_matches(sin_cos_kernel(GetParam()), true); }
 
 TEST_P(CpuNumerics, BroadcastAdd) { expect_matches(broadcast_add_kernel(7, GetParam()), true); }
 
@@ -400,6 +456,14 @@ TEST_P(CpuNumerics, FullReductions) {
 // 64: exactly one group of the 4 max/min accumulators; 1023: groups, whole vectors after them, a tail.
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
 
+TEST(CpuNumerics, PrefaultedOutputs) {
+  for (auto k : {broadcast_add_kernel(1024, 1100), pointwise_kernel((1 << 20) + 7), softmax_kernel(1024, 1100)}) {
+    auto scheduled = schedule_for_cpu(k, avx512_target());
+    ASSERT_TRUE(scheduled->schedule.cpu.prefault_outputs) << k->name;
+    EXPECT_EQ(run_and_compare(scheduled, {}), "") << k->name;
+  }
+}
+
 TEST(CpuNumerics, SymbolicSizes) {
   RunOptions o;
   o.graph_symbols = {"s0", "s1"};
@@ -432,7 +496,7 @@ TEST(CpuNumerics, GxxCompilesTheSameSource) {
   o.rtol = o.atol = 1e-4;
   for (auto k : {softmax_kernel(3, 77), op_zoo_kernel(45), row_reduction_kernel(ReductionKind::Welford, 3, 77),
                  column_reduction_kernel(ReductionKind::ArgMax, 9, 45), half_kernel(45, DType::BFloat16),
-                 full_reduction_kernel(ReductionKind::Sum, 100000)}) {
+                 full_reduction_kernel(ReductionKind::Sum, 100000), sin_cos_kernel(45)}) {
     EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target()), o), "") << k->name;
   }
 }

@@ -35,6 +35,18 @@ KernelPtr pointwise_kernel(const IndexExpr& n) {
                       {"mul", "add", "relu", "neg", "exp", "mul_1"});
 }
 
+KernelPtr sin_cos_kernel(const IndexExpr& n) {
+  auto in = input("arg0", DType::Float32, {n});
+  auto out0 = output("buf0", DType::Float32, {n}), out1 = output("buf1", DType::Float32, {n});
+  IndexExpr x0 = var("x0");
+  Expr x = load(in, x0);
+  Expr both = binary(BinaryOp::Add, unary(UnaryOp::Sin, x), unary(UnaryOp::Cos, x));
+  Expr alone = unary(UnaryOp::Sin, binary(BinaryOp::Mul, x, f32(2)));
+  return Kernel::make("sin_cos_0", Device::CPU, {Loop{x0, n}},
+                      {PointwiseStage{{}, {Store::make(out0, x0, both), Store::make(out1, x0, alone)}}}, {},
+                      {"sin", "cos", "add", "mul", "sin_1"});
+}
+
 KernelPtr broadcast_add_kernel(const IndexExpr& rows, const IndexExpr& cols) {
   auto a = input("arg0", DType::Float32, {rows, cols});
   auto b = input("arg1", DType::Float32, {cols});

@@ -17,6 +17,9 @@ ir::BufferPtr output(const std::string& name, DType t, std::vector<ir::IndexExpr
 
 /// out[i] = maximum(in[i] * 2 + 1, 0) * exp(-in[i]) over one loop of `n`.
 ir::KernelPtr pointwise_kernel(const ir::IndexExpr& n);
+/// out0[i] = sin(in[i]) + cos(in[i]) and out1[i] = sin(in[i] * 2) over one
+/// loop of `n`: sin and cos of one value, and a sin alone.
+ir::KernelPtr sin_cos_kernel(const ir::IndexExpr& n);
 /// out[x0, x1] = a[x0, x1] + b[x1] (a row broadcast) over [rows, cols].
 ir::KernelPtr broadcast_add_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// out[x0] = reduce(kind) over r0 of body(in[x0, r0]) for a [rows, cols] input.

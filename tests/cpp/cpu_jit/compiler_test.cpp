@@ -3,6 +3,7 @@
 // directory policy holds.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,8 +13,10 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/jit/prefault.h"
 #include "cpu_codegen/jit/disk_cache.h"
 #include "cpu_codegen/jit/runtime.h"
 #include "test_util.h"
@@ -466,6 +469,40 @@ TEST(ParallelRuntime, ThreadCountIsSettable) {
     // Naming the library already in use is accepted even after loops ran.
     EXPECT_TRUE(set_openmp_library(openmp_library()).ok());
   }
+}
+
+// Pages of [p, p + bytes) that are resident.
+size_t resident_pages(void* p, size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((bytes + page - 1) / page);
+  EXPECT_EQ(mincore(p, bytes, v.data()), 0);
+  size_t n = 0;
+  for (unsigned char c : v) n += c & 1;
+  return n;
+}
+
+TEST(Prefault, FaultsInAFreshMappingAndLeavesContentsAlone) {
+  const size_t bytes = 8u << 20, page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  char* p = static_cast<char*>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(resident_pages(p, bytes), 0u);
+  prefault_for_write(p, kMinPrefaultBytes - 1);  // too small to be worth it
+  EXPECT_EQ(resident_pages(p, bytes), 0u);
+  // An unaligned range: only the whole pages inside it.
+  prefault_for_write(p + 100, static_cast<int64_t>(bytes / 2));
+  const size_t expected = (bytes / 2 + 100) / page - 1;
+  if (resident_pages(p, bytes) == 0) {
+    munmap(p, bytes);
+    GTEST_SKIP() << "MADV_POPULATE_WRITE unsupported by this kernel (< 5.14): prefaulting is a no-op";
+  }
+  EXPECT_EQ(resident_pages(p, bytes), expected);
+  EXPECT_EQ(resident_pages(p, page), 0u);  // the partial first page is left alone
+  for (size_t i = 0; i < bytes; i += page) EXPECT_EQ(p[i], 0) << i;
+  // Resident memory (recycled by an allocator) keeps its contents and is skipped.
+  std::memset(p + bytes / 2, 7, bytes / 2);
+  prefault_for_write(p + bytes / 2, static_cast<int64_t>(bytes / 2));
+  for (size_t i = bytes / 2; i < bytes; i += page) EXPECT_EQ(p[i], 7) << i;
+  munmap(p, bytes);
 }
 
 }  // namespace

@@ -171,6 +171,31 @@ CHECK_UNARY(cosh, std::cosh, 2)
 CHECK_UNARY(cbrt, std::cbrt, 2)
 CHECK_UNARY(erfc, std::erfc, 3)
 
+// SLEEF's sincosf_u35 (3.5 ULP), or the separate sin and cos without SLEEF.
+template <class V>
+void check_sincos(const char* name) {
+  constexpr int lanes = cppi_vec_traits<V>::lanes_v;
+  std::vector<float> v = interesting_floats();
+  for (float big : {1e30f, -1e30f, 3.4e38f, 39000.5f, 1e7f, 1e20f}) v.push_back(big);
+  while (v.size() % 16) v.push_back(-0.0f);
+  for (size_t i = 0; i + lanes <= v.size(); i += lanes) {
+    V s, c;
+    cppi_sincos(cppi_vload<V>(&v[i]), &s, &c);
+    for (int l = 0; l < lanes; ++l) {
+      expect_close(s[l], std::sin(v[i + l]), 4, name, v[i + l]);
+      expect_close(c[l], std::cos(v[i + l]), 4, name, v[i + l]);
+    }
+  }
+}
+TEST(PreludeVectorMath, SincosMatchesSinAndCos) {
+  check_sincos<cppi_f32x16>("sincos x16");
+  check_sincos<cppi_f32x8>("sincos x8");
+  check_sincos<cppi_f32x4>("sincos x4");
+  cppi_f32x16 s, c;
+  cppi_sincos(cppi_vsplat<cppi_f32x16>(-0.0f), &s, &c);
+  EXPECT_TRUE(std::signbit(s[0]) && s[0] == 0.0f && c[0] == 1.0f);
+}
+
 #if defined(CPPI_TEST_HAS_LIBMVEC) && defined(__AVX512F__)
 TEST(PreludeVectorMath, TakesLibmvecWhenTheProcessHasIt) {
   EXPECT_NE(&_ZGVeN16v_erff, nullptr);
