@@ -95,6 +95,12 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
     if (it == pointers_.end()) fail(cat("kernel ", k_.name, ": buffer ", buffer, " is not an argument"));
     return it->second;
   }
+  /// An index eager would reject fails the kernel (cppi_index_assert, as
+  /// eager's device-side assert) before the clamp.
+  void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) override {
+    out_.line(cat("if (", value, " < ", lowest, " || ", value, " >= ", size, ") cppi_index_assert(", value, ", ", size,
+                  ");"));
+  }
   /// NVRTC has no __builtin_inff / __builtin_nanf: non-finite floats are bit patterns.
   std::string literal(const Constant& c) const override {
     const double v = c.float_value;

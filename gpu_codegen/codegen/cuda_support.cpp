@@ -42,6 +42,17 @@ template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T
 
 )cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
 template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
+
+// An index outside its dimension (one eager rejects) fails the kernel with a
+// device-side assert, as eager's CUDA kernels do: the next synchronisation
+// raises "device-side assert triggered" and the context is lost. The index
+// is clamped as well, so no thread reads outside the buffer meanwhile.
+extern "C" __device__ void __assertfail(const char* message, const char* file, unsigned line, const char* function,
+                                        size_t char_size);
+__device__ __noinline__ void cppi_index_assert(int64_t value, int64_t size) {
+  printf("cppinductor: index %lld is out of bounds for dimension with size %lld\n", (long long)value, (long long)size);
+  __assertfail("index out of bounds", "cppinductor CUDA kernel", 0, "cppi_index_assert", 1);
+}
 template <class T> CPPI_INLINE T cppi_min_i(T a, T b) { return a < b ? a : b; }
 
 // Float math: CUDA's accurate libdevice functions (no fast-math intrinsics).

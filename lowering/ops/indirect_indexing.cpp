@@ -5,8 +5,8 @@
 // indices wrap for advanced indexing and are out of range for the others, as
 // in eager. An index out of range is clamped into the dimension, so a kernel
 // never touches memory outside a buffer; the CPU kernel also reports it and
-// the call raises IndexError, as eager does (cppi_check_index). CUDA kernels
-// only clamp: eager's device-side assert has no counterpart yet.
+// the call raises IndexError, as eager does (cppi_check_index), and a CUDA
+// kernel fails with a device-side assert, as eager's do (cppi_index_assert).
 //
 // Writes through indices (index_put, scatter) are two nodes into the result
 // buffer: a copy of self, then one store per index position. With repeated

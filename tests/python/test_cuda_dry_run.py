@@ -118,3 +118,20 @@ def test_mse_loss_forward_stores_the_scaled_difference_in_the_split_loss_pass():
     assert re.search(r"row_splits=\d+", kernel), kernel
     assert kernel.count("for (int64_t pos") == 1, kernel
     assert "(in the pass of stage 0)" in kernel, kernel
+
+
+def test_out_of_range_index_fails_the_cuda_kernel_like_eager():
+    """An index eager rejects fails the kernel with a device-side assert
+    (eager's CUDA kernels assert on the device too); the index is clamped
+    as well, so nothing reads outside the buffer. A masked load is not
+    checked."""
+    w = torch.randn(10, 16)
+
+    def embed(i: torch.Tensor) -> torch.Tensor:
+        return F.embedding(i, w) * 2
+
+    (kind, src), = _cuda_sources(embed, (torch.randint(0, 10, (64,)),), grad=False)
+    assert "if (" in src and "cppi_index_assert(" in src, src
+    if not _nvrtc():
+        pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
+    assert "__assertfail" in _C.compile_cuda_source(src)

@@ -12,6 +12,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import subprocess
+import sys
+import textwrap
+
 from check import check_model, compile_fn
 
 NO_FALLBACK = {"fallback": "error"}
@@ -163,6 +167,35 @@ def test_out_of_range_index_raises_index_error_like_eager():
         embed(w, idx)
     with pytest.raises(IndexError, match="index 50 is out of bounds"):
         compiled_embed(w, idx)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_out_of_range_index_on_cuda_is_a_device_side_assert():
+    """As in eager, an index out of range fails the CUDA kernel with a
+    device-side assert, which loses the CUDA context: run in a process of its
+    own. Valid indices (negative ones wrap for advanced indexing) still give
+    eager's values there first."""
+    script = textwrap.dedent("""
+        import torch, torch.nn.functional as F
+        import cppinductor
+        w = torch.randn(10, 16, device="cuda")
+        opts = {"fallback": "error"}
+        embed = torch.compile(lambda i: F.embedding(i, w) * 2, backend="cppinductor", options=opts)
+        take = torch.compile(lambda i: w[i] + 1, backend="cppinductor", options=opts)
+        ok = torch.tensor([1, 9, 0], device="cuda")
+        torch.testing.assert_close(embed(ok), F.embedding(ok, w) * 2)
+        neg = torch.tensor([-1, -10, 3], device="cuda")
+        torch.testing.assert_close(take(neg), w[neg] + 1)
+        print("valid indices ok", flush=True)
+        embed(torch.tensor([1, 10], device="cuda"))
+        torch.cuda.synchronize()
+        print("no error", flush=True)
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert "valid indices ok" in run.stdout, run.stderr[-3000:]
+    assert "no error" not in run.stdout
+    assert run.returncode != 0
+    assert "device-side assert" in run.stderr, run.stderr[-3000:]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
