@@ -73,6 +73,13 @@ void expect_in_order(const std::string& text, const std::vector<std::string>& pa
   }
 }
 
+/// How many times `what` occurs in `text`.
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // --- schedule -------------------------------------------------------------------------------
 
 TEST(GpuSchedule, PointwiseVectorWidthFollowsDtype) {
@@ -319,11 +326,8 @@ TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
                         "atomicAdd(&two_column_reductions_arrivals[group], 1u) == 7u",
                         "__ldcg(&two_column_reductions_partials1[part * n + idx])",
                         "two_column_reductions_arrivals[group] = 0u;", "out_gw[x0] = red_gw;"});
-  size_t loops = 0, loads = 0;
-  for (size_t at = src.find("for (int64_t pos"); at != std::string::npos; at = src.find("for (int64_t pos", at + 1)) ++loops;
-  for (size_t at = src.find("in_g["); at != std::string::npos; at = src.find("in_g[", at + 1)) ++loads;
-  EXPECT_EQ(loops, 1u);
-  EXPECT_EQ(loads, 1u);
+  EXPECT_EQ(occurrences(src, "for (int64_t pos"), 1u);
+  EXPECT_EQ(occurrences(src, "in_g["), 1u);
   // Unsplit row mappings fold the run in one pass too.
   const std::string rows = source_of(with_gpu(two_column_reductions(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 128, 0));
   EXPECT_EQ(rows.find("for (int64_t pos"), rows.rfind("for (int64_t pos"));
@@ -340,11 +344,8 @@ TEST(CudaPrinter, SplitFullReductionStoresItsIndependentPointwiseInThePass) {
   expect_in_order(src, {"for (int64_t pos = split * 1024 + tid; pos < 1048576; pos += 65536)",
                         "red_total_acc = red_total_acc + ", "out_half[", "cppi_block_reduce(red_total_acc",
                         "if (!sum_and_halved_difference_last) return;", "out_mean[0] = "});
-  size_t loops = 0, loads = 0;
-  for (size_t at = src.find("for (int64_t pos"); at != std::string::npos; at = src.find("for (int64_t pos", at + 1)) ++loops;
-  for (size_t at = src.find("in_x["); at != std::string::npos; at = src.find("in_x[", at + 1)) ++loads;
-  EXPECT_EQ(loops, 1u);
-  EXPECT_EQ(loads, 1u);
+  EXPECT_EQ(occurrences(src, "for (int64_t pos"), 1u);
+  EXPECT_EQ(occurrences(src, "in_x["), 1u);
 }
 
 TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
