@@ -150,12 +150,7 @@ std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
 CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage) const {
   RowCacheReads out;
   const Stage& st = k_.stages[stage];
-  std::vector<Expr> roots;
-  if (auto r = std::get_if<ReductionStage>(&st)) {
-    roots.push_back(r->body);
-  } else {
-    for (const auto& s : std::get<PointwiseStage>(st).stores) roots.push_back(s.value);
-  }
+  const std::vector<Expr> roots = stage_values(st);
   for (const Expr& x : post_order(roots)) {
     auto l = x.as<Load>();
     if (!l || l->mask.defined()) continue;
@@ -197,8 +192,8 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     const int64_t n = *len.constant();
     const bool guard = n != static_cast<int64_t>(e) * t;
     const int v = g_.cache_vector;
-    // What does not change along the row is computed once, not per slot
-    // (the unrolled slots are what NVRTC spends its time on).
+    // What does not change along the row is computed once, before the
+    // slots (layer_norm's mean and rstd), as the dumped kernel then reads.
     ValueScope invariant;
     hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant);
     out_.line("#pragma unroll");
