@@ -235,11 +235,19 @@ int main(int argc, char** argv) {
   // Rows of 1024 (the transformer's layer_norm): a warp per row or a block.
   rows.push_back(bench_kernel(h, "layer_norm f32", "16384x1024", layer_norm(L, 1024), reps));
   rows.push_back(bench_kernel(h, "softmax f32", "16384x1024", softmax(L, 1024), reps));
+  // A block per row, with 16-byte vectors as the warp rows have them.
+  auto vectors = [](ir::KernelPtr k) {
+    ir::Schedule s = k->schedule;
+    s.gpu.cache_vector = 4;
+    return k->with_schedule(s);
+  };
   for (int block : {128, 256}) {
     rows.push_back(bench_kernel(h, cat("layer_norm f32 (block ", block, ")"), "16384x1024",
-                                forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
+                                vectors(forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
+                                reps, false));
     rows.push_back(bench_kernel(h, cat("softmax f32 (block ", block, ")"), "16384x1024",
-                                forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block), reps, false));
+                                vectors(forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
+                                reps, false));
   }
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
   for (int tpc : {8, 32}) {
