@@ -76,10 +76,12 @@ const Gomp* gomp() {
 }
 
 /// The first out-of-range index of the kernel a thread runs (run_checked),
-/// also set on the pool's workers while they run that kernel's loop.
+/// and whether it divided an integer by zero; also set on the pool's
+/// workers while they run that kernel's loop.
 struct IndexErrorSlot {
   std::atomic<bool> set{false};
   int64_t value = 0, size = 0;
+  std::atomic<bool> zero_division{false};
 };
 thread_local IndexErrorSlot* t_index_errors = nullptr;
 
@@ -110,6 +112,10 @@ void rt_parallel(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads) {
 }
 
 int32_t rt_max_threads() { return get_num_threads(); }
+
+void rt_zero_division() {
+  if (IndexErrorSlot* slot = t_index_errors) slot->zero_division.store(true, std::memory_order_relaxed);
+}
 
 void rt_index_error(int64_t value, int64_t size) {
   IndexErrorSlot* slot = t_index_errors;
@@ -165,6 +171,7 @@ void run_checked(const std::function<void()>& kernel) {
     throw CompilerError(Error::index_out_of_range(
         cat("index ", slot.value, " is out of bounds for dimension with size ", slot.size)));
   }
+  if (slot.zero_division.load()) throw CompilerError(Error::invalid_input("ZeroDivisionError"));
 }
 
 }  // namespace cppi::cpu
@@ -173,6 +180,6 @@ extern "C" {
 // The JIT resolves kernels' `cppi_runtime` to this object.
 const cppi_runtime_abi cppi_runtime = {CPPI_RUNTIME_ABI_VERSION, sizeof(cppi_runtime_abi), &cppi::cpu::rt_parallel,
                                        &cppi::cpu::rt_max_threads, &cppi::cpu::rt_index_error,
-                                       &cppi::cpu::prefault_for_write};
+                                       &cppi::cpu::prefault_for_write, &cppi::cpu::rt_zero_division};
 const cppi_runtime_abi* cppi_runtime_table() { return &cppi_runtime; }
 }

@@ -33,8 +33,10 @@ void set_num_threads(int n);
 int get_num_threads();
 
 /// Runs a compiled kernel and throws an IndexOutOfRange CompilerError if it
-/// met an index outside its dimension (cppi_check_index; its parallel
-/// workers report to this call, not to kernels other threads run).
+/// met an index outside its dimension (cppi_check_index), an InvalidInput
+/// one "ZeroDivisionError" (eager's message) if it divided an integer by
+/// zero (cppi_nonzero_divisor). Its parallel workers report to this call,
+/// not to kernels other threads run.
 void run_checked(const std::function<void()>& kernel);
 
 }  // namespace cppi::cpu

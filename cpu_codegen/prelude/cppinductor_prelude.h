@@ -89,12 +89,15 @@ struct cppi_runtime_abi {
   // Faults in the pages of [p, p + bytes) for writing in one batch when they
   // are fresh (cpu_codegen/jit/prefault.h); best effort, contents unchanged.
   void (*prefault_for_write)(void* p, int64_t bytes);
+  // Records an integer division or remainder by zero, for the caller to raise
+  // ZeroDivisionError once the kernel returns (as eager does).
+  void (*zero_division)(void);
 };
 
 #define CPPI_RUNTIME_ABI_VERSION 2
 
 #if defined(CPPI_PRELUDE_DEFINES_RUNTIME)
-__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0, 0, 0};
+__attribute__((visibility("default"))) struct cppi_runtime_abi cppi_runtime_slot = {0, 0, 0, 0, 0, 0, 0};
 #define CPPI_RT cppi_runtime_slot
 #else
 extern const struct cppi_runtime_abi cppi_runtime;
@@ -116,6 +119,17 @@ CPPI_INLINE To cppi_bit_cast(const From& from) {
 // buffer, and its caller raises IndexError when it returns.
 CPPI_INLINE void cppi_check_index(int64_t value, int64_t lowest, int64_t size) {
   if (__builtin_expect(value < lowest || value >= size, 0)) CPPI_RT.index_error(value, size);
+}
+
+// An integer divisor of 0 is reported (the call raises ZeroDivisionError, as
+// eager does) and taken as 1 meanwhile (ir nonzero_divisor).
+template <class T>
+CPPI_INLINE T cppi_nonzero_divisor(T x) {
+  if (__builtin_expect(x == 0, 0)) {
+    CPPI_RT.zero_division();
+    return (T)1;
+  }
+  return x;
 }
 
 template <class T>

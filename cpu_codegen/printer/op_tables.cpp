@@ -51,6 +51,7 @@ const char* scalar_unary_template(UnaryOp op, OperandClass c) {
     case UnaryOp::Trunc: return f ? "cppi_trunc({0})" : nullptr;
     case UnaryOp::LogicalNot: return b ? "(!{0})" : nullptr;
     case UnaryOp::BitwiseNot: return i ? "(({T})~{0})" : b ? "(!{0})" : nullptr;
+    case UnaryOp::NonzeroDivisor: return i ? "cppi_nonzero_divisor<{T}>({0})" : nullptr;
     case UnaryOp::IsNan: return f ? "cppi_isnan({0})" : nullptr;
     case UnaryOp::IsInf: return f ? "cppi_isinf({0})" : nullptr;
     case UnaryOp::IsFinite: return f ? "cppi_isfinite({0})" : nullptr;
@@ -130,6 +131,7 @@ const char* vector_unary_template(UnaryOp op, OperandClass c) {
     case UnaryOp::Trunc: return f ? "cppi_trunc({0})" : nullptr;
     case UnaryOp::LogicalNot: return b ? "(~{0})" : nullptr;
     case UnaryOp::BitwiseNot: return (i || b) ? "(~{0})" : nullptr;
+    case UnaryOp::NonzeroDivisor: return nullptr;  // lane by lane: a zero reports to the runtime
     // Float predicates produce masks of the operand's width ({M}).
     case UnaryOp::IsNan: return f ? "({0} != {0})" : nullptr;
     case UnaryOp::IsInf: return f ? "(cppi_abs({0}) == cppi_vsplat<{V}>(({T})__builtin_inf()))" : nullptr;

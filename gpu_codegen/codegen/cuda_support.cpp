@@ -42,6 +42,9 @@ template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T
 
 )cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
 template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
+// ir nonzero_divisor: CUDA eager does not raise on an integer division by
+// zero, so neither do we; the divisor is taken as 1.
+template <class T> CPPI_INLINE T cppi_nonzero_divisor(T x) { return x == 0 ? (T)1 : x; }
 
 // An index outside its dimension (one eager rejects) fails the kernel with a
 // device-side assert, as eager's CUDA kernels do: the next synchronisation

@@ -17,6 +17,7 @@ int unary_cost(ir::UnaryOp op) {
     case ir::UnaryOp::Trunc:
     case ir::UnaryOp::LogicalNot:
     case ir::UnaryOp::BitwiseNot:
+    case ir::UnaryOp::NonzeroDivisor:
     case ir::UnaryOp::IsNan:
     case ir::UnaryOp::IsInf:
     case ir::UnaryOp::IsFinite:

@@ -19,7 +19,9 @@
 ///   Transcendental functions are accurate to a few ulp, not correctly rounded.
 /// - Integer arithmetic wraps (two's complement) on overflow. Integer
 ///   floordiv/truncdiv/fmod/remainder by zero is undefined: lowerings guard
-///   it where eager raises or defines a value. floordiv rounds toward -inf,
+///   it where eager raises or defines a value. nonzero_divisor(x) is x, or 1
+///   where x is 0 (the guard where eager raises); a backend may report that
+///   0 (the CPU raises ZeroDivisionError after the kernel). floordiv rounds toward -inf,
 ///   truncdiv toward zero; remainder has the sign of the divisor (Python %),
 ///   fmod the sign of the dividend (C fmod). Float floordiv/remainder follow
 ///   torch.floor_divide / torch.remainder. Shifts by a negative amount or by

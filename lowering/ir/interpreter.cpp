@@ -261,7 +261,8 @@ class Evaluator : public ExprFunctor<ScalarValue> {
         case UnaryOp::IsFinite: return of_bool(std::isfinite(v));
         case UnaryOp::SignBit: return of_bool(std::signbit(v));
         case UnaryOp::LogicalNot:
-        case UnaryOp::BitwiseNot: fail(cat("interpreter: ", to_string(n.op), " on a float"));
+        case UnaryOp::BitwiseNot:
+        case UnaryOp::NonzeroDivisor: fail(cat("interpreter: ", to_string(n.op), " on a float"));
       }
       return of_float(r, t);
     }
@@ -272,6 +273,7 @@ class Evaluator : public ExprFunctor<ScalarValue> {
       case UnaryOp::Sign: return of_int((0 < v) - (v < 0), t);
       case UnaryOp::LogicalNot: return of_bool(v == 0);
       case UnaryOp::BitwiseNot: return t == DType::Bool ? of_bool(v == 0) : of_int(~v, t);
+      case UnaryOp::NonzeroDivisor: return v == 0 ? (t == DType::Bool ? of_bool(true) : of_int(1, t)) : x;
       default: fail(cat("interpreter: ", to_string(n.op), " on ", dtype_name(t)));
     }
   }

@@ -26,14 +26,14 @@ Expected<std::vector<Operand>> operands(const OpCall& c, std::initializer_list<s
 }
 
 Expr zero(DType t) { return ir::Constant::make(0, t); }
-Expr one(DType t) { return ir::Constant::make(1, t); }
 
-/// Integer division and remainder by zero raise in eager and trap on the
-/// CPU; a kernel cannot raise, so the divisor is replaced by 1 where it is
-/// 0 (the result there differs from eager only where eager raises).
+/// Integer division and remainder by zero raise in eager (CPU) and trap in
+/// C: the divisor is 1 where it is 0 (ir nonzero_divisor), and the CPU kernel
+/// reports the 0 so the call raises ZeroDivisionError as eager does (CUDA
+/// eager does not raise: there the quotient is just unspecified).
 Expr safe_divisor(const Expr& b, DType t) {
   if (is_floating(t)) return b;
-  return ir::where(ir::compare(CompareOp::Eq, b, zero(t)), one(t), b);
+  return ir::unary(UnaryOp::NonzeroDivisor, b);
 }
 
 // --- unary ---------------------------------------------------------------------------------

@@ -135,3 +135,17 @@ def test_out_of_range_index_fails_the_cuda_kernel_like_eager():
     if not _nvrtc():
         pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
     assert "__assertfail" in _C.compile_cuda_source(src)
+
+
+def test_integer_division_compiles_for_cuda_without_a_zero_report():
+    """nonzero_divisor on CUDA takes a 0 divisor as 1 (CUDA eager does not
+    raise); the CPU's runtime report does not exist there."""
+
+    def div(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return a // b, a % b
+
+    (kind, src), = _cuda_sources(div, (torch.arange(-6, 6), torch.arange(1, 13)), grad=False)
+    assert "cppi_nonzero_divisor<" in src, src
+    if not _nvrtc():
+        pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
+    assert ".entry" in _C.compile_cuda_source(src)

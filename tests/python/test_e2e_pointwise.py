@@ -91,6 +91,31 @@ def test_int64_arithmetic(device):
     check_model(f, (a, b))
 
 
+def test_integer_division_by_zero_raises_like_eager_on_cpu():
+    """CPU eager raises ZeroDivisionError for an integer divisor of 0 (floor,
+    trunc, remainder, fmod); so does the compiled call, from a parallel loop
+    too, and the next call with valid divisors runs normally. (CUDA eager
+    does not raise: there the quotient is unspecified, and so is ours.)"""
+    from check import compile_fn
+
+    def f(a, b):
+        return a // b, torch.div(a, b, rounding_mode="trunc"), a % b, torch.fmod(a, b)
+
+    compiled = compile_fn(f, options={"fallback": "error"})
+    a = torch.arange(-50000, 50000)
+    ok = torch.randint(1, 9, (100000,)) * torch.where(torch.rand(100000) < 0.5, 1, -1)
+    for x, y in zip(compiled(a, ok), f(a, ok)):
+        torch.testing.assert_close(x, y)
+    bad = ok.clone()
+    bad[77777] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(a, bad)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(a, bad)
+    for x, y in zip(compiled(a, ok), f(a, ok)):
+        torch.testing.assert_close(x, y)
+
+
 def test_int_true_division_promotes_to_float(device):
     def f(a, b):
         return a / b, a.float().mean()
