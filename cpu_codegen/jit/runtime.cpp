@@ -75,29 +75,29 @@ const Gomp* gomp() {
   return load_default_locked();
 }
 
-/// The first out-of-range index of the kernel a thread runs (run_checked),
-/// and whether it divided an integer by zero; also set on the pool's
-/// workers while they run that kernel's loop.
-struct IndexErrorSlot {
-  std::atomic<bool> set{false};
-  int64_t value = 0, size = 0;
+/// What went wrong in the kernel a thread runs (run_checked): the first
+/// out-of-range index, and whether it divided an integer by zero. The pool's
+/// workers see the launching thread's while they run that kernel's loop.
+struct KernelErrors {
+  std::atomic<bool> bad_index{false};
+  int64_t value = 0, size = 0;  // the first bad index and its dimension's size
   std::atomic<bool> zero_division{false};
 };
-thread_local IndexErrorSlot* t_index_errors = nullptr;
+thread_local KernelErrors* t_kernel_errors = nullptr;
 
 struct Trampoline {
   cppi_parallel_body_fn fn;
   void* ctx;
   const Gomp* gomp;
-  IndexErrorSlot* errors;  // the launching thread's
+  KernelErrors* errors;  // the launching thread's
 };
 
 void gomp_entry(void* p) {
   auto* t = static_cast<Trampoline*>(p);
-  IndexErrorSlot* saved = t_index_errors;
-  t_index_errors = t->errors;
+  KernelErrors* saved = t_kernel_errors;
+  t_kernel_errors = t->errors;
   t->fn(t->ctx, t->gomp->thread_num(), t->gomp->num_threads());
-  t_index_errors = saved;
+  t_kernel_errors = saved;
 }
 
 void rt_parallel(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads) {
@@ -107,20 +107,20 @@ void rt_parallel(cppi_parallel_body_fn fn, void* ctx, int32_t num_threads) {
     return;
   }
   g_used.store(true, std::memory_order_relaxed);
-  Trampoline t{fn, ctx, g, t_index_errors};
+  Trampoline t{fn, ctx, g, t_kernel_errors};
   g->parallel(&gomp_entry, &t, static_cast<unsigned>(num_threads), 0);
 }
 
 int32_t rt_max_threads() { return get_num_threads(); }
 
 void rt_zero_division() {
-  if (IndexErrorSlot* slot = t_index_errors) slot->zero_division.store(true, std::memory_order_relaxed);
+  if (KernelErrors* slot = t_kernel_errors) slot->zero_division.store(true, std::memory_order_relaxed);
 }
 
 void rt_index_error(int64_t value, int64_t size) {
-  IndexErrorSlot* slot = t_index_errors;
+  KernelErrors* slot = t_kernel_errors;
   bool expected = false;
-  if (!slot || !slot->set.compare_exchange_strong(expected, true)) return;  // keep the first
+  if (!slot || !slot->bad_index.compare_exchange_strong(expected, true)) return;  // keep the first
   slot->value = value;
   slot->size = size;
 }
@@ -157,17 +157,16 @@ int get_num_threads() {
 }
 
 void run_checked(const std::function<void()>& kernel) {
-  IndexErrorSlot slot;
-  IndexErrorSlot* saved = t_index_errors;
-  t_index_errors = &slot;
-  try {
+  KernelErrors slot;
+  {
+    struct Install {  // the slot is this thread's while the kernel runs, even if it throws
+      KernelErrors* saved = t_kernel_errors;
+      explicit Install(KernelErrors* s) { t_kernel_errors = s; }
+      ~Install() { t_kernel_errors = saved; }
+    } install(&slot);
     kernel();
-  } catch (...) {
-    t_index_errors = saved;
-    throw;
   }
-  t_index_errors = saved;
-  if (slot.set.load()) {
+  if (slot.bad_index.load()) {
     throw CompilerError(Error::index_out_of_range(
         cat("index ", slot.value, " is out of bounds for dimension with size ", slot.size)));
   }

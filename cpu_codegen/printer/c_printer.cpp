@@ -250,6 +250,12 @@ void CPrinterBase::note_sincos(const std::vector<Expr>& roots) {
   }
 }
 
+void CPrinterBase::note_sincos(const Kernel& k) {
+  for (const auto& st : k.stages) {
+    for (const Expr& v : stage_values(st)) note_sincos({v});  // each value on its own, as each prints
+  }
+}
+
 bool CPrinterBase::is_sincos_half(const Expr& e) const {
   auto u = e.as<Unary>();
   return u && (u->op == UnaryOp::Sin || u->op == UnaryOp::Cos) && sincos_args_.count(u->operand);

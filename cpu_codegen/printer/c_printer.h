@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "lowering/ir/expr.h"
+#include "lowering/ir/kernel.h"
 #include "lowering/ir/index_simplify.h"
 
 namespace cppi::codegen {
@@ -132,6 +133,8 @@ class CPrinterBase {
   // support code defines cppi_sincos(x, &s, &c) for the types it passes.
   /// Records the operands that both sin and cos take somewhere in `roots`.
   void note_sincos(const std::vector<ir::Expr>& roots);
+  /// ... in each value of each stage of `k`.
+  void note_sincos(const ir::Kernel& k);
   /// True if `e` is sin or cos of an operand note_sincos recorded.
   bool is_sincos_half(const ir::Expr& e) const;
   /// For such an `e` with its operand printed as `x` (of C type `type`):

@@ -30,13 +30,7 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));
   }
   sig_ = signature(k_);
-  for (const auto& st : k_.stages) {
-    if (auto r = std::get_if<ReductionStage>(&st)) {
-      note_sincos({r->body});
-    } else {
-      for (const auto& store : std::get<PointwiseStage>(st).stores) note_sincos({store.value});
-    }
-  }
+  note_sincos(k_);
   print_header();
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();

@@ -196,9 +196,12 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   };
   RowCacheReads row_cache_reads(size_t stage) const;
   /// Whether a load at `index` in stage `stage` of a row cached in vectors
-  /// is affine with stride 1 along the row: print_cached_vector_stores reads
-  /// it as one vector per slot group.
+  /// is affine with stride 1 along the row.
   bool row_vector_access(size_t stage, const IndexExpr& index) const;
+  /// The loads of looped store stage `stage` that print_cached_vector_stores
+  /// reads as one vector per slot group (and the launch checks): unmasked,
+  /// row_vector_access, not served by the row cache, each once.
+  std::vector<Expr> row_vector_loads(size_t stage) const;
   /// The outer loop variables, then the canonical row variables.
   std::vector<IndexExpr> row_vector_vars() const;
 

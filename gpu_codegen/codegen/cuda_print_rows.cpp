@@ -132,13 +132,6 @@ void CudaKernelPrinter::print_row_cache_prologue() {
 
 namespace {
 
-std::vector<Expr> stage_values(const Stage& s) {
-  if (const auto* r = std::get_if<ReductionStage>(&s)) return {r->body};
-  std::vector<Expr> out;
-  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
-  return out;
-}
-
 std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
   std::set<std::string> out;
   for (const auto& l : loops) out.insert(l.var.as<IndexVar>()->name);
@@ -405,6 +398,20 @@ bool CudaKernelPrinter::row_vector_access(size_t stage, const IndexExpr& index) 
   return last && *last == 1;
 }
 
+std::vector<Expr> CudaKernelPrinter::row_vector_loads(size_t stage) const {
+  const RowCacheReads reads = row_cache_reads(stage);
+  std::vector<Expr> out;
+  for (const Expr& x : post_order(stage_values(k_.stages[stage]))) {
+    const auto* l = x.as<Load>();
+    if (!l || l->mask.defined() || !row_vector_access(stage, l->index)) continue;
+    bool seen = false;
+    for (const auto& fc : reads.from_cache) seen |= fc.first.same_as(x);
+    for (const Expr& y : out) seen |= structurally_equal(y, x);
+    if (!seen) out.push_back(x);
+  }
+  return out;
+}
+
 void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size_t i) {
   const int t = threads_per_row_, e = cached_elements_, v = g_.cache_vector;
   const int64_t n = *product_of(s.loops).constant();
@@ -422,18 +429,11 @@ void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size
   // its own.
   std::vector<std::pair<Expr, std::string>> vloads;
   std::set<std::string> vload_vars;
-  for (const auto& st : s.stores) {
-    for (const Expr& x : post_order({st.value})) {
-      const auto* l = x.as<Load>();
-      if (!l || l->mask.defined() || !row_vector_access(i, l->index)) continue;
-      bool seen = false;
-      for (const auto& fc : reads.from_cache) seen |= fc.first.same_as(x);
-      for (const auto& vl : vloads) seen |= structurally_equal(vl.first, x);
-      if (seen) continue;
-      vloads.emplace_back(x, fresh_name("v"));
-      for (const auto& name : free_vars(l->index)) vload_vars.insert(name);
-      out_.line(cat("cppi_vec<", dtype_ctype(l->dtype), ", ", v, "> ", vloads.back().second, ";"));
-    }
+  for (const Expr& x : row_vector_loads(i)) {
+    const auto* l = x.as<Load>();
+    vloads.emplace_back(x, fresh_name("v"));
+    for (const auto& name : free_vars(l->index)) vload_vars.insert(name);
+    out_.line(cat("cppi_vec<", dtype_ctype(l->dtype), ", ", v, "> ", vloads.back().second, ";"));
   }
   if (!vloads.empty()) {
     out_.open("");

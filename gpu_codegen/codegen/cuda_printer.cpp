@@ -199,13 +199,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     }
   }
   print_header();
-  for (const auto& st : k_.stages) {
-    if (auto r = std::get_if<ReductionStage>(&st)) {
-      note_sincos({r->body});
-    } else {
-      for (const auto& store : std::get<PointwiseStage>(st).stores) note_sincos({store.value});
-    }
-  }
+  note_sincos(k_);
   const std::string params = parameters(info);
   if (has_module_state(g_)) {
     // The split rows' or column groups' partials and arrival counters (zero
@@ -242,31 +236,27 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->block_reduction = block_reduction_;
   info->row_cached = is_row_mapping(g_.mapping) && g_.elements_per_thread > 0;
   // What the vector accesses need, for the launcher to check.
-  std::vector<IndexExpr> vars;
-  for (const auto& l : k_.outer) vars.push_back(l.var);
   if (info->row_cached && g_.cache_vector > 1) {
-    // Cached loads, over the outer and the canonical row variables.
-    for (size_t i = 0; i < row_cache_loops(k_)->size(); ++i) vars.push_back(row_cache_var(i));
+    // Cached loads, over the outer and the canonical row variables; looped
+    // stores (cache_vector_width: stride 1 along the row) and the loads
+    // their stages read as vectors (print_cached_vector_stores).
+    const std::vector<IndexExpr> vars = row_vector_vars();
     for (const auto& c : cached_) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
-    // ... looped stores (cache_vector_width: stride 1 along the row), and
-    // the loads of their stages read as vectors (print_cached_vector_stores).
     for (size_t i = 0; i < k_.stages.size(); ++i) {
       const auto* p = std::get_if<PointwiseStage>(&k_.stages[i]);
       if (!p || p->loops.empty()) continue;
       for (const auto& st : p->stores) {
         add_vector_check(info, st.buffer, canonical_row_index(k_, i, st.index), vars, g_.cache_vector);
-        for (const Expr& x : post_order({st.value})) {
-          const auto* l = x.as<Load>();
-          if (!l || l->mask.defined() || !row_vector_access(i, l->index)) continue;
-          const IndexExpr canon = canonical_row_index(k_, i, l->index);
-          bool cached = false;  // checked above
-          for (const auto& c : cached_) cached |= c.buffer->name == l->buffer->name && c.index == canon;
-          if (!cached) add_vector_check(info, l->buffer, canon, vars, g_.cache_vector);
-        }
+      }
+      for (const Expr& x : row_vector_loads(i)) {
+        const auto* l = x.as<Load>();
+        add_vector_check(info, l->buffer, canonical_row_index(k_, i, l->index), vars, g_.cache_vector);
       }
     }
   }
   if (g_.elements_per_thread > 1 && !is_row_mapping(g_.mapping)) {
+    std::vector<IndexExpr> vars;
+    for (const auto& l : k_.outer) vars.push_back(l.var);
     const int w = g_.elements_per_thread;
     VectorCheck extent_check;
     extent_check.divisor = w;

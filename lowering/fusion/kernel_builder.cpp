@@ -66,13 +66,6 @@ std::vector<ir::Loop> loops_from(const std::vector<IndexExpr>& extents, size_t f
   return loops;
 }
 
-std::vector<Expr> stage_values(const ir::Stage& s) {
-  if (auto r = std::get_if<ir::ReductionStage>(&s)) return {r->body};
-  std::vector<Expr> out;
-  for (const auto& st : std::get<ir::PointwiseStage>(s).stores) out.push_back(st.value);
-  return out;
-}
-
 std::set<std::string> buffer_names(const std::vector<ir::Access>& accesses) {
   std::set<std::string> out;
   for (const auto& a : accesses) out.insert(a.buffer->name);
@@ -93,7 +86,7 @@ bool commute(const ir::Stage& a, const ir::Stage& b) {
   };
   auto refs = [](const ir::Stage& s) {
     std::set<std::string> out;
-    for (const auto& v : stage_values(s)) {
+    for (const auto& v : ir::stage_values(s)) {
       for (const auto& name : ir::local_refs(v)) out.insert(name);
     }
     return out;
@@ -240,7 +233,7 @@ std::vector<ir::KernelPtr> remove_dead_stores(const std::vector<ir::KernelPtr>& 
       // A reduction stage whose results no later stage uses does nothing.
       std::set<std::string> used;
       for (const auto& s : stages) {
-        for (const auto& v : stage_values(s)) {
+        for (const auto& v : ir::stage_values(s)) {
           for (const auto& name : ir::local_refs(v)) used.insert(name);
         }
       }

@@ -215,14 +215,8 @@ size_t run_end(const Kernel& k, size_t first, bool with_pointwise) {
     bool same = true;
     for (size_t i = 0; i < loops.size(); ++i) same &= loops[i].extent == head->loops[i].extent;
     if (!same) break;
-    std::vector<Expr> values;
-    if (r) {
-      values.push_back(r->body);
-    } else {
-      for (const auto& st : std::get<PointwiseStage>(s).stores) values.push_back(st.value);
-    }
     bool independent = true;
-    for (const Expr& v : values) {
+    for (const Expr& v : stage_values(s)) {
       for (const auto& name : local_refs(v)) independent &= !run_results.count(name);
     }
     std::set<std::string> reads_here, writes_here;
@@ -243,6 +237,13 @@ size_t run_end(const Kernel& k, size_t first, bool with_pointwise) {
 size_t reduction_run_end(const Kernel& k, size_t first) { return run_end(k, first, false); }
 
 size_t pass_run_end(const Kernel& k, size_t first) { return run_end(k, first, true); }
+
+std::vector<Expr> stage_values(const Stage& s) {
+  if (const auto* r = std::get_if<ReductionStage>(&s)) return {r->body};
+  std::vector<Expr> out;
+  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
+  return out;
+}
 
 std::vector<Access> reads(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);

@@ -256,6 +256,10 @@ size_t reduction_run_end(const Kernel& k, size_t first);
 /// difference and stores the scaled difference its backward reads).
 size_t pass_run_end(const Kernel& k, size_t first);
 
+/// The values a stage computes: a reduction's body, or a pointwise stage's
+/// stored values (not their indices).
+std::vector<Expr> stage_values(const Stage& s);
+
 /// Loads in a stage / stores of a stage.
 std::vector<Access> reads(const Stage& s);
 std::vector<Access> writes(const Stage& s);
