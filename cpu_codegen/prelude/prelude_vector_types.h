@@ -1,0 +1,232 @@
+/// \file
+/// Vector types and their operations of the CPU runtime prelude: a part of cppinductor_prelude.h,
+/// not a header of its own. The prelude includes it at one place, after what
+/// it builds on, and embed_prelude.cmake pastes it there for the in-memory
+/// copy the kernels compile against.
+
+// ---------------------------------------------------------------------------
+// Vector types (GNU vector extensions, understood by clang and g++).
+#define CPPI_DEFINE_VEC(elem, tag, lanes)                                           \
+  typedef elem cppi_##tag##x##lanes __attribute__((vector_size(sizeof(elem) * lanes))); \
+  template <>                                                                       \
+  struct cppi_vec_traits<cppi_##tag##x##lanes> {                                    \
+    typedef elem element_type;                                                      \
+    static constexpr int lanes_v = lanes;                                           \
+  };
+
+template <class V>
+struct cppi_vec_traits;
+
+#define CPPI_DEFINE_VEC_WIDTHS(elem, tag, a, b, c) \
+  CPPI_DEFINE_VEC(elem, tag, a) CPPI_DEFINE_VEC(elem, tag, b) CPPI_DEFINE_VEC(elem, tag, c)
+
+CPPI_DEFINE_VEC_WIDTHS(float, f32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(double, f64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(int32_t, i32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint32_t, u32, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(int64_t, i64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(uint64_t, u64, 2, 4, 8)
+CPPI_DEFINE_VEC_WIDTHS(int16_t, i16, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint16_t, u16, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(int8_t, i8, 4, 8, 16)
+CPPI_DEFINE_VEC_WIDTHS(uint8_t, u8, 4, 8, 16)
+#undef CPPI_DEFINE_VEC_WIDTHS
+#undef CPPI_DEFINE_VEC
+
+// The host vector width. The schedule picks a width; these name the natural
+// one (16 floats on AVX-512, 8 on AVX/AVX2, 4 otherwise).
+#if defined(__AVX512F__)
+#define CPPI_VEC_BYTES 64
+typedef cppi_f32x16 cppi_vf32;
+typedef cppi_f64x8 cppi_vf64;
+typedef cppi_i32x16 cppi_vi32;
+typedef cppi_i64x8 cppi_vi64;
+#elif defined(__AVX__)
+#define CPPI_VEC_BYTES 32
+typedef cppi_f32x8 cppi_vf32;
+typedef cppi_f64x4 cppi_vf64;
+typedef cppi_i32x8 cppi_vi32;
+typedef cppi_i64x4 cppi_vi64;
+#else
+#define CPPI_VEC_BYTES 16
+typedef cppi_f32x4 cppi_vf32;
+typedef cppi_f64x2 cppi_vf64;
+typedef cppi_i32x4 cppi_vi32;
+typedef cppi_i64x2 cppi_vi64;
+#endif
+#define CPPI_VF32_LANES (CPPI_VEC_BYTES / 4)
+#define CPPI_VF64_LANES (CPPI_VEC_BYTES / 8)
+
+// Memory access. memcpy-based so any alignment is fine; compiles to one
+// unaligned vector load/store.
+template <class V>
+CPPI_INLINE V cppi_vload(const void* p) {
+  V v;
+  __builtin_memcpy(&v, p, sizeof(V));
+  return v;
+}
+template <class V>
+CPPI_INLINE void cppi_vstore(void* p, V v) {
+  __builtin_memcpy(p, &v, sizeof(V));
+}
+// Loads the first n lanes (0 <= n <= lanes) and zero-fills the rest: for tails.
+template <class V>
+CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  V v = {};
+  const E* e = (const E*)p;
+  for (int64_t i = 0; i < n; ++i) v[i] = e[i];
+  return v;
+}
+template <class V>
+CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  E* e = (E*)p;
+  for (int64_t i = 0; i < n; ++i) e[i] = v[i];
+}
+template <class V>
+CPPI_INLINE V cppi_vsplat(typename cppi_vec_traits<V>::element_type s) {
+  V v;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = s;
+  return v;
+}
+// Lane i holds start + i.
+template <class V>
+CPPI_INLINE V cppi_viota(typename cppi_vec_traits<V>::element_type start) {
+  V v;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i;
+  return v;
+}
+template <class To, class From>
+CPPI_INLINE To cppi_vconvert(From v) {
+  return __builtin_convertvector(v, To);
+}
+
+// mask ? a : b, lane-wise (mask lanes are all-ones or zero, as comparisons
+// produce). Spelled as bit operations so it compiles the same in clang and
+// g++ for every element type.
+template <class V, class M>
+CPPI_INLINE V cppi_vselect(M mask, V a, V b) {
+  static_assert(sizeof(M) == sizeof(V), "cppi_vselect: mask and value widths differ");
+  typedef M bits_t;
+  const bits_t ab = cppi_bit_cast<bits_t>(a), bb = cppi_bit_cast<bits_t>(b);
+  return cppi_bit_cast<V>((bits_t)((ab & mask) | (bb & ~mask)));
+}
+
+// Fixed-order horizontal reductions (lane 0 first), so results do not depend
+// on the compiler.
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_add(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = acc + v[i];
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_max(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_max(acc, v[i]);
+  return acc;
+}
+template <class V>
+CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_min(V v) {
+  typename cppi_vec_traits<V>::element_type acc = v[0];
+  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = cppi_min(acc, v[i]);
+  return acc;
+}
+
+// Per-width definitions of NaN-propagating max/min, abs, sqrt and rounding,
+// and reduced-float conversions. M is the same-width integer mask type.
+#define CPPI_VEC_FLOAT_OPS(V, M, ABS_MASK)                                                     \
+  CPPI_INLINE V cppi_max(V a, V b) {                                                    \
+    const M unordered = (a != a) | (b != b);                                            \
+    return cppi_vselect(unordered, a + b, cppi_vselect(a > b, a, b));                   \
+  }                                                                                     \
+  CPPI_INLINE V cppi_min(V a, V b) {                                                    \
+    const M unordered = (a != a) | (b != b);                                            \
+    return cppi_vselect(unordered, a + b, cppi_vselect(a < b, a, b));                   \
+  }                                                                                     \
+  CPPI_INLINE V cppi_abs(V x) {                                                         \
+    return cppi_bit_cast<V>(cppi_bit_cast<M>(x) & cppi_vsplat<M>(ABS_MASK));           \
+  }                                                                                     \
+  CPPI_INLINE M cppi_isnan(V x) { return x != x; }                                      \
+  CPPI_INLINE V cppi_sqrt(V x) {                                                        \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_sqrt(x[i]);      \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_floor(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_floor(x[i]);     \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_ceil(V x) {                                                        \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_ceil(x[i]);      \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_trunc(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_trunc(x[i]);     \
+    return r;                                                                           \
+  }                                                                                     \
+  CPPI_INLINE V cppi_round(V x) {                                                       \
+    V r;                                                                                \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_round(x[i]);     \
+    return r;                                                                           \
+  }
+
+CPPI_VEC_FLOAT_OPS(cppi_f32x4, cppi_i32x4, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f32x8, cppi_i32x8, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f32x16, cppi_i32x16, 0x7FFFFFFF)
+CPPI_VEC_FLOAT_OPS(cppi_f64x2, cppi_i64x2, 0x7FFFFFFFFFFFFFFFLL)
+CPPI_VEC_FLOAT_OPS(cppi_f64x4, cppi_i64x4, 0x7FFFFFFFFFFFFFFFLL)
+CPPI_VEC_FLOAT_OPS(cppi_f64x8, cppi_i64x8, 0x7FFFFFFFFFFFFFFFLL)
+#undef CPPI_VEC_FLOAT_OPS
+
+// Reduced floats, N lanes at a time: uint16 vectors of bits <-> float vectors.
+#define CPPI_VEC_REDUCED_FLOAT_OPS(N)                                                     \
+  CPPI_INLINE cppi_f32x##N cppi_bf16_to_float(cppi_u16x##N v) {                          \
+    return cppi_bit_cast<cppi_f32x##N>(cppi_vconvert<cppi_u32x##N>(v) << 16);             \
+  }                                                                                       \
+  CPPI_INLINE cppi_u16x##N cppi_float_to_bf16(cppi_f32x##N f) {                          \
+    const cppi_u32x##N u = cppi_bit_cast<cppi_u32x##N>(f);                                \
+    const cppi_u32x##N rounded = (u + (((u >> 16) & 1u) + 0x7FFFu)) >> 16;                \
+    const cppi_u32x##N r =                                                                \
+        cppi_vselect((cppi_u32x##N)(f != f), cppi_vsplat<cppi_u32x##N>(0x7FC0u), rounded); \
+    return cppi_vconvert<cppi_u16x##N>(r);                                                \
+  }                                                                                       \
+  CPPI_INLINE cppi_f32x##N cppi_half_to_float(cppi_u16x##N h) {                          \
+    const cppi_u32x##N w = cppi_vconvert<cppi_u32x##N>(h) << 16;                          \
+    const cppi_u32x##N sign = w & 0x80000000u;                                            \
+    const cppi_u32x##N two_w = w + w;                                                     \
+    const cppi_f32x##N normalized =                                                       \
+        cppi_bit_cast<cppi_f32x##N>((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;          \
+    const cppi_f32x##N denormalized =                                                     \
+        cppi_bit_cast<cppi_f32x##N>((two_w >> 17) | (126u << 23)) - 0.5f;                 \
+    const cppi_u32x##N is_denormal = (cppi_u32x##N)(two_w < (1u << 27));                  \
+    return cppi_bit_cast<cppi_f32x##N>(                                                   \
+        sign | cppi_vselect(is_denormal, cppi_bit_cast<cppi_u32x##N>(denormalized),      \
+                            cppi_bit_cast<cppi_u32x##N>(normalized)));                    \
+  }                                                                                       \
+  CPPI_INLINE cppi_u16x##N cppi_float_to_half(cppi_f32x##N f) {                          \
+    const cppi_u32x##N w = cppi_bit_cast<cppi_u32x##N>(f);                                \
+    const cppi_f32x##N abs_f = cppi_bit_cast<cppi_f32x##N>(w & 0x7FFFFFFFu);              \
+    cppi_f32x##N base = (abs_f * 0x1.0p+112f) * 0x1.0p-110f;                              \
+    const cppi_u32x##N shl1_w = w + w;                                                    \
+    const cppi_u32x##N sign = w & 0x80000000u;                                            \
+    cppi_u32x##N bias = shl1_w & 0xFF000000u;                                             \
+    bias = cppi_vselect((cppi_u32x##N)(bias < 0x71000000u),                               \
+                        cppi_vsplat<cppi_u32x##N>(0x71000000u), bias);                    \
+    base = cppi_bit_cast<cppi_f32x##N>((bias >> 1) + 0x07800000u) + base;                 \
+    const cppi_u32x##N bits = cppi_bit_cast<cppi_u32x##N>(base);                          \
+    const cppi_u32x##N nonsign = ((bits >> 13) & 0x00007C00u) + (bits & 0x00000FFFu);     \
+    const cppi_u32x##N r =                                                                \
+        (sign >> 16) | cppi_vselect((cppi_u32x##N)(shl1_w > 0xFF000000u),                 \
+                                    cppi_vsplat<cppi_u32x##N>(0x7E00u), nonsign);         \
+    return cppi_vconvert<cppi_u16x##N>(r);                                                \
+  }
+
+CPPI_VEC_REDUCED_FLOAT_OPS(4)
+CPPI_VEC_REDUCED_FLOAT_OPS(8)
+CPPI_VEC_REDUCED_FLOAT_OPS(16)
+#undef CPPI_VEC_REDUCED_FLOAT_OPS
