@@ -222,7 +222,7 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 TEST(CudaPrinter, SymbolicRowsStream) {
   std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
   expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
-                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_rcp(red_mean_acc.weight",
+                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
 }
 
