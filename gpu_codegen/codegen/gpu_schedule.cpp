@@ -434,9 +434,14 @@ std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
     const auto& loops = loops_of(k.stages[i]);
     if (loops.empty()) continue;
     for (const Load* l : loads_of(k.stages[i])) {
-      // Gathers are not cached: the cache fill would have to recompute the
-      // positions per slot.
-      if (l->mask.defined() || written.count(l->buffer->name) || has_indirect(l->index)) continue;
+      if (l->mask.defined() || written.count(l->buffer->name)) continue;
+      // A gather is cached only when it picks whole rows (an embedding's):
+      // its positions are then computed once per row, before the fill.
+      bool gathers_along_row = false;
+      for (const auto& leaf : indirect_terms(l->index)) {
+        for (const auto& lp : loops) gathers_along_row |= depends_on(leaf, lp.var.as<IndexVar>()->name);
+      }
+      if (gathers_along_row) continue;
       bool moves = false, per_row = false;
       for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
       for (const auto& lp : k.outer) per_row |= depends_on(l->index, lp.var.as<IndexVar>()->name);
