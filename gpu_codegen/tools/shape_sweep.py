@@ -1,15 +1,17 @@
-"""Shapes and programs the benchmark does not have: cppinductor against Inductor and eager on the GPU.
+"""Shapes and programs the benchmark does not have: cppinductor against Inductor and eager.
 
-Per-call milliseconds (CUDA events, median of 40) of each case under each backend, results checked against
-eager. Finds schedules tuned to the bench's shapes that fall over elsewhere (a transposed pointwise result,
-a 32000-wide softmax, a column variance):
-  python3 gpu_codegen/tools/shape_sweep.py [substring ...]   # only the cases whose name contains one
-Cases under ~0.05 ms measure the Python call path more than the kernel.
+Per-call milliseconds (median of 40; CUDA events on the GPU) of each case under each backend, results
+checked against eager. Finds schedules tuned to the bench's shapes that fall over elsewhere (a transposed
+pointwise result, a 32000-wide softmax, a column variance):
+  python3 gpu_codegen/tools/shape_sweep.py [--cpu] [substring ...]   # only cases whose name has one
+The CPU cases are smaller (2 cores). GPU cases under ~0.05 ms measure the Python call path more than the
+kernel.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -26,6 +28,13 @@ def t(shape, dtype=torch.float32):
 def bench(f, args, n=40):
     for _ in range(3):
         f(*args)
+    if dev == "cpu":
+        ts = []
+        for _ in range(n):
+            start = time.perf_counter()
+            f(*args)
+            ts.append((time.perf_counter() - start) * 1e3)
+        return sorted(ts)[n // 2]
     torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
     for a, b in ev:
@@ -37,8 +46,36 @@ def bench(f, args, n=40):
     return ts[n // 2]
 
 
+def cpu_cases():
+    """(name, fn, args) per case for 2 cores: inputs of 1-16 MB."""
+    return [
+        ("softmax 1000x1000", lambda x: torch.softmax(x, -1), [t((1000, 1000))]),
+        ("softmax 128x50257", lambda x: torch.softmax(x, -1), [t((128, 50257))]),
+        ("softmax 65536x64", lambda x: torch.softmax(x, -1), [t((65536, 64))]),
+        ("softmax dim0 1024x1024", lambda x: torch.softmax(x, 0), [t((1024, 1024))]),
+        ("log_softmax 256x32000", lambda x: torch.log_softmax(x, -1), [t((256, 32000))]),
+        ("layer_norm 1024x768", lambda x, w, b: F.layer_norm(x, (768,), w, b), [t((1024, 768)), t((768,)), t((768,))]),
+        ("layer_norm 512x4097", lambda x, w, b: F.layer_norm(x, (4097,), w, b), [t((512, 4097)), t((4097,)), t((4097,))]),
+        ("layer_norm 20000x100", lambda x, w, b: F.layer_norm(x, (100,), w, b), [t((20000, 100)), t((100,)), t((100,))]),
+        ("rms_norm 1024x4096", lambda x, w: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w, [t((1024, 4096)), t((4096,))]),
+        ("sum dim0 100000x64", lambda x: x.sum(0), [t((100000, 64))]),
+        ("sum dim1 64x100000", lambda x: x.sum(1), [t((64, 100000))]),
+        ("bn var_mean (0,2,3) 8x64x56x56", lambda x: torch.var_mean(x, (0, 2, 3)), [t((8, 64, 56, 56))]),
+        ("mean (2,3) 8x64x56x56", lambda x: x.mean((2, 3)), [t((8, 64, 56, 56))]),
+        ("bias relu NCHW 8x64x56x56", lambda x, b: torch.relu(x + b), [t((8, 64, 56, 56)), t((64, 1, 1))]),
+        ("transpose+1 2048^2", lambda x: x.t() + 1, [t((2048, 2048))]),
+        ("permute 0213 4x512x16x64", lambda x: (x.permute(0, 2, 1, 3) * 2).contiguous(), [t((4, 512, 16, 64))]),
+        ("argmax 1024x1000", lambda x: x.argmax(-1), [t((1024, 1000))]),
+        ("var 0 2048x2048", lambda x: x.var(0), [t((2048, 2048))]),
+        ("cross_entropy 256x32000", lambda x, y: F.cross_entropy(x, y), [t((256, 32000)), torch.randint(0, 32000, (256,))]),
+        ("embedding+ln 2048x1024", lambda i, w: F.layer_norm(F.embedding(i, w), (1024,)), [torch.randint(0, 50000, (2048,)), t((50000, 1024))]),
+    ]
+
+
 def cases():
     """(name, fn, args) per case; built on demand (the inputs take GPU memory)."""
+    if dev == "cpu":
+        return cpu_cases()
     return [
         ("softmax 1000x1000", lambda x: torch.softmax(x, -1), [t((1000, 1000))]),
         ("softmax 4096x768", lambda x: torch.softmax(x, -1), [t((4096, 768))]),
@@ -99,4 +136,6 @@ def main(only: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if "--cpu" in sys.argv:
+        dev = "cpu"
+    main([a for a in sys.argv[1:] if a != "--cpu"])
