@@ -172,6 +172,18 @@ def _empty_strided_cpu() -> Any:
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cpu")
 
 
+def _share_tensor_data_ptr() -> None:
+    """Kernel launchers read tensors' data pointers through torch's own C
+    function, as Inductor's CPU kernels do (no data_ptr() call per buffer);
+    without it they call data_ptr()."""
+    address = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_torchinductor_pyobject_tensor_data_ptr", None)
+    if isinstance(address, int) and address:
+        _C.set_tensor_data_ptr_function(address, torch.Tensor)
+
+
+_share_tensor_data_ptr()
+
+
 def _observe(values: tuple, call_starts: bool) -> None:
     _step_observer[0](values, call_starts)
 

@@ -14,9 +14,8 @@ kernel launches and almost nothing else:
         arg0_1 = None
         addmm = aten_addmm_default(arg1_1, arg2_1, permute)
         arg1_1 = permute = None
-        # kernel0_relu(addmm, relu)
         relu = in_place(addmm, (8, 8), (8, 1), float32, 'cpu')
-        run_kernel(0, [addmm.data_ptr(), relu.data_ptr()], (), 0)
+        kernel0_relu(addmm, relu)
         addmm = None
         return (relu,)
 
@@ -37,7 +36,8 @@ after every step.
 
 The source names only locals and the globals in `WrapperCode.globals`:
 helpers of runtime.py (`HELPERS`), the ATen ops, constants and the compiled
-graph's own entry points.
+graph's kernels (one launcher each, backend/python/kernel_launcher.h) and
+layout functions.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ HELPER_NAMES = (
     "observe",  # the observed variant's: memory.track_live_bytes's observer
 )
 # Per-graph globals.
-_GRAPH_NAMES = ("run_kernel", "allocation", "expected_layout", "layout")
+_GRAPH_NAMES = ("allocation", "expected_layout", "layout")
 _LOCAL_NAMES = ("args", "symbols", "stream", "lay")
 _RESERVED = frozenset(HELPER_NAMES + _GRAPH_NAMES + _LOCAL_NAMES) | frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
@@ -269,7 +269,6 @@ class _Printer:
         compiled = self.compiled
         kernel = step.kernel
         names = self.slot_names
-        self.emit(f"# {compiled.kernel_names[kernel]}({', '.join(names[b] for b in step.buffers)})")
         written_back = []
         # Inputs first: a buffer written in place takes over the re-laid-out
         # tensor, which is what the kernel reads.
@@ -297,10 +296,14 @@ class _Printer:
                 old = names[a.reuse]
                 self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
                 self.emit(f"{old} = None")
-        ptrs = ", ".join(f"{names[b]}.data_ptr()" for b in step.buffers)
-        symbols = "symbols" if self.dynamic else "()"
-        stream = "stream" if compiled.kernel_devices[kernel] == "cuda" else "0"
-        self.emit(f"run_kernel({kernel}, [{ptrs}], {symbols}, {stream})")
+        launcher = compiled.kernel_launcher(kernel, len(step.buffers))
+        call = [names[b] for b in step.buffers]
+        on_cuda = compiled.kernel_devices[kernel] == "cuda"
+        if self.dynamic or on_cuda:
+            call.append("symbols" if self.dynamic else "()")
+        if on_cuda:
+            call.append("stream")
+        self.emit(f"{self._global(launcher, compiled.kernel_names[kernel])}({', '.join(call)})")
         for x, original in written_back:  # the kernel mutated a graph input
             self.emit(f"if {original} is not None:")
             self.emit(f"{original}.copy_({x})", 2)
@@ -320,7 +323,6 @@ def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", *, 
     printer = _Printer(gm, compiled, observed)
     source = printer.print_function()
     per_graph = {
-        "run_kernel": compiled.run_kernel,
         "allocation": compiled.allocation,
         "expected_layout": compiled.expected_layout,
         "layout": _dynamic_layout,
