@@ -209,7 +209,7 @@ PYBIND11_MODULE(_C, m) {
           "launch(*buffers[, symbols[, stream]]): runs compiled kernel `kernel` on `num_buffers` tensors "
           "(backend/python/kernel_launcher.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),
-        py::arg("tensor_type"), "Lets kernel launchers read tensors' data pointers through torch's function at `address`.");
+        py::arg("tensor_type"), "Kernel launchers read tensors' data pointers through torch's function at `address`.");
 
   // CPU runtime: kernels run on torch's own OpenMP threads (cpu_codegen/jit/runtime.h).
   m.def(

@@ -69,7 +69,7 @@ PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   if (launcher == nullptr) return nullptr;
   Py_ssize_t n = launcher->num_buffers;
   if (nargs < n || nargs > n + 2) {
-    PyErr_Format(PyExc_TypeError, "kernel %s takes %zd buffers, then optionally symbols and a stream; got %zd arguments",
+    PyErr_Format(PyExc_TypeError, "kernel %s takes %zd buffers, then optionally symbols and a stream; got %zd",
                  launcher->kernel->name().c_str(), n, nargs);
     return nullptr;
   }

@@ -159,14 +159,12 @@ def _draw_seed(device: str) -> torch.Tensor:
     return torch.randint(_SEED_HIGH, (1,), dtype=torch.int64, device=device)
 
 
-
-
 def _empty_strided_cpu() -> Any:
     """Inductor's empty_strided for CPU: the same tensor as torch.empty_strided
     without the dispatcher (0.4 us instead of 0.9 us a buffer); torch's
     when this torch has none."""
-    fast = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-    fast = getattr(fast, "_empty_strided_cpu", None)
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    fast = getattr(guards, "_empty_strided_cpu", None)
     if fast is not None:
         return fast
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cpu")
@@ -176,7 +174,8 @@ def _share_tensor_data_ptr() -> None:
     """Kernel launchers read tensors' data pointers through torch's own C
     function, as Inductor's CPU kernels do (no data_ptr() call per buffer);
     without it they call data_ptr()."""
-    address = getattr(getattr(getattr(torch._C, "_dynamo", None), "guards", None), "_torchinductor_pyobject_tensor_data_ptr", None)
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    address = getattr(guards, "_torchinductor_pyobject_tensor_data_ptr", None)
     if isinstance(address, int) and address:
         _C.set_tensor_data_ptr_function(address, torch.Tensor)
 

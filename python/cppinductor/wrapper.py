@@ -104,6 +104,9 @@ def _dynamic_layout(layout: tuple) -> tuple:
 
 @dataclass
 class WrapperCode:
+    """A generated `call(args)` function: its source and the globals it
+    names besides runtime.HELPERS."""
+
     source: str
     globals: dict[str, Any] = field(default_factory=dict)
 
@@ -171,13 +174,14 @@ class _Printer:
             return "{" + ", ".join(f"{self.literal(k)}: {self.literal(v)}" for k, v in value.items()) + "}"
         if isinstance(value, torch.dtype):
             return self._global(value, str(value).removeprefix("torch."))
-        return self._global(value, "const")
+        return self._global(value, type(value).__name__)
 
-    def layout(self, fixed: tuple | None, expression: str | None) -> Layout:
-        """A layout from constants (`fixed`, static shapes) or, with size
-        symbols, from the tuple the line `lay = {expression}` binds."""
-        if fixed is not None:
-            dtype_name, sizes, strides, device = fixed
+    def layout(self, kind: str, index: int, i: int) -> Layout:
+        """Layout `i` of step `index` (kind: "allocation" or "expected_layout",
+        the CompiledGraph method that evaluates it): constants when shapes are
+        static, else the tuple a line `lay = ...` binds per call."""
+        if not self.dynamic:
+            dtype_name, sizes, strides, device = getattr(self.compiled, kind)(index, i, [])
             dtype = TORCH_DTYPES[dtype_name]
             return Layout(
                 self.literal(tuple(sizes)),
@@ -187,7 +191,7 @@ class _Printer:
                 repr(storage_bytes(sizes, strides, dtype)),
                 device == "cpu",
             )
-        self.emit(f"lay = layout({expression})")
+        self.emit(f"lay = layout({kind}({index}, {i}, symbols))")
         return Layout("lay[0]", "lay[1]", "lay[2]", "lay[3]", "lay[4]", False)
 
     def empty(self, lay: Layout) -> str:
@@ -273,7 +277,7 @@ class _Printer:
         # Inputs first: a buffer written in place takes over the re-laid-out
         # tensor, which is what the kernel reads.
         for i, (expected, written) in enumerate(zip(step.expected_layouts, step.expected_written)):
-            lay = self.layout(*self._layout_source("expected_layout", index, i))
+            lay = self.layout("expected_layout", index, i)
             x = names[expected.slot]
             if written:
                 original = self._fresh(f"{x}_original")
@@ -284,7 +288,7 @@ class _Printer:
                 self.emit(f"{original} = {x}", 2)
             self.emit(f"{x} = {self.empty(lay)}.copy_({x})", 2)
         for i, a in enumerate(step.allocs):
-            lay = self.layout(*self._layout_source("allocation", index, i))
+            lay = self.layout("allocation", index, i)
             out = names[a.slot]
             self.defined.append(a.slot)
             if a.reuse < 0:
@@ -309,11 +313,6 @@ class _Printer:
             self.emit(f"{original}.copy_({x})", 2)
             self.emit(f"{x} = {original}", 2)
             self.emit(f"{original} = None", 2)
-
-    def _layout_source(self, kind: str, index: int, i: int) -> tuple[tuple | None, str | None]:
-        if self.dynamic:
-            return None, f"{kind}({index}, {i}, symbols)"
-        return getattr(self.compiled, kind)(index, i, []), None
 
 
 def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", *, observed: bool = False) -> WrapperCode:
