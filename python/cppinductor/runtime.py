@@ -170,6 +170,17 @@ def _empty_strided_cpu() -> Any:
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cpu")
 
 
+def _reinterpret_tensor() -> Any:
+    """Inductor's reinterpret_tensor(t, sizes, strides, offset_increment): t's
+    storage viewed with that layout, without the dispatcher; as_strided when
+    this torch has none."""
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    fast = getattr(guards, "_reinterpret_tensor", None)
+    if fast is not None:
+        return fast
+    return lambda t, sizes, strides, increment: torch.as_strided(t, sizes, strides, t.storage_offset() + increment)
+
+
 def _share_tensor_data_ptr() -> None:
     """Kernel launchers read tensors' data pointers through torch's own C
     function, as Inductor's CPU kernels do (no data_ptr() call per buffer);
@@ -190,6 +201,7 @@ def _observe(values: tuple, call_starts: bool) -> None:
 HELPERS = {
     "empty_strided": torch.empty_strided,
     "empty_strided_cpu": _empty_strided_cpu(),
+    "reinterpret_tensor": _reinterpret_tensor(),
     "in_place": _in_place,
     "reuse": _reuse,
     "draw_seed": _draw_seed,

@@ -32,11 +32,11 @@ def program(x: torch.Tensor, w: torch.Tensor, t: torch.Tensor):
     return torch.sigmoid(d @ w + e @ w) + t.sum(), x
 
 
-def compile_program(args) -> CompiledFunction:
-    """The program traced to ATen with its mutation as a copy_ back, as
-    AOTAutograd hands it to us, then compiled; called directly, so inputs
-    may have layouts Dynamo would have recompiled for."""
-    functional = torch.func.functionalize(program, remove="mutations_and_views")
+def compile_program(args, fn=program) -> CompiledFunction:
+    """`fn` traced to ATen with its mutations as copy_ back, as AOTAutograd
+    hands it to us, then compiled; called directly, so inputs may have
+    layouts Dynamo would have recompiled for."""
+    functional = torch.func.functionalize(fn, remove="mutations")
     gm = make_fx(functional, decomposition_table=decomposition_table())(*args)
     function = compile_fx_graph(gm, args, parse_options(None, {"fallback": "error"}), "inference")
     assert isinstance(function, CompiledFunction)
@@ -70,6 +70,19 @@ def test_a_non_contiguous_input_is_re_laid_out_and_written_back():
     assert out_x is x  # an input returned as an output is that very tensor
     torch.testing.assert_close(t_transposed, expected_t)  # written back through the caller's layout
     assert t_transposed.stride() == (1, 12)
+
+
+def test_a_view_is_reinterpreted_only_when_its_input_has_the_traced_strides():
+    def linear_relu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.nn.functional.linear(x, w, b))  # w.t() is a view step
+
+    x, w, b = torch.randn(4, 8), torch.randn(6, 8), torch.randn(6)
+    function = compile_program((x, w, b), linear_relu)
+    assert re.search(r"= reinterpret_tensor\(w_1, \(8, 6\), \(1, 8\), 0\) if w_1.stride\(\) == \(8, 1\) else aten_", function.source)
+    expected = linear_relu(x, w, b)
+    for w_layout in (w, w.t().contiguous().t()):  # the traced strides, then others: ATen's own view
+        out = function([x, w_layout, b])
+        torch.testing.assert_close(out, expected)
 
 
 def test_the_dumped_wrapper_is_the_function_that_runs(tmp_path):
