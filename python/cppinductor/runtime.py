@@ -21,7 +21,7 @@ import torch.fx
 
 from . import _C
 from .debug import new_graph_id
-from .wrapper import HELPER_NAMES, WrapperCode, generate_wrapper, storage_bytes
+from .wrapper import HELPER_NAMES, generate_wrapper, storage_bytes
 
 
 def _loaded_libgomp() -> str | None:
@@ -194,8 +194,10 @@ def _share_tensor_data_ptr() -> None:
 _share_tensor_data_ptr()
 
 
-def _observe(values: tuple, call_starts: bool) -> None:
-    _step_observer[0](values, call_starts)
+def _observe(frame_locals: dict[str, Any], call_starts: bool) -> None:
+    """The observed variant's hook: the values of its locals (slots and the
+    layouts and originals a step holds) to memory.track_live_bytes."""
+    _step_observer[0](tuple(frame_locals.values()), call_starts)
 
 
 HELPERS = {
@@ -215,12 +217,12 @@ HELPERS = {
 assert set(HELPERS) == set(HELPER_NAMES)
 
 
-def _load(code: WrapperCode, filename: str, owner: object) -> Any:
+def _load(source: str, scope: dict[str, Any], filename: str, owner: object) -> Any:
     """The `call` function of generated source. Its lines go to linecache, so
     tracebacks through it show them, for as long as `owner` lives."""
-    scope = {**HELPERS, **code.globals}
-    exec(compile(code.source, filename, "exec"), scope)
-    linecache.cache[filename] = (len(code.source), None, code.source.splitlines(True), filename)
+    scope = dict(scope)
+    exec(compile(source, filename, "exec"), scope)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     weakref.finalize(owner, linecache.cache.pop, filename, None)
     return scope["call"]
 
@@ -234,17 +236,19 @@ class CompiledFunction:
         # not class attributes, and AOTAutograd checks the wrapper.
         self._boxed_call = True
         self.compiled = compiled
-        self._gm = gm  # for the observed variant, generated when first needed
         self._name = f"<cppinductor graph {new_graph_id() if graph_id is None else graph_id}>"
-        code = generate_wrapper(gm, compiled)
-        self.source = code.source
-        self._run = _load(code, self._name, self)
-        self._run_observed = None
+        self._code = generate_wrapper(gm, compiled)
+        self._scope = {**HELPERS, **self._code.globals}
+        self._run = _load(self._code.source, self._scope, self._name, self)
+        self._run_observed = None  # compiled when first needed
+
+    @property
+    def source(self) -> str:
+        return self._code.source
 
     def __call__(self, args: list) -> Any:
         if _step_observer[0] is None:
             return self._run(args)
         if self._run_observed is None:
-            code = generate_wrapper(self._gm, self.compiled, observed=True)
-            self._run_observed = _load(code, self._name[:-1] + " observed>", self)
+            self._run_observed = _load(self._code.observed_source, self._scope, self._name[:-1] + " observed>", self)
         return self._run_observed(args)

@@ -31,8 +31,8 @@ peak memory is the plan's.
 
 Static shapes print every layout as constants. With size symbols, layouts are
 evaluated per call by the core (`CompiledGraph.allocation`). The observed
-variant (memory.track_live_bytes) also hands the live locals to an observer
-after every step.
+variant (memory.track_live_bytes), printed in the same pass, also hands its
+locals to an observer at the start and after every step.
 
 The source names only locals and the globals in `WrapperCode.globals`:
 helpers of runtime.py (`HELPERS`), the ATen ops, constants and the compiled
@@ -94,6 +94,8 @@ _VIEW_OPS = frozenset(
         _aten.diagonal.default,
     }
 )
+# Marks the lines only the observed variant has.
+_OBSERVED = "\0observed\0"
 # Per-graph globals.
 _GRAPH_NAMES = ("allocation", "expected_layout", "layout")
 _LOCAL_NAMES = ("args", "symbols", "stream", "lay")
@@ -129,20 +131,20 @@ def _dynamic_layout(layout: tuple) -> tuple:
 
 @dataclass
 class WrapperCode:
-    """A generated `call(args)` function: its source and the globals it
-    names besides runtime.HELPERS."""
+    """A generated `call(args)` function: its source, the source of its
+    observed variant, and the globals both name besides runtime.HELPERS."""
 
     source: str
+    observed_source: str
     globals: dict[str, Any] = field(default_factory=dict)
 
 
 class _Printer:
     """Prints one graph's call function; owns its names, lines and globals."""
 
-    def __init__(self, gm: torch.fx.GraphModule, compiled: Any, observed: bool) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, compiled: Any) -> None:
         self.gm = gm
         self.compiled = compiled
-        self.observed = observed
         self.nodes = list(gm.graph.nodes)
         self.dynamic = bool(compiled.symbol_bindings)
         self.lines: list[str] = []
@@ -150,7 +152,6 @@ class _Printer:
         self._global_ids: dict[int, str] = {}
         self._taken = set(_RESERVED)
         self.slot_names = [self._fresh(self._slot_base(s)) for s in range(compiled.num_slots)]
-        self.defined: list[int] = []  # slots bound so far, for the observer
         self._slot_of = {n: i for i, n in enumerate(self.nodes)}
 
     def _slot_base(self, slot: int) -> str:
@@ -226,7 +227,8 @@ class _Printer:
 
     # -- the function ----------------------------------------------------------
 
-    def print_function(self) -> str:
+    def print_function(self) -> None:
+        """Fills self.lines (observations marked)."""
         compiled = self.compiled
         placeholders = [i for i, n in enumerate(self.nodes) if n.op == "placeholder"]
         self.lines.append("def call(args):")
@@ -234,10 +236,8 @@ class _Printer:
             names = ", ".join(self.slot_names[s] for s in placeholders)
             self.emit(f"{names}{',' if len(placeholders) == 1 else ''} = args")
         self.emit("args.clear()")
-        self.defined += placeholders
         for slot, device in compiled.seed_inputs:
             self.emit(f"{self.slot_names[slot]} = draw_seed({device!r})")
-            self.defined.append(slot)
         devices = compiled.kernel_devices
         if "cpu" in devices:
             self.emit("if get_num_threads() != threads_in_use[0]:")
@@ -255,29 +255,25 @@ class _Printer:
         for i, key in ((1, "fresh"), (2, "reused")):
             if counts[key]:
                 self.emit(f"buffer_counts[{i}] += {counts[key]}")
-        if self.observed:
-            self.emit(f"observe({self._live()}, True)")
+        self.emit_observation(True)
         for index, step in enumerate(compiled.steps):
             if step.kind == _C.StepKind.Aten:
                 self.aten_step(step)
             else:
                 self.kernel_step(index, step)
-            if self.observed:  # before the frees: the step's inputs and outputs coexist
-                self.emit(f"observe({self._live()}, False)")
+            self.emit_observation(False)  # before the frees: the step's inputs and outputs coexist
             if step.free_after:
                 self.emit(" = ".join(self.slot_names[s] for s in step.free_after) + " = None")
         self.emit(f"return {self.literal(self.nodes[-1].args[0])}")
-        return "\n".join(self.lines) + "\n"
 
-    def _live(self) -> str:
-        """A tuple of every slot bound so far (None once freed)."""
-        return "(" + "".join(f"{self.slot_names[s]}, " for s in sorted(set(self.defined))) + ")"
+    def emit_observation(self, call_starts: bool) -> None:
+        """A line of the observed variant only (_OBSERVED marks it)."""
+        self.lines.append(_OBSERVED + f"    observe(locals(), {call_starts})")
 
     def aten_step(self, step: Any) -> None:
         """One ATen call: an extern kernel or a fallback."""
         node = self.nodes[step.node]
         out = self.slot_names[step.node]
-        self.defined.append(step.node)
         if node.op == "get_attr":
             self.emit(f"{out} = {self._global(getattr(self.gm, node.target), node.target)}")
             return
@@ -348,7 +344,6 @@ class _Printer:
         for i, a in enumerate(step.allocs):
             lay = self.layout("allocation", index, i)
             out = names[a.slot]
-            self.defined.append(a.slot)
             if a.reuse < 0:
                 self.emit(f"{out} = {self.empty(lay)}")
             elif a.in_place:  # the kernel still reads the old buffer: freed after the step
@@ -373,15 +368,16 @@ class _Printer:
             self.emit(f"{original} = None", 2)
 
 
-def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", *, observed: bool = False) -> WrapperCode:
-    """The source of `call(args)` for `compiled` (the plan of `gm`) and the
-    globals it needs besides runtime.py's HELPERS. `observed`: also call
-    `observe(live locals, call_starts)` at the start and after every step."""
-    printer = _Printer(gm, compiled, observed)
-    source = printer.print_function()
+def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph") -> WrapperCode:
+    """The source of `call(args)` for `compiled` (the plan of `gm`), its
+    observed variant, and the globals they need besides runtime.py's HELPERS."""
+    printer = _Printer(gm, compiled)
+    printer.print_function()
+    plain = [line for line in printer.lines if not line.startswith(_OBSERVED)]
+    observed = [line.removeprefix(_OBSERVED) for line in printer.lines]
     per_graph = {
         "allocation": compiled.allocation,
         "expected_layout": compiled.expected_layout,
         "layout": _dynamic_layout,
     }
-    return WrapperCode(source, {**printer.globals, **per_graph})
+    return WrapperCode("\n".join(plain) + "\n", "\n".join(observed) + "\n", {**printer.globals, **per_graph})

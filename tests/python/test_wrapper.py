@@ -20,7 +20,6 @@ from cppinductor.decompositions import decomposition_table
 from cppinductor.memory import track_live_bytes
 from cppinductor.options import parse_options
 from cppinductor.runtime import CompiledFunction
-from cppinductor.wrapper import generate_wrapper
 
 
 def program(x: torch.Tensor, w: torch.Tensor, t: torch.Tensor):
@@ -109,7 +108,7 @@ def test_the_dumped_wrapper_is_the_function_that_runs(tmp_path):
 
 def test_the_observed_variant_is_the_same_function_plus_observations():
     function = compile_program(inputs())
-    observed = generate_wrapper(function._gm, function.compiled, observed=True).source
+    observed = function._code.observed_source
     assert observed.count("observe(") == len(function.compiled.steps) + 1
     without = "".join(line for line in observed.splitlines(True) if not line.lstrip().startswith("observe("))
     assert without == function.source
