@@ -328,7 +328,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
         // thread's valid slots are a prefix, so slot + 1 is its weight.
         const std::string st = shuffle_type(t);
         const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
-                                                           : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
+                                                           : cat("cppi_welford_rcp(", acc, ".weight + (", st, ")1)");
         out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
         continue;
       }
