@@ -246,6 +246,7 @@ def test_per_channel_statistics_reduce_the_spatial_dims_as_one_loop(shape, devic
         return F.batch_norm(x, None, None, weight, bias, training=True)
 
     check_model(bn, (x.clone().requires_grad_(),), grad=True)
-    torch._dynamo.reset()
-    _, sources = run_and_get_code(torch.compile(stats, backend="cppinductor"), x)
-    assert any(f"< {shape[2] * shape[3]};" in s for s in sources), sources
+    if device == "cpu":  # the CUDA row mappings flatten a stage's loops anyway
+        torch._dynamo.reset()
+        _, sources = run_and_get_code(torch.compile(stats, backend="cppinductor"), x)
+        assert any(f"< {shape[2] * shape[3]};" in s for s in sources), sources
