@@ -26,3 +26,15 @@ def test_reduced_float_to_bool_mask_in_a_vector_loop(dtype):
     x = torch.randn(4, 33, 5).to(dtype)
     x[0, :, 1] = 0
     check_model(f, (x,), options=LOWERED)
+
+
+def test_gather_with_a_wrapping_arange_index():
+    """x[arange(n) * 3 % n] fuses into a loop reading in[(3 * i) % 64], which
+    LLVM 16's loop vectoriser turned into a stride-3 load group ignoring the
+    wrap (351 of 4096 elements were garbage); such loops now stay scalar."""
+
+    def f(a):
+        g = torch.gather(a.squeeze(1), 0, torch.arange(64) * 3 % 64)
+        return torch.maximum(a, g), a[torch.arange(64) * 5 % 64] * 2
+
+    check_model(f, (torch.randn(64, 1),), options=LOWERED)
