@@ -38,3 +38,23 @@ def test_gather_with_a_wrapping_arange_index():
         return torch.maximum(a, g), a[torch.arange(64) * 5 % 64] * 2
 
     check_model(f, (torch.randn(64, 1),), options=LOWERED)
+
+
+@pytest.mark.parametrize("reduce", ["amin", "amax", "max"])
+def test_min_max_backward_compares_the_saved_value_not_a_recomputation(reduce):
+    """amin's backward counts `input == result`. The partitioner recomputed
+    expm1(x) in the backward, in a kernel of another vector width whose
+    libmvec expm1 differs by an ULP from the forward's, so nothing matched and
+    the gradient was 0/0 = NaN everywhere. The compared value is now saved."""
+    from cppinductor import debug
+
+    def f(x):
+        y = torch.expm1(torch.maximum(x, x))
+        return getattr(torch, reduce)(y, dim=0, keepdim=True) if reduce != "max" else y.max()
+
+    g = torch.Generator().manual_seed(21502)
+    x = torch.randn(16, 1, generator=g)
+    with debug.recording() as records:
+        check_model(f, (x,), grad=True, options=LOWERED)
+    backward = next(r for r in records if r.kind == "backward")
+    assert not any(n.target == torch.ops.aten.expm1.default for n in backward.gm.graph.nodes), backward.gm.code
