@@ -58,3 +58,13 @@ def test_min_max_backward_compares_the_saved_value_not_a_recomputation(reduce):
         check_model(f, (x,), grad=True, options=LOWERED)
     backward = next(r for r in records if r.kind == "backward")
     assert not any(n.target == torch.ops.aten.expm1.default for n in backward.gm.graph.nodes), backward.gm.code
+
+
+def test_layer_norm_of_constant_rows_is_exactly_zero():
+    """mean = sum(x) / N rounds even when every x is equal; layer_norm's
+    (x - mean) * rsqrt(var + eps) multiplied that ULP by up to 1/sqrt(eps)
+    (3e-4 where eager gives exactly 0: rows of a broadcast input). The
+    two-pass moments now correct the mean by the mean of the deviations."""
+    row = torch.full((1, 129), 7.0133).expand(16, 129) + torch.arange(16.0).unsqueeze(1) / 7
+    out, expected = check_model(lambda x: torch.nn.functional.layer_norm(x, (129,)), (row,), options=LOWERED)
+    assert out.abs().max() == 0 and expected.abs().max() == 0
