@@ -649,69 +649,6 @@ def run_program(
     return result
 
 
-def _names_in(expr: str) -> list[str]:
-    return re.findall(r"\b[av]\d+\b", expr)
-
-
-def _prune(program: Program) -> Program:
-    """Without the lines no output depends on, and inputs renumbered."""
-    needed = set(program.outputs)
-    kept = []
-    for line in reversed(program.lines):
-        name, expr = line.split(" = ", 1)
-        if name in needed:
-            needed.update(_names_in(expr))
-            kept.append(line)
-    kept.reverse()
-    return Program(program.seed, program.inputs, kept, program.outputs, program.dynamic, program.grad,
-                   program.lowest_float)
-
-
-def _variants(program: Program) -> list[Program]:
-    """Smaller programs: an output fewer, or one line replaced by one of its operands."""
-    out = []
-    for i in range(len(program.outputs)):
-        if len(program.outputs) > 1:
-            outputs = program.outputs[:i] + program.outputs[i + 1:]
-            out.append(_prune(Program(program.seed, program.inputs, program.lines, outputs, program.dynamic,
-                                      program.grad, program.lowest_float)))
-    for i, line in enumerate(program.lines):
-        name, expr = line.split(" = ", 1)
-        for operand in dict.fromkeys(_names_in(expr)):
-            lines = program.lines[:i] + [f"{name} = {operand}"] + program.lines[i + 1:]
-            out.append(_prune(Program(program.seed, program.inputs, lines, program.outputs, program.dynamic,
-                                      program.grad, program.lowest_float)))
-    if program.grad:
-        out.append(Program(program.seed, program.inputs, program.lines, program.outputs, program.dynamic, False,
-                           program.lowest_float))
-    if program.dynamic:
-        out.append(Program(program.seed, program.inputs, program.lines, program.outputs, False, program.grad,
-                           program.lowest_float))
-    return out
-
-
-def minimise(program: Program, *, timeout_s: int = 60, cuda_dry_run: bool = False) -> tuple[Program, FuzzResult]:
-    """Greedily the smallest variant of a failing program that fails with the
-    same status (a line folded into its operand, an output, the backward or
-    dynamic shapes dropped), until no variant does."""
-    quiet()
-    torch._dynamo.config.automatic_dynamic_shapes = False
-    best = _prune(program)
-    result = run_program(best, timeout_s=timeout_s, cuda_dry_run=cuda_dry_run)
-    status = result.status
-    if status in ("correct", "eager_error"):
-        return best, result
-    improved = True
-    while improved:
-        improved = False
-        for candidate in _variants(best):
-            res = run_program(candidate, timeout_s=timeout_s, cuda_dry_run=cuda_dry_run)
-            if res.status == status:
-                best, result, improved = candidate, res, True
-                break
-    return best, result
-
-
 def fuzz(seeds: list[int], *, timeout_s: int = 120, cuda_dry_run: bool = False,
          on_result: Callable[[FuzzResult], None] | None = None) -> list[FuzzResult]:
     """Runs the programs of `seeds` in this process (what tests call)."""
@@ -769,6 +706,8 @@ def main(argv: list[str] | None = None) -> int:
             if res.status not in ("correct", "eager_error"):
                 print("    " + res.source.replace("\n", "\n    "), flush=True)
             if args.minimise and res.status not in ("correct", "eager_error"):
+                from .fuzz_minimise import minimise
+
                 small, why = minimise(generate(res.seed), timeout_s=args.timeout, cuda_dry_run=args.cuda_dry_run)
                 print(f"  minimised ({why.status}: {why.reason[:200]}):\n" + small.repro(), flush=True)
 
