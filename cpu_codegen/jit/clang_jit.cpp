@@ -377,23 +377,23 @@ Expected<std::unique_ptr<llvm::TargetMachine>> make_target_machine(const TargetC
 /// LLVM 16's loop vectoriser miscompiles loops whose address wraps through a
 /// power-of-two remainder of a strided induction: `out[i] = in[(3 * i) % 64]`
 /// becomes one stride-3 interleaved load group (lanes past the wrap read
-/// in[66], in[69], ... instead of in[2], in[5]), because the no-wrap SCEV
-/// predicate the group relies on is never checked at run time. Gathers with
-/// indices computed from arange (`x[torch.arange(n) * 3 % 64]`) lower to such
-/// loops. A loop that needs SCEV predicates to vectorise stays scalar: our
-/// induction variables are 64-bit, so only such wrapping indices need them.
-/// LLVM options are process-wide; nothing else in the process runs LLVM.
-void avoid_predicated_vectorization() {
+/// in[66], in[69], ... instead of in[2], in[5]). Gathers with indices
+/// computed from arange (`x[torch.arange(n) * 3 % 64]`) lower to such loops.
+/// No interleave groups, then: the loops LLVM vectorises on its own are the
+/// ones our printer left scalar, and those keep their strided accesses as
+/// gathers or scalar code. (Refusing SCEV-predicated vectorisation alone
+/// fixed one such loop, not all.) LLVM options are process-wide; nothing
+/// else in the process runs LLVM.
+void avoid_interleaved_access_groups() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* argv[] = {"cppinductor", "-vectorize-scev-check-threshold=0",
-                          "-pragma-vectorize-scev-check-threshold=0"};
-    llvm::cl::ParseCommandLineOptions(3, argv, "", &llvm::nulls());
+    const char* argv[] = {"cppinductor", "-enable-interleaved-mem-accesses=0"};
+    llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::nulls());
   });
 }
 
 void optimize(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
-  avoid_predicated_vectorization();
+  avoid_interleaved_access_groups();
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = opt_level >= 2;
   tuning.SLPVectorization = opt_level >= 2;
@@ -495,7 +495,7 @@ std::string clang_jit_target_id(const CompileOptions& options) {
   // Everything that shapes the object: LLVM, target, and the exact frontend
   // flags (so changing them here invalidates cached objects).
   const TargetConfig t = target_for(options);
-  return cat("llvm-" LLVM_VERSION_STRING " jit-v2 ", t.triple, " ", t.cpu, " ",
+  return cat("llvm-" LLVM_VERSION_STRING " jit-v3 ", t.triple, " ", t.cpu, " ",
              join(frontend_args(options, t), " "));
 }
 

@@ -68,3 +68,15 @@ def test_layer_norm_of_constant_rows_is_exactly_zero():
     row = torch.full((1, 129), 7.0133).expand(16, 129) + torch.arange(16.0).unsqueeze(1) / 7
     out, expected = check_model(lambda x: torch.nn.functional.layer_norm(x, (129,)), (row,), options=LOWERED)
     assert out.abs().max() == 0 and expected.abs().max() == 0
+
+
+def test_compared_gather_with_a_wrapping_arange_index():
+    """The same LLVM 16 bug through a bool store (x[(3 * i) % 64] > 0): lanes
+    past the wrap compared the wrong elements. Refusing SCEV-predicated
+    vectorisation did not cover it; no interleave groups does."""
+
+    def f(a):
+        return torch.gather(a, 1, (torch.arange(64).reshape(1, 64) * 3 % 64)) > 0
+
+    x = torch.randn(64, 1).t()  # (1, 64) with strides (1, 1)
+    check_model(f, (x,), options=LOWERED)
