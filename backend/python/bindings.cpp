@@ -1,8 +1,8 @@
 /// \file
 /// The pybind11 boundary. Converts Python plain data to Desc and back, exposes
-/// the pipeline and compiled graphs, and turns C++ errors into Python
-/// exceptions: UnsupportedError (the caller may fall back to eager) and
-/// CompilerError (anything else). Nothing else lives here.
+/// the pipeline and compiled graphs (their kernels through
+/// kernel_launcher.h), and turns C++ errors into Python exceptions
+/// (errors.h). Nothing else lives here.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,6 +14,8 @@
 #include "backend/graph.h"
 #include "backend/options.h"
 #include "backend/pipeline.h"
+#include "backend/python/errors.h"
+#include "backend/python/kernel_launcher.h"
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
 #include "gpu_codegen/runtime/cuda_api.h"
@@ -22,10 +24,9 @@
 namespace py = pybind11;
 using namespace cppi;
 
-namespace {
+using cppi::python::raise;
 
-py::object unsupported_error;
-py::object compiler_error;
+namespace {
 
 Desc to_desc(py::handle h) {
   if (h.is_none()) return Desc();
@@ -63,12 +64,6 @@ py::object from_desc(const Desc& d) {
   return std::move(out);
 }
 
-[[noreturn]] void raise(const Error& e) {
-  py::object type = e.kind == Error::Kind::Unsupported ? unsupported_error : compiler_error;
-  PyErr_SetString(type.ptr(), e.message.c_str());
-  throw py::error_already_set();
-}
-
 template <typename T>
 T unwrap(Expected<T> v) {
   if (!v) raise(v.error());
@@ -101,26 +96,7 @@ py::tuple layout_tuple(const CompiledGraph& cg, const Allocation& a, const std::
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "cppinductor's C++ compiler core";
-  // UnsupportedError: the input is outside what we compile (the caller may
-  // fall back to eager). CompilerError: any other failure of the core.
-  compiler_error = py::reinterpret_steal<py::object>(
-      PyErr_NewException("cppinductor._C.CompilerError", PyExc_RuntimeError, nullptr));
-  unsupported_error = py::reinterpret_steal<py::object>(
-      PyErr_NewException("cppinductor._C.UnsupportedError", compiler_error.ptr(), nullptr));
-  m.attr("CompilerError") = compiler_error;
-  m.attr("UnsupportedError") = unsupported_error;
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const CompilerError& e) {
-      if (e.error().kind == Error::Kind::IndexOutOfRange) {
-        PyErr_SetString(PyExc_IndexError, e.what());  // as eager raises for the same input
-        return;
-      }
-      py::object type = e.error().kind == Error::Kind::Unsupported ? unsupported_error : compiler_error;
-      PyErr_SetString(type.ptr(), e.what());
-    }
-  });
+  python::register_errors(m);
 
   m.def(
       "roundtrip_graph", [](py::object desc) { return from_desc(export_graph(unwrap(import_graph(to_desc(desc))))); },
@@ -225,15 +201,15 @@ PYBIND11_MODULE(_C, m) {
           },
           "(dtype, sizes, strides, device) a kernel step expects of a tensor made outside our kernels.")
       .def(
-          "run_kernel",
-          [](const CompiledGraph& cg, int kernel, const std::vector<uintptr_t>& buffers,
-             const std::vector<int64_t>& symbols, uintptr_t stream) {
-            const KernelHandle& k = *cg.kernels.at(kernel);
-            py::gil_scoped_release release;
-            k.run(reinterpret_cast<void* const*>(buffers.data()), symbols.data(), stream);
+          "kernel_launcher",
+          [](const CompiledGraph& cg, int kernel, int num_buffers) {
+            return python::make_kernel_launcher(cg.kernels.at(kernel), num_buffers);
           },
-          py::arg("kernel"), py::arg("buffers"), py::arg("symbols"), py::arg("stream") = 0,
-          "Runs compiled kernel `kernel` on the given data pointers.");
+          py::arg("kernel"), py::arg("num_buffers"),
+          "launch(*buffers[, symbols[, stream]]): runs compiled kernel `kernel` on `num_buffers` tensors "
+          "(backend/python/kernel_launcher.h).");
+  m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),
+        py::arg("tensor_type"), "Kernel launchers read tensors' data pointers through torch's function at `address`.");
 
   // CPU runtime: kernels run on torch's own OpenMP threads (cpu_codegen/jit/runtime.h).
   m.def(

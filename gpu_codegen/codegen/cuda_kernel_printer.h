@@ -160,8 +160,10 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// Evaluates into `outer`, where the printer stands, the largest
   /// subexpressions of `roots` that use no variable named in `vars` (loop
   /// invariants: a vector's bias, a row's rstd), so a loop over those
-  /// variables computes them once.
-  void hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars, ValueScope& outer);
+  /// variables computes them once. Expressions in `leave` (loads a row
+  /// cache serves) are not looked into: their indices are not computed.
+  void hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars, ValueScope& outer,
+                        const std::vector<Expr>& leave = {});
 
   // --- row mappings ---------------------------------------------------------------------------
   void print_rows();

@@ -3,6 +3,8 @@
 // serially as the C printer's scalar path would (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 
+#include <algorithm>
+
 namespace cppi::gpu::cuda_print {
 
 // --- grid-stride mappings --------------------------------------------------------------------
@@ -68,7 +70,7 @@ void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScop
 }
 
 void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const std::set<std::string>& vars,
-                                         ValueScope& outer) {
+                                         ValueScope& outer, const std::vector<Expr>& leave) {
   // A load of something the kernel writes stays where it is: a store inside
   // the loop may change it.
   std::set<std::string> written;
@@ -77,6 +79,7 @@ void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const s
   }
   std::function<void(const Expr&)> hoist = [&](const Expr& e) {
     if (e.as<Constant>() || e.as<LocalRef>()) return;
+    if (std::any_of(leave.begin(), leave.end(), [&](const Expr& x) { return x.same_as(e); })) return;
     const std::set<std::string> used = free_vars(e);
     bool invariant = std::none_of(used.begin(), used.end(), [&](const std::string& v) { return vars.count(v) > 0; });
     for (const Expr& x : post_order({e})) {

@@ -99,6 +99,11 @@ void CudaKernelPrinter::print_row_cache_prologue() {
     out_.line(cat(dtype_ctype(cached_[c].buffer->dtype), " cache", c, "[", e, "];"));
   }
   const int64_t len = *product_of(*loops).constant();
+  // Gathered rows (an embedding's) find their position once per row, here:
+  // the indirect part of such an index does not move along the row.
+  ValueScope row_values;
+  std::vector<std::string> at(cached_.size());
+  for (size_t c = 0; c < cached_.size(); ++c) at[c] = index(cached_[c].index, row_values);
   // With V-element vectors, a thread's V consecutive slots hold V
   // consecutive positions (GpuSchedule::cache_vector): one 16-byte load each.
   const int v = g_.cache_vector;
@@ -115,14 +120,14 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   }
   unravel(canon, "pos", &used);
   for (size_t c = 0; c < cached_.size(); ++c) {
-    const std::string ptr = pointer_name(cached_[c].buffer->name), at = index(cached_[c].index);
+    const std::string ptr = pointer_name(cached_[c].buffer->name);
     if (v == 1) {
-      out_.line(cat("cache", c, "[slot] = ", ptr, "[", at, "];"));
+      out_.line(cat("cache", c, "[slot] = ", ptr, "[", at[c], "];"));
       continue;
     }
     const std::string vt = cat("cppi_vec<", dtype_ctype(cached_[c].buffer->dtype), ", ", v, ">");
     const std::string name = fresh_name("v");
-    out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", ptr, " + ", at, ");"));
+    out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", ptr, " + ", at[c], ");"));
     out_.line("#pragma unroll");
     out_.line(cat("for (int vl = 0; vl < ", v, "; ++vl) cache", c, "[slot + vl] = ", name, ".v[vl];"));
   }
@@ -188,7 +193,9 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
     // What does not change along the row is computed once, before the
     // slots (layer_norm's mean and rstd), as the dumped kernel then reads.
     ValueScope invariant;
-    hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant);
+    std::vector<Expr> cached_loads;
+    for (const auto& fc : from_cache) cached_loads.push_back(fc.first);
+    hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant, cached_loads);
     out_.line("#pragma unroll");
     out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
     if (guard || uses_pos || !used.empty()) {
@@ -328,7 +335,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
         // thread's valid slots are a prefix, so slot + 1 is its weight.
         const std::string st = shuffle_type(t);
         const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
-                                                           : cat("cppi_rcp(", acc, ".weight + (", st, ")1)");
+                                                           : cat("cppi_welford_rcp(", acc, ".weight + (", st, ")1)");
         out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
         continue;
       }
@@ -417,7 +424,9 @@ void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size
   const int64_t n = *product_of(s.loops).constant();
   const RowCacheReads reads = row_cache_reads(i);
   ValueScope invariant;  // computed once, not per slot
-  hoist_invariants(stage_values(k_.stages[i]), loop_var_names(s.loops), invariant);
+  std::vector<Expr> cached_loads;
+  for (const auto& fc : reads.from_cache) cached_loads.push_back(fc.first);
+  hoist_invariants(stage_values(k_.stages[i]), loop_var_names(s.loops), invariant, cached_loads);
   // Slot group g holds positions g T V + tid V + [0, V) (print_row_cache_prologue).
   out_.line("#pragma unroll");
   out_.open(cat("for (int group = 0; group < ", e, "; group += ", v, ")"));

@@ -358,13 +358,18 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
       threads = target.max_threads_per_block;
     } else {
       threads = std::clamp(pow2_near(*length / 16), 128, target.max_threads_per_block);
-      // A row cached in registers takes at most 512 threads: two or more
-      // blocks per SM overlap one row's block reduction with another row's
-      // loads (H200, 16384-long rows: layer_norm 0.638 -> 0.537 ms, var_mean
-      // 0.262 -> 0.236 ms at 512 x 32 instead of 1024 x 16).
+      // A row cached in registers takes 512 threads rather than 1024 when
+      // two such blocks still fit an SM: one row's block reduction then
+      // overlaps another row's loads (H200, 16384-long rows: layer_norm
+      // 0.638 -> 0.537 ms, var_mean 0.262 -> 0.236 ms at 512 x 32 instead of
+      // 1024 x 16). A cache of more than half the budget leaves one 512-thread
+      // block per SM, which is worse than 1024 threads caching half as much
+      // (cross_entropy's max and exp-sum over 8192 rows of 32000: 512 x 63,
+      // 84 registers, 0.433 ms; 1024 x 32, 52 registers, 0.325 ms).
       const int64_t cached = static_cast<int64_t>(row_cached_loads(k).size());
       const int64_t e = (*length + kMaxCachedRowBlock - 1) / kMaxCachedRowBlock;
-      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k) && e * cached <= kRowCacheRegisters) {
+      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k) &&
+          e * cached <= kRowCacheRegisters / 2) {
         threads = kMaxCachedRowBlock;
       }
     }
@@ -429,9 +434,14 @@ std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
     const auto& loops = loops_of(k.stages[i]);
     if (loops.empty()) continue;
     for (const Load* l : loads_of(k.stages[i])) {
-      // Gathers are not cached: the cache fill would have to recompute the
-      // positions per slot.
-      if (l->mask.defined() || written.count(l->buffer->name) || has_indirect(l->index)) continue;
+      if (l->mask.defined() || written.count(l->buffer->name)) continue;
+      // A gather is cached only when it picks whole rows (an embedding's):
+      // its positions are then computed once per row, before the fill.
+      bool gathers_along_row = false;
+      for (const auto& leaf : indirect_terms(l->index)) {
+        for (const auto& lp : loops) gathers_along_row |= depends_on(leaf, lp.var.as<IndexVar>()->name);
+      }
+      if (gathers_along_row) continue;
       bool moves = false, per_row = false;
       for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
       for (const auto& lp : k.outer) per_row |= depends_on(l->index, lp.var.as<IndexVar>()->name);

@@ -313,24 +313,40 @@ CPPI_DEVICE cppi_arg<T> cppi_shfl_xor(cppi_arg<T> v, int lane_mask) {
   return out;
 }
 
+/// Whether op(a, b) and op(b, a) are equal bit for bit: true for sums (IEEE
+/// addition commutes), not for max/min (which zero of +0 and -0 comes back
+/// depends on the order) nor Welford's merge.
+template <typename Op>
+struct cppi_commutes { static constexpr bool value = false; };
+template <>
+struct cppi_commutes<cppi_sum_op> { static constexpr bool value = true; };
+
 /// Butterfly reduction: every lane ends with the warp's result, bit for bit.
 /// Each pair combines as op(lower lane's value, higher lane's value), so both
 /// partners compute the same thing even for an op that is not commutative in
 /// floating point (Welford's merge): a normalisation reading the result on
-/// every thread then sees one mean, not per-lane variants an ulp apart.
+/// every thread then sees one mean, not per-lane variants an ulp apart. A sum
+/// needs no swap; leaving it out also takes NVVM ~1.5 ms less per reduction
+/// (layer_norm over 16384 columns: 33.6 -> 30.0 ms to PTX).
 template <typename T, typename Op>
 CPPI_DEVICE T cppi_warp_reduce(T v, Op op) {
-  unsigned lane;
-  asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+  if constexpr (cppi_commutes<Op>::value) {
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const T other = cppi_shfl_xor(v, offset);
-    const bool upper = (lane & unsigned(offset)) != 0;
-    // Swap the operands, then one op: selecting between two op results
-    // would evaluate both (a Welford merge costs a division).
-    v = op(upper ? other : v, upper ? v : other);
+    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, cppi_shfl_xor(v, offset));
+    return v;
+  } else {
+    unsigned lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const T other = cppi_shfl_xor(v, offset);
+      const bool upper = (lane & unsigned(offset)) != 0;
+      // Swap the operands, then one op: selecting between two op results
+      // would evaluate both (a Welford merge costs a division).
+      v = op(upper ? other : v, upper ? v : other);
+    }
+    return v;
   }
-  return v;
 }
 
 template <typename T>
@@ -344,17 +360,16 @@ CPPI_DEVICE cppi_welford<T> cppi_warp_reduce_welford(cppi_welford<T> v) {
   return cppi_warp_reduce(v, cppi_welford_op());
 }
 
-/// Reduction over all threads of the block; every thread gets the result.
+/// Reduction over all threads of a 1-d block; every thread gets the result.
 /// `scratch` is caller-provided __shared__ storage of 32 elements; it may be
 /// reused by the next block reduction (this ends with a barrier).
 /// `identity` fills the slots of warps the block does not have.
 template <typename T, typename Op>
 CPPI_DEVICE T cppi_block_reduce(T v, Op op, T identity, T* scratch) {
-  const unsigned threads = blockDim.x * blockDim.y * blockDim.z;
-  const unsigned tid = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  const unsigned tid = threadIdx.x;  // generated kernels launch 1-d blocks
   const unsigned lane = tid % 32u;
   const unsigned warp = tid / 32u;
-  const unsigned warps = (threads + 31u) / 32u;
+  const unsigned warps = (blockDim.x + 31u) / 32u;
   v = cppi_warp_reduce(v, op);
   if (warps == 1) return v;
   if (lane == 0) scratch[warp] = v;

@@ -53,12 +53,37 @@ Expected<int> choose_arch(const NvrtcApi& api, int compute_capability) {
   return best;
 }
 
+/// The log without NVRTC's notes on the automatic precompiled header (made,
+/// used, or not reusable under other flags): they say nothing about the
+/// kernels, and an empty log means "no warnings" to callers.
+std::string without_pch_notes(const std::string& log) {
+  if (log.find("precompiled header file") == std::string::npos) return log;
+  std::string out;
+  bool dropped_warning = false;
+  size_t start = 0;
+  while (start < log.size()) {
+    size_t end = log.find('\n', start);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line(log.data() + start, end - start);
+    start = end + 1;
+    if (line.find("precompiled header file") != std::string_view::npos) {
+      dropped_warning |= line.find("Warning") != std::string_view::npos;
+      continue;
+    }
+    if (dropped_warning && line.find("warnings can be suppressed") != std::string_view::npos) continue;
+    if (line.empty() && (out.empty() || out.back() == '\n')) continue;  // no runs of blank lines
+    out.append(line).push_back('\n');
+  }
+  return out;
+}
+
 std::string program_log(const NvrtcApi& api, nvrtcProgram program) {
   size_t size = 0;
   if (api.nvrtcGetProgramLogSize(program, &size) != cu::NVRTC_SUCCESS || size <= 1) return "";
   std::string log(size, '\0');
   if (api.nvrtcGetProgramLog(program, log.data()) != cu::NVRTC_SUCCESS) return "";
   log.resize(size - 1);  // drop the terminating NUL
+  log = without_pch_notes(log);
   while (!log.empty() && (log.back() == '\n' || log.back() == ' ')) log.pop_back();
   return log;
 }
@@ -128,6 +153,12 @@ std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int 
   // (textures, surfaces, cudadevrt, cooperative groups): about 10 ms of front
   // end per module. NVRTC 12.4 and newer know the flag.
   if (nvrtc_version >= 1204) flags.emplace_back("--minimal");
+  // Every module includes the same prelude first: NVRTC 12.8 and newer parse
+  // it once per process into a precompiled header and reuse it (layer_norm
+  // over 16384 columns: 30.5 -> 27.5 ms to PTX). The header lives in a
+  // per-process directory NVRTC removes at exit; where it cannot be written,
+  // NVRTC compiles without it.
+  if (nvrtc_version >= 1208) flags.emplace_back("-pch");
   if (options.line_info) flags.emplace_back("-lineinfo");
   if (options.max_registers > 0) flags.push_back(cat("--maxrregcount=", options.max_registers));
   flags.insert(flags.end(), options.extra.begin(), options.extra.end());

@@ -8,6 +8,8 @@
 #include "lowering/fusion/fusion_node.h"
 #include "lowering/fusion/kernel_builder.h"
 #include "lowering/fusion/legality.h"
+#include "lowering/fusion/loop_merge.h"
+#include "lowering/fusion/loop_order.h"
 #include "lowering/fusion/program.h"
 #include "lowering/ir/index_affine.h"
 
@@ -345,7 +347,7 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
   return g;
 }
 
-/// The pass proper (steps 1-4 of fusion.h).
+/// The pass proper (steps 1-5 of fusion.h).
 FusedGraph fuse_kernels(const LoweredGraph& lowered, const FusionOptions& options, Remarks& remarks) {
   Program p = Program::from(lowered);
   RefusalLog log;
@@ -369,6 +371,7 @@ FusedGraph fuse_kernels(const LoweredGraph& lowered, const FusionOptions& option
     kernels.push_back(fusion::build_kernel(p, g.groups[gi], ir::node_name(first), origins));
   }
   kernels = fusion::remove_dead_stores(kernels, [&](const std::string& b) { return p.needed_outside(b); });
+  for (auto& k : kernels) k = fusion::merge_contiguous_loops(fusion::order_loops_for_stores(k));
 
   FusedGraph out;
   size_t count = 0;

@@ -22,6 +22,10 @@
 ///    depends on or that depends on it (ATen calls included);
 /// 4. turns loads of per-row reduction results in later stages into
 ///    LocalRefs and drops stores and buffers nothing needs any more.
+/// 5. orders a pointwise kernel's outer loops so its stores walk memory
+///    contiguously (loop_order.h: `x.t() + 1` writes in the input's order),
+///    then merges adjacent loops every access walks as one (loop_merge.h:
+///    H and W of an NCHW tensor reduce as one loop of H x W).
 /// Every refused pair of related nodes that ends up in different kernels
 /// gets one FusionRefusal remark {a, b, reason}.
 ///

@@ -70,10 +70,12 @@ def compile_fx_graph(
         record.graph_fallback = reason
         debug.finish(record, None, dump_dir)
         return _eager(gm)
+    function = CompiledFunction(gm, compiled, record.id)
+    record.wrapper_source = function.source
     debug.finish(record, compiled, dump_dir)
     _compile_counts["kernels"] += len(compiled.kernel_names)
     _compile_counts["kernel_compile_s"] += sum(s for stage, s in compiled.stage_times if stage in _KERNEL_COMPILE_STAGES)
-    return CompiledFunction(gm, compiled)
+    return function
 
 
 def cppinductor(

@@ -25,13 +25,19 @@ _graph_ids = itertools.count()
 _collectors: list[list["GraphRecord"]] = []
 
 
+def new_graph_id() -> int:
+    """Numbers graphs for dumps and the wrapper's file name, in compile order."""
+    return next(_graph_ids)
+
+
 @dataclass
 class GraphRecord:
     kind: str  # forward | backward | inference
     gm: torch.fx.GraphModule
-    id: int = field(default_factory=lambda: next(_graph_ids))
+    id: int = field(default_factory=new_graph_id)
     graph_fallback: str | None = None
     compiled: Any = None  # _C.CompiledGraph
+    wrapper_source: str | None = None  # the Python function that runs it (wrapper.py)
     python_times: dict[str, float] = field(default_factory=dict)  # Python-side stages (export)
 
     @property
@@ -88,9 +94,14 @@ def finish(record: GraphRecord, compiled: Any, dump_dir: str | None) -> None:
 
         with open(os.path.join(dump_dir, "explain.txt"), "w") as f:
             f.write("\n".join(format_graph(record.id, graph_report(record))) + "\n")
+        if record.wrapper_source:
+            with open(os.path.join(dump_dir, "wrapper.py"), "w") as f:
+                f.write(record.wrapper_source)
         if record.graph_fallback:
             with open(os.path.join(dump_dir, "graph_fallback.txt"), "w") as f:
                 f.write(record.graph_fallback + "\n")
     if env_flag("CPPINDUCTOR_DUMP_CODE") or output_code_log.isEnabledFor(logging.DEBUG):
         for name, text in record.sources:
             output_code_log.info("# graph %d (%s): %s\n%s", record.id, record.kind, name, text)
+        if record.wrapper_source:
+            output_code_log.info("# graph %d (%s): wrapper.py\n%s", record.id, record.kind, record.wrapper_source)

@@ -47,6 +47,10 @@ _DTYPES = {
 }
 
 
+# The core's dtype names back to torch's (runtime layouts).
+TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
+
+
 def dtype_name(dtype: torch.dtype) -> str | None:
     return _DTYPES.get(dtype)
 

@@ -47,9 +47,9 @@ def _storages(value: Any, out: dict[int, int]) -> None:
             _storages(item, out)
 
 
-def live_bytes(env: list) -> int:
+def live_bytes(values: tuple) -> int:
     storages: dict[int, int] = {}
-    for value in env:
+    for value in values:
         _storages(value, storages)
     return sum(storages.values())
 
@@ -61,10 +61,10 @@ def track_live_bytes() -> Iterator[LiveBytes]:
     stats = LiveBytes()
     previous = runtime._step_observer[0]
 
-    def observe(env: list, call_starts: bool) -> None:
+    def observe(values: tuple, call_starts: bool) -> None:
         if call_starts:
             stats.peaks.append(0)
-        stats.peaks[-1] = max(stats.peaks[-1], live_bytes(env))
+        stats.peaks[-1] = max(stats.peaks[-1], live_bytes(values))
 
     runtime._step_observer[0] = observe
     try:

@@ -267,3 +267,21 @@ def test_large_dense_outputs_are_prefaulted_per_chunk(compiler, tmp_path):
     check_model(lambda x: torch.softmax(x, dim=-1), (x,), options=options, reduction=True)  # a row kernel
     sources = [p.read_text() for p in sorted(tmp_path.glob("*/kernels.cpp"))]
     assert sources and all("cppi_prefault_for_write(" in s for s in sources), sources
+
+
+@pytest.mark.parametrize("case", ["transpose", "channels_last"])
+def test_outputs_laid_out_like_a_permuted_input_are_written_in_memory_order(case):
+    """Eager keeps a permuted input's memory order in a pointwise result
+    (`x.t() + 1` has strides (1, n)); the kernel walks its loops in that order,
+    so its innermost loop is contiguous and vectorised instead of striding."""
+    import cppinductor
+
+    if case == "transpose":
+        f, x = (lambda x: x.t() + 1), torch.randn(67, 129)
+    else:
+        f, x = (lambda x: torch.relu(x) * 2), torch.randn(2, 16, 9, 11).to(memory_format=torch.channels_last)
+    check_model(f, (x,), options={"fallback": "error"})
+    out = torch.compile(f, backend="cppinductor")(x)
+    assert out.stride() == f(x).stride()
+    kernels = cppinductor.explain(f)(x).to_dict()["graphs"][0]["kernels"]
+    assert len(kernels) == 1 and kernels[0]["vectorized"], kernels

@@ -228,3 +228,27 @@ def test_cuda_rows_up_to_16384_keep_the_variance_precision():
     torch.testing.assert_close(mean.double(), x64.mean(-1), rtol=1.3e-6, atol=0)
     # The float32 mean itself is within half an ulp of 1e4 (4.9e-4) of the exact one.
     torch.testing.assert_close(ln, F.layer_norm(x64, (16384,)).float(), rtol=0, atol=2e-3)
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 7, 9), (2, 5, 16, 16)], ids=str)
+def test_per_channel_statistics_reduce_the_spatial_dims_as_one_loop(shape, device):
+    """var_mean over (N, H, W) of NCHW and a training batch_norm: H and W are
+    one contiguous run per channel and reduce as one loop (no per-row tail);
+    values, gradients included, as eager's."""
+    from cppinductor.utils import run_and_get_code
+
+    def stats(x):
+        return torch.var_mean(x, (0, 2, 3))
+
+    x = torch.randn(*shape, device=device)
+    check_model(stats, (x,), options={"fallback": "error"})
+    weight = torch.randn(shape[1], device=device, requires_grad=True)
+    bias = torch.randn(shape[1], device=device, requires_grad=True)
+
+    def bn(x):
+        return F.batch_norm(x, None, None, weight, bias, training=True)
+
+    check_model(bn, (x.clone().requires_grad_(),), grad=True)
+    torch._dynamo.reset()
+    _, sources = run_and_get_code(torch.compile(stats, backend="cppinductor"), x)
+    assert any(f"< {shape[2] * shape[3]};" in s for s in sources), sources

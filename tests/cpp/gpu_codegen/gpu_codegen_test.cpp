@@ -111,6 +111,11 @@ TEST(GpuSchedule, RowsAndColumns) {
   EXPECT_EQ(long_ln->schedule.gpu.block_size, 512);
   EXPECT_EQ(long_ln->schedule.gpu.elements_per_thread, 32);
   EXPECT_EQ(scheduled(var_mean(16384, 16384))->schedule.gpu.block_size, 512);
+  // Rows of 32000 (a vocabulary): at 512 threads the cache would take 63
+  // registers and leave one block per SM; 1024 threads cache 32 each.
+  auto vocab = scheduled(softmax(8192, 32000));
+  EXPECT_EQ(vocab->schedule.gpu.block_size, 1024);
+  EXPECT_EQ(vocab->schedule.gpu.elements_per_thread, 32);
   auto symbolic = scheduled(softmax(sym("s0"), sym("s1")));
   EXPECT_EQ(symbolic->schedule.gpu.mapping, GpuMapping::RowPerBlock);
   EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
@@ -217,7 +222,7 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 TEST(CudaPrinter, SymbolicRowsStream) {
   std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
   expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
-                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_rcp(red_mean_acc.weight",
+                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
 }
 

@@ -30,6 +30,11 @@ TEST(NvrtcCompiler, FlagsKeepIeeeNumerics) {
   EXPECT_NE(std::find(new_flags.begin(), new_flags.end(), "--minimal"), new_flags.end());
   const std::vector<std::string> old_flags = nvrtc_flags(90, {}, 1203);
   EXPECT_EQ(std::find(old_flags.begin(), old_flags.end(), "--minimal"), old_flags.end());
+  // The prelude as an automatic precompiled header: 12.8 on.
+  EXPECT_FALSE(has("-pch"));
+  EXPECT_NE(std::find(new_flags.begin(), new_flags.end(), "-pch"), new_flags.end());
+  const std::vector<std::string> pre_pch = nvrtc_flags(90, {}, 1207);
+  EXPECT_EQ(std::find(pre_pch.begin(), pre_pch.end(), "-pch"), pre_pch.end());
 }
 
 TEST(NvrtcCompiler, CompilesAKernelToPtxForTheRequestedArch) {
