@@ -26,6 +26,7 @@
 #include <llvm/Object/ELFObjectFile.h>
 #include <llvm/Object/ObjectFile.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/VirtualFileSystem.h>
@@ -373,7 +374,26 @@ Expected<std::unique_ptr<llvm::TargetMachine>> make_target_machine(const TargetC
   return tm;
 }
 
+/// LLVM 16's loop vectoriser miscompiles loops whose address wraps through a
+/// power-of-two remainder of a strided induction: `out[i] = in[(3 * i) % 64]`
+/// becomes one stride-3 interleaved load group (lanes past the wrap read
+/// in[66], in[69], ... instead of in[2], in[5]). Gathers with indices
+/// computed from arange (`x[torch.arange(n) * 3 % 64]`) lower to such loops.
+/// No interleave groups, then: the loops LLVM vectorises on its own are the
+/// ones our printer left scalar, and those keep their strided accesses as
+/// gathers or scalar code. (Refusing SCEV-predicated vectorisation alone
+/// fixed one such loop, not all.) LLVM options are process-wide; nothing
+/// else in the process runs LLVM.
+void avoid_interleaved_access_groups() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* argv[] = {"cppinductor", "-enable-interleaved-mem-accesses=0"};
+    llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::nulls());
+  });
+}
+
 void optimize(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+  avoid_interleaved_access_groups();
   llvm::PipelineTuningOptions tuning;
   tuning.LoopVectorization = opt_level >= 2;
   tuning.SLPVectorization = opt_level >= 2;
@@ -475,7 +495,7 @@ std::string clang_jit_target_id(const CompileOptions& options) {
   // Everything that shapes the object: LLVM, target, and the exact frontend
   // flags (so changing them here invalidates cached objects).
   const TargetConfig t = target_for(options);
-  return cat("llvm-" LLVM_VERSION_STRING " jit-v1 ", t.triple, " ", t.cpu, " ",
+  return cat("llvm-" LLVM_VERSION_STRING " jit-v3 ", t.triple, " ", t.cpu, " ",
              join(frontend_args(options, t), " "));
 }
 

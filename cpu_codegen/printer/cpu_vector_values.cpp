@@ -189,7 +189,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       auto n = e.as<Cast>();
       const CValue x = value(n->value, scope);
       r.text = vector_cast(n->value.dtype(), n->dtype, x);
-      if (r.dtype == DType::Bool) r.mask_bytes = lane_bytes(n->value.dtype());
+      // A half or bfloat16 value is compared with zero as float32 (vector_cast
+      // widens it first), so its mask has float32's lanes, not 2-byte ones.
+      if (r.dtype == DType::Bool) r.mask_bytes = is_reduced_float(n->value.dtype()) ? 4 : lane_bytes(n->value.dtype());
       return r;
     }
     case ExprKind::Unary: {

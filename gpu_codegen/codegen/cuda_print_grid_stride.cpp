@@ -126,7 +126,7 @@ void CudaKernelPrinter::print_vector_pointwise() {
         vloads.emplace_back(e, name);
       }
       hoist_invariants({st.value}, {inner_name}, outer);
-      const std::string sv = fresh_name("s");
+      const std::string sv = fresh_name("sv");  // not "s": size symbols are s0, s1, ...
       const std::string vt = vector_type(st.buffer->dtype);
       out_.line(cat(vt, " ", sv, ";"));
       out_.line("#pragma unroll");

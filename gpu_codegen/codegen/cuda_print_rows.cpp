@@ -456,7 +456,7 @@ void CudaKernelPrinter::print_cached_vector_stores(const PointwiseStage& s, size
   }
   std::vector<std::string> values, offsets;
   for (const auto& st : s.stores) {
-    values.push_back(fresh_name("s"));
+    values.push_back(fresh_name("sv"));  // not "s": size symbols are s0, s1, ...
     offsets.push_back(fresh_name("at"));
     out_.line(cat("cppi_vec<", dtype_ctype(st.buffer->dtype), ", ", v, "> ", values.back(), ";"));
     out_.line(cat("int64_t ", offsets.back(), " = 0;"));

@@ -244,8 +244,14 @@ bool use_two_pass_variance(const ReductionInput& in) {
   return *n <= kCudaTwoPassVarianceMaxElements;
 }
 
-/// {mean, m2} of `in` as two sum reductions: mean = sum(x) / N, then
-/// m2 = sum((x - mean)^2), the second reading the first at its output position.
+/// {mean, m2} of `in` by the corrected two-pass algorithm (Chan, Golub and
+/// LeVeque): m = sum(x) / N, then over d = x - m both s1 = sum(d) and
+/// s2 = sum(d^2); mean = m + s1 / N and m2 = s2 - s1^2 / N. The correction
+/// removes the rounding of m itself: for a constant row m can be an ULP off
+/// x, and layer_norm's (x - mean) * rsqrt(var + eps) multiplied that ULP by
+/// up to 1/sqrt(eps) = 316 (3e-4 where eager's Welford mean gives exactly
+/// 0); with it, mean = x exactly. The two sums of the second pass read the
+/// first sum at their output position and fuse with it into one kernel.
 Expected<std::pair<ir::BufferPtr, ir::BufferPtr>> two_pass_moments(const OpCall& c, const ReductionInput& in,
                                                                    const std::vector<IndexExpr>& out_sizes,
                                                                    DType acc) {
@@ -254,18 +260,28 @@ Expected<std::pair<ir::BufferPtr, ir::BufferPtr>> two_pass_moments(const OpCall&
                                              [acc](Expr v) { return ir::cast(v, acc); }, {}, {true}));
   const TensorRef sum = TensorRef::of_buffer(sums[0]);
   const std::vector<IndexExpr> xs = ir::pointwise_vars(out_sizes.size());
-  auto mean_at_output = [&] { return ir::binary(BinaryOp::TrueDiv, load(sum, xs), n); };
-  CPPI_ASSIGN_OR_RETURN(m2s, emit_reduction(c, in, out_sizes, ReductionKind::Sum,
+  auto deviation = [&](Expr v) {
+    return ir::binary(BinaryOp::Sub, ir::cast(v, acc), ir::binary(BinaryOp::TrueDiv, load(sum, xs), n));
+  };
+  CPPI_ASSIGN_OR_RETURN(s1s, emit_reduction(c, in, out_sizes, ReductionKind::Sum, deviation, {}, {true}));
+  CPPI_ASSIGN_OR_RETURN(s2s, emit_reduction(c, in, out_sizes, ReductionKind::Sum,
                                             [&](Expr v) {
-                                              Expr d = ir::binary(BinaryOp::Sub, ir::cast(v, acc), mean_at_output());
+                                              Expr d = deviation(v);
                                               return ir::binary(BinaryOp::Mul, d, d);
                                             },
                                             {}, {true}));
+  const TensorRef s1 = TensorRef::of_buffer(s1s[0]), s2 = TensorRef::of_buffer(s2s[0]);
   ir::BufferPtr mean = c.ctx.temp_buffer(cat(c.node.name, "_mean"), acc, in.x.device, out_sizes);
   emit_pointwise(c.ctx, c.node.name, mean, [&](const std::vector<IndexExpr>& x) {
-    return ir::binary(BinaryOp::TrueDiv, load(sum, x), n);
+    return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::TrueDiv, load(sum, x), n),
+                      ir::binary(BinaryOp::TrueDiv, load(s1, x), n));
   });
-  return std::make_pair(mean, m2s[0]);
+  ir::BufferPtr m2 = c.ctx.temp_buffer(cat(c.node.name, "_m2"), acc, in.x.device, out_sizes);
+  emit_pointwise(c.ctx, c.node.name, m2, [&](const std::vector<IndexExpr>& x) {
+    Expr d = load(s1, x);
+    return ir::binary(BinaryOp::Sub, load(s2, x), ir::binary(BinaryOp::TrueDiv, ir::binary(BinaryOp::Mul, d, d), n));
+  });
+  return std::make_pair(mean, m2);
 }
 
 LowerFn welford(Moments what) {

@@ -85,8 +85,9 @@ def cppinductor(
     options: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """The Dynamo backend entry point."""
-    from functorch.compile import min_cut_rematerialization_partition
     from torch._dynamo.backends.common import aot_autograd
+
+    from .partition import partition
 
     opts = parse_options(mode, options)
     compilers = {
@@ -96,7 +97,7 @@ def cppinductor(
     return aot_autograd(
         **compilers,
         decompositions=decomposition_table(),
-        partition_fn=min_cut_rematerialization_partition,
+        partition_fn=partition,
         keep_inference_input_mutations=True,
     )(gm, example_inputs)
 

@@ -172,3 +172,24 @@ def test_embedding_rows_are_cached_and_their_positions_found_once_per_row():
     assert kernel.count(f"{ids}[") == 1, kernel  # and the token once per row
     if _nvrtc():
         assert ".entry" in _C.compile_cuda_source(source)
+
+
+def test_vector_store_staging_names_do_not_shadow_size_symbols():
+    """A grid-stride kernel stages its vector store in a fresh local; named
+    s<N>, it shadowed the size symbol s<N> of a dynamic graph (`s3*x1` became
+    vector * int) and NVRTC rejected the kernel (found by the fuzzer)."""
+    def positive(a1):  # torch names its sizes s3, s19, s74: the fourth fresh name was s3
+        return a1 > 0
+
+    fn = torch.compile(positive, backend="cppinductor", dynamic=True)
+    with debug.recording() as records:
+        fn(torch.randn(3, 7, 16))
+    (record,) = records
+    src = _C.generate_cuda_source(_on_cuda(export_graph(record.gm)))
+    symbols = set(re.findall(r"\bint64_t (s\d+)\b", src))
+    assert symbols, src
+    declared = set(re.findall(r"cppi_vec<[^>]*> (\w+)\s*[;=]", src))
+    assert not symbols & declared, (symbols & declared, src)
+    if not _nvrtc():
+        pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
+    assert ".entry" in _C.compile_cuda_source(src)

@@ -119,12 +119,15 @@ def test_layer_norm_module(device):
 
 def test_layer_norm_gradients_over_many_rows(device):
     """Weight and bias gradients sum over 4096 rows of 256 columns: on CUDA
-    the two column sums fold in one pass, split across blocks."""
+    the two column sums fold in one pass, split across blocks. A float32 sum
+    of 4096 terms is only so exact: against a float64 run, eager's weight
+    gradient is up to 2.2e-4 off and ours 4.2e-4 (RMS 5.2e-5 and 7.8e-5), so
+    the comparison with eager allows 5e-4, not the 1e-4 of short reductions."""
     ln = torch.nn.LayerNorm(256).to(device)
     with torch.no_grad():
         ln.weight.normal_()
         ln.bias.normal_()
-    check_model(ln, (torch.randn(4096, 256, device=device),), grad=True, reduction=True)
+    check_model(ln, (torch.randn(4096, 256, device=device),), grad=True, reduction=True, atol=5e-4)
 
 
 def test_batch_norm_train_updates_running_stats(device):

@@ -122,6 +122,32 @@ TEST_P(CompilerTest, CompilersAgreeBitForBit) {
   EXPECT_EQ(bf_a, bf_b);
 }
 
+// LLVM 16's loop vectoriser turned these loops into stride-3 load groups
+// that ignore the wrap at 64 (lanes read in[66], in[69] for in[2], in[5]);
+// the JIT forms no interleave groups.
+TEST_P(CompilerTest, WrappingStridedIndexIsNotVectorisedWrongly) {
+  auto m = compile_cpp(R"(
+#include "cppinductor_prelude.h"
+extern "C" void wrap(const float* in, float* out) {
+  for (int64_t i = 0; i < 64; ++i) out[i] = in[(i * 3) % 64];
+}
+extern "C" void wrap_positive(const float* in, bool* out) {
+  for (int64_t i = 0; i < 64; ++i) out[i] = in[(i * 3) % 64] > 0.0f;
+}
+)", options());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto* wrap = reinterpret_cast<void (*)(const float*, float*)>((*m)->lookup("wrap"));
+  auto* positive = reinterpret_cast<void (*)(const float*, bool*)>((*m)->lookup("wrap_positive"));
+  std::vector<float> in(256), out(64);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  wrap(in.data(), out.data());
+  for (int64_t i = 0; i < 64; ++i) EXPECT_EQ(out[i], float((i * 3) % 64)) << i;
+  for (size_t i = 0; i < in.size(); ++i) in[i] = i < 64 ? -1.0f : 1.0f;  // past the wrap: positive
+  bool flags[64];
+  positive(in.data(), flags);
+  for (int64_t i = 0; i < 64; ++i) EXPECT_FALSE(flags[i]) << i;
+}
+
 TEST_P(CompilerTest, ParallelKernelCoversEveryIndexOnce) {
   const char* src = R"(
 #include "cppinductor_prelude.h"

@@ -104,9 +104,10 @@ TEST(FusionOfLowered, LayerNormThroughVarMean) {
   auto r = lower_and_fuse(g);
   auto ks = kernels(r.fused);
   ASSERT_EQ(ks.size(), 1u) << remark_text(r.remarks) << dump(r.fused);
-  // A 16-element row takes the two-pass variance on CPU: the sum, the squared
-  // deviations from its mean, then the normalisation, all in one kernel.
-  EXPECT_EQ(stage_shape(*ks[0]), "R1 R1 P1") << dump(r.fused);
+  // A 16-element row takes the corrected two-pass variance on CPU: the sum,
+  // the deviations from its mean and their squares, then the normalisation,
+  // all in one kernel.
+  EXPECT_EQ(stage_shape(*ks[0]), "R1 R1 R1 P1") << dump(r.fused);
   EXPECT_EQ(compare_numerics(r.lowered, r.fused), "");
 }
 

@@ -1,0 +1,82 @@
+"""Programs the random-program fuzzer (cppinductor.tools.fuzz_programs) found
+wrong, crashing or needlessly falling back, minimised. Each compiles with
+fallback="error" where the fix made it lower, so a regression to a fallback
+fails here too."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from check import check_model
+
+LOWERED = {"fallback": "error"}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_reduced_float_to_bool_mask_in_a_vector_loop(dtype):
+    """A half or bfloat16 value cast to bool is compared with zero as float32,
+    so its vector mask has 4-byte lanes; the printer declared it with 2-byte
+    lanes and clang rejected the kernel (the whole graph fell back)."""
+
+    def f(x):
+        b = x.to(torch.bool)
+        return torch.any(b, dim=1, keepdim=True), torch.logical_not(b)
+
+    x = torch.randn(4, 33, 5).to(dtype)
+    x[0, :, 1] = 0
+    check_model(f, (x,), options=LOWERED)
+
+
+def test_gather_with_a_wrapping_arange_index():
+    """x[arange(n) * 3 % n] fuses into a loop reading in[(3 * i) % 64], which
+    LLVM 16's loop vectoriser turned into a stride-3 load group ignoring the
+    wrap (351 of 4096 elements were garbage); such loops now stay scalar."""
+
+    def f(a):
+        g = torch.gather(a.squeeze(1), 0, torch.arange(64) * 3 % 64)
+        return torch.maximum(a, g), a[torch.arange(64) * 5 % 64] * 2
+
+    check_model(f, (torch.randn(64, 1),), options=LOWERED)
+
+
+@pytest.mark.parametrize("reduce", ["amin", "amax", "max"])
+def test_min_max_backward_compares_the_saved_value_not_a_recomputation(reduce):
+    """amin's backward counts `input == result`. The partitioner recomputed
+    expm1(x) in the backward, in a kernel of another vector width whose
+    libmvec expm1 differs by an ULP from the forward's, so nothing matched and
+    the gradient was 0/0 = NaN everywhere. The compared value is now saved."""
+    from cppinductor import debug
+
+    def f(x):
+        y = torch.expm1(torch.maximum(x, x))
+        return getattr(torch, reduce)(y, dim=0, keepdim=True) if reduce != "max" else y.max()
+
+    g = torch.Generator().manual_seed(21502)
+    x = torch.randn(16, 1, generator=g)
+    with debug.recording() as records:
+        check_model(f, (x,), grad=True, options=LOWERED)
+    backward = next(r for r in records if r.kind == "backward")
+    assert not any(n.target == torch.ops.aten.expm1.default for n in backward.gm.graph.nodes), backward.gm.code
+
+
+def test_layer_norm_of_constant_rows_is_exactly_zero():
+    """mean = sum(x) / N rounds even when every x is equal; layer_norm's
+    (x - mean) * rsqrt(var + eps) multiplied that ULP by up to 1/sqrt(eps)
+    (3e-4 where eager gives exactly 0: rows of a broadcast input). The
+    two-pass moments now correct the mean by the mean of the deviations."""
+    row = torch.full((1, 129), 7.0133).expand(16, 129) + torch.arange(16.0).unsqueeze(1) / 7
+    out, expected = check_model(lambda x: torch.nn.functional.layer_norm(x, (129,)), (row,), options=LOWERED)
+    assert out.abs().max() == 0 and expected.abs().max() == 0
+
+
+def test_compared_gather_with_a_wrapping_arange_index():
+    """The same LLVM 16 bug through a bool store (x[(3 * i) % 64] > 0): lanes
+    past the wrap compared the wrong elements. Refusing SCEV-predicated
+    vectorisation did not cover it; no interleave groups does."""
+
+    def f(a):
+        return torch.gather(a, 1, (torch.arange(64).reshape(1, 64) * 3 % 64)) > 0
+
+    x = torch.randn(64, 1).t()  # (1, 64) with strides (1, 1)
+    check_model(f, (x,), options=LOWERED)
