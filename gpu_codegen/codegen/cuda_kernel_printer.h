@@ -170,11 +170,16 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_column_groups();
   /// The stages of one row / column group, in order.
   void print_row_stages();
+  /// One past the cached-row stages printed with stage i: i + 2 for a pair of sums that
+  /// share a slot loop and a block reduction, else i + 1.
+  size_t cached_sum_pair_end(size_t i) const;
   void print_row_cache_prologue();
   /// Runs `body` for every position of stage `stage`'s loops this thread
   /// owns. `used`: the loop variables the body needs (default: the stage's).
+  /// A cached row serves the loads of stages [stage, run_end) from the cache
+  /// (default: stage's alone); their loops must have the same names.
   void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
-                         const std::set<std::string>* used = nullptr);
+                         const std::set<std::string>* used = nullptr, size_t run_end = 0);
   /// Stages [first, end), a run of ir::pass_run_end (column groups:
   /// ir::reduction_run_end): one pass over their loops updates every
   /// accumulator and stores the run's pointwise stages.

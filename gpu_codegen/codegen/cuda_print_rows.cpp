@@ -69,6 +69,20 @@ void CudaKernelPrinter::print_column_groups() {
   out_.close();
 }
 
+size_t CudaKernelPrinter::cached_sum_pair_end(size_t i) const {
+  // Two independent sums of one type over the same loops, with the same loop
+  // names (so each reads the cache as its own stage would): one slot loop and
+  // one block reduction for both (cppi_block_reduce_sum2).
+  if (i + 1 >= k_.stages.size() || reduction_run_end(k_, i) < i + 2) return i + 1;
+  const auto& a = std::get<ReductionStage>(k_.stages[i]);
+  const auto& b = std::get<ReductionStage>(k_.stages[i + 1]);
+  if (a.kind != ReductionKind::Sum || b.kind != ReductionKind::Sum || a.body.dtype() != b.body.dtype()) return i + 1;
+  for (size_t l = 0; l < a.loops.size(); ++l) {
+    if (!(a.loops[l].var == b.loops[l].var)) return i + 1;
+  }
+  return i + 2;
+}
+
 void CudaKernelPrinter::print_row_stages() {
   for (size_t i = 0; i < k_.stages.size();) {
     if (!std::holds_alternative<ReductionStage>(k_.stages[i])) {
@@ -79,7 +93,9 @@ void CudaKernelPrinter::print_row_stages() {
     // A cached row reads registers: one pass per stage costs no memory
     // traffic. Column groups fold runs of reductions only (their split
     // combine stores a partial per stage of the run).
-    const size_t end = cached_elements_ > 0 ? i + 1 : column_groups_ ? reduction_run_end(k_, i) : pass_run_end(k_, i);
+    const size_t end = cached_elements_ > 0   ? cached_sum_pair_end(i)
+                       : column_groups_         ? reduction_run_end(k_, i)
+                                                : pass_run_end(k_, i);
     print_row_reductions(i, end);
     i = end;
   }
@@ -175,7 +191,7 @@ CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage
 }
 
 void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
-                                          const std::set<std::string>* used_override) {
+                                          const std::set<std::string>* used_override, size_t run_end) {
   const Stage& stage_ref = k_.stages[stage];
   const auto* red = std::get_if<ReductionStage>(&stage_ref);
   const bool uses_pos = red && (red->kind == ReductionKind::ArgMax || red->kind == ReductionKind::ArgMin);
@@ -184,7 +200,12 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   const int t = threads_per_row_;
   const int e = cached_elements_;
   if (e > 0) {
-    const RowCacheReads reads = row_cache_reads(stage);
+    RowCacheReads reads = row_cache_reads(stage);
+    for (size_t other = stage + 1; other < run_end; ++other) {
+      RowCacheReads more = row_cache_reads(other);
+      reads.from_cache.insert(reads.from_cache.end(), more.from_cache.begin(), more.from_cache.end());
+      reads.used.insert(more.used.begin(), more.used.end());
+    }
     const std::vector<std::pair<Expr, std::string>>& from_cache = reads.from_cache;
     const std::set<std::string>& used = reads.used;
     const int64_t n = *len.constant();
@@ -341,7 +362,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
       }
       out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
     }
-  }, &used);
+  }, &used, end);
   const bool column_split = column_groups_ && g_.row_splits > 1;
   for (size_t i = first; i < end; ++i) {
     if (accs[i - first].empty()) continue;
@@ -349,6 +370,22 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
     const DType t = s.body.dtype();
     const std::string& acc = accs[i - first];
     const std::string scratch = local_name(s.results[0]) + "_scratch";
+    // Two sums of one type next to each other in the pass (the corrected
+    // two-pass variance) share a block reduction's barriers: layer_norm over
+    // 16384 columns went 0.520 -> 0.578 ms with two separate ones (H200).
+    const auto* next = i + 1 < end && !accs[i + 1 - first].empty()
+                           ? std::get_if<ReductionStage>(&k_.stages[i + 1]) : nullptr;
+    if (!column_groups_ && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
+        s.kind == ReductionKind::Sum && next->kind == ReductionKind::Sum && next->body.dtype() == t) {
+      warp_reduction_ = true;
+      block_reduction_ = true;
+      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[64];"));
+      out_.line(cat("cppi_block_reduce_sum2(", acc, ", ", accs[i + 1 - first], ", ", scratch, ");"));
+      declare_results(s, acc);
+      declare_results(*next, accs[i + 1 - first]);
+      ++i;
+      continue;
+    }
     if (column_groups_) {
       out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
       out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));

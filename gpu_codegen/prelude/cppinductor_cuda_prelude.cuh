@@ -380,6 +380,31 @@ CPPI_DEVICE T cppi_block_reduce(T v, Op op, T identity, T* scratch) {
   return v;
 }
 
+/// Two sums over a 1-d block at once (the corrected two-pass variance's sum
+/// of deviations and of their squares): one barrier pair instead of two.
+/// `scratch` holds 64 elements; the same order of operations per sum as
+/// cppi_block_reduce, so each result is bit for bit the single reduction's.
+template <typename T>
+CPPI_DEVICE void cppi_block_reduce_sum2(T& a, T& b, T* scratch) {
+  const unsigned tid = threadIdx.x;
+  const unsigned lane = tid % 32u;
+  const unsigned warp = tid / 32u;
+  const unsigned warps = (blockDim.x + 31u) / 32u;
+  a = cppi_warp_reduce(a, cppi_sum_op());
+  b = cppi_warp_reduce(b, cppi_sum_op());
+  if (warps == 1) return;
+  if (lane == 0) {
+    scratch[warp] = a;
+    scratch[32 + warp] = b;
+  }
+  __syncthreads();
+  a = lane < warps ? scratch[lane] : T(0);
+  b = lane < warps ? scratch[32 + lane] : T(0);
+  a = cppi_warp_reduce(a, cppi_sum_op());
+  b = cppi_warp_reduce(b, cppi_sum_op());
+  __syncthreads();
+}
+
 template <typename T>
 CPPI_DEVICE T cppi_block_reduce_sum(T v, T* scratch) {
   return cppi_block_reduce(v, cppi_sum_op(), T(0), scratch);
