@@ -7,6 +7,7 @@
 #include "gpu_codegen/runtime/cuda_module.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
+#include "lowering/ir/stage_loops.h"
 
 namespace cppi::gpu {
 
@@ -131,22 +132,7 @@ bool is_column_kernel(const Kernel& k) {
 }
 
 /// Whether every stage with loops has the same list of extents.
-bool uniform_stage_loops(const Kernel& k) {
-  const std::vector<Loop>* first = nullptr;
-  for (const auto& s : k.stages) {
-    const auto& loops = loops_of(s);
-    if (loops.empty()) continue;
-    if (!first) {
-      first = &loops;
-      continue;
-    }
-    if (loops.size() != first->size()) return false;
-    for (size_t i = 0; i < loops.size(); ++i) {
-      if (loops[i].extent != (*first)[i].extent) return false;
-    }
-  }
-  return true;
-}
+bool uniform_stage_loops(const Kernel& k) { return ir::uniform_stage_loops(k.stages); }
 
 std::set<std::string> written_buffers(const Kernel& k) {
   std::set<std::string> out;

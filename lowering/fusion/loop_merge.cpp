@@ -8,6 +8,7 @@
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
+#include "lowering/ir/stage_loops.h"
 
 namespace cppi::lowering::fusion {
 namespace {
@@ -79,20 +80,8 @@ bool merge_one_outer(std::vector<ir::Loop>& outer, std::vector<ir::Stage>& stage
 
 /// Merges one pair of stage-loop positions in every looped stage; false when none qualifies.
 bool merge_one_in_stages(std::vector<ir::Stage>& stages) {
-  const std::vector<ir::Loop>* shape = nullptr;
-  for (const auto& s : stages) {
-    const auto& loops = ir::loops_of(s);
-    if (loops.empty()) continue;
-    if (!shape) {
-      shape = &loops;
-      continue;
-    }
-    if (loops.size() != shape->size()) return false;
-    for (size_t i = 0; i < loops.size(); ++i) {
-      if (!(loops[i].extent == (*shape)[i].extent)) return false;
-    }
-  }
-  if (!shape || shape->size() < 2) return false;
+  const std::vector<ir::Loop>* shape = ir::first_stage_loops(stages);
+  if (!shape || shape->size() < 2 || !ir::uniform_stage_loops(stages)) return false;
   const size_t n = shape->size();
   for (size_t i = n; i-- > 1;) {
     bool all = true;
