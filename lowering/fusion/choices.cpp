@@ -78,7 +78,68 @@ class CostCounter : public ir::ExprVisitor {
   }
 };
 
+class MathFinder : public ir::ExprVisitor {
+ public:
+  bool found = false;
+
+ protected:
+  void visit(const ir::Unary& n) override {
+    found |= unary_cost(n.op) >= 4;
+    ExprVisitor::visit(n);
+  }
+  void visit(const ir::Binary& n) override {
+    found |= binary_cost(n.op) >= 4;
+    ExprVisitor::visit(n);
+  }
+};
+
+class LoadFinder : public ir::ExprVisitor {
+ public:
+  explicit LoadFinder(const std::string& b) : buffer(b) {}
+  const std::string& buffer;
+  bool found = false;
+
+ protected:
+  void visit(const ir::Load& n) override {
+    found |= n.buffer->name == buffer;
+    ExprVisitor::visit(n);
+  }
+};
+
+bool reads(const ir::Expr& e, const std::string& buffer) {
+  LoadFinder f(buffer);
+  f.walk(e);
+  return f.found;
+}
+
+class ExactComparisonFinder : public ir::ExprVisitor {
+ public:
+  explicit ExactComparisonFinder(const std::string& b) : buffer(b) {}
+  const std::string& buffer;
+  bool found = false;
+
+ protected:
+  void visit(const ir::Compare& n) override {
+    if ((n.op == ir::CompareOp::Eq || n.op == ir::CompareOp::Ne) && is_floating(n.lhs.dtype())) {
+      found |= reads(n.lhs, buffer) || reads(n.rhs, buffer);
+    }
+    ExprVisitor::visit(n);
+  }
+};
+
 }  // namespace
+
+bool varies_across_kernels(const ir::Expr& e) {
+  MathFinder f;
+  f.walk(e);
+  return f.found;
+}
+
+bool compares_exactly(const ir::Expr& e, const std::string& buffer) {
+  ExactComparisonFinder f(buffer);
+  f.walk(e);
+  return f.found;
+}
 
 int recompute_cost(const ir::Expr& e) {
   CostCounter c;

@@ -44,6 +44,16 @@ struct FusionHeuristics {
 /// transcendental functions (exp, log, sin, erf, pow, ...) 4, constants 0.
 int recompute_cost(const ir::Expr& e);
 
+/// Whether evaluating `e` in another kernel may give other last bits: it
+/// calls a math function (exp, log, erf, sin, pow, ...) whose vector variants
+/// of different widths and scalar version agree only to an ulp or so.
+bool varies_across_kernels(const ir::Expr& e);
+
+/// Whether `e` compares for exact equality (eq / ne) a value computed from a
+/// load of `buffer`: amax/amin backward's `x == amax(x)` must see the very
+/// bits the reduction saw, so x may not be recomputed for it elsewhere.
+bool compares_exactly(const ir::Expr& e, const std::string& buffer);
+
 /// Why a producer of cost `cost` read at `reads` places should not be
 /// inlined, or nullopt when inlining is worth it. `broadcast`: some read
 /// repeats one producer element across a loop of the reader (a [C] producer

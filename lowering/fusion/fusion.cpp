@@ -164,6 +164,22 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
       reads += static_cast<int>(maps[r].accesses.size());
     }
     if (refused) continue;
+    // An exact comparison next to other readers: each kernel would recompute
+    // the value on its own, and vector math of another width (or the scalar
+    // tail) may round its last bit otherwise, so `x == amin(x)` could find no
+    // match and amin's gradient divide by zero.
+    if (readers.size() > 1 && fusion::varies_across_kernels(producer->store.value)) {
+      for (size_t r : readers) {
+        if (!fusion::compares_exactly(fusion::value_of(*p.nodes[r]), buffer)) continue;
+        for (size_t o : readers) {
+          log.add(p, i, o, "an exact comparison (eq/ne) reads it: recomputed in several kernels, its math may round "
+                           "its last bit differently");
+        }
+        refused = true;
+        break;
+      }
+    }
+    if (refused) continue;
     int cost = fusion::recompute_cost(producer->store.value);
     if (auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps))) {
       for (size_t r : readers) log.add(p, i, r, *why);
