@@ -93,23 +93,12 @@ class MathFinder : public ir::ExprVisitor {
   }
 };
 
-class LoadFinder : public ir::ExprVisitor {
- public:
-  explicit LoadFinder(const std::string& b) : buffer(b) {}
-  const std::string& buffer;
-  bool found = false;
-
- protected:
-  void visit(const ir::Load& n) override {
-    found |= n.buffer->name == buffer;
-    ExprVisitor::visit(n);
-  }
-};
-
 bool reads(const ir::Expr& e, const std::string& buffer) {
-  LoadFinder f(buffer);
-  f.walk(e);
-  return f.found;
+  for (const ir::Expr& x : ir::post_order({e})) {
+    const auto* l = x.as<ir::Load>();
+    if (l && l->buffer->name == buffer) return true;
+  }
+  return false;
 }
 
 class ExactComparisonFinder : public ir::ExprVisitor {
