@@ -142,12 +142,7 @@ CPPI_SCALAR_UNARY(log1p, log1p)
   CPPI_INLINE V cppi_log1p(V x) {                                                \
     return cppi_vselect((M)(x > LIMIT), cppi_log(x), cppi_log1p_unguarded(x));   \
   }
-CPPI_VEC_LOG1P(cppi_f32x4, cppi_i32x4, 1e38f)
-CPPI_VEC_LOG1P(cppi_f32x8, cppi_i32x8, 1e38f)
-CPPI_VEC_LOG1P(cppi_f32x16, cppi_i32x16, 1e38f)
-CPPI_VEC_LOG1P(cppi_f64x2, cppi_i64x2, 1e307)
-CPPI_VEC_LOG1P(cppi_f64x4, cppi_i64x4, 1e307)
-CPPI_VEC_LOG1P(cppi_f64x8, cppi_i64x8, 1e307)
+CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_LOG1P, 1e38f, 1e307)
 #undef CPPI_VEC_LOG1P
 
 // SLEEF's sinhf/coshf overflow from |x| > 88.5 although the result is finite
@@ -167,12 +162,7 @@ CPPI_SCALAR_UNARY(cosh, cosh)
     const V signed_big = cppi_vselect((M)(x < 0), -big, big);                                 \
     return cppi_vselect((M)(cppi_abs(x) > LIMIT), signed_big, cppi_sinh_unguarded(x));        \
   }
-CPPI_VEC_SINH_COSH(cppi_f32x4, cppi_i32x4, 88.0f)
-CPPI_VEC_SINH_COSH(cppi_f32x8, cppi_i32x8, 88.0f)
-CPPI_VEC_SINH_COSH(cppi_f32x16, cppi_i32x16, 88.0f)
-CPPI_VEC_SINH_COSH(cppi_f64x2, cppi_i64x2, 709.0)
-CPPI_VEC_SINH_COSH(cppi_f64x4, cppi_i64x4, 709.0)
-CPPI_VEC_SINH_COSH(cppi_f64x8, cppi_i64x8, 709.0)
+CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_SINH_COSH, 88.0f, 709.0)
 #undef CPPI_VEC_SINH_COSH
 
 // Float erf, sin, cos, tanh, expm1: glibc's libmvec (GLIBC_2.35) when the

@@ -134,6 +134,18 @@ CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_min(V v) {
   return acc;
 }
 
+// fn(x) of every lane of x through the scalar fn (no vector instruction for it).
+#define CPPI_VEC_LANEWISE(V, FN)                                       \
+  CPPI_INLINE V FN(V x) {                                              \
+    V r;                                                               \
+    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = FN(x[i]); \
+    return r;                                                          \
+  }
+// X(vector, its integer mask vector, F32 or F64) for each float vector type.
+#define CPPI_FOR_EACH_FLOAT_VECTOR(X, F32, F64)                                        \
+  X(cppi_f32x4, cppi_i32x4, F32) X(cppi_f32x8, cppi_i32x8, F32) X(cppi_f32x16, cppi_i32x16, F32) \
+  X(cppi_f64x2, cppi_i64x2, F64) X(cppi_f64x4, cppi_i64x4, F64) X(cppi_f64x8, cppi_i64x8, F64)
+
 // Per-width definitions of NaN-propagating max/min, abs, sqrt and rounding,
 // and reduced-float conversions. M is the same-width integer mask type.
 #define CPPI_VEC_FLOAT_OPS(V, M, ABS_MASK)                                                     \
@@ -149,39 +161,15 @@ CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_min(V v) {
     return cppi_bit_cast<V>(cppi_bit_cast<M>(x) & cppi_vsplat<M>(ABS_MASK));           \
   }                                                                                     \
   CPPI_INLINE M cppi_isnan(V x) { return x != x; }                                      \
-  CPPI_INLINE V cppi_sqrt(V x) {                                                        \
-    V r;                                                                                \
-    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_sqrt(x[i]);      \
-    return r;                                                                           \
-  }                                                                                     \
-  CPPI_INLINE V cppi_floor(V x) {                                                       \
-    V r;                                                                                \
-    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_floor(x[i]);     \
-    return r;                                                                           \
-  }                                                                                     \
-  CPPI_INLINE V cppi_ceil(V x) {                                                        \
-    V r;                                                                                \
-    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_ceil(x[i]);      \
-    return r;                                                                           \
-  }                                                                                     \
-  CPPI_INLINE V cppi_trunc(V x) {                                                       \
-    V r;                                                                                \
-    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_trunc(x[i]);     \
-    return r;                                                                           \
-  }                                                                                     \
-  CPPI_INLINE V cppi_round(V x) {                                                       \
-    V r;                                                                                \
-    for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) r[i] = cppi_round(x[i]);     \
-    return r;                                                                           \
-  }
+  CPPI_VEC_LANEWISE(V, cppi_sqrt)                                                        \
+  CPPI_VEC_LANEWISE(V, cppi_floor)                                                       \
+  CPPI_VEC_LANEWISE(V, cppi_ceil)                                                        \
+  CPPI_VEC_LANEWISE(V, cppi_trunc)                                                       \
+  CPPI_VEC_LANEWISE(V, cppi_round)
 
-CPPI_VEC_FLOAT_OPS(cppi_f32x4, cppi_i32x4, 0x7FFFFFFF)
-CPPI_VEC_FLOAT_OPS(cppi_f32x8, cppi_i32x8, 0x7FFFFFFF)
-CPPI_VEC_FLOAT_OPS(cppi_f32x16, cppi_i32x16, 0x7FFFFFFF)
-CPPI_VEC_FLOAT_OPS(cppi_f64x2, cppi_i64x2, 0x7FFFFFFFFFFFFFFFLL)
-CPPI_VEC_FLOAT_OPS(cppi_f64x4, cppi_i64x4, 0x7FFFFFFFFFFFFFFFLL)
-CPPI_VEC_FLOAT_OPS(cppi_f64x8, cppi_i64x8, 0x7FFFFFFFFFFFFFFFLL)
+CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_FLOAT_OPS, 0x7FFFFFFF, 0x7FFFFFFFFFFFFFFFLL)
 #undef CPPI_VEC_FLOAT_OPS
+#undef CPPI_VEC_LANEWISE
 
 // Reduced floats, N lanes at a time: uint16 vectors of bits <-> float vectors.
 #define CPPI_VEC_REDUCED_FLOAT_OPS(N)                                                     \
