@@ -159,12 +159,18 @@ def _draw_seed(device: str) -> torch.Tensor:
     return torch.randint(_SEED_HIGH, (1,), dtype=torch.int64, device=device)
 
 
+def _dynamo_guard_helper(name: str) -> Any:
+    """One of the C helpers torch ships for Inductor's generated code
+    (torch._C._dynamo.guards), or None when this torch has no such helper."""
+    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
+    return getattr(guards, name, None)
+
+
 def _empty_strided_cpu() -> Any:
     """Inductor's empty_strided for CPU: the same tensor as torch.empty_strided
     without the dispatcher (0.4 us instead of 0.9 us a buffer); torch's
     when this torch has none."""
-    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-    fast = getattr(guards, "_empty_strided_cpu", None)
+    fast = _dynamo_guard_helper("_empty_strided_cpu")
     if fast is not None:
         return fast
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cpu")
@@ -174,8 +180,7 @@ def _reinterpret_tensor() -> Any:
     """Inductor's reinterpret_tensor(t, sizes, strides, offset_increment): t's
     storage viewed with that layout, without the dispatcher; as_strided when
     this torch has none."""
-    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-    fast = getattr(guards, "_reinterpret_tensor", None)
+    fast = _dynamo_guard_helper("_reinterpret_tensor")
     if fast is not None:
         return fast
     return lambda t, sizes, strides, increment: torch.as_strided(t, sizes, strides, t.storage_offset() + increment)
@@ -185,8 +190,7 @@ def _share_tensor_data_ptr() -> None:
     """Kernel launchers read tensors' data pointers through torch's own C
     function, as Inductor's CPU kernels do (no data_ptr() call per buffer);
     without it they call data_ptr()."""
-    guards = getattr(getattr(torch._C, "_dynamo", None), "guards", None)
-    address = getattr(guards, "_torchinductor_pyobject_tensor_data_ptr", None)
+    address = _dynamo_guard_helper("_torchinductor_pyobject_tensor_data_ptr")
     if isinstance(address, int) and address:
         _C.set_tensor_data_ptr_function(address, torch.Tensor)
 
