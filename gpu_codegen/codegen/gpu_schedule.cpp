@@ -131,9 +131,6 @@ bool is_column_kernel(const Kernel& k) {
   return contiguous_loads(k, k.outer.back().var) > along_stage;
 }
 
-/// Whether every stage with loops has the same list of extents.
-bool uniform_stage_loops(const Kernel& k) { return ir::uniform_stage_loops(k.stages); }
-
 std::set<std::string> written_buffers(const Kernel& k) {
   std::set<std::string> out;
   for (const auto& s : k.stages) {
@@ -323,7 +320,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   // Whether the row fits the register cache with `t` threads per row.
   const int64_t cached_loads = static_cast<int64_t>(row_cached_loads(k).size());
   auto cacheable = [&](int64_t t) {
-    return length && cached_loads > 0 && uniform_stage_loops(k) &&
+    return length && cached_loads > 0 && uniform_stage_loops(k.stages) &&
            (*length + t - 1) / t * cached_loads <= kRowCacheRegisters;
   };
   // A short row that a warp cannot cache but a block can goes to a block:
@@ -354,7 +351,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
       // 84 registers, 0.433 ms; 1024 x 32, 52 registers, 0.325 ms).
       const int64_t cached = static_cast<int64_t>(row_cached_loads(k).size());
       const int64_t e = (*length + kMaxCachedRowBlock - 1) / kMaxCachedRowBlock;
-      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k) &&
+      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k.stages) &&
           e * cached <= kRowCacheRegisters / 2) {
         threads = kMaxCachedRowBlock;
       }
@@ -366,7 +363,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   if (length) {
     const int64_t e = (*length + threads - 1) / threads;
     const size_t cached = row_cached_loads(k).size();
-    if (!uniform_stage_loops(k)) {
+    if (!uniform_stage_loops(k.stages)) {
       cache_why = "stages loop over different extents: multi-pass";
     } else if (cached == 0) {
       cache_why = "nothing to cache: multi-pass";
