@@ -193,3 +193,20 @@ def test_vector_store_staging_names_do_not_shadow_size_symbols():
     if not _nvrtc():
         pytest.skip("no NVRTC (set CPPINDUCTOR_NVRTC_LIBRARY)")
     assert ".entry" in _C.compile_cuda_source(src)
+
+
+def test_corrected_variance_sums_share_one_block_reduction():
+    """layer_norm's corrected two-pass variance sums the deviations and their
+    squares over the cached row: one slot loop and one paired block reduction
+    (one barrier pair) for both, after the mean's own reduction."""
+    weight, bias = torch.randn(4096), torch.randn(4096)
+
+    def norm(x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (4096,), weight, bias)
+
+    (_, source), = _cuda_sources(norm, (torch.randn(64, 4096),), grad=False)
+    kernel = source[source.index("// schedule:"):]
+    assert "mapping=row_per_block" in kernel.splitlines()[0], kernel
+    assert kernel.count("cppi_block_reduce_sum2(") == 1, kernel
+    assert kernel.count("cppi_block_reduce(") == 1, kernel
+    assert "(one pass with stages 1-2)" in kernel, kernel
