@@ -20,6 +20,7 @@ import torch.fx
 
 from . import _C, debug
 from .decompositions import decomposition_table
+from .graph_passes import unfuse_addmm_bias
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -56,6 +57,8 @@ def compile_fx_graph(
     dump_dir = debug.graph_dump_dir(options, record)
     try:
         start = time.perf_counter()
+        if options.get("unfuse_addmm_bias", True):
+            unfuse_addmm_bias(gm)
         desc = export_graph(gm)
         record.python_times["export"] = time.perf_counter() - start
         configure_cpu_runtime()
