@@ -27,8 +27,10 @@
 ///   torch.floor_divide / torch.remainder. Shifts by a negative amount or by
 ///   >= the bit width give 0 (lshift, unsigned rshift) or the sign fill
 ///   (signed rshift), like torch.
-/// - Casts: float -> int truncates toward zero (out of range of int64 is
-///   undefined, as in eager); float -> int8/int16/uint8 truncates to a wider
+/// - Casts: float -> int truncates toward zero; NaN, inf and values out of
+///   range give what eager gives on the device (the CPU: the most negative
+///   value, as x86 converts; CUDA: saturated, NaN -> 0), never a C cast's
+///   undefined result; float -> int8/int16/uint8 truncates to a wider
 ///   int and then wraps, as eager does (-1.5 -> uint8 is 255, 300.0 -> int8
 ///   is 44; support/dtype.h float_cast_truncates_through); x -> bool is x != 0 (NaN ->
 ///   true); bool -> x is 0 or 1; int -> float rounds to nearest; int ->
