@@ -1,5 +1,6 @@
 """End to end, compiled vs eager: reductions, softmax, normalisations (forward and backward)."""
 
+import re
 import warnings
 
 import pytest
@@ -89,6 +90,26 @@ def test_softmax_rows_compute_exp_once_on_cpu():
     (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
     kernels = cpp[cpp.index("// kernel: "):]
     assert kernels.count("cppi_exp(") == 2, kernels
+
+
+def test_softmax_over_columns_tiles_both_reductions_on_cpu():
+    """Softmax over dim 0 reduces down the columns twice (max, then the sum of
+    exp(x - max)): both reductions run over blocks of columns a few rows at a
+    time (two tiles of vector accumulators), not one vector per row down the
+    whole column. 1030 columns: a block and a scalar tail; NaN and inf columns
+    give eager's results."""
+    from cppinductor.utils import run_and_get_code
+
+    x = torch.randn(40, 1030) * 4
+    x[3, 5] = float("nan")
+    x[7, 100] = float("inf")
+    x[:, 200] = -float("inf")
+    compiled = torch.compile(lambda x: torch.softmax(x, 0), backend="cppinductor", options={"fallback": "error"})
+    out, sources = run_and_get_code(compiled, x)
+    torch.testing.assert_close(out, torch.softmax(x, 0), equal_nan=True)
+    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
+    kernels = cpp[cpp.index("// kernel: "):]
+    assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 2, kernels
 
 
 def test_var_mean(device):
