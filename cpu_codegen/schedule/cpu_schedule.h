@@ -37,7 +37,10 @@
 /// - Cascaded accumulation. A float sum or Welford stage that may add more
 ///   than 4096 terms into one accumulator (or a symbolic number) gets
 ///   cascade_block = 4096: accumulators restart every 4096 terms per lane and
-///   merge into a running total, as eager's cascade sum does.
+///   merge into a running total, as eager's cascade sum does. A tiled column
+///   reduction (one term per row per lane) cascades every 64 rows once it
+///   has more: a 4096-row column sum lands within 1.6x of eager's distance
+///   from float64 (14x without).
 /// - Prefaulting. A parallel kernel whose every store writes its buffer
 ///   densely in the order of the outer loops then its stage's loops (constant
 ///   extents), outputs of at least 4 MiB: prefault_outputs, each chunk faults

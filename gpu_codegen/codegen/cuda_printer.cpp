@@ -220,7 +220,9 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
       out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", (outer + 31) / 32, "];"));
     }
   }
-  out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size, ")"));
+  const int resident = resident_blocks_assumed(g_);
+  out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
+                resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));
   if (is_row_mapping(g_.mapping)) {
     print_rows();

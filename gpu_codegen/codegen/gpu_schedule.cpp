@@ -35,6 +35,8 @@ constexpr int kMaxColumnSlices = 32;
 constexpr int kMaxCachedRowBlock = 512;
 constexpr int64_t kResidentThreadsPerSm = 2048;
 constexpr int64_t kMaxColumnSplits = 32;
+// Blocks per multiprocessor a split row's grid is sized for.
+constexpr int kSplitRowBlocksPerSm = 2;
 
 std::vector<Expr> values_of(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return {r->body};
@@ -182,7 +184,7 @@ int row_splits(const Kernel& k, const GpuTarget& target, int threads, int64_t le
   }
   // Two blocks per multiprocessor over all rows, each folding at least 16
   // elements per thread, at most one partial per thread of the last block.
-  int64_t splits = std::min<int64_t>(2 * target.multiprocessors / *rows, threads);
+  int64_t splits = std::min<int64_t>(kSplitRowBlocksPerSm * target.multiprocessors / *rows, threads);
   splits = std::min<int64_t>(splits, length_hint / (16 * static_cast<int64_t>(threads)));
   return splits >= 2 ? static_cast<int>(splits) : 1;
 }
@@ -457,6 +459,10 @@ std::string explain_gpu_schedule(const Kernel& kernel, const GpuTarget& target) 
 
 bool has_module_state(const GpuSchedule& g) {
   return (g.mapping == GpuMapping::RowPerBlock || g.mapping == GpuMapping::ColumnReduction) && g.row_splits > 1;
+}
+
+int resident_blocks_assumed(const GpuSchedule& g) {
+  return g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1 ? kSplitRowBlocksPerSm : 0;
 }
 
 }  // namespace cppi::gpu

@@ -114,6 +114,17 @@ ir::KernelPtr schedule_for_gpu(const ir::KernelPtr& kernel, const GpuTarget& tar
 /// counters), so that its launches must be serialised across streams.
 bool has_module_state(const ir::GpuSchedule& g);
 
+/// Blocks per multiprocessor that `g`'s grid was sized for, 0 when its grid
+/// does not count on residency. Split rows launch one wave of blocks, two
+/// per multiprocessor; were fewer resident (a kernel over 32 registers a
+/// thread fits one 1024-thread block per multiprocessor, not two), the last
+/// half would run as a second wave. The printer passes it to
+/// __launch_bounds__ so the compiler keeps them resident (H200: the
+/// transformer training step's residual + mse_loss kernel, 40 registers,
+/// ran at 3.0 TB/s). Split column groups are not sized to one wave so
+/// exactly and keep their registers.
+int resident_blocks_assumed(const ir::GpuSchedule& g);
+
 /// One line saying what schedule_for_gpu decided and why, for remarks.
 std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);
 

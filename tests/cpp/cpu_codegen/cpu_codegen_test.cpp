@@ -576,7 +576,10 @@ TEST(CpuSchedule, LongOrSymbolicFloatSumsAndWelfordCascade) {
   EXPECT_EQ(block(full_reduction_kernel(ReductionKind::Sum, 4097)), 4096);
   EXPECT_EQ(block(full_reduction_kernel(ReductionKind::Welford, 100000)), 4096);
   EXPECT_EQ(block(row_reduction_kernel(ReductionKind::Sum, 4, sym("s0"))), 4096);
-  EXPECT_EQ(block(column_reduction_kernel(ReductionKind::Sum, sym("s0"), 64)), 4096);
+  // Tiled column reductions (one term per row per lane) cascade every 64 rows.
+  EXPECT_EQ(block(column_reduction_kernel(ReductionKind::Sum, sym("s0"), 64)), 64);
+  EXPECT_EQ(block(column_reduction_kernel(ReductionKind::Sum, 65, 64)), 64);
+  EXPECT_EQ(block(column_reduction_kernel(ReductionKind::Sum, 64, 64)), 0);
   EXPECT_EQ(block(row_reduction_kernel(ReductionKind::Sum, 512, 1000)), 0);  // short rows: code unchanged
   // Exact reductions never cascade.
   EXPECT_EQ(block(full_reduction_kernel(ReductionKind::Max, 100000)), 0);
@@ -616,7 +619,7 @@ TEST(CpuPrinter, CascadedTiledColumnsKeepATileOfTotals) {
                                              "cppi_f32x16 red_tile_total[64];",
                                              "int64_t red_tile_terms = 0;",
                                              "red_tile_terms += (r0_blk_end - r0_blk);",
-                                             "if (red_tile_terms >= 4096) {",
+                                             "if (red_tile_terms >= 64) {",
                                              "red_tile_total[(x0 - x0_blk) / 16] = (red_tile_total[(x0 - x0_blk) / 16] + "
                                              "red_tile[(x0 - x0_blk) / 16]);",
                                              "red_tile[(x0 - x0_blk) / 16] = (red_tile_total[(x0 - x0_blk) / 16] + "

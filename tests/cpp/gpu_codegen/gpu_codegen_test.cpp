@@ -150,8 +150,11 @@ TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
   EXPECT_FALSE(has_module_state(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu));
   auto m = print_cuda_module({k}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
+  // The grid is one wave of two blocks per multiprocessor: the compiler must
+  // keep two 1024-thread blocks resident (32 registers a thread).
+  EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 2);
   expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",
-                              "const int64_t row = (int64_t)blockIdx.x / 18;",
+                              "__launch_bounds__(1024, 2)", "const int64_t row = (int64_t)blockIdx.x / 18;",
                               "for (int64_t pos = split * 1024 + tid; pos < 300000; pos += 18432)",
                               "atomicAdd(&row_sum_arrivals[row], 1u) == 17u", "if (!row_sum_last) return;",
                               "row_sum_arrivals[row] = 0u;"});
