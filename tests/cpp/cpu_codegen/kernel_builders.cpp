@@ -239,7 +239,7 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
     compiled.push_back(bytes);
   }
   for (size_t i = 0; i < sig.buffers.size(); ++i) args.buffers[sig.buffers[i].buffer->name] = reference[i].data();
-  Status st = interpret(*kernel, args);
+  Status st = interpret(options.reference ? *options.reference : *kernel, args);
   if (!st.ok()) return "interpreter: " + st.error().message;
 
   CpuKernelOptions copts;

@@ -49,6 +49,9 @@ struct RunOptions {
   double rtol = 1.3e-5, atol = 1.5e-5;
   uint32_t seed = 1;
   int64_t int_range = 50;  // integer inputs are drawn from [-int_range, int_range]
+  /// The kernel the interpreter runs instead (a rewrite's original, with the
+  /// same buffers), so the compiled rewrite is checked against it.
+  ir::KernelPtr reference;
 };
 
 /// Compiles `kernel` (already scheduled) and runs it and the interpreter on
