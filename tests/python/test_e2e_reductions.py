@@ -112,6 +112,24 @@ def test_softmax_over_columns_tiles_both_reductions_on_cpu():
     assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 2, kernels
 
 
+def test_column_normalisation_sums_x_once_on_cpu():
+    """(x - x.mean(0)) / x.std(0): the mean and the variance both reduce sum(x)
+    over the columns; the fused kernel keeps one of the two passes
+    (merge_duplicate_reductions): three column tiles (sum, shifted sum,
+    shifted sum of squares), not four."""
+    from cppinductor.utils import run_and_get_code
+
+    x = torch.randn(40, 1030) * 3 + 1
+    x[5, 9] = float("nan")
+    f = lambda x: (x - x.mean(0)) / x.std(0)  # noqa: E731
+    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
+    out, sources = run_and_get_code(compiled, x)
+    torch.testing.assert_close(out, f(x), equal_nan=True, atol=1e-5, rtol=1e-4)
+    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
+    kernels = cpp[cpp.index("// kernel: "):]
+    assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 3, kernels
+
+
 def test_var_mean(device):
     def f(x):
         var, mean = torch.var_mean(x, dim=1, correction=1)
