@@ -112,6 +112,24 @@ def test_softmax_over_columns_tiles_both_reductions_on_cpu():
     assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 2, kernels
 
 
+def test_log_softmax_over_columns_takes_each_log_once_on_cpu():
+    """log_softmax over dim 0 subtracts log(sum) of each column from every row:
+    the log is stored by the column kernel (one per column, in its vector loop
+    and its scalar tail), not recomputed for every element by the row pass."""
+    from cppinductor.utils import run_and_get_code
+
+    x = torch.randn(40, 1030) * 4
+    x[3, 5] = float("nan")
+    x[:, 200] = -float("inf")
+    f = lambda x: torch.log_softmax(x, 0)  # noqa: E731
+    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
+    out, sources = run_and_get_code(compiled, x)
+    torch.testing.assert_close(out, f(x), equal_nan=True)
+    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
+    kernels = cpp[cpp.index("// kernel: "):]
+    assert kernels.count("cppi_log(") == 2, kernels
+
+
 def test_column_normalisation_sums_x_once_on_cpu():
     """(x - x.mean(0)) / x.std(0): the mean and the variance both reduce sum(x)
     over the columns; the fused kernel keeps one of the two passes
