@@ -244,6 +244,17 @@ ir::Expr load_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& co
   return load(t, c);
 }
 
+Status check_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& out_sizes) {
+  if (t.rank() > out_sizes.size()) return Error::unsupported("operand has a higher rank than the result");
+  const size_t shift = out_sizes.size() - t.rank();
+  for (size_t j = 0; j < t.rank(); ++j) {
+    if (t.sizes[j].is_constant(1) || t.sizes[j] == out_sizes[j + shift]) continue;
+    return Error::unsupported(cat("cannot tell whether size ", ir::to_string(t.sizes[j]), " broadcasts against ",
+                                  ir::to_string(out_sizes[j + shift])));
+  }
+  return Status::success();
+}
+
 void emit_pointwise_store(LoweringContext& ctx, const std::string& origin, const std::vector<ir::IndexExpr>& ranges,
                           const ir::BufferPtr& out,
                           const std::function<ir::IndexExpr(const std::vector<ir::IndexExpr>&)>& store_at,

@@ -181,8 +181,15 @@ std::vector<ir::IndexExpr> to_index(const std::vector<SizeExpr>& e);
 /// `t` at logical coordinates `coords` (optionally masked).
 ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask = {});
 /// `t` broadcast (numpy rules, trailing dims aligned) to the coordinates of
-/// an output of rank coords.size().
+/// an output of rank coords.size(): a dim of size 1 reads index 0, any other
+/// reads the output's coordinate. Check the shapes first (check_broadcast).
 ir::Expr load_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& coords);
+/// Unsupported unless every dim of `t` is 1 or the same expression as the
+/// output's size there, so load_broadcast knows which dims broadcast. A
+/// symbolic size Dynamo guarded to be 1 is neither (x[1::2] of a length-s
+/// tensor is s//2 long; broadcast against s, it is 1): reading it at the
+/// output's coordinate would run past its end.
+Status check_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& out_sizes);
 
 using BodyFn = std::function<ir::Expr(const std::vector<ir::IndexExpr>& coords)>;
 /// out[x] = cast(body(x), out dtype) over out's sizes; indices simplified

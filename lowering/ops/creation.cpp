@@ -41,6 +41,7 @@ Status lower_fill_tensor(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(v, c.tensor(1, "value"));
   DType t = c.meta().dtype;
   ir::BufferPtr out = c.result_buffer();
+  CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(v, out->layout.sizes));
   emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<ir::IndexExpr>& x) {
     return ir::cast(load_broadcast(v, x), t);
   });
@@ -100,6 +101,7 @@ Status copy_of(const OpCall& c, const TensorRef& src) {
   if (!same_device(src, c.meta())) return Error::unsupported("copy across devices");
   DType t = c.meta().dtype;
   ir::BufferPtr out = c.result_buffer();
+  CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(src, out->layout.sizes));
   emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<ir::IndexExpr>& x) {
     return ir::cast(load_broadcast(src, x), t);
   });
@@ -129,6 +131,7 @@ Status lower_copy_inplace(const OpCall& c) {
   if (self.device != src.device) return Error::unsupported("copy_ across devices");
   if (self.buffer->kind != ir::BufferKind::GraphInput)
     return Error::unsupported("copy_ into a tensor that is not a graph input");
+  CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(src, self.sizes));
   emit_pointwise_store(
       c.ctx, c.node.name, self.sizes, self.buffer,
       [&](const std::vector<ir::IndexExpr>& x) {

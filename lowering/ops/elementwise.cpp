@@ -35,16 +35,19 @@ Status lower_elementwise(const OpCall& call, const std::vector<Operand>& operand
     return Error::unsupported(cat("type promotion gives ", dtype_name(types.result), " but eager returns ",
                                   dtype_name(out_dtype)));
   }
+  const size_t rank = call.meta().rank();
+  const std::vector<ir::IndexExpr> out_sizes = to_index(call.meta().sizes);
+  for (const Operand& o : operands) {
+    if (o.tensor) CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(*o.tensor, out_sizes));
+  }
   // Build the body once, symbolically, to surface typing errors before
   // anything is emitted.
-  const size_t rank = call.meta().rank();
   auto body_at = [&](const std::vector<ir::IndexExpr>& x) -> Expected<ir::Expr> {
     std::vector<ir::Expr> args;
     for (size_t i = 0; i < operands.size(); ++i) {
       bool keep = i < options.keep_dtype.size() && options.keep_dtype[i];
       const Operand& o = operands[i];
       if (o.tensor) {
-        if (o.tensor->rank() > rank) return Error::unsupported("operand has a higher rank than the result");
         ir::Expr v = load_broadcast(*o.tensor, x);
         args.push_back(keep ? (is_reduced_float(v.dtype()) ? ir::cast(v, DType::Float32) : v) : ir::cast(v, compute));
       } else {

@@ -104,6 +104,7 @@ Expected<Expr> operand_at(const OpCall& c, size_t pos, const char* kw, std::opti
   if (!a && dflt) return constant(*dflt, compute);
   if (OpCall::node_of(a) >= 0 && c.ctx.value(OpCall::node_of(a)).kind == NodeValue::Kind::Tensor) {
     CPPI_ASSIGN_OR_RETURN(t, c.tensor(pos, kw));
+    CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(t, to_index(c.meta().sizes)));
     return ir::cast(load_broadcast(t, x), compute);
   }
   CPPI_ASSIGN_OR_RETURN(s, c.scalar(pos, kw));

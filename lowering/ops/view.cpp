@@ -66,6 +66,7 @@ Status lower_reshape(const OpCall& c) {
 Status lower_expand(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
   auto sizes = out_sizes(c);
+  CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(x, sizes));
   auto v = view_vars(sizes.size());
   std::vector<IndexExpr> coords(x.rank());
   size_t shift = sizes.size() - x.rank();

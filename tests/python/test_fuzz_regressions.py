@@ -99,3 +99,17 @@ def test_a_value_compared_with_its_own_min_is_computed_once():
         check_model(f, (x,), grad=True)  # gather's backward (a scatter_add) runs in ATen
     remarks = [str(r) for rec in records for r in rec.remarks]
     assert any("exact comparison" in r for r in remarks), remarks
+
+
+def test_a_symbolic_size_guarded_to_one_broadcasts():
+    """Under dynamic shapes both inputs have length s, and a1[1::2] has length
+    s // 2, which Dynamo guards to be 1 when it broadcasts against a0. The
+    lowering treated only the constant 1 as broadcasting, so it read a1[2i + 1]
+    for every i of s, past the slice's end (a wrong answer). A size neither 1
+    nor the output's now makes the node run through ATen."""
+
+    def f(a0, a1):
+        return a0 * a1[1::2]
+
+    a0 = torch.randint(-9, 9, (4,))[1::2]  # length 2, stride 2
+    check_model(f, (a0, torch.randint(-9, 9, (2,))), dynamic=True)

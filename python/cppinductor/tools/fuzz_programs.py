@@ -209,8 +209,8 @@ class _Generator:
         rng = self.rng
         kind = rng.choices(
             ["unary", "binary", "compare_where", "cast", "clamp", "reduce", "norm", "view", "cat",
-             "index", "masked_fill", "int_math", "matmul"],
-            weights=[12, 14, 5, 4, 3, 10, 5, 10, 4, 5, 3, 4, 2],
+             "index", "masked_fill", "int_math", "matmul", "linear"],
+            weights=[12, 14, 5, 4, 3, 10, 5, 10, 4, 5, 3, 4, 2, 2],
         )[0]
         return getattr(self, "op_" + kind)()
 
@@ -407,6 +407,19 @@ class _Generator:
         if x is None:
             return None
         return f"torch.matmul({x}, {x}.transpose(-1, -2))"
+
+    def op_linear(self) -> str | None:
+        # addmm with a bias (unfused into mm + add when every use is pointwise)
+        x = self.pick(lambda t: t.dim() >= 2 and t.dtype in (torch.float32, torch.float64))
+        if x is None:
+            return None
+        t = self.values[x]
+        features = t.shape[-1]
+        out = min(self.rng.choice([1, 3, 8]), t.numel() // max(features, 1))
+        if out < 1:
+            return None
+        weight = f"{x}.reshape(-1, {features})[:{out}] * 0.5"
+        return f"torch.nn.functional.linear({x}, {weight}, {x}.reshape(-1)[:{out}] + 1)"
 
     # ---- one program
 
