@@ -135,6 +135,17 @@ CPPI_INLINE T cppi_nonzero_divisor(T x) {
   return x;
 }
 
+// float -> int32/int64 as x86's truncating conversions give it, and so eager
+// on x86: NaN and values out of range become the most negative value. A C
+// cast is undefined there, and clang folded (int32_t)-INFINITY (a
+// masked_fill's -inf cast to int) to an arbitrary number.
+template <class I, class F>
+CPPI_INLINE I cppi_float_to_int(F x) {
+  const F limit = (F)((uint64_t)1 << (sizeof(I) * 8 - 1));  // 2^31 or 2^63, exact in float
+  if (x >= -limit && x < limit) return (I)x;                  // false for NaN
+  return (I)((uint64_t)1 << (sizeof(I) * 8 - 1));
+}
+
 template <class T>
 CPPI_INLINE T cppi_min_i(T a, T b) { return a < b ? a : b; }
 template <class T>

@@ -113,6 +113,20 @@ CPPI_INLINE V cppi_vselect(M mask, V a, V b) {
   return cppi_bit_cast<V>((bits_t)((ab & mask) | (bb & ~mask)));
 }
 
+// cppi_float_to_int lane-wise: lanes out of range (or NaN) convert a zero
+// instead, so the conversion is defined, and then take the most negative value.
+template <class To, class From>
+CPPI_INLINE To cppi_vfloat_to_int(From v) {
+  typedef typename cppi_vec_traits<From>::element_type F;
+  typedef typename cppi_vec_traits<To>::element_type I;
+  const F limit = (F)((uint64_t)1 << (sizeof(I) * 8 - 1));
+  const auto ok = (v >= cppi_vsplat<From>(-limit)) & (v < cppi_vsplat<From>(limit));  // lanes of sizeof(F) bytes
+  const To converted = __builtin_convertvector(cppi_vselect(ok, v, cppi_vsplat<From>(0)), To);
+  const To ok_wide = __builtin_convertvector(ok, To);  // -1 / 0, sign-extended to sizeof(I) bytes
+  const To lowest = cppi_vsplat<To>((I)((uint64_t)1 << (sizeof(I) * 8 - 1)));
+  return (converted & ok_wide) | (lowest & ~ok_wide);
+}
+
 // Fixed-order horizontal reductions (lane 0 first), so results do not depend
 // on the compiler.
 template <class V>

@@ -149,8 +149,12 @@ std::string CPrinterBase::scalar_cast(DType from, DType to, const std::string& x
     return (to == DType::Float16 ? "cppi_float_to_half(" : "cppi_float_to_bf16(") + f + ")";
   }
   if (to == DType::Bool) return "(" + x + " != 0)";
-  if (is_floating(from) && float_cast_truncates_through(to) != to) {
-    return "((" + scalar_type(to) + ")(" + scalar_type(float_cast_truncates_through(to)) + ")" + x + ")";
+  if (is_floating(from) && is_integral(to)) {
+    // Through int32 or int64 (defined for every float, cppi_float_to_int),
+    // then wrapped to a narrower type.
+    const DType wide = float_cast_truncates_through(to);
+    const std::string converted = "cppi_float_to_int<" + scalar_type(wide) + ">(" + x + ")";
+    return wide == to ? converted : "((" + scalar_type(to) + ")" + converted + ")";
   }
   return "((" + scalar_type(to) + ")" + x + ")";
 }

@@ -105,9 +105,11 @@ std::string CpuKernelPrinter::vector_cast(DType from, DType to, const CValue& x)
     return cat("cppi_vconvert<", vtype(to), ">(", as_mask(x, b), " & cppi_vsplat<", mask_type(b), ">(1))");
   }
   if (to == DType::Bool) return cat("(", as_vector(x), " != cppi_vsplat<", vtype(from), ">(0))");
-  if (is_floating(from) && float_cast_truncates_through(to) != to) {
-    const std::string wide = vtype(float_cast_truncates_through(to));
-    return cat("cppi_vconvert<", vtype(to), ">(cppi_vconvert<", wide, ">(", as_vector(x), "))");
+  if (is_floating(from) && is_integral(to)) {
+    // As scalar_cast: through int32 or int64, defined for every float.
+    const DType wide = float_cast_truncates_through(to);
+    const std::string converted = cat("cppi_vfloat_to_int<", vtype(wide), ">(", as_vector(x), ")");
+    return wide == to ? converted : cat("cppi_vconvert<", vtype(to), ">(", converted, ")");
   }
   return cat("cppi_vconvert<", vtype(to), ">(", as_vector(x), ")");
 }

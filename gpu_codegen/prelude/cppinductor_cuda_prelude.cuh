@@ -54,6 +54,25 @@ static_assert(sizeof(int64_t) == 8 && sizeof(int32_t) == 4 && sizeof(int16_t) ==
               "fixed-width integers have the wrong size");
 
 // ---------------------------------------------------------------------------
+// float -> int32/int64 as a CUDA cast gives it, and so eager on CUDA (cvt.rzi:
+// truncate, clamp to the type's range, NaN -> 0), through the intrinsics,
+// which are defined for every input where a C cast of an out-of-range float
+// is not (the CPU's cppi_float_to_int follows x86 instead, as eager there).
+template <class I, class F>
+CPPI_HOST_DEVICE I cppi_float_to_int(F x) {
+#if defined(__CUDA_ARCH__)
+  if (sizeof(I) == 4) return (I)(sizeof(F) == 4 ? __float2int_rz((float)x) : __double2int_rz((double)x));
+  return (I)(sizeof(F) == 4 ? __float2ll_rz((float)x) : __double2ll_rz((double)x));
+#else
+  const F limit = (F)((uint64_t)1 << (sizeof(I) * 8 - 1));
+  if (x != x) return 0;
+  if (x <= -limit) return (I)((uint64_t)1 << (sizeof(I) * 8 - 1));
+  if (x >= limit) return (I)(((uint64_t)1 << (sizeof(I) * 8 - 1)) - 1);
+  return (I)x;
+#endif
+}
+
+// ---------------------------------------------------------------------------
 // Bit casts that compile on host and device without <string.h>.
 CPPI_HOST_DEVICE uint32_t cppi_float_bits(float f) {
 #if defined(__CUDA_ARCH__)

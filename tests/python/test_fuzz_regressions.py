@@ -113,3 +113,24 @@ def test_a_symbolic_size_guarded_to_one_broadcasts():
 
     a0 = torch.randint(-9, 9, (4,))[1::2]  # length 2, stride 2
     check_model(f, (a0, torch.randint(-9, 9, (2,))), dynamic=True)
+
+
+def test_minus_inf_cast_to_int_is_the_most_negative_int_like_eager():
+    """A float -> int cast of an out-of-range value is undefined in C, and
+    clang folded masked_fill's -inf cast to int32 into an arbitrary number
+    (here 1). Eager on x86 gives the most negative integer, the truncating
+    conversion's answer for NaN, inf and out-of-range values; so do the
+    kernels now, scalar and vector (fuzzer seed 60386, minimised)."""
+    from cppinductor.tools.fuzz_programs import make_input
+
+    def f(a0, a1):
+        return (a0.masked_fill(a1 > 0, float("-inf")).to(torch.int32),)
+
+    a0 = make_input((1, 5), torch.float32, "transposed", 61434)
+    a1 = make_input((1, 5), torch.int32, "sliced", 50431)
+    check_model(f, (a0, a1), options=LOWERED)
+
+    def g(x, m):
+        return (x * 1e10).to(torch.int32), torch.where(m > 0, float("nan"), x).to(torch.int64)
+
+    check_model(g, (torch.randn(3, 40), torch.randint(-2, 3, (3, 40))), options=LOWERED)

@@ -274,6 +274,25 @@ TEST(PreludeVector, AbsSelectSplatPartial) {
   EXPECT_EQ(sel[3], 2.0f);
 }
 
+// Out of range, infinite and NaN floats convert to the most negative
+// integer, as x86's truncating conversions (and so eager on x86) give them;
+// in range they truncate toward zero. Scalars and vectors alike.
+TEST(PreludeCasts, FloatToIntIsDefinedForEveryFloat) {
+  const float f[8] = {2.9f, -2.9f, 3e9f, -3e9f, INFINITY, -INFINITY, NAN, -2147483648.0f};
+  const int32_t i32[8] = {2, -2, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+  const int64_t i64[8] = {2, -2, 3000000000LL, -3000000000LL, INT64_MIN, INT64_MIN, INT64_MIN, -2147483648LL};
+  const cppi_i32x8 v32 = cppi_vfloat_to_int<cppi_i32x8>(cppi_vload<cppi_f32x8>(f));
+  const cppi_i64x8 v64 = cppi_vfloat_to_int<cppi_i64x8>(cppi_vload<cppi_f32x8>(f));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(cppi_float_to_int<int32_t>(f[i]), i32[i]) << f[i];
+    EXPECT_EQ(cppi_float_to_int<int64_t>(f[i]), i64[i]) << f[i];
+    EXPECT_EQ(cppi_float_to_int<int32_t>(static_cast<double>(f[i])), i32[i]) << f[i];
+    EXPECT_EQ(v32[i], i32[i]) << f[i];
+    EXPECT_EQ(v64[i], i64[i]) << f[i];
+  }
+  EXPECT_EQ(cppi_float_to_int<int32_t>(2147483520.0f), 2147483520);  // the largest float below 2^31
+}
+
 TEST(PreludeVector, HostWidth) {
 #if defined(__AVX512F__)
   EXPECT_EQ(CPPI_VEC_BYTES, 64);
