@@ -10,6 +10,7 @@
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/merge_duplicate_reductions.h"
 #include "cpu_codegen/schedule/stash_reduction_bodies.h"
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
@@ -109,7 +110,7 @@ Status schedule_kernels(lowering::FusedGraph& fused, std::optional<gpu::GpuTarge
     auto* k = std::get_if<ir::KernelPtr>(&item);
     if (!k) continue;
     if ((*k)->device == ir::Device::CPU) {
-      *k = cpu::schedule_for_cpu(cpu::stash_reduction_bodies(*k), cpu_target);
+      *k = cpu::schedule_for_cpu(cpu::stash_reduction_bodies(cpu::merge_duplicate_reductions(*k)), cpu_target);
       continue;
     }
     if (!gpu_target) {

@@ -25,11 +25,13 @@
 ///   * InnermostOuter: the innermost outer loop is vectorised; every stage
 ///     runs on W outer iterations at once, so a reduction over its own loops
 ///     keeps one accumulator per lane (column sums: no horizontal step).
-///     With column_block/row_block (a column reduction), the vector loop runs
+///     With column_block/row_block (column reductions), the vector loop runs
 ///     in blocks of column_block vectors: the accumulators of a block live in
-///     an array, and the reduction's first loop, split into blocks of
+///     an array, and each leading reduction's first loop, split into blocks of
 ///     row_block iterations, is interchanged with the vectors of the block;
-///     the stages after the reduction then run per vector on its result.
+///     the reductions run one after another over the block (a softmax over
+///     columns: the max tile, then the sum of exp(x - max) reading it), and
+///     the loop-less stages after them run per vector on their results.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
 ///     reduction keeps a vector accumulator plus a scalar one for the tail and
 ///     combines them after the loop (lanes in order, then the tail).
@@ -122,6 +124,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// The column_block/row_block main loop over [from, to) (see the file comment).
   void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
+  /// How many leading stages print_tiled_columns tiles: the reductions over
+  /// loops before the first other stage.
+  size_t tiled_stage_count() const;
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
@@ -140,6 +145,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// In lane mode, the vector state starts from `lane_init` when given.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
                                    const std::string& result_name = "", const std::string& lane_init = "");
+  /// Lane mode: declares the stage's results as vector locals read from the
+  /// vector state `state`, for the expressions after it.
+  void bind_lane_results(const ReductionStage& s, const std::string& state);
 
   // --- vector values -------------------------------------------------------------------
   bool in_vector() const { return !vvar_.empty(); }
@@ -204,8 +212,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::set<std::string> reserved_;
   std::string vvar_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
-  /// Inside print_tiled_columns: the accumulated lane state of stage 0.
-  std::string tiled_state_;
+  /// Inside print_tiled_columns: the accumulated lane state of each tiled
+  /// stage, by stage index.
+  std::unordered_map<size_t, std::string> tiled_states_;
 };
 
 }  // namespace cppi::cpu::detail

@@ -174,12 +174,22 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
                    tail);
 }
 
+size_t CpuKernelPrinter::tiled_stage_count() const {
+  size_t n = 0;
+  while (n < k_.stages.size()) {
+    const auto* r = std::get_if<ReductionStage>(&k_.stages[n]);
+    if (!r || r->loops.empty()) break;
+    ++n;
+  }
+  return n;
+}
+
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
-  const auto* s = k_.stages.empty() ? nullptr : std::get_if<ReductionStage>(&k_.stages[0]);
-  if (!s || s->loops.empty() || sched_.row_block <= 0) {
+  const size_t tiled = tiled_stage_count();
+  if (tiled == 0 || sched_.row_block <= 0) {
     fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
   }
-  for (size_t i = 1; i < k_.stages.size(); ++i) {
+  for (size_t i = tiled; i < k_.stages.size(); ++i) {
     std::visit(
         [&](const auto& st) {
           if (!st.loops.empty()) fail(cat("kernel ", k_.name, ": column_block with loops in stage ", i));
@@ -188,60 +198,79 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   }
   const int64_t w = sched_.vector_width;
   const int64_t span = int64_t{sched_.column_block} * w;
-  const DType t = s->body.dtype();
   const std::string blk = v + "_blk", blk_end = v + "_blk_end";
-  const std::string tile = local_name(s->results[0]) + "_tile";
-  const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
-  const Loop& first = s->loops[0];
-  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
-  const Bound rows = extent(first);
   auto open_vector_loop = [&] {
     out_.line("CPPI_NO_AUTOVEC");
     out_.open(cat("for (int64_t ", v, " = ", blk, "; ", v, " < ", blk_end, "; ", v, " += ", w, ")"));
   };
+  // The lane states of the stages tiled so far, by stage index.
+  std::unordered_map<size_t, std::string> slots;
+  // Inside a vector loop over the block: the results of the stages before
+  // `stage`, read from their tiles (a softmax's sum of exp(x - max) reads
+  // the max of its columns).
+  auto bind_earlier_results = [&](size_t stage) {
+    locals_.clear();
+    for (size_t j = 0; j < stage; ++j) bind_lane_results(std::get<ReductionStage>(k_.stages[j]), slots.at(j));
+  };
 
   out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
   out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
-  out_.line(cat("// stage 0, tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
-  // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
-  // terms per lane, merged into a second tile of totals.
-  const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s->kind, t);
-  const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[(", v, " - ", blk, ") / ", w, "]");
-  const std::string terms = tile + "_terms";
-  out_.line(cat(vstate_type(s->kind, t), " ", tile, "[", sched_.column_block, "];"));
-  if (cascade) out_.line(cat(vstate_type(s->kind, t), " ", total_tile, "[", sched_.column_block, "];"));
-  open_vector_loop();
-  out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
-  if (cascade) out_.line(cat(total_slot, " = ", vstate_identity(s->kind, t), ";"));
-  out_.close();
-  if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
-  out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
-  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text, ");"));
-  open_vector_loop();
-  locals_.clear();
-  enter_vector(v);
-  const std::string acc = print_reduction_core(*s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
-  leave_vector();
-  out_.line(cat(slot, " = ", acc, ";"));
-  out_.close();
-  if (cascade) {
-    std::string per_row;
-    for (size_t i = 1; i < s->loops.size(); ++i) per_row += cat(" * (", extent(s->loops[i]).text, ")");
-    out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
-    out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
+  for (size_t i = 0; i < tiled; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    const DType t = s.body.dtype();
+    const std::string tile = local_name(s.results[0]) + "_tile";
+    const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
+    const Loop& first = s.loops[0];
+    const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
+    const Bound rows = extent(first);
+    out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+    // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
+    // terms per lane, merged into a second tile of totals.
+    const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
+    const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[(", v, " - ", blk, ") / ", w, "]");
+    const std::string terms = tile + "_terms";
+    out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
+    if (cascade) out_.line(cat(vstate_type(s.kind, t), " ", total_tile, "[", sched_.column_block, "];"));
     open_vector_loop();
-    out_.line(cat(total_slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
-    out_.line(cat(slot, " = ", vstate_identity(s->kind, t), ";"));
+    out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
+    if (cascade) out_.line(cat(total_slot, " = ", vstate_identity(s.kind, t), ";"));
     out_.close();
-    out_.line(cat(terms, " = 0;"));
+    if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
+    out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
+    out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text,
+                  ");"));
+    open_vector_loop();
+    enter_vector(v);
+    bind_earlier_results(i);
+    const std::string acc = print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
+    leave_vector();
+    out_.line(cat(slot, " = ", acc, ";"));
     out_.close();
+    if (cascade) {
+      std::string per_row;
+      for (size_t l = 1; l < s.loops.size(); ++l) per_row += cat(" * (", extent(s.loops[l]).text, ")");
+      out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
+      out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
+      open_vector_loop();
+      out_.line(cat(total_slot, " = ", vstate_combine(s.kind, t, total_slot, slot), ";"));
+      out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
+      out_.close();
+      out_.line(cat(terms, " = 0;"));
+      out_.close();
+    }
+    out_.close();
+    if (cascade) {
+      // The stage's result is complete before a later stage reads it.
+      open_vector_loop();
+      out_.line(cat(slot, " = ", vstate_combine(s.kind, t, total_slot, slot), ";"));
+      out_.close();
+    }
+    slots[i] = slot;
   }
-  out_.close();
   open_vector_loop();
-  if (cascade) out_.line(cat(slot, " = ", vstate_combine(s->kind, t, total_slot, slot), ";"));
-  tiled_state_ = slot;
+  tiled_states_ = slots;
   print_stages(true);
-  tiled_state_.clear();
+  tiled_states_.clear();
   out_.close();
   out_.close();
 }

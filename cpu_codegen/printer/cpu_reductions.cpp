@@ -25,21 +25,12 @@ void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
   if (in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
     if (sched_.parallel_reduction) fail(cat("kernel ", k_.name, ": parallel_reduction inside a vectorised outer loop"));
+    auto tiled = tiled_states_.find(index);
     const std::string state =
-        index == 0 && !tiled_state_.empty()
-            ? tiled_state_
+        tiled != tiled_states_.end()
+            ? tiled->second
             : print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]));
-    auto results = state_results(s.kind, state);
-    for (size_t i = 0; i < names.size(); ++i) {
-      CValue v;
-      v.dtype = s.result_dtypes[i];
-      v.vector = true;
-      const std::string type = v.dtype == DType::Bool ? mask_type(4) : vtype(v.dtype);
-      if (v.dtype == DType::Bool) v.mask_bytes = 4;
-      out_.line(cat("const ", type, " ", names[i], " = ", results[i], ";"));
-      v.text = names[i];
-      locals_[s.results[i]] = v;
-    }
+    bind_lane_results(s, state);
     return;
   }
 
@@ -67,6 +58,21 @@ void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (results[i] != names[i]) out_.line(cat("const ", scalar_type(s.result_dtypes[i]), " ", names[i], " = ", results[i], ";"));
     locals_[s.results[i]] = CValue{names[i], s.result_dtypes[i]};
+  }
+}
+
+void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::string& state) {
+  auto results = state_results(s.kind, state);
+  for (size_t i = 0; i < s.results.size(); ++i) {
+    const std::string name = local_name(s.results[i]);
+    CValue v;
+    v.dtype = s.result_dtypes[i];
+    v.vector = true;
+    const std::string type = v.dtype == DType::Bool ? mask_type(4) : vtype(v.dtype);
+    if (v.dtype == DType::Bool) v.mask_bytes = 4;
+    out_.line(cat("const ", type, " ", name, " = ", results[i], ";"));
+    v.text = name;
+    locals_[s.results[i]] = v;
   }
 }
 

@@ -386,20 +386,30 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // sums ran 6x slower than row sums. Blocks of ~4 KiB per row (64 vectors of
   // 16 floats) over 16 rows at a time run at row-sum speed (measured on
   // AVX-512: 15.7 ms -> 2.7 ms vs 2.6 ms for the row sum, one thread).
-  if (vec_outer && !d.cpu.parallel_reduction && !k.stages.empty()) {
-    const auto* r = std::get_if<ReductionStage>(&k.stages[0]);
+  // Every leading reduction over loops is tiled, one after another over the
+  // same block of columns (softmax over dim 0: the column max, then the sum
+  // of exp(x - max)), so none of them walks one vector per row.
+  if (vec_outer && !d.cpu.parallel_reduction) {
+    size_t tiled = 0;
+    while (tiled < k.stages.size()) {
+      const auto* r = std::get_if<ReductionStage>(&k.stages[tiled]);
+      if (!r || r->loops.empty()) break;
+      ++tiled;
+    }
     bool others_loopless = true;
-    for (size_t i = 1; i < k.stages.size(); ++i) others_loopless = others_loopless && loops_of(k.stages[i]).empty();
-    if (r && !r->loops.empty() && others_loopless) {
+    for (size_t i = tiled; i < k.stages.size(); ++i) others_loopless = others_loopless && loops_of(k.stages[i]).empty();
+    if (tiled > 0 && others_loopless) {
       constexpr int64_t kRowBlock = 16, kBlockBytes = 4096;
       AccessCounts counts;
-      scan_stage(k.stages[0], var_name(k.outer.back()), &counts);
+      for (size_t i = 0; i < tiled; ++i) scan_stage(k.stages[i], var_name(k.outer.back()), &counts);
       const int64_t vector_bytes = int64_t{d.cpu.vector_width} * counts.max_lane_bytes;
       const int64_t outer_vectors = (est(k.outer.back().extent) + d.cpu.vector_width - 1) / d.cpu.vector_width;
-      if (outer_vectors > 1 && est(r->loops[0].extent) > kRowBlock) {
+      const auto& rows = std::get<ReductionStage>(k.stages[0]).loops[0].extent;
+      if (outer_vectors > 1 && est(rows) > kRowBlock) {
         d.cpu.column_block = static_cast<int>(std::max<int64_t>(1, kBlockBytes / vector_bytes));
         d.cpu.row_block = kRowBlock;
-        d.why += cat("; column reduction tiled ", d.cpu.column_block, " vectors x ", kRowBlock, " rows");
+        d.why += cat("; column reduction", tiled > 1 ? cat("s (", tiled, ")") : std::string(), " tiled ",
+                     d.cpu.column_block, " vectors x ", kRowBlock, " rows");
       }
     }
   }

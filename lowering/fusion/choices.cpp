@@ -136,12 +136,17 @@ int recompute_cost(const ir::Expr& e) {
   return c.cost;
 }
 
-std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast) {
-  if (cost <= h.cheap_cost) return std::nullopt;
+std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast,
+                                             bool outer_broadcast) {
   if (broadcast && cost > h.expensive_cost) {
     return cat("would recompute an expensive producer for every element it is broadcast to (cost ", cost,
                " per element)");
   }
+  if (outer_broadcast && cost > h.outer_broadcast_cost) {
+    return cat("would recompute a producer that varies along its reader's inner loop for every outer iteration (cost ",
+               cost, " per element)");
+  }
+  if (cost <= h.cheap_cost) return std::nullopt;
   if (reads <= 1) return std::nullopt;
   if (reads <= h.max_recompute_reads && cost <= h.expensive_cost) return std::nullopt;
   return cat("would recompute an expensive producer ", reads, " times (cost ", cost, " per element)");

@@ -27,6 +27,17 @@ struct FusionHeuristics {
   /// Up to this many reads a producer of at most `expensive_cost` is inlined.
   int max_recompute_reads = 4;
   int expensive_cost = 40;
+  /// CPU: a producer whose value varies along the innermost loop of a reader
+  /// and repeats along an outer one (a column statistic read by every row of
+  /// a [N, C] loop: log(sum) of a log_softmax over dim 0) cannot be hoisted
+  /// out of the reader's loops, so it is recomputed for all N rows. Above
+  /// this cost (a load and three cheap operations) it is stored once
+  /// instead. log_softmax over dim 0 of 1024x1024, one thread: a log per
+  /// element cost ~0.3 ms of ~1.3. Only where the outer loops repeat it at
+  /// least `outer_broadcast_repeats` times (or a symbolic number): a few
+  /// repeats cost less than the kernel that would store it.
+  int outer_broadcast_cost = 4;
+  int64_t outer_broadcast_repeats = 16;
   /// A reduction without outer loops runs serially in its kernel (or splits
   /// itself across threads): pointwise stages with loops do not join it,
   /// they would lose their parallel loop...
@@ -59,7 +70,10 @@ bool compares_exactly(const ir::Expr& e, const std::string& buffer);
 /// repeats one producer element across a loop of the reader (a [C] producer
 /// read in an [N, C] loop), so inlining recomputes each element many times;
 /// tolerated up to `expensive_cost`, as Inductor does for cheap broadcasts.
-std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast = false);
+/// `outer_broadcast`: some read repeats it along an outer loop of a reader
+/// whose innermost loop it varies along (see outer_broadcast_cost).
+std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast = false,
+                                             bool outer_broadcast = false);
 
 /// Why a pointwise stage with inner loops should not join a kernel whose
 /// outer loops are `outer` (empty: no loop to parallelise over).

@@ -120,6 +120,35 @@ bool any_broadcast(const Program& p, const std::vector<size_t>& readers, const s
   return false;
 }
 
+/// Whether some pointwise reader reads a producer element that varies along
+/// the reader's last range (its innermost loop) and repeats along earlier
+/// ones at least `min_repeats` times (a symbolic extent counts as many): no
+/// loop-invariant hoisting can then save recomputing it.
+bool any_outer_broadcast(const Program& p, const std::vector<size_t>& readers,
+                         const std::vector<fusion::ReadMap>& maps, int64_t min_repeats) {
+  for (size_t r = 0; r < readers.size(); ++r) {
+    const auto* reader = std::get_if<ir::PointwiseNodePtr>(&*p.nodes[readers[r]]);
+    if (!reader || (*reader)->ranges.size() < 2) continue;
+    const auto vars = (*reader)->vars();
+    const std::string inner = vars.back().as<ir::IndexVar>()->name;
+    for (const auto& point : maps[r].points) {
+      std::set<std::string> used;
+      for (const auto& e : point) {
+        for (const auto& v : ir::free_vars(e)) used.insert(v);
+      }
+      if (!used.count(inner)) continue;
+      int64_t repeats = 1;
+      for (size_t i = 0; i + 1 < vars.size(); ++i) {
+        if (used.count(vars[i].as<ir::IndexVar>()->name)) continue;
+        const auto extent = (*reader)->ranges[i].constant();
+        repeats = extent ? repeats * std::min<int64_t>(*extent, min_repeats) : min_repeats;
+        if (repeats >= min_repeats) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /// A producer that only transforms reductions' results (rsqrt(m2 / N + eps))
 /// within `expensive_cost`: its value is fixed per outer position, so a
 /// reader's inner loop computes it once after loop-invariant hoisting.
@@ -181,7 +210,12 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     }
     if (refused) continue;
     int cost = fusion::recompute_cost(producer->store.value);
-    if (auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps))) {
+    // CPU only: the GPU's column kernels have idle ALUs next to their loads,
+    // and keep Inductor's rule.
+    const bool outer_broadcast =
+        producer->store.buffer->device == ir::Device::CPU &&
+        any_outer_broadcast(p, readers, maps, heuristics.outer_broadcast_repeats);
+    if (auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast)) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;
     }

@@ -104,12 +104,12 @@ struct CpuSchedule {
   VectorizedLoop vectorized = VectorizedLoop::None;
   int vector_width = 1;  // elements per vector
   TailKind tail = TailKind::ScalarLoop;
-  /// Column-reduction tiling (InnermostOuter kernels whose first stage is the
-  /// only one with loops and is a reduction): the vectorised outer loop runs
-  /// in blocks of `column_block` vectors, the reduction's first loop in
-  /// blocks of `row_block` iterations, the two interchanged, so each row step
-  /// reads column_block x vector_width contiguous elements instead of one
-  /// vector per row. The per-lane accumulation order is unchanged. 0 = off.
+  /// Column-reduction tiling (InnermostOuter kernels whose leading stages are
+  /// reductions over loops and whose other stages have none): the vectorised
+  /// outer loop runs in blocks of `column_block` vectors, each reduction's
+  /// first loop in blocks of `row_block` iterations, the two interchanged, so
+  /// each row step reads column_block x vector_width contiguous elements
+  /// instead of one vector per row. The per-lane accumulation order is unchanged. 0 = off.
   int column_block = 0;
   int64_t row_block = 0;
   /// Cascaded accumulation of float sums and Welford reductions: every

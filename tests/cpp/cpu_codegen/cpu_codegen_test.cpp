@@ -25,36 +25,10 @@ CpuTarget avx512_target(int64_t min_parallel_work = 4096) {
   return t;
 }
 
-/// FileCheck's CHECK lines: each pattern must occur after the previous one.
-/// A pattern starting with "NOT:" must not occur at all.
-::testing::AssertionResult file_check(const std::string& source, const std::vector<std::string>& patterns) {
-  size_t pos = 0;
-  for (const auto& p : patterns) {
-    if (p.rfind("NOT:", 0) == 0) {
-      if (source.find(p.substr(4)) != std::string::npos) {
-        return ::testing::AssertionFailure() << "found forbidden '" << p.substr(4) << "' in:\n" << source;
-      }
-      continue;
-    }
-    size_t at = source.find(p, pos);
-    if (at == std::string::npos) {
-      return ::testing::AssertionFailure() << "missing '" << p << "' (after offset " << pos << ") in:\n" << source;
-    }
-    pos = at + p.size();
-  }
-  return ::testing::AssertionSuccess();
-}
-
 PrintedModule print_one(const KernelPtr& k, const std::vector<std::string>& symbols = {}, const PrintOptions& o = {}) {
   auto m = print_cpu_module({k}, symbols, o);
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
   return m.ok() ? *m : PrintedModule{};
-}
-
-/// Only the kernel's own text (after the support block).
-std::string kernel_text(const PrintedModule& m) {
-  size_t at = m.source.find("// kernel: ");
-  return at == std::string::npos ? m.source : m.source.substr(at);
 }
 
 // --- schedule ------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
     compiled.push_back(bytes);
   }
   for (size_t i = 0; i < sig.buffers.size(); ++i) args.buffers[sig.buffers[i].buffer->name] = reference[i].data();
-  Status st = interpret(*kernel, args);
+  Status st = interpret(options.reference ? *options.reference : *kernel, args);
   if (!st.ok()) return "interpreter: " + st.error().message;
 
   CpuKernelOptions copts;
@@ -272,6 +272,29 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
   }
   if (bad) report << bad << " mismatches\n" << k->source.substr(k->source.find("// kernel: "));
   return report.str();
+}
+
+::testing::AssertionResult file_check(const std::string& source, const std::vector<std::string>& patterns) {
+  size_t pos = 0;
+  for (const auto& p : patterns) {
+    if (p.rfind("NOT:", 0) == 0) {
+      if (source.find(p.substr(4)) != std::string::npos) {
+        return ::testing::AssertionFailure() << "found forbidden '" << p.substr(4) << "' in:\n" << source;
+      }
+      continue;
+    }
+    size_t at = source.find(p, pos);
+    if (at == std::string::npos) {
+      return ::testing::AssertionFailure() << "missing '" << p << "' (after offset " << pos << ") in:\n" << source;
+    }
+    pos = at + p.size();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string kernel_text(const PrintedModule& m) {
+  size_t at = m.source.find("// kernel: ");
+  return at == std::string::npos ? m.source : m.source.substr(at);
 }
 
 }  // namespace cppi::cpu::test

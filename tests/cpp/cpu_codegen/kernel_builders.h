@@ -2,11 +2,14 @@
 // kernel compiled and in the reference interpreter on the same random data.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/kernel.h"
 
@@ -46,11 +49,21 @@ struct RunOptions {
   double rtol = 1.3e-5, atol = 1.5e-5;
   uint32_t seed = 1;
   int64_t int_range = 50;  // integer inputs are drawn from [-int_range, int_range]
+  /// The kernel the interpreter runs instead (a rewrite's original, with the
+  /// same buffers), so the compiled rewrite is checked against it.
+  ir::KernelPtr reference;
 };
 
 /// Compiles `kernel` (already scheduled) and runs it and the interpreter on
 /// the same inputs; returns "" when all written buffers agree, else a report.
 std::string run_and_compare(const ir::KernelPtr& kernel, const RunOptions& options);
+
+/// FileCheck's CHECK lines: each pattern must occur after the previous one.
+/// A pattern starting with "NOT:" must not occur at all.
+::testing::AssertionResult file_check(const std::string& source, const std::vector<std::string>& patterns);
+
+/// Only the kernel's own text (after the support block).
+std::string kernel_text(const PrintedModule& m);
 
 
 }  // namespace cppi::cpu::test

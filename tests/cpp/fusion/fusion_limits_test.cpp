@@ -387,6 +387,43 @@ TEST(Fusion, VeryExpensiveBroadcastProducerIsComputedOnce) {
   EXPECT_EQ(compare_numerics(b.graph, fused), "");
 }
 
+/// log(w) over [cols] read by every row of an [rows, cols] loop (a column
+/// statistic: log_softmax over dim 0 reads log(sum) so), or by every column
+/// of it as log(w[x0]) with x0 the row.
+GraphBuilder broadcast_log(ir::Device device, int64_t rows, int64_t cols, bool along_rows) {
+  GraphBuilder b;
+  b.device = device;
+  auto w = b.input("w", {along_rows ? rows : cols});
+  auto xin = b.input("x", {rows, cols});
+  auto t = b.temp("t", {along_rows ? rows : cols});
+  auto out = b.output("out", {rows, cols});
+  b.pointwise("log", t, ir::unary(UnaryOp::Log, at(w, {x(0)})));
+  b.pointwise("sub", out, ir::binary(BinaryOp::Sub, at(xin, {x(0), x(1)}), at(t, {x(along_rows ? 0 : 1)})));
+  return b;
+}
+
+TEST(Fusion, CpuStoresAProducerRepeatedAlongItsReadersOuterLoop) {
+  // Varies along the reader's inner loop, repeated for 64 rows: no hoisting
+  // can save the 64 logs per element; it is stored once.
+  auto g = broadcast_log(ir::Device::CPU, 64, 48, false);
+  Remarks remarks;
+  auto fused = run(g.graph, remarks);
+  EXPECT_EQ(kernels(fused).size(), 2u) << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("would recompute a producer that varies along its reader's inner loop"),
+            std::string::npos)
+      << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(g.graph, fused), "");
+  // Inlined where it is cheap to repeat: few rows, a row statistic (constant
+  // along the inner loop, hoisted), or on CUDA.
+  for (const auto& inlined : {broadcast_log(ir::Device::CPU, 8, 48, false), broadcast_log(ir::Device::CPU, 64, 48, true),
+                              broadcast_log(ir::Device::CUDA, 64, 48, false)}) {
+    Remarks r;
+    auto f = run(inlined.graph, r);
+    EXPECT_EQ(kernels(f).size(), 1u) << remark_text(r);
+    EXPECT_EQ(compare_numerics(inlined.graph, f), "");
+  }
+}
+
 }  // namespace
 }  // namespace cppi::lowering::testing
 
