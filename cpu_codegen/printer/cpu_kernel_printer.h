@@ -124,9 +124,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// The column_block/row_block main loop over [from, to) (see the file comment).
   void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
-  /// How many leading stages print_tiled_columns tiles: the reductions over
-  /// loops before the first other stage.
-  size_t tiled_stage_count() const;
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};

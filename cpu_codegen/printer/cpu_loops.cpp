@@ -3,6 +3,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "lowering/ir/index_affine.h"
+#include "lowering/ir/stage_loops.h"
 
 namespace cppi::cpu::detail {
 
@@ -174,18 +175,8 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
                    tail);
 }
 
-size_t CpuKernelPrinter::tiled_stage_count() const {
-  size_t n = 0;
-  while (n < k_.stages.size()) {
-    const auto* r = std::get_if<ReductionStage>(&k_.stages[n]);
-    if (!r || r->loops.empty()) break;
-    ++n;
-  }
-  return n;
-}
-
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
-  const size_t tiled = tiled_stage_count();
+  const size_t tiled = ir::leading_looped_reductions(k_.stages);
   if (tiled == 0 || sched_.row_block <= 0) {
     fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
   }

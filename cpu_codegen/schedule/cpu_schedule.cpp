@@ -7,6 +7,7 @@
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
+#include "lowering/ir/stage_loops.h"
 
 namespace cppi::cpu {
 
@@ -390,12 +391,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // same block of columns (softmax over dim 0: the column max, then the sum
   // of exp(x - max)), so none of them walks one vector per row.
   if (vec_outer && !d.cpu.parallel_reduction) {
-    size_t tiled = 0;
-    while (tiled < k.stages.size()) {
-      const auto* r = std::get_if<ReductionStage>(&k.stages[tiled]);
-      if (!r || r->loops.empty()) break;
-      ++tiled;
-    }
+    const size_t tiled = ir::leading_looped_reductions(k.stages);
     bool others_loopless = true;
     for (size_t i = tiled; i < k.stages.size(); ++i) others_loopless = others_loopless && loops_of(k.stages[i]).empty();
     if (tiled > 0 && others_loopless) {

@@ -9,6 +9,16 @@ const std::vector<Loop>* first_stage_loops(const std::vector<Stage>& stages) {
   return nullptr;
 }
 
+size_t leading_looped_reductions(const std::vector<Stage>& stages) {
+  size_t n = 0;
+  while (n < stages.size()) {
+    const auto* r = std::get_if<ReductionStage>(&stages[n]);
+    if (!r || r->loops.empty()) break;
+    ++n;
+  }
+  return n;
+}
+
 bool uniform_stage_loops(const std::vector<Stage>& stages) {
   const std::vector<Loop>* first = first_stage_loops(stages);
   for (const auto& s : stages) {
