@@ -102,16 +102,22 @@ FusedGraph one_kernel_per_node(const LoweredGraph& lowered) {
   return out;
 }
 
+/// The reader's loop variables a read point (one index per producer dim) uses.
+std::set<std::string> vars_of_point(const std::vector<ir::IndexExpr>& point) {
+  std::set<std::string> used;
+  for (const auto& e : point) {
+    for (const auto& v : ir::free_vars(e)) used.insert(v);
+  }
+  return used;
+}
+
 /// Whether some read repeats a producer element along a loop of its reader
 /// (a reader loop of extent > 1 that the producer point does not use).
 bool any_broadcast(const Program& p, const std::vector<size_t>& readers, const std::vector<fusion::ReadMap>& maps) {
   for (size_t r = 0; r < readers.size(); ++r) {
     const auto ranges = fusion::var_ranges_of(*p.nodes[readers[r]]);
     for (const auto& point : maps[r].points) {
-      std::set<std::string> used;
-      for (const auto& e : point) {
-        for (const auto& v : ir::free_vars(e)) used.insert(v);
-      }
+      const std::set<std::string> used = vars_of_point(point);
       for (const auto& [var, extent] : ranges) {
         if (!used.count(var) && !extent.is_constant(1)) return true;
       }
@@ -132,10 +138,7 @@ bool any_outer_broadcast(const Program& p, const std::vector<size_t>& readers,
     const auto vars = (*reader)->vars();
     const std::string inner = vars.back().as<ir::IndexVar>()->name;
     for (const auto& point : maps[r].points) {
-      std::set<std::string> used;
-      for (const auto& e : point) {
-        for (const auto& v : ir::free_vars(e)) used.insert(v);
-      }
+      const std::set<std::string> used = vars_of_point(point);
       if (!used.count(inner)) continue;
       int64_t repeats = 1;
       for (size_t i = 0; i + 1 < vars.size(); ++i) {

@@ -224,7 +224,6 @@ Status lower_index_put(const OpCall& c) {
         "parallel loops");
   CPPI_ASSIGN_OR_RETURN(a, advanced_index(c));
   CPPI_ASSIGN_OR_RETURN(values, c.tensor(2, "values"));
-  if (values.rank() > a.result_sizes.size()) return Error::unsupported("values of higher rank than the indexed result");
   CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(values, a.result_sizes));
   ir::BufferPtr out = c.result_buffer();
   emit_copy(c, a.self, out);
