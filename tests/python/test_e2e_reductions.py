@@ -73,22 +73,28 @@ def test_softmax_extreme_values(device):
     check_model(f, (x,))
 
 
+def _cpu_kernels(f, x, **close):
+    """The generated CPU kernels' source for f(x), compiled without fallback,
+    after checking the result against eager (NaN where eager has NaN)."""
+    from cppinductor.utils import run_and_get_code
+
+    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
+    out, sources = run_and_get_code(compiled, x)
+    torch.testing.assert_close(out, f(x), equal_nan=True, **close)
+    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
+    return cpp[cpp.index("// kernel: "):]
+
+
 def test_softmax_rows_compute_exp_once_on_cpu():
     """The CPU kernel stores exp(x - max) into the output and rescales it there
     (stash_reduction_bodies): one exp in the vector loop and one in its tail,
     where the unrewritten kernel had two of each. Results stay eager's, NaN
     and inf rows included."""
-    from cppinductor.utils import run_and_get_code
-
     x = torch.randn(9, 100) * 4
     x[2, 7] = float("nan")
     x[4, 3] = float("inf")
     x[5] = -float("inf")
-    compiled = torch.compile(lambda x: torch.softmax(x, -1), backend="cppinductor", options={"fallback": "error"})
-    out, sources = run_and_get_code(compiled, x)
-    torch.testing.assert_close(out, torch.softmax(x, -1), equal_nan=True)
-    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
-    kernels = cpp[cpp.index("// kernel: "):]
+    kernels = _cpu_kernels(lambda x: torch.softmax(x, -1), x)
     assert kernels.count("cppi_exp(") == 2, kernels
 
 
@@ -98,17 +104,11 @@ def test_softmax_over_columns_tiles_both_reductions_on_cpu():
     time (two tiles of vector accumulators), not one vector per row down the
     whole column. 1030 columns: a block and a scalar tail; NaN and inf columns
     give eager's results."""
-    from cppinductor.utils import run_and_get_code
-
     x = torch.randn(40, 1030) * 4
     x[3, 5] = float("nan")
     x[7, 100] = float("inf")
     x[:, 200] = -float("inf")
-    compiled = torch.compile(lambda x: torch.softmax(x, 0), backend="cppinductor", options={"fallback": "error"})
-    out, sources = run_and_get_code(compiled, x)
-    torch.testing.assert_close(out, torch.softmax(x, 0), equal_nan=True)
-    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
-    kernels = cpp[cpp.index("// kernel: "):]
+    kernels = _cpu_kernels(lambda x: torch.softmax(x, 0), x)
     assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 2, kernels
 
 
@@ -116,17 +116,10 @@ def test_log_softmax_over_columns_takes_each_log_once_on_cpu():
     """log_softmax over dim 0 subtracts log(sum) of each column from every row:
     the log is stored by the column kernel (one per column, in its vector loop
     and its scalar tail), not recomputed for every element by the row pass."""
-    from cppinductor.utils import run_and_get_code
-
     x = torch.randn(40, 1030) * 4
     x[3, 5] = float("nan")
     x[:, 200] = -float("inf")
-    f = lambda x: torch.log_softmax(x, 0)  # noqa: E731
-    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
-    out, sources = run_and_get_code(compiled, x)
-    torch.testing.assert_close(out, f(x), equal_nan=True)
-    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
-    kernels = cpp[cpp.index("// kernel: "):]
+    kernels = _cpu_kernels(lambda x: torch.log_softmax(x, 0), x)
     assert kernels.count("cppi_log(") == 2, kernels
 
 
@@ -135,16 +128,9 @@ def test_column_normalisation_sums_x_once_on_cpu():
     over the columns; the fused kernel keeps one of the two passes
     (merge_duplicate_reductions): three column tiles (sum, shifted sum,
     shifted sum of squares), not four."""
-    from cppinductor.utils import run_and_get_code
-
     x = torch.randn(40, 1030) * 3 + 1
     x[5, 9] = float("nan")
-    f = lambda x: (x - x.mean(0)) / x.std(0)  # noqa: E731
-    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
-    out, sources = run_and_get_code(compiled, x)
-    torch.testing.assert_close(out, f(x), equal_nan=True, atol=1e-5, rtol=1e-4)
-    (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
-    kernels = cpp[cpp.index("// kernel: "):]
+    kernels = _cpu_kernels(lambda x: (x - x.mean(0)) / x.std(0), x, atol=1e-5, rtol=1e-4)
     assert len(re.findall(r"cppi_f32x\d+ \w+_tile\[\d+\];", kernels)) == 3, kernels
 
 
