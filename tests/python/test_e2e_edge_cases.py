@@ -161,3 +161,17 @@ def test_special_float_scalars(value, device):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         check_model(f, (torch.randn(9, device=device),))
+
+
+def test_float_to_int_casts_of_nan_inf_and_out_of_range_match_eager(device):
+    """A C cast of such a float is undefined (clang folded -inf to 1); kernels
+    convert as eager does on the device: the most negative integer on x86,
+    saturated with NaN -> 0 on CUDA. 40 elements: vector lanes and a tail."""
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor([2.9, -2.9, 3e9, -3e9, inf, -inf, nan, 1e20], device=device).repeat(5)
+    mask = torch.arange(40, device=device) % 3 == 0
+
+    def f(x, m):
+        return x.to(torch.int32), x.to(torch.int64), x.to(torch.int16), x.masked_fill(m, -inf).to(torch.int32)
+
+    check_model(f, (x, mask), options={"fallback": "error"})
