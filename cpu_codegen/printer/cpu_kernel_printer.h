@@ -33,8 +33,11 @@
 ///     columns: the max tile, then the sum of exp(x - max) reading it), and
 ///     the loop-less stages after them run per vector on their results.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
-///     reduction keeps a vector accumulator plus a scalar one for the tail and
-///     combines them after the loop (lanes in order, then the tail).
+///     reduction keeps vector accumulators (vector_accumulators of them for
+///     sum, max and min) plus a scalar one for the tail and combines them
+///     after the loop (accumulators pairwise, lanes in order, then the tail).
+///     Independent reductions over the same loops fold in one pass
+///     (one_pass_end), each with its own accumulators.
 /// - parallel_reduction: the reduction stage's first loop is split with
 ///   cppi_parallel_reduce; each chunk returns its partial state and the
 ///   partials are combined in chunk order (deterministic for a thread count).
@@ -134,12 +137,25 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_stages(bool vector_outer);
   void print_pointwise(const PointwiseStage& s, size_t index);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
-  void print_reduction(const ReductionStage& s, size_t index);
-  /// Prints the accumulation over the stage's loops (the first loop over
-  /// [lo0, hi0)) and returns the C name of the final scalar state (horizontal
-  /// and scalar modes; horizontal mode declares it as `result_name` when
-  /// given) or of the per-lane vector state (lane mode).
-  /// In lane mode, the vector state starts from `lane_init` when given.
+  /// Reduction stages [first, end): one stage, or a run of one_pass_end.
+  void print_reductions(size_t first, size_t end);
+  /// One past the last reduction stage that folds in one pass with stage
+  /// `first`: in horizontal mode (InnermostOfEachStage, not a parallel
+  /// reduction), the stages of ir::reduction_run_end whose loops are named as
+  /// the first's. A layer_norm's two sums of x - mean and its square, or
+  /// layer_norm backward's two gradient sums, then read each row once with
+  /// two chains of adds in flight. first + 1 otherwise.
+  size_t one_pass_end(size_t first, bool vector_outer) const;
+  /// Prints the accumulation over the loops of `run` (stages of one pass,
+  /// see one_pass_end; the first loop over [lo0, hi0)) and returns the C
+  /// name of each stage's final state: scalar (horizontal and scalar modes;
+  /// horizontal mode declares it as result_names[i] when given) or the
+  /// per-lane vector state (lane mode, one stage). In lane mode, the vector
+  /// state starts from `lane_init` when given.
+  std::vector<std::string> print_reduction_core(const std::vector<const ReductionStage*>& run, const Bound& lo0,
+                                                const Bound& hi0, const std::vector<std::string>& result_names,
+                                                const std::string& lane_init = "");
+  /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
                                    const std::string& result_name = "", const std::string& lane_init = "");
   /// Lane mode: declares the stage's results as vector locals read from the

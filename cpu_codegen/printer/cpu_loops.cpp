@@ -271,11 +271,14 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
 void CpuKernelPrinter::print_stages(bool vector_outer) {
   locals_.clear();
   if (vector_outer) enter_vector(var_name(k_.outer.back()));
-  for (size_t i = 0; i < k_.stages.size(); ++i) {
-    if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
-      print_reduction(*r, i);
+  for (size_t i = 0; i < k_.stages.size();) {
+    if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
+      const size_t end = one_pass_end(i, vector_outer);
+      print_reductions(i, end);
+      i = end;
     } else {
       print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+      ++i;
     }
   }
   if (vector_outer) leave_vector();

@@ -3,6 +3,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/printer/op_tables.h"
+#include "lowering/ir/expr_visitor.h"
 
 namespace cppi::cpu::detail {
 
@@ -12,52 +13,90 @@ IndexExpr CpuKernelPrinter::reduction_position(const ReductionStage& s) const {
   return pos;
 }
 
-void CpuKernelPrinter::print_reduction(const ReductionStage& s, size_t index) {
-  std::string comment = cat("// stage ", index, ": reduce ", to_string(s.kind), " over");
-  for (const auto& l : s.loops) comment += " " + var_name(l);
-  comment += " ->";
-  for (const auto& r : s.results) comment += " " + r;
-  out_.line(comment);
-  const DType t = s.body.dtype();
-  std::vector<std::string> names;
-  for (const auto& r : s.results) names.push_back(local_name(r));
+size_t CpuKernelPrinter::one_pass_end(size_t first, bool vector_outer) const {
+  // Horizontal mode only: lane mode keeps a vector state per stage in a
+  // tile, and a parallel reduction splits a kernel's single reduction.
+  if (vector_outer || sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.parallel_reduction) {
+    return first + 1;
+  }
+  const auto* head = std::get_if<ReductionStage>(&k_.stages[first]);
+  if (!head) return first + 1;
+  // The run's stages must also name their loops alike: one loop nest
+  // binds the names every body reads.
+  const size_t end = reduction_run_end(k_, first);
+  size_t i = first + 1;
+  for (; i < end; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    bool same = true;
+    for (size_t l = 0; l < s.loops.size(); ++l) same &= s.loops[l].var == head->loops[l].var;
+    if (!same) break;
+  }
+  return i;
+}
+
+void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
+  std::vector<const ReductionStage*> run;
+  for (size_t i = first; i < end; ++i) {
+    const auto& s = std::get<ReductionStage>(k_.stages[i]);
+    std::string comment = cat("// stage ", i, ": reduce ", to_string(s.kind), " over");
+    for (const auto& l : s.loops) comment += " " + var_name(l);
+    comment += " ->";
+    for (const auto& r : s.results) comment += " " + r;
+    out_.line(comment);
+    run.push_back(&s);
+  }
+  if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
+  const ReductionStage& head = *run.front();
 
   if (in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
+    if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
     if (sched_.parallel_reduction) fail(cat("kernel ", k_.name, ": parallel_reduction inside a vectorised outer loop"));
-    auto tiled = tiled_states_.find(index);
+    auto tiled = tiled_states_.find(first);
     const std::string state =
         tiled != tiled_states_.end()
             ? tiled->second
-            : print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]));
-    bind_lane_results(s, state);
+            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
+    bind_lane_results(head, state);
     return;
   }
 
-  std::string state;
-  if (sched_.parallel_reduction && !s.loops.empty()) {
-    const Loop& first = s.loops[0];
-    const std::string st = state_type(s.kind, t);
-    const std::string identity = state_identity(s.kind, t);
+  std::vector<std::string> states;
+  if (sched_.parallel_reduction && !head.loops.empty()) {
+    if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in a parallel reduction"));
+    const DType t = head.body.dtype();
+    const Loop& loop = head.loops[0];
+    const std::string st = state_type(head.kind, t);
+    const std::string identity = state_identity(head.kind, t);
     const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
-    state = names[0] + "_state";
-    const std::string b = var_name(first) + "_chunk_begin", e = var_name(first) + "_chunk_end";
-    out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(first).text, ", ",
+    const std::string state = local_name(head.results[0]) + "_state";
+    const std::string b = var_name(loop) + "_chunk_begin", e = var_name(loop) + "_chunk_end";
+    out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
                   std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [&](int64_t ",
                   b, ", int64_t ", e, ", ", st, ") -> ", st));
-    const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt});
+    const std::string partial = print_reduction_core(head, Bound{b, std::nullopt}, Bound{e, std::nullopt});
     out_.line("return " + partial + ";");
-    out_.close(cat("}, [](", st, " a, ", st, " b) { return ", state_combine(s.kind, t, "a", "b"), "; });"));
+    out_.close(cat("}, [](", st, " a, ", st, " b) { return ", state_combine(head.kind, t, "a", "b"), "; });"));
+    states.push_back(state);
   } else {
     // A one-value reduction's combined result is declared under its own name.
-    const bool simple = num_results(s.kind) == 1 && s.kind != ReductionKind::ArgMax && s.kind != ReductionKind::ArgMin;
-    state = print_reduction_core(s, Bound{"0", 0}, s.loops.empty() ? Bound{"1", 1} : extent(s.loops[0]),
-                                 simple ? names[0] : "");
+    std::vector<std::string> result_names;
+    for (const ReductionStage* s : run) {
+      const bool simple =
+          num_results(s->kind) == 1 && s->kind != ReductionKind::ArgMax && s->kind != ReductionKind::ArgMin;
+      result_names.push_back(simple ? local_name(s->results[0]) : "");
+    }
+    states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]),
+                                  result_names);
   }
-  auto results = state_results(s.kind, state);
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (results[i] != names[i]) out_.line(cat("const ", scalar_type(s.result_dtypes[i]), " ", names[i], " = ", results[i], ";"));
-    locals_[s.results[i]] = CValue{names[i], s.result_dtypes[i]};
+  for (size_t j = 0; j < run.size(); ++j) {
+    const ReductionStage& s = *run[j];
+    auto results = state_results(s.kind, states[j]);
+    for (size_t i = 0; i < s.results.size(); ++i) {
+      const std::string name = local_name(s.results[i]);
+      if (results[i] != name) out_.line(cat("const ", scalar_type(s.result_dtypes[i]), " ", name, " = ", results[i], ";"));
+      locals_[s.results[i]] = CValue{name, s.result_dtypes[i]};
+    }
   }
 }
 
@@ -78,73 +117,148 @@ void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::str
 
 std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
                                                    const std::string& result_name, const std::string& lane_init) {
-  const DType t = s.body.dtype();
-  const std::string base = local_name(s.results[0]);
+  return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, {result_name}, lane_init).front();
+}
+
+namespace {
+
+/// Whether a stage's vector updates spread over several accumulators
+/// (CpuSchedule::vector_accumulators). Argmax/argmin need their updates in
+/// order (first index on ties); Welford and prod keep one. A body that calls
+/// a math function takes longer per vector than the add or max it feeds, so
+/// one chain of those is no bottleneck, and the copies would only cost
+/// compile time.
+bool splits_into_accumulators(const ReductionStage& s) {
+  const bool kind = s.kind == ReductionKind::Sum || s.kind == ReductionKind::Max || s.kind == ReductionKind::Min;
+  return kind && !calls_math_function(s.body);
+}
+
+}  // namespace
+
+std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vector<const ReductionStage*>& run,
+                                                                const Bound& lo0, const Bound& hi0,
+                                                                const std::vector<std::string>& result_names,
+                                                                const std::string& lane_init) {
+  const ReductionStage& head = *run.front();
   const bool lanes = in_vector();
   const bool horizontal_mode =
-      !lanes && sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
-  const IndexExpr pos = reduction_position(s);
-  const std::string acc = base + "_acc", vacc = base + "_vacc";
-  if (lanes) {
-    out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", lane_init.empty() ? vstate_identity(s.kind, t) : lane_init, ";"));
-  } else {
-    out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
-    if (horizontal_mode) out_.line(cat(vstate_type(s.kind, t), " ", vacc, " = ", vstate_identity(s.kind, t), ";"));
-  }
-  // Max/min in horizontal mode: accumulators vacc, vacc_1, ... (see CpuSchedule::max_min_accumulators).
-  const int accumulators =
-      horizontal_mode && (s.kind == ReductionKind::Max || s.kind == ReductionKind::Min) ? sched_.max_min_accumulators : 1;
-  if (accumulators < 1) fail(cat("kernel ", k_.name, ": max_min_accumulators ", accumulators));
-  auto vacc_k = [&](int k) { return k == 0 ? vacc : cat(vacc, "_", k); };
-  for (int k = 1; k < accumulators; ++k) {
-    out_.line(cat(vstate_type(s.kind, t), " ", vacc_k(k), " = ", vstate_identity(s.kind, t), ";"));
-  }
+      !lanes && sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !head.loops.empty();
+  if (run.size() > 1 && !horizontal_mode) fail(cat("kernel ", k_.name, ": a one-pass run outside horizontal mode"));
+  // The run's stages share their loops (one_pass_end), hence the position.
+  const IndexExpr pos = reduction_position(head);
+
+  // One stage's accumulation: a scalar state `acc` (scalar mode, and the
+  // tail in horizontal mode), vector states `vacc`, `vacc_1`, ... (lane and
+  // horizontal modes), and with a cascade a `total`.
+  struct Accumulation {
+    const ReductionStage* s;
+    DType t;
+    std::string base, acc, vacc, total;
+    int accumulators;
+    bool cascade;
+    std::string vacc_k(int k) const { return k == 0 || accumulators == 1 ? vacc : cat(vacc, "_", k); }
+  };
   // Cascade (CpuSchedule::cascade_block): the accumulators restart every
   // `block` terms of the innermost loop, their block result merged into a
   // total; a vector lane sees one term per vector iteration. Tiled columns
   // (lane_init) cascade per row block instead (print_tiled_columns).
-  const bool cascade =
-      sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t) && !s.loops.empty() && lane_init.empty();
-  if (cascade && accumulators != 1) fail(cat("kernel ", k_.name, ": cascade with ", accumulators, " accumulators"));
-  const int64_t block = sched_.cascade_block * (horizontal_mode ? sched_.vector_width : 1);
-  const std::string total = base + "_total", terms = base + "_terms";
-  if (cascade) {
-    out_.line(lanes ? cat(vstate_type(s.kind, t), " ", total, " = ", vstate_identity(s.kind, t), ";")
-                    : cat(state_type(s.kind, t), " ", total, " = ", state_identity(s.kind, t), ";"));
-    out_.line(cat("int64_t ", terms, " = 0;"));
+  std::vector<Accumulation> accs;
+  int group = 1;  // vectors per step of the grouped loop
+  bool any_cascade = false;
+  for (const ReductionStage* s : run) {
+    Accumulation a;
+    a.s = s;
+    a.t = s->body.dtype();
+    a.base = local_name(s->results[0]);
+    a.acc = a.base + "_acc";
+    a.vacc = a.base + "_vacc";
+    a.total = a.base + "_total";
+    a.accumulators = horizontal_mode && splits_into_accumulators(*s) ? sched_.vector_accumulators : 1;
+    if (a.accumulators < 1) fail(cat("kernel ", k_.name, ": vector_accumulators ", a.accumulators));
+    a.cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s->kind, a.t) && !s->loops.empty() && lane_init.empty();
+    group = std::max(group, a.accumulators);
+    any_cascade |= a.cascade;
+    accs.push_back(a);
   }
-  // The block so far, as one state.
-  auto block_state = [&] {
-    return horizontal_mode ? state_combine(s.kind, t, horizontal(s.kind, t, vacc), acc) : lanes ? vacc : acc;
+  for (const auto& a : accs) {
+    const std::string vst = vstate_type(a.s->kind, a.t), vid = vstate_identity(a.s->kind, a.t);
+    if (lanes) {
+      out_.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
+    } else {
+      out_.line(cat(state_type(a.s->kind, a.t), " ", a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
+      if (horizontal_mode) {
+        for (int k = 0; k < a.accumulators; ++k) out_.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
+      }
+    }
+    if (a.cascade) {
+      out_.line(lanes ? cat(vst, " ", a.total, " = ", vid, ";")
+                      : cat(state_type(a.s->kind, a.t), " ", a.total, " = ", state_identity(a.s->kind, a.t), ";"));
+    }
+  }
+  const int64_t block = sched_.cascade_block * (horizontal_mode ? sched_.vector_width : 1);
+  const std::string terms = accs.front().base + "_terms";
+  if (any_cascade) out_.line(cat("int64_t ", terms, " = 0;"));
+
+  // Folds accumulators 1.. into the first, pairwise; with `reset` they
+  // restart for the next cascade block.
+  auto merge_accumulators = [&](const Accumulation& a, bool reset) {
+    for (int step = 1; step < a.accumulators; step *= 2) {
+      for (int k = 0; k + step < a.accumulators; k += 2 * step) {
+        const CValue part{a.vacc_k(k + step), a.t, true, a.t == DType::Bool ? 4 : 0};
+        out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), part, "") + ";");
+      }
+    }
+    if (!reset) return;
+    for (int k = 1; k < a.accumulators; ++k) {
+      out_.line(cat(a.vacc_k(k), " = ", vstate_identity(a.s->kind, a.t), ";"));
+    }
+  };
+  // The block so far, as one state (accumulators merged).
+  auto block_state = [&](const Accumulation& a) {
+    return horizontal_mode ? state_combine(a.s->kind, a.t, horizontal(a.s->kind, a.t, a.vacc), a.acc)
+           : lanes         ? a.vacc
+                           : a.acc;
   };
   auto flush = [&] {
-    out_.line(cat(total, " = ",
-                  lanes ? vstate_combine(s.kind, t, total, block_state()) : state_combine(s.kind, t, total, block_state()),
-                  ";"));
-    if (lanes || horizontal_mode) out_.line(cat(vacc, " = ", vstate_identity(s.kind, t), ";"));
-    if (!lanes) out_.line(cat(acc, " = ", state_identity(s.kind, t), ";"));
+    for (const auto& a : accs) {
+      if (!a.cascade) continue;
+      merge_accumulators(a, true);
+      out_.line(cat(a.total, " = ",
+                    lanes ? vstate_combine(a.s->kind, a.t, a.total, block_state(a))
+                          : state_combine(a.s->kind, a.t, a.total, block_state(a)),
+                    ";"));
+      if (lanes || horizontal_mode) out_.line(cat(a.vacc, " = ", vstate_identity(a.s->kind, a.t), ";"));
+      if (!lanes) out_.line(cat(a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
+    }
   };
+  // One position: every stage's body in one scope, so a value two stages
+  // share (the element, x - mean) is computed once.
   auto scalar_step = [&] {
     ValueScope scope;
-    const CValue v = value(s.body, scope);
-    out_.line(scalar_update(s.kind, t, acc, v.text, index(pos)) + ";");
+    for (const auto& a : accs) {
+      const CValue v = value(a.s->body, scope);
+      out_.line(scalar_update(a.s->kind, a.t, a.acc, v.text, index(pos)) + ";");
+    }
   };
   auto lane_step = [&] {
     ValueScope scope;
-    const CValue v = value(s.body, scope);
-    out_.line(vector_update(s.kind, t, vacc, v, cat("cppi_vsplat<cppi_i64x", width(), ">(", index(pos), ")")) + ";");
+    for (const auto& a : accs) {
+      const CValue v = value(a.s->body, scope);
+      out_.line(vector_update(a.s->kind, a.t, a.vacc, v, cat("cppi_vsplat<cppi_i64x", width(), ">(", index(pos), ")")) +
+                ";");
+    }
   };
   std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == s.loops.size()) {
+    if (level == head.loops.size()) {
       if (lanes) lane_step();
       else scalar_step();
       return;
     }
-    const Loop& l = s.loops[level];
+    const Loop& l = head.loops[level];
     const std::string v = var_name(l);
     const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
     const Bound hi = level == 0 ? hi0 : extent(l);
-    if (level + 1 < s.loops.size()) {
+    if (level + 1 < head.loops.size()) {
       out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
       loops(level + 1);
       out_.close();
@@ -157,44 +271,49 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
         out_.close();
         return;
       }
-      auto vector_step = [&](const std::string& into) {
+      // Vector k of a group goes to each stage's accumulator k.
+      auto vector_step = [&](int k) {
         enter_vector(v);
         ValueScope scope;
-        const CValue val = value(s.body, scope);
-        out_.line(vector_update(s.kind, t, into, val, cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) + ";");
+        for (const auto& a : accs) {
+          const CValue val = value(a.s->body, scope);
+          out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), val,
+                                  cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
+                    ";");
+        }
         leave_vector();
       };
-      if (accumulators == 1) {
-        print_vector_loop(v, lo, hi, [&] { vector_step(vacc); }, scalar_step);
+      if (group == 1) {
+        print_vector_loop(v, lo, hi, [&] { vector_step(0); }, scalar_step);
         return;
       }
-      // Groups of `accumulators` vectors, vector k into accumulator k; the
-      // whole vectors after the last group go to the first one.
-      const int64_t group = int64_t{accumulators} * sched_.vector_width;
+      // Groups of `group` vectors; the whole vectors after the last group go
+      // to the first accumulators.
+      const int64_t span = int64_t{group} * sched_.vector_width;
       print_split_loop(
           v, lo, hi,
           [&](const std::string& from, const std::string& to) {
             const std::string g = v + "_grp", g_end = v + "_grp_end";
-            out_.open("");  // g_end is local: another max/min stage may loop over a v of the same name
-            out_.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", group, " * ", group, ";"));
+            out_.open("");  // g_end is local: another stage may loop over a v of the same name
+            out_.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", span, " * ", span, ";"));
             out_.line("CPPI_NO_AUTOVEC");
-            out_.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", group, ")"));
-            for (int k = 0; k < accumulators; ++k) {
+            out_.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", span, ")"));
+            for (int k = 0; k < group; ++k) {
               out_.open("");
               out_.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * sched_.vector_width, ";"));
-              vector_step(vacc_k(k));
+              vector_step(k);
               out_.close();
             }
             out_.close();
             out_.line("CPPI_NO_AUTOVEC");
             out_.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", width(), ")"));
-            vector_step(vacc);
+            vector_step(0);
             out_.close();
             out_.close();
           },
           scalar_step);
     };
-    if (!cascade) {
+    if (!any_cascade) {
       innermost(lo, hi);
       return;
     }
@@ -217,27 +336,34 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
     out_.close();
     out_.close();
   };
-  if (s.loops.empty()) {
+  if (head.loops.empty()) {
     if (lanes) lane_step();
     else scalar_step();
   } else {
     loops(0);
   }
-  if (lanes && !cascade) return vacc;
-  if (!horizontal_mode && !cascade) return acc;
-  for (int k = 1; k < accumulators; ++k) {
-    CValue part{vacc_k(k), t, true, t == DType::Bool ? 4 : 0};
-    out_.line(vector_update(s.kind, t, vacc, part, "") + ";");
+
+  std::vector<std::string> states;
+  for (size_t j = 0; j < accs.size(); ++j) {
+    const Accumulation& a = accs[j];
+    if (!a.cascade && (lanes || !horizontal_mode)) {
+      states.push_back(lanes ? a.vacc : a.acc);
+      continue;
+    }
+    merge_accumulators(a, false);
+    const std::string name = j < result_names.size() ? result_names[j] : "";
+    const std::string combined = lanes ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
+    if (lanes) {
+      out_.line(cat("const ", vstate_type(a.s->kind, a.t), " ", combined, " = ",
+                    vstate_combine(a.s->kind, a.t, a.total, a.vacc), ";"));
+    } else {
+      const std::string result = block_state(a);
+      out_.line(cat("const ", state_type(a.s->kind, a.t), " ", combined, " = ",
+                    a.cascade ? state_combine(a.s->kind, a.t, a.total, result) : result, ";"));
+    }
+    states.push_back(combined);
   }
-  const std::string combined = lanes ? base + "_vred" : result_name.empty() ? base + "_red" : result_name;
-  if (lanes) {
-    out_.line(cat("const ", vstate_type(s.kind, t), " ", combined, " = ", vstate_combine(s.kind, t, total, vacc), ";"));
-  } else {
-    const std::string block_result = block_state();
-    out_.line(cat("const ", state_type(s.kind, t), " ", combined, " = ",
-                  cascade ? state_combine(s.kind, t, total, block_result) : block_result, ";"));
-  }
-  return combined;
+  return states;
 }
 
 // --- reductions: states, updates, combines ---------------------------------------------------

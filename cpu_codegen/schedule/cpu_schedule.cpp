@@ -41,8 +41,8 @@ std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::str
 
 namespace {
 
-/// Vector accumulators of a vectorised max/min reduction (CpuSchedule).
-constexpr int kMaxMinAccumulators = 4;
+/// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
+constexpr int kVectorAccumulators = 4;
 
 /// What the accesses of some expressions look like along one loop variable.
 struct AccessCounts {
@@ -300,9 +300,10 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     if (w) {
       d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
       d.cpu.vector_width = w;
-      // Enough independent compare-selects in flight to hide their latency:
-      // amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms (eager 2.8).
-      d.cpu.max_min_accumulators = kMaxMinAccumulators;
+      // Enough independent adds or compare-selects in flight to hide their
+      // latency: amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms
+      // (eager 2.8).
+      d.cpu.vector_accumulators = kVectorAccumulators;
       vec_why = cat("vectorised the innermost loop of each stage (", counts.contiguous, " contiguous, ",
                     counts.broadcast, " broadcast, ", counts.gathers, " gathered loads)");
     }

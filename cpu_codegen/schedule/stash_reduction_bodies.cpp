@@ -13,29 +13,6 @@ using namespace ir;
 
 namespace {
 
-/// Work a vector math call does (tens of instructions per vector), as
-/// opposed to adds, multiplies, compares and loads.
-bool is_transcendental(const Expr& e) {
-  if (auto u = e.as<Unary>()) {
-    switch (u->op) {
-      case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Expm1: case UnaryOp::Log: case UnaryOp::Log2:
-      case UnaryOp::Log10: case UnaryOp::Log1p: case UnaryOp::Sin: case UnaryOp::Cos: case UnaryOp::Tan:
-      case UnaryOp::Asin: case UnaryOp::Acos: case UnaryOp::Atan: case UnaryOp::Sinh: case UnaryOp::Cosh:
-      case UnaryOp::Tanh: case UnaryOp::Asinh: case UnaryOp::Acosh: case UnaryOp::Atanh: case UnaryOp::Sigmoid:
-      case UnaryOp::Erf: case UnaryOp::Erfc: case UnaryOp::Erfinv: case UnaryOp::Lgamma: return true;
-      default: return false;
-    }
-  }
-  if (auto b = e.as<Binary>()) return b->op == BinaryOp::Pow || b->op == BinaryOp::Atan2 || b->op == BinaryOp::Hypot;
-  return false;
-}
-
-bool has_transcendental(const Expr& e) {
-  for (const auto& n : post_order({e}))
-    if (is_transcendental(n)) return true;
-  return false;
-}
-
 bool contains(const Expr& e, const Expr& part) {
   for (const auto& n : post_order({e}))
     if (structurally_equal(n, part)) return true;
@@ -111,7 +88,7 @@ std::optional<std::vector<Stage>> stash(const std::vector<Stage>& stages, size_t
   }
   for (const auto& a : reads(stages[p]))
     if (a.buffer->name == st.buffer->name) return std::nullopt;
-  if (!has_transcendental(red.body)) return std::nullopt;
+  if (!calls_math_function(red.body)) return std::nullopt;
   const std::string rv = rl.var.as<IndexVar>()->name;
   const Expr body = substitute_indices(red.body, {{rv, pl.var}});
   if (!contains(st.value, body)) return std::nullopt;

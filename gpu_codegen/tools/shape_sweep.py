@@ -53,6 +53,7 @@ def cpu_cases():
         ("softmax 128x50257", lambda x: torch.softmax(x, -1), [t((128, 50257))]),
         ("softmax 65536x64", lambda x: torch.softmax(x, -1), [t((65536, 64))]),
         ("softmax dim0 1024x1024", lambda x: torch.softmax(x, 0), [t((1024, 1024))]),
+        ("softmax dim0 1000x1000", lambda x: torch.softmax(x, 0), [t((1000, 1000))]),
         ("log_softmax 256x32000", lambda x: torch.log_softmax(x, -1), [t((256, 32000))]),
         ("layer_norm 1024x768", lambda x, w, b: F.layer_norm(x, (768,), w, b), [t((1024, 768)), t((768,)), t((768,))]),
         ("layer_norm 512x4097", lambda x, w, b: F.layer_norm(x, (4097,), w, b), [t((512, 4097)), t((4097,)), t((4097,))]),

@@ -7,38 +7,23 @@ namespace cppi::lowering::fusion {
 namespace {
 
 int unary_cost(ir::UnaryOp op) {
+  if (ir::is_math_function(op)) return 4;
   switch (op) {
-    case ir::UnaryOp::Neg:
-    case ir::UnaryOp::Abs:
-    case ir::UnaryOp::Sign:
-    case ir::UnaryOp::Floor:
-    case ir::UnaryOp::Ceil:
-    case ir::UnaryOp::Round:
-    case ir::UnaryOp::Trunc:
-    case ir::UnaryOp::LogicalNot:
-    case ir::UnaryOp::BitwiseNot:
-    case ir::UnaryOp::NonzeroDivisor:
-    case ir::UnaryOp::IsNan:
-    case ir::UnaryOp::IsInf:
-    case ir::UnaryOp::IsFinite:
-    case ir::UnaryOp::SignBit: return 1;
     case ir::UnaryOp::Sqrt:
     case ir::UnaryOp::Rsqrt:
     case ir::UnaryOp::Reciprocal: return 2;
-    default: return 4;  // exp, log, trigonometric, erf, sigmoid, lgamma, ...
+    default: return 1;
   }
 }
 
 int binary_cost(ir::BinaryOp op) {
+  if (ir::is_math_function(op)) return 4;
   switch (op) {
     case ir::BinaryOp::TrueDiv:
     case ir::BinaryOp::FloorDiv:
     case ir::BinaryOp::TruncDiv:
     case ir::BinaryOp::Fmod:
     case ir::BinaryOp::Remainder: return 2;
-    case ir::BinaryOp::Pow:
-    case ir::BinaryOp::Atan2:
-    case ir::BinaryOp::Hypot: return 4;
     default: return 1;
   }
 }
@@ -78,20 +63,6 @@ class CostCounter : public ir::ExprVisitor {
   }
 };
 
-class MathFinder : public ir::ExprVisitor {
- public:
-  bool found = false;
-
- protected:
-  void visit(const ir::Unary& n) override {
-    found |= unary_cost(n.op) >= 4;
-    ExprVisitor::visit(n);
-  }
-  void visit(const ir::Binary& n) override {
-    found |= binary_cost(n.op) >= 4;
-    ExprVisitor::visit(n);
-  }
-};
 
 bool reads(const ir::Expr& e, const std::string& buffer) {
   for (const ir::Expr& x : ir::post_order({e})) {
@@ -118,11 +89,7 @@ class ExactComparisonFinder : public ir::ExprVisitor {
 
 }  // namespace
 
-bool varies_across_kernels(const ir::Expr& e) {
-  MathFinder f;
-  f.walk(e);
-  return f.found;
-}
+bool varies_across_kernels(const ir::Expr& e) { return ir::calls_math_function(e); }
 
 bool compares_exactly(const ir::Expr& e, const std::string& buffer) {
   ExactComparisonFinder f(buffer);

@@ -285,6 +285,27 @@ std::set<std::string> local_refs(const Expr& e) {
   return std::move(c.out);
 }
 
+bool is_math_function(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Expm1: case UnaryOp::Log: case UnaryOp::Log2:
+    case UnaryOp::Log10: case UnaryOp::Log1p: case UnaryOp::Sin: case UnaryOp::Cos: case UnaryOp::Tan:
+    case UnaryOp::Asin: case UnaryOp::Acos: case UnaryOp::Atan: case UnaryOp::Sinh: case UnaryOp::Cosh:
+    case UnaryOp::Tanh: case UnaryOp::Asinh: case UnaryOp::Acosh: case UnaryOp::Atanh: case UnaryOp::Sigmoid:
+    case UnaryOp::Erf: case UnaryOp::Erfc: case UnaryOp::Erfinv: case UnaryOp::Lgamma: return true;
+    default: return false;
+  }
+}
+
+bool is_math_function(BinaryOp op) { return op == BinaryOp::Pow || op == BinaryOp::Atan2 || op == BinaryOp::Hypot; }
+
+bool calls_math_function(const Expr& e) {
+  for (const Expr& n : post_order({e})) {
+    if (auto u = n.as<Unary>(); u && is_math_function(u->op)) return true;
+    if (auto b = n.as<Binary>(); b && is_math_function(b->op)) return true;
+  }
+  return false;
+}
+
 std::vector<Expr> cse(const std::vector<Expr>& roots) {
   struct Cse : ExprMutator {
     std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> table;

@@ -169,4 +169,12 @@ std::set<std::string> free_symbols(const Expr& e);
 std::vector<Expr> indirect_values(const IndexExpr& index);
 std::set<std::string> local_refs(const Expr& e);
 
+/// Ops that call into a math library (exp, log, sin, erf, sigmoid, lgamma,
+/// pow, atan2, hypot): tens of instructions per vector, where an add, a
+/// compare, a division or a square root is one.
+bool is_math_function(UnaryOp op);
+bool is_math_function(BinaryOp op);
+/// Whether `e` calls one of them.
+bool calls_math_function(const Expr& e);
+
 }  // namespace cppi::ir

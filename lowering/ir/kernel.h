@@ -120,12 +120,14 @@ struct CpuSchedule {
   /// float weight stalls at 2^24), so no accumulator may see more terms than
   /// this. 0 = off (the reduction is short enough).
   int64_t cascade_block = 0;
-  /// InnermostOfEachStage kernels: max and min reductions keep this many
-  /// vector accumulators, vector k of each group of them feeding
+  /// InnermostOfEachStage kernels: sum, max and min reductions keep this
+  /// many vector accumulators, vector k of each group of them feeding
   /// accumulator k, merged before the horizontal step. One accumulator makes
-  /// a chain of dependent compare-selects; max and min give the same result
-  /// in any order (NaN included), so this changes no value. 1 = off.
-  int max_min_accumulators = 1;
+  /// a chain of dependent adds or compare-selects, one per vector, each
+  /// waiting on the last. Max and min give the same result in any order (NaN
+  /// included); a sum adds in another order, as eager's (ATen's row sums
+  /// keep four accumulators too). 1 = off.
+  int vector_accumulators = 1;
   /// Each parallel chunk first faults in, in one batch, the range of every
   /// output it writes, if those pages are fresh (cppi_prefault_for_write).
   /// Only for kernels whose every store writes its buffer densely in the order

@@ -191,7 +191,7 @@ std::string to_string(const Schedule& s) {
      << " width=" << c.vector_width << " tail=" << to_string(c.tail);
   if (c.column_block > 0) os << " column_block=" << c.column_block << " row_block=" << c.row_block;
   if (c.cascade_block > 0) os << " cascade_block=" << c.cascade_block;
-  if (c.max_min_accumulators != 1) os << " max_min_accumulators=" << c.max_min_accumulators;
+  if (c.vector_accumulators != 1) os << " vector_accumulators=" << c.vector_accumulators;
   if (c.prefault_outputs) os << " prefault_outputs=true";
   os << "\n";
   const auto& g = s.gpu;
@@ -213,7 +213,7 @@ bool is_default(const Schedule& s) {
          a.parallel_reduction == b.parallel_reduction && a.vectorized == b.vectorized &&
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
          a.row_block == b.row_block && a.cascade_block == b.cascade_block &&
-         a.max_min_accumulators == b.max_min_accumulators && a.prefault_outputs == b.prefault_outputs &&
+         a.vector_accumulators == b.vector_accumulators && a.prefault_outputs == b.prefault_outputs &&
          g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
          g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits &&

@@ -124,6 +124,24 @@ KernelPtr softmax_kernel(const IndexExpr& rows, const IndexExpr& cols) {
                       {"amax", "sub", "exp", "sum", "div"});
 }
 
+KernelPtr two_pass_variance_kernel(const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("arg0", DType::Float32, {rows, cols});
+  auto out = output("buf0", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr x = load(in, x0 * cols + r0);
+  auto total = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum, x, {"total"});
+  Expr n = cast(IndexValue::make(cols), DType::Float32);
+  Expr d = binary(BinaryOp::Sub, x, binary(BinaryOp::TrueDiv, total.result(), n));
+  auto s1 = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum, d, {"s1"});
+  auto s2 = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum, binary(BinaryOp::Mul, d, d), {"s2"});
+  // s1 is a sum of terms that cancel (noise, in any order): scaled down.
+  Expr var = binary(BinaryOp::TrueDiv, s2.result(), n);
+  Expr value = binary(BinaryOp::Add, binary(BinaryOp::Mul, d, var), binary(BinaryOp::TrueDiv, s1.result(), n));
+  PointwiseStage norm{{Loop{r0, cols}}, {Store::make(out, x0 * cols + r0, value)}};
+  return Kernel::make("variance_0", Device::CPU, {Loop{x0, rows}}, {total, s1, s2, norm}, {},
+                      {"sum", "sub", "mul", "sum_1", "sum_2"});
+}
+
 KernelPtr half_kernel(const IndexExpr& n, DType half) {
   auto a = input("arg0", half, {n});
   auto b = input("arg1", half, {n});

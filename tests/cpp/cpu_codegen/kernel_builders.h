@@ -33,6 +33,10 @@ ir::KernelPtr row_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& 
 ir::KernelPtr column_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// Softmax over the last dim of [rows, cols]: max, sum of exp, normalise.
 ir::KernelPtr softmax_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
+/// Layer norm's corrected two-pass variance over the last dim of [rows, cols]:
+/// m = sum(x) / cols, then the two independent sums of d = x - m and of d * d
+/// (`s1`, `s2`), then out = d * s2 / cols + s1 / cols.
+ir::KernelPtr two_pass_variance_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// out = half(float(a) * float(b) + 1) for float16 (or bfloat16) a, b.
 ir::KernelPtr half_kernel(const ir::IndexExpr& n, DType half = DType::Float16);
 /// A kernel exercising many ops (unary math, integer ops, compare/where, casts,
