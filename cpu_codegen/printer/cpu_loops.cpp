@@ -50,15 +50,21 @@ void CpuKernelPrinter::print_outer() {
   if (vec_outer && p == n) {
     if (n != 1) fail(cat("kernel ", k_.name, ": a vectorised outer loop may be parallel only when it is the only one"));
     // Parallel over blocks of W iterations, so chunks start on a vector boundary.
+    // With an overlapped tail, the blocks are whole vectors and the last
+    // chunk also takes the rest: its last vector overlaps only its own.
     const Loop& l = k_.outer[0];
     const Bound e = extent(l);
     const int64_t w = sched_.vector_width;
-    const std::string blocks = e.value ? std::to_string((*e.value + w - 1) / w) : cat("cppi_div_up(", e.text, ", ", w, ")");
+    const bool overlapped = sched_.tail == TailKind::Overlapped;
+    const std::string blocks = overlapped ? std::to_string(*e.value / w)
+                               : e.value  ? std::to_string((*e.value + w - 1) / w)
+                                          : cat("cppi_div_up(", e.text, ", ", w, ")");
+    const std::string hi = overlapped ? cat("(end == ", blocks, " ? ", e.text, " : end * ", w, ")")
+                                      : cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")");
     out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
     print_scratch_alloc();
-    print_prefault(cat("begin * ", w), cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), "1");
-    print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt},
-                            Bound{cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")"), std::nullopt});
+    print_prefault(cat("begin * ", w), hi, "1");
+    print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt}, Bound{hi, std::nullopt});
     print_scratch_free();
     out_.close("});");
     return;
@@ -166,6 +172,42 @@ void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, c
 
 void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi) {
   const std::string v = var_name(l);
+  if (sched_.tail == TailKind::Overlapped) {
+    // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
+    const int64_t w = sched_.vector_width;
+    auto whole_vectors = [&](const std::string& from, const std::string& to) {
+      if (sched_.column_block > 0) {
+        print_tiled_columns(v, from, to);
+        return;
+      }
+      out_.line("CPPI_NO_AUTOVEC");
+      out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
+      print_stages(true);
+      out_.close();
+    };
+    const std::string last = "// the rest: one vector ending at the loop's end, over lanes already done";
+    if (lo.value && hi.value) {
+      const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
+      whole_vectors(lo.text, std::to_string(vend));
+      if (vend < *hi.value) {
+        out_.line(last);
+        whole_vectors(std::to_string(*hi.value - w), hi.text);
+      }
+      return;
+    }
+    out_.open("");
+    const std::string lo_name = v + "_lo", hi_name = v + "_end", vend = v + "_vec_end";
+    out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
+    out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
+    out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
+    whole_vectors(lo_name, vend);
+    out_.open(cat("if (", vend, " < ", hi_name, ")"));
+    out_.line(last);
+    whole_vectors(cat(hi_name, " - ", w), hi_name);
+    out_.close();
+    out_.close();
+    return;
+  }
   auto tail = [&] { print_stages(false); };
   if (sched_.column_block <= 0) {
     print_vector_loop(v, lo, hi, [&] { print_stages(true); }, tail);

@@ -22,8 +22,12 @@ namespace detail {
 
 std::string CpuKernelPrinter::print(PrintedKernel* info) {
   if (k_.device != Device::CPU) fail(cat("kernel ", k_.name, " is not a CPU kernel"));
-  if (sched_.tail != TailKind::ScalarLoop && sched_.vectorized != VectorizedLoop::None) {
-    fail(cat("kernel ", k_.name, ": tail kind ", to_string(sched_.tail), " is not implemented"));
+  if (sched_.tail == TailKind::Overlapped && sched_.vectorized != VectorizedLoop::None) {
+    // At least one whole vector before the overlapping one (CpuSchedule::tail).
+    auto e = k_.outer.empty() ? std::nullopt : k_.outer.back().extent.constant();
+    if (sched_.vectorized != VectorizedLoop::InnermostOuter || !e || *e < sched_.vector_width) {
+      fail(cat("kernel ", k_.name, ": an overlapped tail needs a vectorised innermost outer loop of at least one vector"));
+    }
   }
   if (sched_.vectorized != VectorizedLoop::None) {
     const int w = sched_.vector_width;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
@@ -43,6 +44,20 @@ namespace {
 
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
 constexpr int kVectorAccumulators = 4;
+
+/// Whether some buffer the kernel stores is also one it loads (an in-place
+/// update): computing an element twice would then read what the first time
+/// stored (TailKind::Overlapped).
+bool reads_a_buffer_it_writes(const Kernel& k) {
+  std::set<std::string> read, written;
+  for (const auto& s : k.stages) {
+    for (const auto& a : reads(s)) read.insert(a.buffer->name);
+    for (const auto& a : writes(s)) written.insert(a.buffer->name);
+  }
+  for (const auto& b : written)
+    if (read.count(b)) return true;
+  return false;
+}
 
 /// What the accesses of some expressions look like along one loop variable.
 struct AccessCounts {
@@ -324,6 +339,14 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     }
   }
   d.cpu.tail = TailKind::ScalarLoop;
+  if (d.cpu.vectorized == VectorizedLoop::InnermostOuter) {
+    auto extent = k.outer.back().extent.constant();
+    const int64_t w = d.cpu.vector_width;
+    if (extent && *extent > w && *extent % w != 0 && !reads_a_buffer_it_writes(k)) {
+      d.cpu.tail = TailKind::Overlapped;
+      vec_why += cat("; the last ", *extent % w, " iterations in a vector overlapping the one before");
+    }
+  }
 
   // --- parallelism -------------------------------------------------------------------
   std::string par_why;

@@ -70,6 +70,9 @@ bool injective(const IndexExpr& f, const std::vector<Loop>& loops, const VarRang
 }  // namespace
 
 bool can_write_over(const Kernel& k, const std::string& read, const std::string& written) {
+  // An overlapped tail computes some elements twice: the second time would
+  // load what the first stored.
+  if (k.schedule.cpu.tail == TailKind::Overlapped) return false;
   std::optional<Seen> stored;  // the first store of `written`
   size_t stored_stage = 0;
   std::vector<Seen> accesses;  // loads of `read`, later stores of `written`

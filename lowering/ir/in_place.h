@@ -19,7 +19,8 @@
 ///   later stage, not in a later store of the same stage. Within one
 ///   iteration a store's value is computed (loads included) before it is
 ///   stored, and the element an iteration loads is the one it stores.
-/// `read` must not be written by the kernel. The caller also checks that the
+/// `read` must not be written by the kernel, and the kernel must compute
+/// each element once (not so with CpuSchedule's TailKind::Overlapped). The caller also checks that the
 /// two buffers have one dtype and start at their storage, so element f of
 /// each is one address (their shapes may differ: [B*T, C] read as [B, T, C]).
 #pragma once

@@ -21,7 +21,7 @@ const char* to_string(VectorizedLoop v) {
 const char* to_string(TailKind t) {
   switch (t) {
     case TailKind::ScalarLoop: return "scalar_loop";
-    case TailKind::Masked: return "masked";
+    case TailKind::Overlapped: return "overlapped";
   }
   return "?";
 }

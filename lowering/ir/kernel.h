@@ -78,7 +78,10 @@ enum class VectorizedLoop : uint8_t {
 };
 enum class TailKind : uint8_t {
   ScalarLoop,  // a scalar epilogue loop handles extent % vector_width
-  Masked,      // the last vector iteration is masked
+  // InnermostOuter only: one more whole vector ends at the loop's end,
+  // overlapping the one before. Its lanes are independent columns, so the
+  // ones computed twice store the same values again (see CpuSchedule::tail).
+  Overlapped,
 };
 enum class GpuMapping : uint8_t {
   None,                 // not scheduled for a GPU
@@ -103,6 +106,12 @@ struct CpuSchedule {
   bool parallel_reduction = false;
   VectorizedLoop vectorized = VectorizedLoop::None;
   int vector_width = 1;  // elements per vector
+  /// Overlapped: the innermost outer loop has a constant extent of at least
+  /// one vector (not a whole number of them), and no buffer the kernel
+  /// writes is one it reads, so computing a column twice is harmless. A
+  /// column reduction's 8 columns past the last whole vector were 8 scalar
+  /// walks down the rows. A parallel vector loop is split into whole vectors,
+  /// the last chunk taking the rest, so no two threads compute one column.
   TailKind tail = TailKind::ScalarLoop;
   /// Column-reduction tiling (InnermostOuter kernels whose leading stages are
   /// reductions over loops and whose other stages have none): the vectorised

@@ -228,7 +228,8 @@ def test_cat_of_computed_inputs_is_one_vectorised_kernel(dtype):
 def test_sin_and_cos_of_one_value_share_a_sincos(compiler, tmp_path):
     """sin(x) and cos(x) of the same x go through one cppi_sincos call in the
     vector loop (one argument reduction); NaN, inf, -0, huge arguments and the
-    scalar tail still agree with eager. sin of another value keeps cppi_sin."""
+    last columns (a vector overlapping the one before) still agree with eager.
+    sin of another value keeps cppi_sin."""
 
     def f(x):
         return torch.sin(x) + torch.cos(x), torch.sin(x * 2)
@@ -236,12 +237,46 @@ def test_sin_and_cos_of_one_value_share_a_sincos(compiler, tmp_path):
     x = torch.randn(2, 999) * 10
     x[0, :12] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 0.0, 1e30, -1e30, 3.4e38,
                               1e-40, 125.0, 39000.0, 1e7])
-    x[1, -3:] = torch.tensor([float("nan"), -0.0, 1e20])  # in the scalar tail
+    x[1, -3:] = torch.tensor([float("nan"), -0.0, 1e20])  # in the overlapping last vector
     check_model(f, (x,), options={"cpu_compiler": compiler, "debug_dir": str(tmp_path)})
     source = "".join(p.read_text() for p in tmp_path.glob("*/kernels.cpp"))
     vector_body = source[source.index("// kernel: "):]
-    assert vector_body.count("cppi_sincos(") == 1, vector_body
-    assert "cppi_sin(tmp" in vector_body and "cppi_cos(" not in vector_body.split("CPPI_NO_AUTOVEC")[1], vector_body
+    # The vector loop and the last vector, each with one sincos; no scalar tail.
+    assert "tail=overlapped" in vector_body, vector_body
+    assert vector_body.count("cppi_sincos(") == 2, vector_body
+    assert "cppi_sin(tmp" in vector_body and "cppi_cos(" not in vector_body, vector_body
+
+
+def test_last_columns_run_as_a_vector_overlapping_the_one_before(tmp_path):
+    """A constant-size vectorised loop that is not a whole number of vectors
+    ends with one vector over its last columns, overlapping the one before
+    (CpuSchedule::tail): on two threads each parallel chunk is whole vectors
+    and the last one takes the rest, so no column is computed by two
+    threads. An in-place update keeps the scalar tail: computing an element
+    twice would read what the first time stored."""
+
+    def f(x, y):
+        return torch.sigmoid(x) * 2 + 1, y * 3 - x[: y.shape[0]]
+
+    def in_place(x):
+        x.mul_(3).add_(1)
+        return x
+
+    x = torch.randn(200003)
+    x[-5:] = torch.tensor([float("nan"), float("inf"), -float("inf"), -0.0, 1e30])
+    y = torch.randn(1000)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        check_model(f, (x, y), options={"debug_dir": str(tmp_path / "a")})
+        check_model(in_place, (torch.randn(70001),), options={"debug_dir": str(tmp_path / "b")})
+    finally:
+        torch.set_num_threads(threads)
+    parallel = "".join(p.read_text() for p in (tmp_path / "a").glob("*/kernels.cpp"))
+    assert "tail=overlapped" in parallel and "end == " in parallel, parallel
+    assert "// the rest: one vector ending at the loop's end" in parallel, parallel
+    updated = "".join(p.read_text() for p in (tmp_path / "b").glob("*/kernels.cpp"))
+    assert "tail=scalar_loop" in updated and "tail=overlapped" not in updated, updated
 
 
 @pytest.mark.parametrize("compiler", ["default", "gxx"])

@@ -134,8 +134,37 @@ TEST(CpuPrinter, PrefaultedOutputsAreFaultedInPerChunkBeforeTheLoops) {
 }
 
 
-TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
+/// `k` with the scalar tail loop a symbolic extent gets (the schedule
+/// overlaps the last vector where the extent is a constant one).
+KernelPtr with_scalar_tail(const KernelPtr& k) {
+  Schedule s = k->schedule;
+  s.cpu.tail = TailKind::ScalarLoop;
+  return k->with_schedule(s);
+}
+
+TEST(CpuPrinter, PointwiseVectorLoopWithOverlappedTail) {
   auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20));
+  EXPECT_EQ(k->schedule.cpu.tail, TailKind::Overlapped);
+  EXPECT_TRUE(file_check(kernel_text(print_one(k)), {
+                                                        "tail=overlapped",
+                                                        "for (int64_t x0 = 0; x0 < 992; x0 += 16) {",
+                                                        "cppi_vstore(&out_buf0[x0], ",
+                                                        "// the rest: one vector ending at the loop's end",
+                                                        "for (int64_t x0 = 984; x0 < 1000; x0 += 16) {",
+                                                        "cppi_vstore(&out_buf0[x0], ",
+                                                        "NOT:++x0",
+                                                    }));
+  EXPECT_EQ(run_and_compare(k, {}), "");
+  // A kernel that writes what it reads (an in-place update) keeps the scalar tail.
+  auto buf = output("buf0", DType::Float32, {IndexExpr(1000)});
+  IndexExpr x0 = var("x0");
+  auto in_place = Kernel::make("in_place_0", Device::CPU, {Loop{x0, 1000}},
+                               {PointwiseStage{{}, {Store::make(buf, x0, binary(BinaryOp::Mul, load(buf, x0), const_float(2)))}}});
+  EXPECT_EQ(schedule_for_cpu(in_place, avx512_target())->schedule.cpu.tail, TailKind::ScalarLoop);
+}
+
+TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
+  auto k = with_scalar_tail(schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20)));
   auto m = print_one(k);
   ASSERT_EQ(m.kernels.size(), 1u);
   EXPECT_TRUE(m.kernels[0].vectorized);
@@ -301,7 +330,7 @@ TEST(CpuPrinter, CommonSubexpressionsAreNamedOnce) {
 }
 
 TEST(CpuPrinter, SinAndCosOfOneValueAreOneSincosInTheVectorLoop) {
-  auto m = print_one(schedule_for_cpu(sin_cos_kernel(1000), avx512_target(1 << 20)));
+  auto m = print_one(with_scalar_tail(schedule_for_cpu(sin_cos_kernel(1000), avx512_target(1 << 20))));
   const std::string text = kernel_text(m);
   const size_t tail = text.find("for (int64_t x0 = 992; x0 < 1000; ++x0) {");
   ASSERT_NE(tail, std::string::npos) << text;
@@ -328,8 +357,8 @@ TEST(CpuPrinter, RefusesASchedulItCannotHonour) {
   Schedule s;
   s.cpu.vectorized = VectorizedLoop::InnermostOuter;
   s.cpu.vector_width = 16;
-  s.cpu.tail = TailKind::Masked;
-  auto m = print_cpu_module({pointwise_kernel(64)->with_schedule(s)}, {}, {});
+  s.cpu.tail = TailKind::Overlapped;  // but the loop is shorter than a vector
+  auto m = print_cpu_module({pointwise_kernel(8)->with_schedule(s)}, {}, {});
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.error().kind, Error::Kind::Internal);
 }

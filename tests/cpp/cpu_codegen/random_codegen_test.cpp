@@ -77,18 +77,24 @@ TEST(RandomCodegen, UniformIsVectorisedAndBitIdenticalToTheInterpreter) {
   auto k = random_kernel(RandomKind::Uniform, 5, 37, [&](IndexExpr x0, IndexExpr x1) { return x0 * 37 + x1 + base; });
   auto s = schedule_for_cpu(k, target());
   ASSERT_EQ(s->schedule.cpu.vector_width, 16) << explain_cpu_schedule(*k, target());
-  std::string source;
+  ASSERT_EQ(s->schedule.cpu.tail, TailKind::Overlapped);  // the last vector starts at column 21
+  Schedule scalar_tail = s->schedule;
+  scalar_tail.cpu.tail = TailKind::ScalarLoop;
+  std::string source, scalar_tail_source;
   for (int64_t seed : {int64_t{0}, int64_t{42}, int64_t{-3}, int64_t{0x123456789abcdefLL}}) {
     auto got = run_compiled(s, seed, 5 * 37, &source), want = run_interpreter(s, seed, 5 * 37);
+    auto got_scalar_tail = run_compiled(s->with_schedule(scalar_tail), seed, 5 * 37, &scalar_tail_source);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_TRUE(same_bits(got[i], want[i])) << "seed " << seed << " element " << i << ": " << got[i] << " vs " << want[i];
+      ASSERT_TRUE(same_bits(got_scalar_tail[i], want[i])) << "scalar tail, seed " << seed << " element " << i;
       ASSERT_GE(got[i], 1.0f);  // 2u + 1 with u in [0, 1)
       ASSERT_LT(got[i], 3.0f);
     }
   }
   EXPECT_NE(source.find("cppi_vrand<cppi_f32x16>(tmp"), std::string::npos) << source;
-  EXPECT_NE(source.find("cppi_rand(tmp"), std::string::npos);  // the scalar tail
+  EXPECT_EQ(source.find("cppi_rand(tmp"), std::string::npos) << source;  // no scalar tail
+  EXPECT_NE(scalar_tail_source.find("cppi_rand(tmp"), std::string::npos);  // the scalar tail
   auto printed = print_cpu_module({s}, {});
   ASSERT_TRUE(printed.ok());
   EXPECT_EQ(printed->vectorized_kernel_count(), 1);
@@ -125,6 +131,7 @@ TEST(RandomCodegen, NormalHasTheSameBitsInVectorTailAndScalarKernels) {
   auto vec8 = schedule_for_cpu(k, target(32));
   Schedule scalar_schedule = vec16->schedule;
   scalar_schedule.cpu.vectorized = VectorizedLoop::None;
+  scalar_schedule.cpu.tail = TailKind::ScalarLoop;
   auto scalar = vec16->with_schedule(scalar_schedule);
   ASSERT_EQ(vec16->schedule.cpu.vector_width, 16);
   ASSERT_EQ(vec8->schedule.cpu.vector_width, 8);
