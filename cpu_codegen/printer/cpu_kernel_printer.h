@@ -123,6 +123,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
                         const std::function<void(const std::string&, const std::string&)>& main,
                         const std::function<void()>& tail_body);
+  /// print_split_loop with what follows the last whole vector printed by
+  /// `rest(vend, end)` (C text; vend < end unless the bounds are symbolic).
+  void print_split_loop_with_rest(const std::string& var, const Bound& lo, const Bound& hi,
+                                  const std::function<void(const std::string&, const std::string&)>& main,
+                                  const std::function<void(const std::string&, const std::string&)>& rest);
   /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// The column_block/row_block main loop over [from, to) (see the file comment).

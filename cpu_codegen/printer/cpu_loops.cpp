@@ -145,16 +145,23 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
 void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
                                         const std::function<void(const std::string&, const std::string&)>& main,
                                         const std::function<void()>& tail_body) {
+  print_split_loop_with_rest(v, lo, hi, main, [&](const std::string& vend, const std::string& end) {
+    out_.line("CPPI_NO_AUTOVEC");
+    out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", end, "; ++", v, ")"));
+    tail_body();
+    out_.close();
+  });
+}
+
+void CpuKernelPrinter::print_split_loop_with_rest(
+    const std::string& v, const Bound& lo, const Bound& hi,
+    const std::function<void(const std::string&, const std::string&)>& main,
+    const std::function<void(const std::string&, const std::string&)>& rest) {
   const int64_t w = sched_.vector_width;
   if (lo.value && hi.value) {
     const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
     if (vend > *lo.value) main(std::to_string(*lo.value), std::to_string(vend));
-    if (vend < *hi.value) {
-      out_.line("CPPI_NO_AUTOVEC");
-      out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", *hi.value, "; ++", v, ")"));
-      tail_body();
-      out_.close();
-    }
+    if (vend < *hi.value) rest(std::to_string(vend), std::to_string(*hi.value));
     return;
   }
   out_.open("");
@@ -163,10 +170,7 @@ void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, c
   out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
   out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
   main(lo_name, vend);
-  out_.line("CPPI_NO_AUTOVEC");
-  out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", hi_name, "; ++", v, ")"));
-  tail_body();
-  out_.close();
+  rest(vend, hi_name);
   out_.close();
 }
 
@@ -185,27 +189,13 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
       print_stages(true);
       out_.close();
     };
-    const std::string last = "// the rest: one vector ending at the loop's end, over lanes already done";
-    if (lo.value && hi.value) {
-      const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
-      whole_vectors(lo.text, std::to_string(vend));
-      if (vend < *hi.value) {
-        out_.line(last);
-        whole_vectors(std::to_string(*hi.value - w), hi.text);
-      }
-      return;
-    }
-    out_.open("");
-    const std::string lo_name = v + "_lo", hi_name = v + "_end", vend = v + "_vec_end";
-    out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
-    out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
-    out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
-    whole_vectors(lo_name, vend);
-    out_.open(cat("if (", vend, " < ", hi_name, ")"));
-    out_.line(last);
-    whole_vectors(cat(hi_name, " - ", w), hi_name);
-    out_.close();
-    out_.close();
+    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
+      const bool known = lo.value && hi.value;  // then vend < end
+      if (!known) out_.open(cat("if (", vend, " < ", end, ")"));
+      out_.line("// the rest: one vector ending at the loop's end, over lanes already done");
+      whole_vectors(known ? std::to_string(*hi.value - w) : cat(end, " - ", w), end);
+      if (!known) out_.close();
+    });
     return;
   }
   auto tail = [&] { print_stages(false); };
