@@ -85,6 +85,26 @@ def _cpu_kernels(f, x, **close):
     return cpp[cpp.index("// kernel: "):]
 
 
+def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu():
+    """layer_norm's variance sums x - mean and its square: two independent
+    reductions over the row, folded into one loop that loads each element
+    once, each sum with four vector accumulators. 1000 columns: groups of 4
+    vectors, whole vectors after them and a scalar tail; NaN and inf rows give
+    eager's results."""
+    x = torch.randn(37, 1000) * 3 + 2
+    x[3, 999] = float("nan")
+    x[5, 0] = float("inf")
+    w, b = torch.randn(1000), torch.randn(1000)
+    kernels = _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (1000,), w, b), x, atol=1e-5, rtol=1e-5)
+    assert "fold in one pass over their loops" in kernels, kernels
+    one_pass = kernels[kernels.index("fold in one pass"):]
+    one_pass = one_pass[:one_pass.index("// stage", 1)]
+    # Each element of the row is loaded once per position in the one pass:
+    # 4 in a group, 1 after the groups, 1 in the scalar tail.
+    assert len(re.findall(r"\w+\[r0 \+ 1000\*x0\]", one_pass)) == 6, one_pass
+    assert len(re.findall(r"cppi_f32x\d+ \w+_vacc_3 = ", one_pass)) == 2, one_pass
+
+
 def test_softmax_rows_compute_exp_once_on_cpu():
     """The CPU kernel stores exp(x - max) into the output and rescales it there
     (stash_reduction_bodies): one exp in the vector loop and one in its tail,
