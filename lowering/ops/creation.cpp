@@ -162,6 +162,7 @@ void register_creation_lowerings(Registry& r) {
   r.add("aten.empty.memory_format", lower_empty);
   r.add("aten.empty_like.default", lower_empty);
   r.add("aten.empty_strided.default", lower_empty);
+  r.add("aten.empty_permuted.default", lower_empty);  // the layout is the node's meta's, as for the others
   r.add("aten.new_empty.default", lower_empty);
   r.add("aten.new_empty_strided.default", lower_empty);
   r.add("aten.fill.Scalar", full(1));

@@ -175,3 +175,18 @@ def test_float_to_int_casts_of_nan_inf_and_out_of_range_match_eager(device):
         return x.to(torch.int32), x.to(torch.int64), x.to(torch.int16), x.masked_fill(m, -inf).to(torch.int32)
 
     check_model(f, (x, mask), options={"fallback": "error"})
+
+
+def test_empty_permuted_is_lowered_with_its_permuted_strides(device):
+    """empty_permuted (cosine_embedding_loss and hinge_embedding_loss make
+    one) allocates like empty_strided, with the node's permuted layout: the
+    graph compiles without falling back, with eager's strides and values."""
+
+    def f(x):
+        return torch.empty_permuted((4, 6, 5), (2, 0, 1), device=x.device).fill_(1.0) + x
+
+    x1, x2 = torch.randn(8, 5, device=device), torch.randn(8, 5, device=device)
+    target = torch.tensor([1.0, -1.0] * 4, device=device)
+    options = {"fallback": "error"}
+    check_model(f, (torch.randn(4, 6, 5, device=device),), options=options)
+    check_model(torch.nn.functional.cosine_embedding_loss, (x1, x2, target), options=options)
