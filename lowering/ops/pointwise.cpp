@@ -242,6 +242,22 @@ LowerFn min_max(BinaryOp op) {
   };
 }
 
+/// fmax / fmin: a NaN operand yields the other operand (NaN only when both
+/// are); equal values, -0 and +0 included, yield self, as eager's.
+LowerFn fmax_fmin(bool is_max) {
+  return [is_max](const OpCall& c) -> Status {
+    CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}, {1, "other"}}));
+    return lower_elementwise(c, ops, {}, [is_max](const Args& a, DType t) -> Expected<Expr> {
+      const Expr& x = a[0];
+      const Expr& y = a[1];
+      Expr other_wins = is_max ? ir::compare(CompareOp::Lt, x, y) : ir::compare(CompareOp::Lt, y, x);
+      Expr picked = ir::where(other_wins, y, x);
+      if (!is_floating(t)) return picked;
+      return ir::where(ir::unary(UnaryOp::IsNan, x), y, ir::where(ir::unary(UnaryOp::IsNan, y), x, picked));
+    });
+  };
+}
+
 /// atan2, hypot, copysign: float results.
 LowerFn float_binary(BinaryOp op) {
   return [op](const OpCall& c) -> Status {
@@ -419,6 +435,8 @@ void register_pointwise_lowerings(Registry& r) {
   r.add("aten.pow.Scalar", lower_pow);
   r.add("aten.maximum.default", min_max(BinaryOp::Maximum));
   r.add("aten.minimum.default", min_max(BinaryOp::Minimum));
+  r.add("aten.fmax.default", fmax_fmin(true));
+  r.add("aten.fmin.default", fmax_fmin(false));
   r.add("aten.atan2.default", float_binary(BinaryOp::Atan2));
   r.add("aten.hypot.default", float_binary(BinaryOp::Hypot));
   r.add("aten.clamp.default", clamp(true, true));

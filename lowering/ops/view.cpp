@@ -223,6 +223,24 @@ Status lower_diagonal(const OpCall& c) {
   return set_view(c, x, sizes, coords);
 }
 
+/// unfold(self, dimension, size, step): dimension d becomes the windows
+/// (sizes from the meta) and a last dimension of `size` walks each window:
+/// element (..., w, ..., k) is self's (..., w * step + k, ...).
+Status lower_unfold(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dimension"));
+  CPPI_ASSIGN_OR_RETURN(step, c.int_const(3, "step"));
+  if (x.rank() == 0) return Error::unsupported("unfold of a 0-d tensor");
+  if (step < 1) return Error::unsupported("unfold with a step below 1");
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
+  auto sizes = out_sizes(c);
+  if (sizes.size() != x.rank() + 1) return Error::internal("unfold: result rank is not the input's + 1");
+  auto v = view_vars(sizes.size());
+  std::vector<IndexExpr> coords(v.begin(), v.end() - 1);
+  coords[dim] = v[dim] * ir::index_const(step) + v.back();
+  return set_view(c, x, sizes, coords);
+}
+
 /// split / split_with_sizes / unbind: a tuple of views, read via getitem.
 Status set_slices(const OpCall& c, const TensorRef& x, int dim, const std::vector<IndexExpr>& offsets, bool select) {
   std::vector<std::optional<TensorRef>> items;
@@ -284,6 +302,7 @@ void register_view_lowerings(Registry& r) {
   r.add("aten.alias.default", lower_alias);
   r.add("aten.as_strided.default", lower_as_strided);
   r.add("aten.diagonal.default", lower_diagonal);
+  r.add("aten.unfold.default", lower_unfold);
   r.add("aten.split.Tensor", lower_split);
   r.add("aten.split_with_sizes.default", lower_split);
   r.add("aten.unbind.int", lower_unbind);

@@ -220,3 +220,23 @@ def test_slice_and_select_scatter(device):
     check_model(f, (x, s, r), options=NO_FALLBACK)
     check_model(lambda x: (x[:, 2:9:2] * 2, x[1] + 1), (torch.randn(4, 10, device=device),), grad=True,
                 options=NO_FALLBACK)
+
+
+def test_unfold_windows_as_views(device):
+    """unfold is a view (windows of `size` every `step` along a dim): read by
+    compute, returned as a view of its input, and differentiated."""
+
+    def windows_sum(x):
+        w = x.unfold(1, 3, 2)  # [4, 4, 5, 3]
+        return (w * w).sum(-1), x.unfold(-1, 2, 3).amax(-1)  # [4, 9, 2]
+
+    def as_view(x):
+        return x.unfold(0, 2, 1)
+
+    x = torch.randn(4, 9, 5, device=device)
+    options = {"fallback": "error"}
+    check_model(windows_sum, (x,), options=options)
+    check_model(as_view, (x,))
+    # Its backward scatters overlapping windows back (index_put with
+    # accumulate), which runs through ATen.
+    check_model(windows_sum, (x.clone().requires_grad_(),), grad=True)

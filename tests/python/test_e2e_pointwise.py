@@ -320,3 +320,18 @@ def test_outputs_laid_out_like_a_permuted_input_are_written_in_memory_order(case
     assert out.stride() == f(x).stride()
     kernels = cppinductor.explain(f)(x).to_dict()["graphs"][0]["kernels"]
     assert len(kernels) == 1 and kernels[0]["vectorized"], kernels
+
+
+def test_fmax_fmin_ignore_a_nan_operand(device):
+    """fmax / fmin give the other operand where one is NaN (NaN only where both
+    are) and self where the two are equal, signed zeros included, as eager;
+    integer and broadcast operands too."""
+
+    def f(a, b, i, j):
+        return torch.fmax(a, b), torch.fmin(a, b), torch.fmax(i, j), torch.fmin(a, b[:1])
+
+    nan = float("nan")
+    a = torch.tensor([[-0.0, 0.0, nan, 1.0, nan, -2.0, float("inf"), 3.0]] * 3, device=device)
+    b = torch.tensor([[0.0, -0.0, 2.0, nan, nan, -3.0, 1.0, float("-inf")]] * 3, device=device)
+    i = torch.randint(-5, 5, (3, 8), device=device)
+    check_model(f, (a, b, i, i.flip(-1)), options={"fallback": "error"})
