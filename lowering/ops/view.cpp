@@ -230,10 +230,11 @@ Status lower_unfold(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
   CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dimension"));
   CPPI_ASSIGN_OR_RETURN(step, c.int_const(3, "step"));
-  if (x.rank() == 0) return Error::unsupported("unfold of a 0-d tensor");
   if (step < 1) return Error::unsupported("unfold with a step below 1");
-  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
   auto sizes = out_sizes(c);
+  // A 0-d tensor unfolds to [size], size <= 1: its one element.
+  if (x.rank() == 0) return set_view(c, x, sizes, {});
+  CPPI_ASSIGN_OR_RETURN(dim, normalize_dim(d, x.rank()));
   if (sizes.size() != x.rank() + 1) return Error::internal("unfold: result rank is not the input's + 1");
   auto v = view_vars(sizes.size());
   std::vector<IndexExpr> coords(v.begin(), v.end() - 1);

@@ -40,6 +40,18 @@ def test_subset_is_correct():
         assert by_name["cumsum"].fallbacks and "cumsum" in by_name["cumsum"].fallbacks[0]["op"]
 
 
+def test_ops_the_sweep_found_falling_back_are_now_lowered():
+    """Ops an earlier sweep listed as fallbacks: lowered (unfold, fmax,
+    fmin, empty_permuted through cosine_embedding_loss) or decomposed into
+    lowered ops (addmv, ldexp, narrow_copy, permute_copy, dist); correct and
+    compiled without a fallback."""
+    ops = ["unfold", "fmax", "fmin", "nn.functional.cosine_embedding_loss", "addmv", "ldexp", "narrow_copy",
+           "permute_copy", "dist"]
+    results = opinfo_sweep.sweep(ops, max_samples=3, timeout_s=60)
+    assert {r.name: (r.status, r.lowered) for r in results} == {name: ("correct", True) for name in ops}, [
+        (r.name, r.status, r.reason) for r in results]
+
+
 def test_injected_relu_bug_is_reported_incorrect():
     (relu,) = opinfo_sweep.sweep(["nn.functional.relu"], max_samples=2, inject_relu_bug=True, timeout_s=60)
     assert relu.status == "incorrect", relu
