@@ -1,8 +1,8 @@
 // Data movement that is not a view: cat, constant_pad_nd, flip, roll, repeat,
-// slice_scatter, select_scatter. Each output element reads at most one input
-// element at an index computed from its coordinates; reads that may be out of
-// range (cat's other pieces, pad's border, the scattered src) are masked
-// loads, so no kernel touches memory outside a buffer.
+// slice_scatter, select_scatter, diagonal_scatter. Each output element reads
+// at most one input element at an index computed from its coordinates; reads
+// that may be out of range (cat's other pieces, pad's border, the scattered
+// src) are masked loads, so no kernel touches memory outside a buffer.
 //
 // Ops that index with tensor values (index.Tensor, gather, index_select,
 // embedding, index_put, scatter) are in indirect_indexing.cpp.
@@ -213,6 +213,35 @@ Status lower_select_scatter(const OpCall& c) {
   return Status::success();
 }
 
+/// diagonal_scatter(x, src, offset, dim1, dim2): x with
+/// x.diagonal(offset, dim1, dim2) replaced by src, whose last dim walks the
+/// diagonal (what functionalization makes of a write through diagonal()).
+/// Element o is on the diagonal when o[dim2] - o[dim1] == offset; it then
+/// takes src at the other dims and diagonal position o[dim1] - max(-offset, 0).
+Status lower_diagonal_scatter(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
+  CPPI_ASSIGN_OR_RETURN(src, c.tensor(1, "src"));
+  CPPI_ASSIGN_OR_RETURN(offset, c.int_const(2, "offset", 0));
+  CPPI_ASSIGN_OR_RETURN(a, c.int_const(3, "dim1", 0));
+  CPPI_ASSIGN_OR_RETURN(b, c.int_const(4, "dim2", 1));
+  CPPI_ASSIGN_OR_RETURN(dim1, normalize_dim(a, x.rank()));
+  CPPI_ASSIGN_OR_RETURN(dim2, normalize_dim(b, x.rank()));
+  if (dim1 == dim2) return Error::unsupported("diagonal_scatter with dim1 == dim2");
+  if (src.rank() + 1 != x.rank()) return Error::unsupported("diagonal_scatter: src rank");
+  DType t = c.meta().dtype;
+  ir::BufferPtr out = c.result_buffer();
+  emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+    Expr on_diagonal = ir::compare(CompareOp::Eq, index_value(o[dim2] - o[dim1]), ir::const_int(offset));
+    std::vector<IndexExpr> coords;
+    for (size_t d = 0; d < x.rank(); ++d)
+      if (static_cast<int>(d) != dim1 && static_cast<int>(d) != dim2) coords.push_back(o[d]);
+    coords.push_back(o[dim1] - ir::index_const(std::max<int64_t>(-offset, 0)));
+    return ir::where(on_diagonal, ir::cast(load(src, coords, on_diagonal), t), ir::cast(load(x, o), t));
+  });
+  c.set_result_buffer(out);
+  return Status::success();
+}
+
 /// repeat(x, repeats): len(repeats) >= rank dims, the leading ones new; the
 /// output reads x at each coordinate modulo x's size.
 Status lower_repeat(const OpCall& c) {
@@ -242,6 +271,7 @@ void register_indexing_lowerings(Registry& r) {
   r.add("aten.repeat.default", lower_repeat);
   r.add("aten.slice_scatter.default", lower_slice_scatter);
   r.add("aten.select_scatter.default", lower_select_scatter);
+  r.add("aten.diagonal_scatter.default", lower_diagonal_scatter);
 }
 
 }  // namespace cppi::lowering

@@ -240,3 +240,26 @@ def test_unfold_windows_as_views(device):
     # Its backward scatters overlapping windows back (index_put with
     # accumulate), which runs through ATen.
     check_model(windows_sum, (x.clone().requires_grad_(),), grad=True)
+
+
+def test_diagonal_scatter_and_writes_through_diagonal(device):
+    """diagonal_scatter replaces one diagonal (offsets either side, any two
+    dims); a write through x.diagonal() functionalizes into one, and so does
+    diagonal's backward. Lowered, no fallback."""
+
+    def scatter(x, s, s2):
+        x3 = x.unsqueeze(0).expand(2, 5, 6).contiguous()  # dims 0 and 2, offset 1: 2 elements per dim-1 row
+        return (torch.diagonal_scatter(x, s, offset=2), torch.diagonal_scatter(x, s, offset=-1),
+                torch.diagonal_scatter(x3, s2, 1, 0, 2))
+
+    def write_through(x):
+        y = x * 2
+        y.diagonal(1).add_(10)
+        return y
+
+    x = torch.randn(5, 6, device=device)
+    s, s2 = torch.randn(4, device=device), torch.randn(5, 2, device=device)
+    options = {"fallback": "error"}
+    check_model(scatter, (x, s, s2), options=options)
+    check_model(write_through, (x,), options=options)
+    check_model(lambda x: x.diagonal(-1).exp(), (x.clone().requires_grad_(),), grad=True, options=options)

@@ -41,12 +41,12 @@ def test_subset_is_correct():
 
 
 def test_ops_the_sweep_found_falling_back_are_now_lowered():
-    """Ops an earlier sweep listed as fallbacks: lowered (unfold, fmax,
-    fmin, empty_permuted through cosine_embedding_loss) or decomposed into
-    lowered ops (addmv, ldexp, narrow_copy, permute_copy, dist); correct and
-    compiled without a fallback."""
-    ops = ["unfold", "fmax", "fmin", "nn.functional.cosine_embedding_loss", "addmv", "ldexp", "narrow_copy",
-           "permute_copy", "dist"]
+    """Ops an earlier sweep listed as fallbacks: lowered (unfold, fmax, fmin,
+    diagonal_scatter, empty_permuted through cosine_embedding_loss) or
+    decomposed into lowered ops (addmv, ldexp, narrow_copy, permute_copy,
+    dist); correct and compiled without a fallback."""
+    ops = ["unfold", "fmax", "fmin", "diagonal_scatter", "nn.functional.cosine_embedding_loss", "addmv", "ldexp",
+           "narrow_copy", "permute_copy", "dist"]
     results = opinfo_sweep.sweep(ops, max_samples=3, timeout_s=60)
     assert {r.name: (r.status, r.lowered) for r in results} == {name: ("correct", True) for name in ops}, [
         (r.name, r.status, r.reason) for r in results]
