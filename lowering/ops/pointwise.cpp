@@ -258,6 +258,18 @@ LowerFn fmax_fmin(bool is_max) {
   };
 }
 
+/// angle of a real tensor: pi where x < 0, else 0 (-0 included); NaN stays
+/// NaN. Integers give floats.
+Status lower_angle(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}}));
+  return lower_elementwise(c, ops, {Promotion::IntToFloat}, [](const Args& a, DType t) -> Expected<Expr> {
+    const Expr& x = a[0];
+    Expr zero = ir::const_float(0, t);
+    Expr half_turn = ir::where(ir::compare(CompareOp::Lt, x, zero), ir::const_float(M_PI, t), zero);
+    return ir::where(ir::unary(UnaryOp::IsNan, x), x, half_turn);
+  });
+}
+
 /// atan2, hypot, copysign: float results.
 LowerFn float_binary(BinaryOp op) {
   return [op](const OpCall& c) -> Status {
@@ -435,6 +447,7 @@ void register_pointwise_lowerings(Registry& r) {
   r.add("aten.pow.Scalar", lower_pow);
   r.add("aten.maximum.default", min_max(BinaryOp::Maximum));
   r.add("aten.minimum.default", min_max(BinaryOp::Minimum));
+  r.add("aten.angle.default", lower_angle);
   r.add("aten.fmax.default", fmax_fmin(true));
   r.add("aten.fmin.default", fmax_fmin(false));
   r.add("aten.atan2.default", float_binary(BinaryOp::Atan2));

@@ -47,12 +47,15 @@ _EXTRA = [
     aten.nll_loss_backward,
     # Ops core ATen keeps whole whose decompositions are ops we lower (the
     # OpInfo sweep found them falling back). Not diagonal_scatter: its
-    # decomposition mutates (prims.copy_to), which AOTAutograd rejects.
+    # decomposition mutates (prims.copy_to), which AOTAutograd rejects; it
+    # has a lowering instead.
     aten.addmv,
     aten.ldexp,
     aten.narrow_copy,
     aten.permute_copy,
     aten.dist,
+    aten.as_strided_copy,
+    aten.unfold_copy,
 ]
 
 # Kept whole: extern calls (see lowering/ops/externs.h). CPU flash attention

@@ -335,3 +335,15 @@ def test_fmax_fmin_ignore_a_nan_operand(device):
     b = torch.tensor([[0.0, -0.0, 2.0, nan, nan, -3.0, 1.0, float("-inf")]] * 3, device=device)
     i = torch.randint(-5, 5, (3, 8), device=device)
     check_model(f, (a, b, i, i.flip(-1)), options={"fallback": "error"})
+
+
+def test_angle_of_real_tensors(device):
+    """angle of a real value: pi below zero, 0 otherwise (-0 and +inf
+    included), NaN stays NaN; integers give float32, float64 stays float64."""
+
+    def f(x, i, d):
+        return torch.angle(x), torch.angle(i), torch.angle(d)
+
+    x = torch.tensor([-1.5, -0.0, 0.0, 2.0, float("nan"), float("inf"), -float("inf"), -1e-45], device=device)
+    i = torch.tensor([-3, 0, 4], device=device)
+    check_model(f, (x, i, x.double()), options={"fallback": "error"})

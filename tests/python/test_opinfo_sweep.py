@@ -42,11 +42,12 @@ def test_subset_is_correct():
 
 def test_ops_the_sweep_found_falling_back_are_now_lowered():
     """Ops an earlier sweep listed as fallbacks: lowered (unfold, fmax, fmin,
-    diagonal_scatter, empty_permuted through cosine_embedding_loss) or
+    angle, diagonal_scatter, empty_permuted through cosine_embedding_loss) or
     decomposed into lowered ops (addmv, ldexp, narrow_copy, permute_copy,
-    dist); correct and compiled without a fallback."""
-    ops = ["unfold", "fmax", "fmin", "diagonal_scatter", "nn.functional.cosine_embedding_loss", "addmv", "ldexp",
-           "narrow_copy", "permute_copy", "dist"]
+    as_strided_copy, unfold_copy, dist); correct and compiled without a
+    fallback."""
+    ops = ["unfold", "fmax", "fmin", "angle", "diagonal_scatter", "nn.functional.cosine_embedding_loss", "addmv",
+           "ldexp", "narrow_copy", "permute_copy", "as_strided_copy", "unfold_copy", "dist"]
     results = opinfo_sweep.sweep(ops, max_samples=3, timeout_s=60)
     assert {r.name: (r.status, r.lowered) for r in results} == {name: ("correct", True) for name in ops}, [
         (r.name, r.status, r.reason) for r in results]
