@@ -224,6 +224,7 @@ class _Generator:
                 "torch.abs({})", "torch.floor({})", "torch.rsqrt({}.abs() + 0.5)", "torch.erf({})",
                 "torch.nn.functional.gelu({})", "torch.nn.functional.silu({})", "torch.square({})",
                 "torch.reciprocal({} + 3)", "torch.sign({})", "torch.round({})", "torch.expm1({})",
+                "torch.angle({})",
             ])
         elif t.dtype == torch.bool:
             fn = self.rng.choice(["torch.logical_not({})", "torch.bitwise_not({})"])
@@ -237,9 +238,13 @@ class _Generator:
             "torch.add({}, {})", "torch.sub({}, {})", "torch.mul({}, {})", "torch.div({}, {})",
             "torch.maximum({}, {})", "torch.minimum({}, {})", "torch.add({}, {}, alpha=2)",
             "torch.pow({}.abs() + 0.5, {})", "torch.atan2({}, {})", "torch.hypot({}, {})",
+            "torch.fmax({}, {})", "torch.fmin({}, {})",
         ])
-        if fn.startswith("torch.sub") and (self.values[x].dtype == torch.bool or self.values[y].dtype == torch.bool):
+        if fn.startswith(("torch.sub", "torch.fmax", "torch.fmin")) and (
+                self.values[x].dtype == torch.bool or self.values[y].dtype == torch.bool):
             return None
+        if fn.startswith(("torch.fmax", "torch.fmin")):  # tensors only
+            return fn.format(x, y)
         if fn.startswith(("torch.atan2", "torch.hypot", "torch.pow")):
             return fn.format(x, y) if self.values[x].dtype.is_floating_point else None
         if self.rng.random() < 0.2:  # a python scalar operand
@@ -311,7 +316,9 @@ class _Generator:
         if rank >= 1:
             options += ["slice", "reshape", "select", "squeeze"]
         if rank >= 2:
-            options += ["transpose", "permute", "t_contiguous"]
+            options += ["transpose", "permute", "t_contiguous", "diagonal"]
+        if rank >= 1 and max(t.shape) >= 2:
+            options.append("unfold")
         if any(s == 1 for s in t.shape):
             options.append("expand")
         fn = rng.choice(options)
@@ -339,6 +346,13 @@ class _Generator:
             perm = list(range(rank))
             rng.shuffle(perm)
             return f"{x}.permute({tuple(perm)})"
+        if fn == "unfold":
+            d = max(range(rank), key=lambda i: t.shape[i])
+            size = rng.randint(1, t.shape[d])
+            return f"{x}.unfold({d}, {size}, {rng.choice([1, 2, 3])})"
+        if fn == "diagonal":
+            d2 = rng.choice([i for i in range(rank) if i != d])
+            return f"{x}.diagonal({rng.randint(-2, 2)}, {d}, {d2})"
         if fn == "t_contiguous":
             return f"{x}.transpose(-1, -2).contiguous()"
         if fn == "expand":
