@@ -53,6 +53,11 @@ PROGRAMS = {
     "slice_scatter": (lambda x: torch.slice_scatter(x, x[:, :, 1::3].exp(), dim=2, start=1, step=3), False,
                       "slice_scatter"),
     "round_decimals": (lambda x: torch.round(x, decimals=-1) + torch.round(x, decimals=2), False, "round"),
+    "diagonal_scatter": (lambda x: torch.diagonal_scatter(x, x.diagonal(1, 2, 3).exp(), 1, 2, 3), False,
+                         "diagonal_scatter"),
+    "unfold_sum": (lambda x: x.unfold(2, 3, 2).sum(-1), False, "sum"),
+    "fmax": (lambda x: torch.fmax(x, x[:, :1]), False, "fmax"),
+    "angle": (lambda x: torch.angle(x), False, "angle"),
 }
 
 
