@@ -221,21 +221,17 @@ Status lower_select_scatter(const OpCall& c) {
 Status lower_diagonal_scatter(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
   CPPI_ASSIGN_OR_RETURN(src, c.tensor(1, "src"));
-  CPPI_ASSIGN_OR_RETURN(offset, c.int_const(2, "offset", 0));
-  CPPI_ASSIGN_OR_RETURN(a, c.int_const(3, "dim1", 0));
-  CPPI_ASSIGN_OR_RETURN(b, c.int_const(4, "dim2", 1));
-  CPPI_ASSIGN_OR_RETURN(dim1, normalize_dim(a, x.rank()));
-  CPPI_ASSIGN_OR_RETURN(dim2, normalize_dim(b, x.rank()));
-  if (dim1 == dim2) return Error::unsupported("diagonal_scatter with dim1 == dim2");
+  CPPI_ASSIGN_OR_RETURN(diag, diagonal_args(c, 2, x.rank()));
   if (src.rank() + 1 != x.rank()) return Error::unsupported("diagonal_scatter: src rank");
+  const int dim1 = diag.dim1, dim2 = diag.dim2;
   DType t = c.meta().dtype;
   ir::BufferPtr out = c.result_buffer();
   emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
-    Expr on_diagonal = ir::compare(CompareOp::Eq, index_value(o[dim2] - o[dim1]), ir::const_int(offset));
+    Expr on_diagonal = ir::compare(CompareOp::Eq, index_value(o[dim2] - o[dim1]), ir::const_int(diag.offset));
     std::vector<IndexExpr> coords;
     for (size_t d = 0; d < x.rank(); ++d)
       if (static_cast<int>(d) != dim1 && static_cast<int>(d) != dim2) coords.push_back(o[d]);
-    coords.push_back(o[dim1] - ir::index_const(std::max<int64_t>(-offset, 0)));
+    coords.push_back(o[dim1] - ir::index_const(diag.dim1_start()));
     return ir::where(on_diagonal, ir::cast(load(src, coords, on_diagonal), t), ir::cast(load(x, o), t));
   });
   c.set_result_buffer(out);

@@ -197,4 +197,18 @@ Expected<std::vector<int>> normalize_dims(const std::vector<int64_t>& dims, size
   return out;
 }
 
+Expected<DiagonalArgs> diagonal_args(const OpCall& c, size_t first, size_t rank) {
+  DiagonalArgs d;
+  CPPI_ASSIGN_OR_RETURN(offset, c.int_const(first, "offset", 0));
+  CPPI_ASSIGN_OR_RETURN(a, c.int_const(first + 1, "dim1", 0));
+  CPPI_ASSIGN_OR_RETURN(b, c.int_const(first + 2, "dim2", 1));
+  CPPI_ASSIGN_OR_RETURN(dim1, normalize_dim(a, rank));
+  CPPI_ASSIGN_OR_RETURN(dim2, normalize_dim(b, rank));
+  if (dim1 == dim2) return Error::unsupported("diagonal with dim1 == dim2");
+  d.offset = offset;
+  d.dim1 = dim1;
+  d.dim2 = dim2;
+  return d;
+}
+
 }  // namespace cppi::lowering

@@ -78,4 +78,16 @@ Expected<int> normalize_dim(int64_t dim, size_t rank);
 /// Normalised, sorted, unique dims; an empty list means every dim.
 Expected<std::vector<int>> normalize_dims(const std::vector<int64_t>& dims, size_t rank);
 
+/// diagonal's and diagonal_scatter's (offset, dim1, dim2), read from the
+/// call's arguments at `first`, `first + 1`, `first + 2`: the dims
+/// normalised for `rank` and distinct. The diagonal's element i is at
+/// dim1 = i + max(-offset, 0), dim2 = i + max(offset, 0).
+struct DiagonalArgs {
+  int64_t offset = 0;
+  int dim1 = 0, dim2 = 1;
+  int64_t dim1_start() const { return offset < 0 ? -offset : 0; }
+  int64_t dim2_start() const { return offset > 0 ? offset : 0; }
+};
+Expected<DiagonalArgs> diagonal_args(const OpCall& c, size_t first, size_t rank);
+
 }  // namespace cppi::lowering

@@ -205,21 +205,17 @@ Status lower_as_strided(const OpCall& c) {
 /// diagonal(x, offset, dim1, dim2): the diagonal becomes the last dim.
 Status lower_diagonal(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
-  CPPI_ASSIGN_OR_RETURN(offset, c.int_const(1, "offset", 0));
-  CPPI_ASSIGN_OR_RETURN(a, c.int_const(2, "dim1", 0));
-  CPPI_ASSIGN_OR_RETURN(b, c.int_const(3, "dim2", 1));
-  CPPI_ASSIGN_OR_RETURN(d1, normalize_dim(a, x.rank()));
-  CPPI_ASSIGN_OR_RETURN(d2, normalize_dim(b, x.rank()));
-  if (d1 == d2) return Error::unsupported("diagonal with dim1 == dim2");
+  CPPI_ASSIGN_OR_RETURN(diag, diagonal_args(c, 1, x.rank()));
+  const int d1 = diag.dim1, d2 = diag.dim2;
   auto sizes = out_sizes(c);
   auto v = view_vars(sizes.size());
   std::vector<IndexExpr> coords(x.rank());
   size_t k = 0;
   for (size_t d = 0; d < x.rank(); ++d)
     if (static_cast<int>(d) != d1 && static_cast<int>(d) != d2) coords[d] = v[k++];
-  IndexExpr diag = v.back();
-  coords[d1] = diag + ir::index_const(std::max<int64_t>(-offset, 0));
-  coords[d2] = diag + ir::index_const(std::max<int64_t>(offset, 0));
+  IndexExpr position = v.back();
+  coords[d1] = position + ir::index_const(diag.dim1_start());
+  coords[d2] = position + ir::index_const(diag.dim2_start());
   return set_view(c, x, sizes, coords);
 }
 
