@@ -348,8 +348,13 @@ class _Generator:
             return f"{x}.permute({tuple(perm)})"
         if fn == "unfold":
             d = max(range(rank), key=lambda i: t.shape[i])
-            size = rng.randint(1, t.shape[d])
-            return f"{x}.unfold({d}, {size}, {rng.choice([1, 2, 3])})"
+            size, step = rng.randint(1, t.shape[d]), rng.choice([1, 2, 3])
+            # Overlapping windows share memory. Returned as they are, their
+            # gradient is wrong under every torch.compile backend (aot_eager
+            # included): AOTAutograd copies the incoming gradient into the
+            # output's self-overlapping strides, one value per address. A
+            # clone keeps the case testable.
+            return f"{x}.unfold({d}, {size}, {step})" + (".clone()" if step < size else "")
         if fn == "diagonal":
             d2 = rng.choice([i for i in range(rank) if i != d])
             return f"{x}.diagonal({rng.randint(-2, 2)}, {d}, {d2})"
