@@ -49,13 +49,11 @@ constexpr int kVectorAccumulators = 4;
 /// update): computing an element twice would then read what the first time
 /// stored (TailKind::Overlapped).
 bool reads_a_buffer_it_writes(const Kernel& k) {
-  std::set<std::string> read, written;
+  const std::set<std::string> written = written_buffers(k);
   for (const auto& s : k.stages) {
-    for (const auto& a : reads(s)) read.insert(a.buffer->name);
-    for (const auto& a : writes(s)) written.insert(a.buffer->name);
+    for (const auto& a : reads(s))
+      if (written.count(a.buffer->name)) return true;
   }
-  for (const auto& b : written)
-    if (read.count(b)) return true;
   return false;
 }
 

@@ -133,14 +133,6 @@ bool is_column_kernel(const Kernel& k) {
   return contiguous_loads(k, k.outer.back().var) > along_stage;
 }
 
-std::set<std::string> written_buffers(const Kernel& k) {
-  std::set<std::string> out;
-  for (const auto& s : k.stages) {
-    for (const auto& a : writes(s)) out.insert(a.buffer->name);
-  }
-  return out;
-}
-
 /// Whether a stage with loops reads a buffer the kernel writes: splitting its
 /// loops across threads would then need barriers between stages.
 bool reads_own_writes_in_loops(const Kernel& k) {

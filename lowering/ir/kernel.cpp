@@ -265,6 +265,14 @@ std::vector<Access> writes(const Stage& s) {
   return out;
 }
 
+std::set<std::string> written_buffers(const Kernel& k) {
+  std::set<std::string> out;
+  for (const auto& s : k.stages) {
+    for (const auto& a : writes(s)) out.insert(a.buffer->name);
+  }
+  return out;
+}
+
 namespace {
 class SymbolCollector : public ExprVisitor {
  public:

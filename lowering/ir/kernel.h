@@ -29,6 +29,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -135,7 +136,10 @@ struct CpuSchedule {
   /// a chain of dependent adds or compare-selects, one per vector, each
   /// waiting on the last. Max and min give the same result in any order (NaN
   /// included); a sum adds in another order, as eager's (ATen's row sums
-  /// keep four accumulators too). 1 = off.
+  /// keep four accumulators too). A stage whose body calls a math function
+  /// (ir::calls_math_function) keeps one: the call takes longer per vector
+  /// than the chain it feeds, and copies of it would only cost compile time.
+  /// 1 = off.
   int vector_accumulators = 1;
   /// Each parallel chunk first faults in, in one batch, the range of every
   /// output it writes, if those pages are fresh (cppi_prefault_for_write).
@@ -274,5 +278,7 @@ std::vector<Expr> stage_values(const Stage& s);
 /// Loads in a stage / stores of a stage.
 std::vector<Access> reads(const Stage& s);
 std::vector<Access> writes(const Stage& s);
+/// The names of the buffers some stage of `k` stores to (scratch included).
+std::set<std::string> written_buffers(const Kernel& k);
 
 }  // namespace cppi::ir
