@@ -33,6 +33,19 @@ TEST_F(InPlaceTest, APointwiseMapReadingEachElementOnceMayWriteOverIt) {
   EXPECT_FALSE(can_write_over(*k, "out", "in")) << "out is written, in is not";
 }
 
+TEST_F(InPlaceTest, AnOverlappedVectorTailMayNot) {
+  // The CPU schedule's overlapped tail computes the last columns twice: the
+  // second time would load what the first stored.
+  KernelPtr k = pointwise({Store::make(out, at(out), relu(load(in, at(in))))});
+  Schedule s = k->schedule;
+  s.cpu.vectorized = VectorizedLoop::InnermostOuter;
+  s.cpu.vector_width = 16;
+  s.cpu.tail = TailKind::Overlapped;
+  EXPECT_FALSE(can_write_over(*k->with_schedule(s), "in", "out"));
+  s.cpu.tail = TailKind::ScalarLoop;
+  EXPECT_TRUE(can_write_over(*k->with_schedule(s), "in", "out"));
+}
+
 TEST_F(InPlaceTest, SymbolicRowsAreStillProvedDisjoint) {
   BufferPtr a = matrix("a", s0, cols), b = matrix("b", s0, cols);
   KernelPtr k = pointwise({Store::make(b, b->layout.index({x0, x1}), relu(load(a, a->layout.index({x0, x1}))))},
