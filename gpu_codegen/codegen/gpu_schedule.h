@@ -72,9 +72,10 @@
 ///   Constant L <= 1024: RowPerWarp, block 128 (4 rows per block), unless
 ///   32 threads cannot cache the row and the block below can. Longer
 ///   or symbolic rows: RowPerBlock with T = the power of two in [128, 1024]
-///   nearest L / 16, at most 512 when the row can then be cached (1024 when
-///   the kernel has fewer rows than the GPU has multiprocessors; 256 for
-///   symbolic L). E = ceil(L / T) when L is constant,
+///   nearest L / 16, at most 512 when the row can then be cached, and 256
+///   instead of 512 when no looped stage stores and the row can still be
+///   cached at 256 (1024 when the kernel has fewer rows than the GPU has
+///   multiprocessors; 256 for symbolic L). E = ceil(L / T) when L is constant,
 ///   the row can be cached (see above) and E * (number of cached loads) <= 64
 ///   registers; else 0. Split rows (P > 1) when E = 0, rows are constant and
 ///   4 x rows <= multiprocessors, stage 0 is a sum/max/min of a 32- or 64-bit
