@@ -13,7 +13,8 @@
 ///   cppi_float_to_half / cppi_float_to_bf16 (round to nearest even, as torch
 ///   rounds) on store.
 /// - cppi_max / cppi_min propagate NaN as torch.maximum / torch.max do: if
-///   either operand is NaN the result is NaN.
+///   either operand is NaN the result is NaN. On the device, float ones
+///   order signed zeros as eager's CUDA kernels do (-0 < +0).
 /// - Warp and block reductions run over every thread of the warp / block, so
 ///   the block's thread count must be a multiple of 32 and every thread must
 ///   call them (no early return before a reduction).
@@ -193,6 +194,15 @@ template <typename T>
 CPPI_HOST_DEVICE T cppi_min(T a, T b) {
   return (a != a || a < b) ? a : b;
 }
+#if CPPI_ON_DEVICE
+// Floats on the device: once NaN is ruled out, eager's CUDA kernels take
+// ::fmax / ::fmin (torch.maximum, clamp, relu, fmax), which order the zeros:
+// max(-0, +0) = +0 and min(-0, +0) = -0 whichever operand comes first.
+CPPI_DEVICE float cppi_max(float a, float b) { return (a != a) ? a : (b != b) ? b : fmaxf(a, b); }
+CPPI_DEVICE float cppi_min(float a, float b) { return (a != a) ? a : (b != b) ? b : fminf(a, b); }
+CPPI_DEVICE double cppi_max(double a, double b) { return (a != a) ? a : (b != b) ? b : fmax(a, b); }
+CPPI_DEVICE double cppi_min(double a, double b) { return (a != a) ? a : (b != b) ? b : fmin(a, b); }
+#endif
 
 struct cppi_sum_op {
   template <typename T>

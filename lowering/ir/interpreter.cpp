@@ -293,8 +293,9 @@ class Evaluator : public ExprFunctor<ScalarValue> {
         case BinaryOp::Fmod: r = std::fmod(x, y); break;
         case BinaryOp::Remainder: r = float_remainder(x, y); break;
         case BinaryOp::Pow: r = std::pow(x, y); break;
-        case BinaryOp::Maximum: r = (std::isnan(x) || std::isnan(y)) ? NAN : std::max(x, y); break;
-        case BinaryOp::Minimum: r = (std::isnan(x) || std::isnan(y)) ? NAN : std::min(x, y); break;
+        // A tie gives the second operand, as the CPU prelude's cppi_max.
+        case BinaryOp::Maximum: r = (std::isnan(x) || std::isnan(y)) ? NAN : (x > y ? x : y); break;
+        case BinaryOp::Minimum: r = (std::isnan(x) || std::isnan(y)) ? NAN : (x < y ? x : y); break;
         case BinaryOp::Atan2: r = std::atan2(x, y); break;
         case BinaryOp::Hypot: r = std::hypot(x, y); break;
         case BinaryOp::Copysign: r = std::copysign(x, y); break;

@@ -102,7 +102,8 @@ Status lower_relu(const OpCall& c) {
   return lower_elementwise(c, ops, {}, [inject_bug](const Args& a, DType t) -> Expected<Expr> {
     if (t == DType::Bool) return Error::unsupported("relu of a bool tensor");
     if (inject_bug) return a[0];  // wrong on purpose: negatives pass through
-    return ir::binary(BinaryOp::Maximum, a[0], zero(t));
+    // The bound first: on CPU a tie (-0) keeps x, as eager's relu does.
+    return ir::binary(BinaryOp::Maximum, zero(t), a[0]);
   });
 }
 
@@ -243,15 +244,18 @@ LowerFn min_max(BinaryOp op) {
 }
 
 /// fmax / fmin: a NaN operand yields the other operand (NaN only when both
-/// are); equal values, -0 and +0 included, yield self, as eager's.
+/// are). Equal values yield self on CPU, -0 and +0 included, as eager's
+/// there; on CUDA eager's ::fmax orders the zeros, as cppi_max does.
 LowerFn fmax_fmin(bool is_max) {
   return [is_max](const OpCall& c) -> Status {
     CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}, {1, "other"}}));
-    return lower_elementwise(c, ops, {}, [is_max](const Args& a, DType t) -> Expected<Expr> {
+    const bool on_cuda = c.meta().device == Device::CUDA;
+    return lower_elementwise(c, ops, {}, [is_max, on_cuda](const Args& a, DType t) -> Expected<Expr> {
       const Expr& x = a[0];
       const Expr& y = a[1];
-      Expr other_wins = is_max ? ir::compare(CompareOp::Lt, x, y) : ir::compare(CompareOp::Lt, y, x);
-      Expr picked = ir::where(other_wins, y, x);
+      Expr picked = on_cuda ? ir::binary(is_max ? BinaryOp::Maximum : BinaryOp::Minimum, x, y)
+                            : ir::where(is_max ? ir::compare(CompareOp::Lt, x, y) : ir::compare(CompareOp::Lt, y, x),
+                                        y, x);
       if (!is_floating(t)) return picked;
       return ir::where(ir::unary(UnaryOp::IsNan, x), y, ir::where(ir::unary(UnaryOp::IsNan, y), x, picked));
     });
@@ -317,8 +321,11 @@ LowerFn clamp(bool has_min, bool has_max) {
     return lower_elementwise(c, ops, {}, [use_min, use_max](const Args& a, DType t) -> Expected<Expr> {
       Expr r = a[0];
       size_t k = 1;
-      if (use_min) r = ir::binary(BinaryOp::Maximum, r, a[k++]);
-      if (use_max) r = ir::binary(BinaryOp::Minimum, r, a[k++]);
+      // Bounds first: cppi_max / cppi_min give their second operand on a
+      // tie, so on CPU a zero of the other sign keeps x, as eager's clamp
+      // does (on CUDA both order the zeros, as eager's there).
+      if (use_min) r = ir::binary(BinaryOp::Maximum, a[k++], r);
+      if (use_max) r = ir::binary(BinaryOp::Minimum, a[k++], r);
       return r;
     });
   };

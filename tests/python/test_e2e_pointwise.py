@@ -341,6 +341,23 @@ def test_fmax_fmin_ignore_a_nan_operand(device):
         assert torch.equal(got[:, :2].signbit(), want[:, :2].signbit()), (got, want)
 
 
+def test_zero_signs_of_relu_and_clamp(device):
+    """A zero of the other sign than the bound: eager keeps x on CPU and
+    orders the zeros (-0 < +0) on CUDA. assert_close takes -0 for +0, so the
+    signs are compared on their own, at a length with a vector tail."""
+
+    def f(x, lo):
+        return torch.relu(x), x.clamp_min(0.0), x.clamp_max(-0.0), x.clamp(lo, lo), torch.maximum(x, lo)
+
+    x = torch.tensor([-0.0, 0.0] * 9, device=device)
+    lo = torch.zeros_like(x)
+    # On CPU, eager's tie for tensor bounds (clamp, maximum) depends on the lane.
+    outs = f(x, lo) if device == "cuda" else f(x, lo)[:3]
+    got = torch.compile(f, backend="cppinductor")(x, lo)
+    for k, want in enumerate(outs):
+        assert torch.equal(got[k].signbit(), want.signbit()), (k, got[k], want)
+
+
 def test_angle_of_real_tensors(device):
     """angle of a real value: pi below zero, 0 otherwise (-0 and +inf
     included), NaN stays NaN; integers give float32, float64 stays float64."""
