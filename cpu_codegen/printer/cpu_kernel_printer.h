@@ -27,11 +27,13 @@
 ///     keeps one accumulator per lane (column sums: no horizontal step).
 ///     With column_block/row_block (column reductions), the vector loop runs
 ///     in blocks of column_block vectors: the accumulators of a block live in
-///     an array, and each leading reduction's first loop, split into blocks of
+///     an array, and each reduction's first loop, split into blocks of
 ///     row_block iterations, is interchanged with the vectors of the block;
-///     the reductions run one after another over the block (a softmax over
-///     columns: the max tile, then the sum of exp(x - max) reading it), and
-///     the loop-less stages after them run per vector on their results.
+///     a pointwise stage's loops run outside the vectors of the block. The
+///     stages with loops run one after another over the block (a softmax
+///     over columns: the max tile, exp(x - max) stored, the sum tile over
+///     it, the stored values scaled), and the loop-less stages after them
+///     run per vector on the results.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
 ///     reduction keeps vector accumulators (vector_accumulators of them for
 ///     sum, max and min) plus a scalar one for the tail and combines them
@@ -132,6 +134,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// The column_block/row_block main loop over [from, to) (see the file comment).
   void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
+  /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the
+  /// block, its loops outside a vector loop over the block's columns, so each
+  /// step walks one contiguous piece of a row.
+  void print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& var,
+                             const std::function<void()>& open_vector_loop,
+                             const std::function<void(size_t)>& bind_earlier_results);
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
@@ -230,9 +238,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::set<std::string> reserved_;
   std::string vvar_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
-  /// Inside print_tiled_columns: the accumulated lane state of each tiled
-  /// stage, by stage index.
-  std::unordered_map<size_t, std::string> tiled_states_;
 };
 
 }  // namespace cppi::cpu::detail

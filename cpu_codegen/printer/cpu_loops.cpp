@@ -208,16 +208,8 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
-  const size_t tiled = ir::leading_looped_reductions(k_.stages);
-  if (tiled == 0 || sched_.row_block <= 0) {
+  if (ir::leading_looped_reductions(k_.stages) == 0 || sched_.row_block <= 0) {
     fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
-  }
-  for (size_t i = tiled; i < k_.stages.size(); ++i) {
-    std::visit(
-        [&](const auto& st) {
-          if (!st.loops.empty()) fail(cat("kernel ", k_.name, ": column_block with loops in stage ", i));
-        },
-        k_.stages[i]);
   }
   const int64_t w = sched_.vector_width;
   const int64_t span = int64_t{sched_.column_block} * w;
@@ -228,17 +220,34 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   };
   // The lane states of the stages tiled so far, by stage index.
   std::unordered_map<size_t, std::string> slots;
-  // Inside a vector loop over the block: the results of the stages before
-  // `stage`, read from their tiles (a softmax's sum of exp(x - max) reads
-  // the max of its columns).
+  // Inside a vector loop over the block: the results of the reductions
+  // before `stage`, read from their tiles (a softmax's sum of exp(x - max)
+  // reads the max of its columns).
   auto bind_earlier_results = [&](size_t stage) {
     locals_.clear();
-    for (size_t j = 0; j < stage; ++j) bind_lane_results(std::get<ReductionStage>(k_.stages[j]), slots.at(j));
+    for (size_t j = 0; j < stage; ++j) {
+      if (const auto* red = std::get_if<ReductionStage>(&k_.stages[j])) bind_lane_results(*red, slots.at(j));
+    }
   };
 
   out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
   out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
-  for (size_t i = 0; i < tiled; ++i) {
+  for (size_t i = 0; i < k_.stages.size(); ++i) {
+    if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
+      if (!pw->loops.empty()) {
+        print_tiled_pointwise(*pw, i, v, open_vector_loop, bind_earlier_results);
+        continue;
+      }
+      // A loop-less stage (log_softmax's log of each column's sum), in its
+      // place: a later stage may read what it stores.
+      open_vector_loop();
+      enter_vector(v);
+      bind_earlier_results(i);
+      print_pointwise(*pw, i);
+      leave_vector();
+      out_.close();
+      continue;
+    }
     const auto& s = std::get<ReductionStage>(k_.stages[i]);
     const DType t = s.body.dtype();
     const std::string tile = local_name(s.results[0]) + "_tile";
@@ -290,15 +299,41 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     }
     slots[i] = slot;
   }
-  open_vector_loop();
-  tiled_states_ = slots;
-  print_stages(true);
-  tiled_states_.clear();
-  out_.close();
   out_.close();
 }
 
-// --- stages ----------------------------------------------------------------------------------
+void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& v,
+                                             const std::function<void()>& open_vector_loop,
+                                             const std::function<void(size_t)>& bind_earlier_results) {
+  // As a tiled reduction: the first loop in blocks of row_block, each block
+  // interchanged with the block's vectors, so what a vector's stores share
+  // across rows (softmax's 1 / sum) is computed once per row block.
+  const Loop& first = s.loops[0];
+  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
+  const Bound rows = extent(first);
+  std::string comment = cat("// stage ", index, ", tiled: store");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  out_.line(cat(comment, ", ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+  out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
+  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text,
+                ");"));
+  open_vector_loop();
+  enter_vector(v);
+  bind_earlier_results(index);
+  out_.open(cat("for (int64_t ", r, " = ", rblk, "; ", r, " < ", rblk_end, "; ++", r, ")"));
+  for (size_t l = 1; l < s.loops.size(); ++l) {
+    const std::string inner = var_name(s.loops[l]);
+    out_.open(cat("for (int64_t ", inner, " = 0; ", inner, " < ", extent(s.loops[l]).text, "; ++", inner, ")"));
+  }
+  {
+    ValueScope scope;
+    print_stores(s.stores, scope);
+  }
+  for (size_t l = 0; l < s.loops.size(); ++l) out_.close();
+  leave_vector();
+  out_.close();
+  out_.close();
+}
 
 void CpuKernelPrinter::print_stages(bool vector_outer) {
   locals_.clear();

@@ -52,11 +52,8 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
     // Lane mode: W independent reductions, one per outer iteration.
     if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
     if (sched_.parallel_reduction) fail(cat("kernel ", k_.name, ": parallel_reduction inside a vectorised outer loop"));
-    auto tiled = tiled_states_.find(first);
     const std::string state =
-        tiled != tiled_states_.end()
-            ? tiled->second
-            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
+        print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
     bind_lane_results(head, state);
     return;
   }

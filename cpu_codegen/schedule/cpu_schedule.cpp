@@ -1,6 +1,7 @@
 #include "cpu_codegen/schedule/cpu_schedule.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -45,14 +46,60 @@ namespace {
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
 constexpr int kVectorAccumulators = 4;
 
-/// Whether some buffer the kernel stores is also one it loads (an in-place
-/// update): computing an element twice would then read what the first time
-/// stored (TailKind::Overlapped).
+/// Whether `buffer`'s first access in the kernel is a pointwise stage that
+/// stores it without loading it, and every load of it reads what that store
+/// wrote in the same outer iteration (the same index once the loops are
+/// renamed to the storing stage's, over equal extents): a scratch the
+/// kernel fills before it reads it, as the stash of softmax's exp or a
+/// column statistic stored for the stage after it.
+bool written_before_read(const Kernel& k, const std::string& buffer) {
+  const PointwiseStage* first = nullptr;
+  const Store* store = nullptr;
+  for (const auto& s : k.stages) {
+    bool loads = false;
+    for (const auto& a : reads(s)) loads = loads || a.buffer->name == buffer;
+    if (!first) {
+      const auto* pw = std::get_if<PointwiseStage>(&s);
+      if (pw) {
+        for (const auto& st : pw->stores) {
+          if (st.buffer->name == buffer) store = &st;
+        }
+      }
+      if (loads) return false;
+      if (store) first = pw;
+      continue;
+    }
+    if (!loads) continue;
+    // A loop-less store (log_softmax's log of a column sum) is read back at
+    // its own index; one with loops at the same point of equal loops.
+    const auto& loops = loops_of(s);
+    std::map<std::string, IndexExpr> renamed;
+    if (!first->loops.empty()) {
+      if (loops.size() != first->loops.size()) return false;
+      for (size_t i = 0; i < loops.size(); ++i) {
+        if (!(loops[i].extent == first->loops[i].extent)) return false;
+        renamed[loops[i].var.as<IndexVar>()->name] = first->loops[i].var;
+      }
+    }
+    for (const auto& a : reads(s)) {
+      if (a.buffer->name == buffer && !(substitute(a.index, renamed) == store->index)) return false;
+    }
+  }
+  return first != nullptr;
+}
+
+/// Whether computing an outer iteration twice could read what the first time
+/// stored (TailKind::Overlapped): the kernel loads a buffer it stores (an
+/// in-place update) that it does not fill itself first (written_before_read).
 bool reads_a_buffer_it_writes(const Kernel& k) {
   const std::set<std::string> written = written_buffers(k);
+  std::set<std::string> read_back;
   for (const auto& s : k.stages) {
     for (const auto& a : reads(s))
-      if (written.count(a.buffer->name)) return true;
+      if (written.count(a.buffer->name)) read_back.insert(a.buffer->name);
+  }
+  for (const auto& b : read_back) {
+    if (!written_before_read(k, b)) return true;
   }
   return false;
 }
@@ -409,17 +456,17 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // sums ran 6x slower than row sums. Blocks of ~4 KiB per row (64 vectors of
   // 16 floats) over 16 rows at a time run at row-sum speed (measured on
   // AVX-512: 15.7 ms -> 2.7 ms vs 2.6 ms for the row sum, one thread).
-  // Every leading reduction over loops is tiled, one after another over the
-  // same block of columns (softmax over dim 0: the column max, then the sum
-  // of exp(x - max)), so none of them walks one vector per row.
+  // Every stage with loops is tiled, one after another over the same block
+  // of columns (softmax over dim 0: the column max, then exp(x - max) stored,
+  // its sum, and the stored values scaled), so none of them walks one vector
+  // per row: a reduction folds row blocks into the block's accumulators, a
+  // pointwise stage walks the block's vectors of each row in turn.
   if (vec_outer && !d.cpu.parallel_reduction) {
     const size_t tiled = ir::leading_looped_reductions(k.stages);
-    bool others_loopless = true;
-    for (size_t i = tiled; i < k.stages.size(); ++i) others_loopless = others_loopless && loops_of(k.stages[i]).empty();
-    if (tiled > 0 && others_loopless) {
+    if (tiled > 0) {
       constexpr int64_t kRowBlock = 16, kBlockBytes = 4096;
       AccessCounts counts;
-      for (size_t i = 0; i < tiled; ++i) scan_stage(k.stages[i], var_name(k.outer.back()), &counts);
+      for (const auto& st : k.stages) scan_stage(st, var_name(k.outer.back()), &counts);
       const int64_t vector_bytes = int64_t{d.cpu.vector_width} * counts.max_lane_bytes;
       const int64_t outer_vectors = (est(k.outer.back().extent) + d.cpu.vector_width - 1) / d.cpu.vector_width;
       const auto& rows = std::get<ReductionStage>(k.stages[0]).loops[0].extent;

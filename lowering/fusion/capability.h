@@ -40,6 +40,11 @@ struct BackendCapability {
   /// runs all stages of an outer iteration (the CPU); a backend that splits
   /// stage loops across threads needs a barrier between such stages.
   bool stages_read_other_positions = true;
+  /// A pointwise node that reads a reduction's results transposed may join
+  /// its kernel with its loops reordered (legality permuted_for_group): the
+  /// CPU tiles such column kernels; the CUDA column schedule has no
+  /// pointwise stage with loops.
+  bool permuted_epilogues = true;
 
   /// The CUDA printer splits stage loops across a warp's or block's threads
   /// and emits no barrier between stages.
@@ -48,6 +53,7 @@ struct BackendCapability {
     c.stages_read_other_positions = false;
     c.horizontal_reductions = false;
     c.pointwise_in_split_reductions = true;
+    c.permuted_epilogues = false;
     return c;
   }
 };

@@ -131,6 +131,13 @@ std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguou
   return std::string("independent loops storing along different axes would not vectorise together");
 }
 
+std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements) {
+  if (stage_elements && *stage_elements <= h.max_permuted_stage_elements) return std::nullopt;
+  return cat("reordering its loops to join would leave a stage of ",
+             stage_elements ? std::to_string(*stage_elements) : std::string("a symbolic number of"),
+             " elements per outer iteration (more than ", h.max_permuted_stage_elements, ")");
+}
+
 std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes) {
   if (static_cast<int>(nodes) <= h.max_fusion_size) return std::nullopt;
   return cat("the kernel already has ", h.max_fusion_size, " nodes (max_fusion_size)");

@@ -354,8 +354,38 @@ std::optional<std::string> why_not_join(const Program& p, const fusion::Grouping
   return std::nullopt;
 }
 
+/// `node` with its loops reordered so that it joins `group` as an epilogue
+/// (legality permuted_for_group), when the backend prints such kernels and
+/// the heuristics allow it; else nullopt, with `why` set when the reordering
+/// itself was refused (the caller logs the original refusal otherwise).
+std::optional<ir::ComputeNode> permuted_join(Program& p, const fusion::Grouping& g, size_t group, size_t node,
+                                             const std::optional<fusion::MoveBarrier>& barrier,
+                                             fusion::Affinity affinity, const FusionOptions& options,
+                                             std::string* why) {
+  const auto& grp = g.groups[group];
+  if (!grp.has_reduction || !options.capability(grp.device).permuted_epilogues) return std::nullopt;
+  auto permuted = fusion::permuted_for_group(p, grp, node);
+  if (!permuted) return std::nullopt;
+  const auto& ranges = fusion::ranges_of(*permuted);
+  std::optional<int64_t> elements = 1;
+  for (size_t j = grp.outer.size(); j < ranges.size(); ++j) {
+    auto extent = ranges[j].constant();
+    elements = extent && elements ? std::optional<int64_t>(*elements * *extent) : std::nullopt;
+  }
+  if (auto refused = fusion::why_not_permute(options.heuristics, elements)) {
+    *why = *refused;
+    return std::nullopt;
+  }
+  // Asked with the reordered node in place; its reads and writes are the same.
+  std::swap(*p.nodes[node], *permuted);
+  auto refused = why_not_join(p, g, group, node, barrier, affinity, options);
+  std::swap(*p.nodes[node], *permuted);
+  if (refused) return std::nullopt;
+  return permuted;
+}
+
 /// Step 3: form kernels in program order.
-fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, RefusalLog& log) {
+fusion::Grouping group_nodes(Program& p, const FusionOptions& options, RefusalLog& log) {
   constexpr size_t kMaxCandidates = 64;  // kernels looked back at, to bound compile time
   fusion::Grouping g;
   for (size_t i = 0; i < p.size(); ++i) {
@@ -368,23 +398,31 @@ fusion::Grouping group_nodes(const Program& p, const FusionOptions& options, Ref
     auto barrier = fusion::latest_conflict(p, g, i);
     int best = -1;
     auto best_affinity = fusion::Affinity::None;
+    std::optional<ir::ComputeNode> best_permuted;
     size_t first = g.groups.size() > kMaxCandidates ? g.groups.size() - kMaxCandidates : 0;
     for (size_t gi = g.groups.size(); gi-- > first;) {
       auto [aff, member] = affinity(p, g.groups[gi], i);
       if (aff == fusion::Affinity::None && !options.capability(fusion::device_of(node)).horizontal_fusion) continue;
       if (best >= 0 && aff <= best_affinity) continue;
+      std::optional<ir::ComputeNode> permuted;
       if (auto why = why_not_join(p, g, gi, i, barrier, aff, options)) {
-        if (aff != fusion::Affinity::None) log.add(p, member, i, *why);
-        continue;
+        std::string permute_refused;
+        if (aff != fusion::Affinity::None) permuted = permuted_join(p, g, gi, i, barrier, aff, options, &permute_refused);
+        if (!permuted) {
+          if (aff != fusion::Affinity::None) log.add(p, member, i, permute_refused.empty() ? *why : permute_refused);
+          continue;
+        }
       }
       best = static_cast<int>(gi);
       best_affinity = aff;
+      best_permuted = std::move(permuted);
     }
+    if (best_permuted) p.set_node(i, std::move(*best_permuted));
     if (best >= 0) {
       auto& grp = g.groups[best];
       std::string unused;
       grp.outer = *fusion::joined_outer(p, grp, i, &unused);
-      grp.has_reduction = grp.has_reduction || fusion::is_reduction(node);
+      grp.has_reduction = grp.has_reduction || fusion::is_reduction(*p.nodes[i]);
       grp.members.push_back(static_cast<int>(i));
       continue;
     }

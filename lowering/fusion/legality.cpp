@@ -1,8 +1,10 @@
 #include "lowering/fusion/legality.h"
 
 #include <algorithm>
+#include <map>
 
 #include "lowering/fusion/fusion_node.h"
+#include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::lowering::fusion {
@@ -220,6 +222,52 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
   }
   if (barrier && barrier->slot > grp.slot) return barrier->reason;
   return std::nullopt;
+}
+
+std::optional<ComputeNode> permuted_for_group(const Program& p, const Group& group, size_t node) {
+  const auto* pw = std::get_if<ir::PointwiseNodePtr>(&*p.nodes[node]);
+  if (!pw) return std::nullopt;
+  const size_t depth = group.outer.size();
+  const size_t n = (*pw)->ranges.size();
+  // The reader's variable each of the group's outer loops must become.
+  std::optional<std::vector<IndexExpr>> lead;
+  for (int m : group.members) {
+    const auto& mem = *p.nodes[m];
+    if (!is_reduction(mem)) continue;
+    for (const auto& buf : p.writes[m]) {
+      if (!p.reads[node].count(buf)) continue;
+      ReadMap map;
+      if (why_unmappable(mem, *p.nodes[node], buf, &map)) return std::nullopt;
+      for (const auto& point : map.points) {
+        if (point.size() != depth || !is_permutation(point)) return std::nullopt;
+        if (lead && *lead != point) return std::nullopt;
+        lead = point;
+      }
+    }
+  }
+  if (!lead || is_identity(*lead, depth)) return std::nullopt;
+  // New loop j runs over old variable order[j]: the lead variables, then the
+  // rest in their old order.
+  const auto vars = ir::pointwise_vars(n);
+  std::vector<size_t> order;
+  for (const auto& v : *lead) {
+    const auto at = std::find(vars.begin(), vars.end(), v);
+    if (at == vars.end()) return std::nullopt;
+    order.push_back(static_cast<size_t>(at - vars.begin()));
+  }
+  for (size_t j = 0; j < n; ++j) {
+    if (std::find(order.begin(), order.end(), j) == order.end()) order.push_back(j);
+  }
+  std::vector<IndexExpr> ranges;
+  std::map<std::string, IndexExpr> renamed;
+  for (size_t j = 0; j < n; ++j) {
+    ranges.push_back((*pw)->ranges[order[j]]);
+    renamed[vars[order[j]].as<ir::IndexVar>()->name] = vars[j];
+  }
+  const ir::Store& st = (*pw)->store;
+  ir::Store moved = ir::Store::make(st.buffer, ir::substitute(st.index, renamed), ir::substitute_indices(st.value, renamed));
+  return ComputeNode{ir::PointwiseNode::make_with_store((*pw)->name, std::move(ranges), std::move(moved),
+                                                        (*pw)->origins)};
 }
 
 bool needs_own_stage(const Program& p, size_t earlier, size_t later) {

@@ -67,6 +67,15 @@ std::optional<MoveBarrier> latest_conflict(const Program& p, const Grouping& g, 
 std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node,
                                         const std::optional<MoveBarrier>& barrier);
 
+/// `node` (pointwise) with its loops reordered so that it reads the results
+/// of `group`'s reductions in the group's outer iteration, or nullopt when
+/// it reads none of them, or not each at a plain permutation of its loop
+/// variables. Softmax over dim 0: the normalising node loops (row, column)
+/// and reads the column max at [column]; as (column, row) it runs as an
+/// epilogue of the column reduction, its rows a stage loop. Any order of a
+/// pointwise node's iterations computes the same values.
+std::optional<ir::ComputeNode> permuted_for_group(const Program& p, const Group& group, size_t node);
+
 /// True when `later` depends on `earlier` (or writes what it reads) at other
 /// than the same iteration point, so they cannot share one loop body.
 bool needs_own_stage(const Program& p, size_t earlier, size_t later);

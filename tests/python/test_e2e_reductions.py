@@ -145,6 +145,46 @@ def test_log_softmax_over_columns_takes_each_log_once_on_cpu():
     assert kernels.count("cppi_log(") == 2, kernels
 
 
+def test_softmax_over_columns_is_one_kernel_computing_exp_once_on_cpu():
+    """softmax over dim 0: the normalising step joins the column kernel with
+    its loops reordered (rows as a stage loop), exp(x - max) is stored into
+    the output and scaled there, so exp runs once per element: in the column
+    block loop and in the overlapping last vector, nowhere else. NaN and -inf
+    columns keep eager's values."""
+    x = torch.randn(40, 1030) * 4
+    x[3, 5] = float("nan")
+    x[:, 200] = -float("inf")
+    kernels = _cpu_kernels(lambda x: torch.softmax(x, 0), x)
+    assert kernels.count("// kernel: ") == 1, kernels
+    assert kernels.count("cppi_exp(") == 2, kernels
+    assert "tail=overlapped" in kernels, kernels
+
+
+@pytest.mark.parametrize("shape,dim", [((1000, 33), 0), ((7, 5, 19), 0), ((6, 40, 17), 1), ((3, 1), 0)])
+def test_softmax_over_a_leading_dim(shape, dim, device):
+    """Column softmax / log_softmax and a column normalisation, forward and
+    backward, at shapes with and without a vector tail."""
+
+    def f(x):
+        return torch.softmax(x, dim), F.log_softmax(x, dim), x / x.sum(dim, keepdim=True)
+
+    check_model(f, (torch.randn(*shape, device=device) * 3,), grad=True, reduction=True)
+
+
+def test_long_columns_keep_two_kernels_on_cpu():
+    """Over more than 1024 rows a column block's later passes would not find
+    its rows in cache: the normalising step keeps its own kernel, with a
+    remark saying why."""
+    from cppinductor import debug
+
+    x = torch.randn(1100, 40)
+    with debug.recording() as records:
+        kernels = _cpu_kernels(lambda x: torch.softmax(x, 0), x)
+    assert kernels.count("// kernel: ") == 2, kernels
+    reasons = [r["reason"] for r in records[-1].remarks if r["kind"] == "fusion_refusal"]
+    assert any("a stage of 1100 elements per outer iteration (more than 1024)" in r for r in reasons), reasons
+
+
 def test_column_normalisation_sums_x_once_on_cpu():
     """(x - x.mean(0)) / x.std(0): the mean and the variance both reduce sum(x)
     over the columns; the fused kernel keeps one of the two passes

@@ -85,6 +85,49 @@ TEST(Fusion, DifferentIterationSpacesAreRefused) {
   EXPECT_EQ(compare_numerics(b.graph, fused, {{"s0", 3}}), "");
 }
 
+// softmax over dim 0: the normalising node reads the column statistics at
+// [col] while it loops (row, col). On the CPU it joins the column kernel
+// with its loops reordered, its rows a stage loop.
+TEST(Fusion, ColumnSoftmaxIsOneKernelOnCpu) {
+  auto g = column_softmax(16, 12);
+  Remarks remarks;
+  auto fused = run(g.graph, remarks);
+  auto ks = kernels(fused);
+  ASSERT_EQ(ks.size(), 1u) << remark_text(remarks);
+  EXPECT_EQ(stage_shape(*ks[0]), "R1 R1 P1") << ir::to_string(*ks[0]);
+  ASSERT_EQ(ks[0]->outer.size(), 1u);
+  EXPECT_EQ(ks[0]->outer[0].extent, ir::index_const(12));  // the columns
+  EXPECT_FALSE(has_buffer(fused, "sum"));
+  EXPECT_TRUE(remarks.all().empty()) << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(g.graph, fused), "");
+}
+
+TEST(Fusion, ColumnSoftmaxOverLongColumnsStaysTwoKernels) {
+  auto g = column_softmax(2000, 12);
+  Remarks remarks;
+  auto fused = run(g.graph, remarks);
+  ASSERT_EQ(kernels(fused).size(), 2u) << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("a stage of 2000 elements per outer iteration (more than 1024)"),
+            std::string::npos)
+      << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(g.graph, fused), "");
+}
+
+// The CUDA column schedule has no pointwise stage with loops: there the
+// normalising node keeps its own kernel.
+TEST(Fusion, BackendWithoutPermutedEpiloguesKeepsColumnSoftmaxInTwoKernels) {
+  EXPECT_FALSE(fusion::BackendCapability::cuda_default().permuted_epilogues);
+  auto g = column_softmax(16, 12);
+  FusionOptions options;
+  options.cpu.permuted_epilogues = false;
+  Remarks remarks;
+  auto fused = run(g.graph, remarks, options);
+  ASSERT_EQ(kernels(fused).size(), 2u) << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("do not start with the reduction's outer loops [12]"), std::string::npos)
+      << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(g.graph, fused), "");
+}
+
 /// exp(sin(x)) read by `readers` consumers, transposed when asked.
 GraphBuilder expensive_producer(int readers, bool transposed) {
   GraphBuilder b;

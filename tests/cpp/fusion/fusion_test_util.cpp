@@ -220,4 +220,18 @@ GraphBuilder softmax(IndexExpr rows, IndexExpr cols, bool log) {
   return b;
 }
 
+GraphBuilder column_softmax(IndexExpr rows, IndexExpr cols) {
+  GraphBuilder b;
+  auto xin = b.input("x", {rows, cols});
+  auto amax = b.temp("amax", {1, cols});
+  auto exp = b.temp("exp", {rows, cols});
+  auto sum = b.temp("sum", {1, cols});
+  auto out = b.output("out", {rows, cols});
+  b.reduction("amax", amax, {rows}, ReductionKind::Max, at(xin, {r(0), x(1)}));
+  b.pointwise("exp", exp, ir::unary(UnaryOp::Exp, ir::binary(BinaryOp::Sub, at(xin, {x(0), x(1)}), at(amax, {0, x(1)}))));
+  b.reduction("sum", sum, {rows}, ReductionKind::Sum, at(exp, {r(0), x(1)}));
+  b.pointwise("div", out, ir::binary(BinaryOp::TrueDiv, at(exp, {x(0), x(1)}), at(sum, {0, x(1)})));
+  return b;
+}
+
 }  // namespace cppi::lowering::testing

@@ -73,5 +73,8 @@ FusedGraph run(const LoweredGraph& g, Remarks& remarks, FusionOptions options = 
 GraphBuilder bias_relu_mul(IndexExpr rows = 8, IndexExpr cols = 16);
 /// softmax (or log_softmax) over the last dim of [rows, cols] as Inductor decomposes it.
 GraphBuilder softmax(IndexExpr rows = 6, IndexExpr cols = 10, bool log = false);
+/// softmax over dim 0 of a [rows, cols] input: the reductions run per column
+/// (outer loop over cols), the normalising node loops (row, col).
+GraphBuilder column_softmax(IndexExpr rows, IndexExpr cols);
 
 }  // namespace cppi::lowering::testing
