@@ -57,8 +57,8 @@ std::string CudaKernelPrinter::state_update(ReductionKind kind, DType t, const s
   switch (kind) {
     case ReductionKind::Sum: return cat(acc, " = ", acc, " + ", x);
     case ReductionKind::Prod: return cat(acc, " = ", acc, " * ", x);
-    case ReductionKind::Max: return cat(acc, " = cppi_max(", acc, ", ", x, ")");
-    case ReductionKind::Min: return cat(acc, " = cppi_min(", acc, ", ", x, ")");
+    case ReductionKind::Max: return cat(acc, " = cppi_fold_max(", acc, ", ", x, ")");
+    case ReductionKind::Min: return cat(acc, " = cppi_fold_min(", acc, ", ", x, ")");
     case ReductionKind::Any: return cat(acc, " = ", acc, " || ", v);
     case ReductionKind::All: return cat(acc, " = ", acc, " && ", v);
     case ReductionKind::ArgMax: return cat(acc, " = cppi_argmax_combine(", acc, ", cppi_arg_make(", x, ", (int64_t)", pos, "))");

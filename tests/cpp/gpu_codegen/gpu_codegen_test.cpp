@@ -218,7 +218,7 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
   EXPECT_TRUE(m->kernels[0].row_cached);
   EXPECT_TRUE(m->kernels[0].block_reduction);
   expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "*(const cppi_vec<float, 4>*)(in_x + ",
-                              "cache0[slot + vl] = v0.v[vl];", "cppi_max(red_amax_acc",
+                              "cache0[slot + vl] = v0.v[vl];", "cppi_fold_max(red_amax_acc",
                               "cppi_block_reduce(red_amax_acc, cppi_max_op()", "cppi_exp(",
                               "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "cppi_store_vec(out_out + "});
   // The row is read from global memory once.
@@ -332,7 +332,7 @@ TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
                         "__device__ unsigned int two_column_reductions_arrivals[32];",
                         "const int64_t group = (int64_t)blockIdx.x / 8;",
                         "for (int64_t pos = valid ? split * 32 + tid : 16384; pos < 16384; pos += 256)",
-                        "red_gw_acc = red_gw_acc + ", "red_gmax_acc = cppi_max(red_gmax_acc, ",
+                        "red_gw_acc = red_gw_acc + ", "red_gmax_acc = cppi_fold_max(red_gmax_acc, ",
                         "cppi_column_reduce(red_gw_acc", "cppi_column_reduce(red_gmax_acc",
                         "two_column_reductions_partials0[split * n + idx] = red_gw_acc;",
                         "atomicAdd(&two_column_reductions_arrivals[group], 1u) == 7u",

@@ -93,6 +93,11 @@ TEST(CudaPreludeHost, MaxAndMinPropagateNanLikeTorch) {
   EXPECT_EQ(cppi_min(-1.0f, 2.0f), -1.0f);
   EXPECT_EQ(cppi_max<int64_t>(-5, 3), 3);
   EXPECT_EQ(cppi_min<int64_t>(-5, 3), -5);
+  // The reductions' folds too.
+  EXPECT_TRUE(std::isnan(cppi_fold_max(1.0f, nan)));
+  EXPECT_TRUE(std::isnan(cppi_fold_min(nan, 1.0f)));
+  EXPECT_EQ(cppi_fold_max(-1.0f, 2.0f), 2.0f);
+  EXPECT_EQ(cppi_fold_min<int64_t>(-5, 3), -5);
 }
 
 TEST(CudaPreludeHost, WelfordCombineMatchesTwoPass) {
