@@ -464,14 +464,20 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   if (vec_outer && !d.cpu.parallel_reduction) {
     const size_t tiled = ir::leading_looped_reductions(k.stages);
     if (tiled > 0) {
-      constexpr int64_t kRowBlock = 16, kBlockBytes = 4096;
+      constexpr int64_t kRowBlock = 16, kBlockBytes = 4096, kRepassBlockBytes = 1024;
       AccessCounts counts;
       for (const auto& st : k.stages) scan_stage(st, var_name(k.outer.back()), &counts);
       const int64_t vector_bytes = int64_t{d.cpu.vector_width} * counts.max_lane_bytes;
       const int64_t outer_vectors = (est(k.outer.back().extent) + d.cpu.vector_width - 1) / d.cpu.vector_width;
       const auto& rows = std::get<ReductionStage>(k.stages[0]).loops[0].extent;
       if (outer_vectors > 1 && est(rows) > kRowBlock) {
-        d.cpu.column_block = static_cast<int>(std::max<int64_t>(1, kBlockBytes / vector_bytes));
+        // A pointwise stage with loops makes the kernel pass over the block
+        // again (softmax over dim 0: four passes); a 1 KiB piece of each row
+        // keeps the block in L2 between them (two threads, softmax over dim
+        // 0 of 1000 x 1000: 0.67-0.82 ms with 4 KiB pieces, 0.52-0.55 with 1 KiB).
+        bool repasses = false;
+        for (const auto& st : k.stages) repasses = repasses || (std::holds_alternative<PointwiseStage>(st) && !loops_of(st).empty());
+        d.cpu.column_block = static_cast<int>(std::max<int64_t>(1, (repasses ? kRepassBlockBytes : kBlockBytes) / vector_bytes));
         d.cpu.row_block = kRowBlock;
         d.why += cat("; column reduction", tiled > 1 ? cat("s (", tiled, ")") : std::string(), " tiled ",
                      d.cpu.column_block, " vectors x ", kRowBlock, " rows");

@@ -1,5 +1,8 @@
 #include "lowering/fusion/choices.h"
 
+#include <cstdlib>
+#include <numeric>
+
 #include "lowering/ir/expr_visitor.h"
 
 namespace cppi::lowering::fusion {
@@ -131,11 +134,22 @@ std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguou
   return std::string("independent loops storing along different axes would not vectorise together");
 }
 
-std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements) {
-  if (stage_elements && *stage_elements <= h.max_permuted_stage_elements) return std::nullopt;
-  return cat("reordering its loops to join would leave a stage of ",
-             stage_elements ? std::to_string(*stage_elements) : std::string("a symbolic number of"),
-             " elements per outer iteration (more than ", h.max_permuted_stage_elements, ")");
+std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements,
+                                           std::optional<int64_t> rows, std::optional<int64_t> row_stride_bytes) {
+  if (!stage_elements || *stage_elements > h.max_permuted_stage_elements) {
+    return cat("reordering its loops to join would leave a stage of ",
+               stage_elements ? std::to_string(*stage_elements) : std::string("a symbolic number of"),
+               " elements per outer iteration (more than ", h.max_permuted_stage_elements, ")");
+  }
+  if (!rows || !row_stride_bytes || *row_stride_bytes == 0) {
+    return std::string("reordering its loops to join: the stage's stores do not move by a known stride");
+  }
+  const int64_t per_set = *rows * std::gcd(std::llabs(*row_stride_bytes), h.l2_set_period) / h.l2_set_period;
+  if (per_set > h.l2_ways) {
+    return cat("reordering its loops to join: its ", *rows, " rows ", *row_stride_bytes, " bytes apart put ", per_set,
+               " lines on each L2 set (more than ", h.l2_ways, " ways), so the kernel's later passes would miss");
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes) {

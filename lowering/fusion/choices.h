@@ -58,6 +58,15 @@ struct FusionHeuristics {
   /// 1000 x 1008 as one kernel 1.10 -> 0.90 ms, 512 x 4096 2.27 -> 1.88,
   /// but 4096 x 4096 23 -> 28 ms. 0: never.
   int64_t max_permuted_stage_elements = 1024;
+  /// ...and only when the block's rows do not pile onto the same L2 sets.
+  /// Rows `stride` bytes apart repeat their set every l2_set_period bytes
+  /// (the L2's size over its ways: 2 MiB / 16 here), so rows x gcd(stride,
+  /// period) / period of them land on each set; beyond l2_ways the later
+  /// passes miss. Two threads, softmax over dim 0 of 1024 x 1024 (stride 4
+  /// KiB: 32 rows per set) took 0.71-0.76 ms as one kernel, 0.63-0.83 as
+  /// two; 1000 x 1000 (stride 4000 bytes) 0.52-0.55 against 0.65-0.95.
+  int64_t l2_set_period = 128 * 1024;
+  int64_t l2_ways = 16;
 };
 
 /// Weighted operation count of one evaluation of `e` (shared nodes once):
@@ -98,8 +107,11 @@ std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h
 std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguous, bool node_stores_contiguous);
 
 /// Why a node should not join a reduction's kernel with its loops reordered
-/// (see max_permuted_stage_elements); `stage_elements` as above.
-std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements);
+/// (see max_permuted_stage_elements and l2_set_period): `stage_elements` as
+/// above, `rows` the extent of the stage's first loop and `row_stride_bytes`
+/// how far its stores move along it (nullopt: not constant).
+std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements,
+                                           std::optional<int64_t> rows, std::optional<int64_t> row_stride_bytes);
 
 /// Why a kernel should not grow to `nodes` nodes.
 std::optional<std::string> why_not_grow(const FusionHeuristics& h, size_t nodes);

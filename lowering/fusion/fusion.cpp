@@ -372,7 +372,14 @@ std::optional<ir::ComputeNode> permuted_join(Program& p, const fusion::Grouping&
     auto extent = ranges[j].constant();
     elements = extent && elements ? std::optional<int64_t>(*elements * *extent) : std::nullopt;
   }
-  if (auto refused = fusion::why_not_permute(options.heuristics, elements)) {
+  std::optional<int64_t> rows, stride_bytes;
+  if (grp.outer.size() < ranges.size()) {
+    const auto& pw = std::get<ir::PointwiseNodePtr>(*permuted);
+    rows = ranges[grp.outer.size()].constant();
+    const auto stride = ir::coefficient(pw->store.index, ir::pointwise_var(static_cast<int>(grp.outer.size())));
+    if (stride && stride->constant()) stride_bytes = *stride->constant() * dtype_size(pw->store.buffer->dtype);
+  }
+  if (auto refused = fusion::why_not_permute(options.heuristics, elements, rows, stride_bytes)) {
     *why = *refused;
     return std::nullopt;
   }
