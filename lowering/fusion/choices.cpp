@@ -134,8 +134,12 @@ std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguou
   return std::string("independent loops storing along different axes would not vectorise together");
 }
 
-std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements,
+std::optional<std::string> why_not_permute(const FusionHeuristics& h, int cost, std::optional<int64_t> stage_elements,
                                            std::optional<int64_t> rows, std::optional<int64_t> row_stride_bytes) {
+  if (cost <= h.cheap_cost) {
+    return cat("reordering its loops to join: its work per element (cost ", cost, ", at most ", h.cheap_cost,
+               ") would not repay another pass over each block of columns");
+  }
   if (!stage_elements || *stage_elements > h.max_permuted_stage_elements) {
     return cat("reordering its loops to join would leave a stage of ",
                stage_elements ? std::to_string(*stage_elements) : std::string("a symbolic number of"),

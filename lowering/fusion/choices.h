@@ -107,10 +107,15 @@ std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h
 std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguous, bool node_stores_contiguous);
 
 /// Why a node should not join a reduction's kernel with its loops reordered
-/// (see max_permuted_stage_elements and l2_set_period): `stage_elements` as
-/// above, `rows` the extent of the stage's first loop and `row_stride_bytes`
-/// how far its stores move along it (nullopt: not constant).
-std::optional<std::string> why_not_permute(const FusionHeuristics& h, std::optional<int64_t> stage_elements,
+/// (see max_permuted_stage_elements and l2_set_period): `cost` its value's
+/// recompute_cost, `stage_elements` as above, `rows` the extent of the
+/// stage's first loop and `row_stride_bytes` how far its stores move along
+/// it (nullopt: not constant). A node of at most cheap_cost saves too little
+/// to repay the extra pass over each block: two threads, log_softmax over
+/// dim 0 of 1000 x 1000 (x - max - log(sum), cost 5) 0.49-0.55 ms as one
+/// kernel against 0.45-0.52 as two; softmax (exp(x - max) / sum, cost 10)
+/// and (x - mean) / std (cost 9: the mean's division per element) gain.
+std::optional<std::string> why_not_permute(const FusionHeuristics& h, int cost, std::optional<int64_t> stage_elements,
                                            std::optional<int64_t> rows, std::optional<int64_t> row_stride_bytes);
 
 /// Why a kernel should not grow to `nodes` nodes.

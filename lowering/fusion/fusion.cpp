@@ -379,7 +379,8 @@ std::optional<ir::ComputeNode> permuted_join(Program& p, const fusion::Grouping&
     const auto stride = ir::coefficient(pw->store.index, ir::pointwise_var(static_cast<int>(grp.outer.size())));
     if (stride && stride->constant()) stride_bytes = *stride->constant() * dtype_size(pw->store.buffer->dtype);
   }
-  if (auto refused = fusion::why_not_permute(options.heuristics, elements, rows, stride_bytes)) {
+  const int cost = fusion::recompute_cost(std::get<ir::PointwiseNodePtr>(*permuted)->store.value);
+  if (auto refused = fusion::why_not_permute(options.heuristics, cost, elements, rows, stride_bytes)) {
     *why = *refused;
     return std::nullopt;
   }

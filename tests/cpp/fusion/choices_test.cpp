@@ -143,18 +143,21 @@ TEST(Choices, FullReductionAbsorbsASmallElementwiseEpilogue) {
 /// whose rows spread over the L2's sets.
 TEST(Choices, PermutedEpiloguesNeedShortColumnsSpreadOverL2Sets) {
   FusionHeuristics h;
-  EXPECT_EQ(why_not_permute(h, 1000, 1000, 4000), std::nullopt);  // softmax over dim 0 of 1000 x 1000
-  EXPECT_EQ(why_not_permute(h, 512, 512, 2048), std::nullopt);     // 8 rows per set
-  auto long_columns = why_not_permute(h, 2000, 2000, 4000);
+  EXPECT_EQ(why_not_permute(h, 10, 1000, 1000, 4000), std::nullopt);  // softmax over dim 0 of 1000 x 1000
+  EXPECT_EQ(why_not_permute(h, 10, 512, 512, 2048), std::nullopt);     // 8 rows per set
+  auto cheap = why_not_permute(h, 5, 1000, 1000, 4000);                // log_softmax's x - max - log(sum)
+  ASSERT_TRUE(cheap);
+  EXPECT_NE(cheap->find("work per element (cost 5, at most 8)"), std::string::npos) << *cheap;
+  auto long_columns = why_not_permute(h, 10, 2000, 2000, 4000);
   ASSERT_TRUE(long_columns);
   EXPECT_NE(long_columns->find("a stage of 2000 elements"), std::string::npos) << *long_columns;
-  auto aliased = why_not_permute(h, 1024, 1024, 4096);  // 32 rows on each set
+  auto aliased = why_not_permute(h, 10, 1024, 1024, 4096);  // 32 rows on each set
   ASSERT_TRUE(aliased);
   EXPECT_NE(aliased->find("put 32 lines on each L2 set"), std::string::npos) << *aliased;
-  EXPECT_TRUE(why_not_permute(h, std::nullopt, std::nullopt, std::nullopt));
-  EXPECT_TRUE(why_not_permute(h, 100, 100, std::nullopt));
+  EXPECT_TRUE(why_not_permute(h, 10, std::nullopt, std::nullopt, std::nullopt));
+  EXPECT_TRUE(why_not_permute(h, 10, 100, 100, std::nullopt));
   h.max_permuted_stage_elements = 0;
-  EXPECT_TRUE(why_not_permute(h, 16, 16, 48));
+  EXPECT_TRUE(why_not_permute(h, 10, 16, 16, 48));
 }
 
 }  // namespace
