@@ -84,6 +84,62 @@ CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
   E* e = (E*)p;
   for (int64_t i = 0; i < n; ++i) e[i] = v[i];
 }
+// ---------------------------------------------------------------------------
+// Transposed tiles (CpuSchedule::transpose_tile): dst[j * W + i] =
+// src[j + i * stride] for i, j < W, elements of Bytes bytes moved as
+// unsigned integers. A kernel whose vectorised loop reads one input across
+// its rows (x.t() + y, an NCHW -> NHWC copy) reads a W x W block of it along
+// the rows instead, W vector loads, and turns it in registers: log2(W)
+// rounds, round h swapping the off-diagonal h x h blocks of every 2h x 2h
+// block (one shufflevector per row), so row j of the result holds column j
+// of the block.
+template <int... J>
+struct cppi_ints {};
+template <int N, int... J>
+struct cppi_make_ints : cppi_make_ints<N - 1, N - 1, J...> {};
+template <int... J>
+struct cppi_make_ints<0, J...> {
+  typedef cppi_ints<J...> type;
+};
+template <int Bytes> struct cppi_uint_of;
+template <> struct cppi_uint_of<1> { typedef uint8_t type; };
+template <> struct cppi_uint_of<2> { typedef uint16_t type; };
+template <> struct cppi_uint_of<4> { typedef uint32_t type; };
+template <> struct cppi_uint_of<8> { typedef uint64_t type; };
+
+// Row i of a round-h pair (i without bit h): its own lanes where j has no
+// bit h, else row i + h's lanes j - h; row i + h the mirror image.
+template <int H, class V, int... J>
+CPPI_INLINE V cppi_transpose_low(V a, V b, cppi_ints<J...>) {
+  return __builtin_shufflevector(a, b, ((J & H) ? J - H + (int)sizeof...(J) : J)...);
+}
+template <int H, class V, int... J>
+CPPI_INLINE V cppi_transpose_high(V a, V b, cppi_ints<J...>) {
+  return __builtin_shufflevector(a, b, ((J & H) ? J + (int)sizeof...(J) : J + H)...);
+}
+template <int W, int H, class V>
+CPPI_INLINE void cppi_transpose_rounds(V* r) {
+  if constexpr (H < W) {
+    for (int i = 0; i < W; ++i) {
+      if (i & H) continue;
+      const V a = r[i], b = r[i + H];
+      r[i] = cppi_transpose_low<H>(a, b, typename cppi_make_ints<W>::type());
+      r[i + H] = cppi_transpose_high<H>(a, b, typename cppi_make_ints<W>::type());
+    }
+    cppi_transpose_rounds<W, 2 * H>(r);
+  }
+}
+template <int W, int Bytes>
+CPPI_INLINE void cppi_transpose_tile(const void* src, int64_t stride, void* dst) {
+  static_assert(W >= 2 && (W & (W - 1)) == 0, "cppi_transpose_tile: W must be a power of two");
+  typedef typename cppi_uint_of<Bytes>::type E;
+  typedef E V __attribute__((vector_size(W * Bytes)));
+  V r[W];
+  for (int i = 0; i < W; ++i) __builtin_memcpy(&r[i], (const E*)src + i * stride, sizeof(V));
+  cppi_transpose_rounds<W, 1>(r);
+  for (int i = 0; i < W; ++i) __builtin_memcpy((E*)dst + i * W, &r[i], sizeof(V));
+}
+
 template <class V>
 CPPI_INLINE V cppi_vsplat(typename cppi_vec_traits<V>::element_type s) {
   V v;

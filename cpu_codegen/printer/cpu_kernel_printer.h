@@ -140,6 +140,17 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& var,
                              const std::function<void()>& open_vector_loop,
                              const std::function<void(size_t)>& bind_earlier_results);
+  /// Opens the loop over a parallel chunk [begin, end) of the collapsed
+  /// iteration space of `units` (C variable name, extent), row-major, and
+  /// declares each unit's variable in it. Closed by the caller.
+  void open_collapsed_loop(const std::vector<std::pair<std::string, IndexExpr>>& units);
+  /// transpose_tile kernels: the loops, parallel ones included, around
+  /// print_transposed_tile for each tile of rows of the second-innermost loop.
+  void print_transposed_outer();
+  /// The rows [first_row, first_row + W) of the second-innermost loop (fewer
+  /// at its end): whole tiles read the transposed loads through
+  /// cppi_transpose_tile, the rest runs the plain vector loop.
+  void print_transposed_tile(const std::string& first_row);
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
@@ -238,6 +249,16 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::set<std::string> reserved_;
   std::string vvar_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
+  /// transpose_tile: the transposed loads, each with the tile it is read
+  /// from (print_transposed_tile), and, while a whole tile's rows print, the
+  /// row's first element in the tiles (empty otherwise: the loads gather).
+  struct TransposedLoad {
+    BufferPtr buffer;
+    IndexExpr index;
+    std::string tile;
+  };
+  std::vector<TransposedLoad> transposed_;
+  std::string tile_row_;
 };
 
 }  // namespace cppi::cpu::detail

@@ -2,6 +2,7 @@
 /// with scalar tails, tiled column reductions) and the stages inside them.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
+#include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
 
@@ -41,6 +42,10 @@ void CpuKernelPrinter::print_outer() {
   if (!sig_.scratch.empty() && sched_.parallel_reduction) {
     fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
   }
+  if (sched_.transpose_tile) {
+    print_transposed_outer();
+    return;
+  }
   if (p == 0) {
     print_scratch_alloc();
     print_outer_loops(0);
@@ -76,26 +81,175 @@ void CpuKernelPrinter::print_outer() {
   std::vector<IndexExpr> inner_extents;
   for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
   print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
-  if (p == 1) {
-    out_.open(cat("for (int64_t ", var_name(k_.outer[0]), " = begin; ", var_name(k_.outer[0]), " < end; ++",
-                  var_name(k_.outer[0]), ")"));
-  } else {
-    out_.open("for (int64_t i = begin; i < end; ++i)");
-    for (size_t i = 0; i < p; ++i) {
-      IndexExpr inner = product(std::vector<IndexExpr>(extents.begin() + static_cast<long>(i) + 1, extents.end()));
-      auto atom = [&](const IndexExpr& x) {
-        const bool simple = x.as<IndexConst>() || x.as<IndexSymbol>() || x.as<IndexVar>();
-        return simple ? index(x) : "(" + index(x) + ")";
-      };
-      std::string v = inner.is_constant(1) ? "i" : cat("i / ", atom(inner));
-      if (i > 0) v = cat(inner.is_constant(1) ? v : "(" + v + ")", " % ", atom(extents[i]));
-      out_.line(cat("const int64_t ", var_name(k_.outer[i]), " = ", v, ";"));
-    }
-  }
+  std::vector<std::pair<std::string, IndexExpr>> units;
+  for (size_t i = 0; i < p; ++i) units.emplace_back(var_name(k_.outer[i]), k_.outer[i].extent);
+  open_collapsed_loop(units);
   print_outer_loops(p);
   out_.close();
   print_scratch_free();
   out_.close("});");
+}
+
+void CpuKernelPrinter::open_collapsed_loop(const std::vector<std::pair<std::string, IndexExpr>>& units) {
+  if (units.size() == 1) {
+    const std::string& v = units[0].first;
+    out_.open(cat("for (int64_t ", v, " = begin; ", v, " < end; ++", v, ")"));
+    return;
+  }
+  out_.open("for (int64_t i = begin; i < end; ++i)");
+  for (size_t i = 0; i < units.size(); ++i) {
+    std::vector<IndexExpr> later;
+    for (size_t j = i + 1; j < units.size(); ++j) later.push_back(units[j].second);
+    const IndexExpr inner = product(later);
+    auto atom = [&](const IndexExpr& x) {
+      const bool simple = x.as<IndexConst>() || x.as<IndexSymbol>() || x.as<IndexVar>();
+      return simple ? index(x) : "(" + index(x) + ")";
+    };
+    std::string v = inner.is_constant(1) ? "i" : cat("i / ", atom(inner));
+    if (i > 0) v = cat(inner.is_constant(1) ? v : "(" + v + ")", " % ", atom(units[i].second));
+    out_.line(cat("const int64_t ", units[i].first, " = ", v, ";"));
+  }
+}
+
+void CpuKernelPrinter::print_transposed_outer() {
+  const size_t n = k_.outer.size();
+  const size_t p = static_cast<size_t>(sched_.parallel_loops);
+  if (sched_.vectorized != VectorizedLoop::InnermostOuter || n < 2 || p > n - 1 || sched_.tail != TailKind::ScalarLoop ||
+      sched_.column_block > 0) {
+    fail(cat("kernel ", k_.name, ": transpose_tile needs a vectorised innermost outer loop below a serial or parallel "
+             "one, a scalar tail and no column tiling"));
+  }
+  const Loop& rows = k_.outer[n - 2];
+  const Loop& cols = k_.outer[n - 1];
+  const std::string rows_var = rows.var.as<IndexVar>()->name, cols_var = cols.var.as<IndexVar>()->name;
+  // The transposed loads, each once, in the order the stores read them.
+  transposed_.clear();
+  for (const auto& st : k_.stages) {
+    const auto* pw = std::get_if<PointwiseStage>(&st);
+    if (!pw || !pw->loops.empty()) fail(cat("kernel ", k_.name, ": transpose_tile over a stage with loops"));
+    for (const auto& a : reads(st)) {
+      if (!transposed_load(a.index, a.masked, cols_var, rows_var)) continue;
+      bool seen = false;
+      for (const auto& t : transposed_) seen = seen || (t.buffer->name == a.buffer->name && t.index == a.index);
+      if (!seen) transposed_.push_back({a.buffer, a.index, cat("tile", transposed_.size(), "_", pointer_name(a.buffer->name))});
+    }
+  }
+  if (transposed_.empty()) fail(cat("kernel ", k_.name, ": transpose_tile without a transposed load"));
+
+  const int64_t w = sched_.vector_width;
+  const Bound rows_extent = extent(rows);
+  const std::string tiles = rows_extent.value ? std::to_string((*rows_extent.value + w - 1) / w)
+                                              : cat("cppi_div_up(", rows_extent.text, ", ", w, ")");
+  const std::string tile_index = var_name(rows) + "_tile";
+  auto tile_loop = [&] {
+    out_.open(cat("for (int64_t ", tile_index, " = 0; ", tile_index, " < ", tiles, "; ++", tile_index, ")"));
+    print_transposed_tile(cat(tile_index, " * ", w));
+    out_.close();
+  };
+  // The loops between the parallel ones and the tiled pair.
+  std::function<void(size_t)> loops = [&](size_t level) {
+    if (level == n - 2) {
+      tile_loop();
+      return;
+    }
+    const std::string v = var_name(k_.outer[level]);
+    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(k_.outer[level]).text, "; ++", v, ")"));
+    loops(level + 1);
+    out_.close();
+  };
+  if (p == 0) {
+    print_scratch_alloc();
+    loops(0);
+    print_scratch_free();
+    return;
+  }
+  const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
+  std::vector<std::pair<std::string, IndexExpr>> units;
+  std::vector<IndexExpr> extents;
+  for (size_t i = 0; i < p; ++i) {
+    // A parallel rows loop counts in tiles of rows.
+    const bool tiled = i == n - 2;
+    const IndexExpr e = tiled ? ir::floordiv(rows.extent + index_const(w - 1), index_const(w)) : k_.outer[i].extent;
+    units.emplace_back(tiled ? tile_index : var_name(k_.outer[i]), e);
+    extents.push_back(e);
+  }
+  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
+  print_scratch_alloc();
+  if (p == n - 1) {
+    // Chunk [begin, end) of (earlier loops x tiles of rows): its first row
+    // of the (earlier loops x rows) space, whose outputs it writes densely.
+    auto row_of = [&](const std::string& i) {
+      return cat("(", i, ") / (", tiles, ") * (", rows_extent.text, ") + cppi_min_i<int64_t>((", i, ") % (", tiles,
+                 ") * ", w, ", ", rows_extent.text, ")");
+    };
+    print_prefault(row_of("begin"), row_of("end"), "(" + extent(cols).text + ")");
+  } else {
+    std::vector<IndexExpr> inner_extents;
+    for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
+    print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
+  }
+  open_collapsed_loop(units);
+  if (p == n - 1) {
+    print_transposed_tile(cat(tile_index, " * ", w));
+  } else {
+    loops(p);
+  }
+  out_.close();
+  print_scratch_free();
+  out_.close("});");
+}
+
+void CpuKernelPrinter::print_transposed_tile(const std::string& first_row) {
+  const size_t n = k_.outer.size();
+  const Loop& rows = k_.outer[n - 2];
+  const Loop& cols = k_.outer[n - 1];
+  const int64_t w = sched_.vector_width;
+  const std::string r = var_name(rows), c = var_name(cols), r0 = r + "_first";
+  const Bound rows_extent = extent(rows);
+  // With a constant number of rows that tiles evenly, every tile is whole.
+  const bool whole_tiles_only = rows_extent.value && *rows_extent.value % w == 0;
+  out_.open("");
+  out_.line(cat("const int64_t ", r0, " = ", first_row, ";"));
+  if (!whole_tiles_only) out_.open(cat("if (", r0, " + ", w, " <= ", rows_extent.text, ")"));
+  for (const auto& t : transposed_) {
+    out_.line(cat("alignas(64) ", dtype_ctype(t.buffer->dtype), " ", t.tile, "[", w * w, "];"));
+  }
+  const std::map<std::string, IndexExpr> at_first_row = {{rows.var.as<IndexVar>()->name, ir::var(r0)}};
+  print_split_loop_with_rest(
+      c, Bound{"0", 0}, extent(cols),
+      [&](const std::string& from, const std::string& to) {
+        out_.line("CPPI_NO_AUTOVEC");
+        out_.open(cat("for (int64_t ", c, " = ", from, "; ", c, " < ", to, "; ", c, " += ", w, ")"));
+        for (const auto& t : transposed_) {
+          auto stride = coefficient(t.index, cols.var);
+          out_.line(cat("cppi_transpose_tile<", w, ", ", dtype_size(t.buffer->dtype), ">(&", pointer_name(t.buffer->name),
+                        "[", index(substitute(t.index, at_first_row)), "], ", index(*stride), ", ", t.tile, ");"));
+        }
+        out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
+        tile_row_ = cat("(", r, " - ", r0, ") * ", w);
+        print_stages(true);
+        tile_row_.clear();
+        out_.close();
+        out_.close();
+      },
+      [&](const std::string& vend, const std::string& end) {
+        out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
+        out_.line("CPPI_NO_AUTOVEC");
+        out_.open(cat("for (int64_t ", c, " = ", vend, "; ", c, " < ", end, "; ++", c, ")"));
+        print_stages(false);
+        out_.close();
+        out_.close();
+      });
+  if (!whole_tiles_only) {
+    out_.close();
+    out_.open("else");
+    out_.line("// the last rows, fewer than a tile: the plain vector loop");
+    out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", rows_extent.text, "; ++", r, ")"));
+    print_outer_vector_loop(cols, Bound{"0", 0}, extent(cols));
+    out_.close();
+    out_.close();
+  }
+  out_.close();
 }
 
 void CpuKernelPrinter::print_scratch_alloc() {

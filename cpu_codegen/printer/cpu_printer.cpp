@@ -65,6 +65,7 @@ void CpuKernelPrinter::print_header() {
   if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
   if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
   if (sched_.vector_accumulators != 1) s += cat(" vector_accumulators=", sched_.vector_accumulators);
+  if (sched_.transpose_tile) s += " transpose_tile=yes";
   if (sched_.prefault_outputs) s += " prefault_outputs=yes";
   out_.line(s);
 }

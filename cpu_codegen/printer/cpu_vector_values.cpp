@@ -163,8 +163,17 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
           loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
         }
       } else {
+        const TransposedLoad* tiled = nullptr;
+        if (!tile_row_.empty()) {
+          for (const auto& t : transposed_) {
+            if (t.buffer->name == n->buffer->name && t.index == n->index) tiled = &t;
+          }
+        }
         if (contiguous) {
           loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", access_index(n->index, scope), "])");
+        } else if (tiled) {
+          // This row of the tile (print_transposed_tile) holds the vector's lanes.
+          loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", tile_row_, "])");
         } else {
           loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
         }

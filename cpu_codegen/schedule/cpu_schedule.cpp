@@ -41,6 +41,14 @@ std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::str
   return static_cast<uint32_t>(step);
 }
 
+bool transposed_load(const IndexExpr& index, bool masked, const std::string& vector_var, const std::string& tile_var) {
+  if (masked || !indirect_terms(index).empty()) return false;
+  auto form = affine_form(index, {ir::var(vector_var), ir::var(tile_var)});
+  if (!form) return false;
+  const IndexExpr& along_vector = form->strides[0];
+  return form->strides[1].is_constant(1) && !along_vector.is_constant(0) && !along_vector.is_constant(1);
+}
+
 namespace {
 
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
@@ -109,6 +117,8 @@ struct AccessCounts {
   int contiguous = 0;  // stride-1 loads
   int broadcast = 0;   // loads that do not move with the variable
   int gathers = 0;     // lane-by-lane work: other strides, masked, random, non-affine
+  int transposed = 0;  // transposed_load along the scanner's tile variable (not in gathers)
+  std::set<std::string> transposed_buffers;
   int bad_stores = 0;  // stores that are not stride 1
   int stores = 0;
   int max_lane_bytes = 4;
@@ -117,7 +127,10 @@ struct AccessCounts {
 
 class AccessScanner : public ExprVisitor {
  public:
-  AccessScanner(std::string var, AccessCounts* counts) : var_(std::move(var)), counts_(counts) {}
+  /// `tile_var`: when set, loads that are transposed_load along var and it
+  /// count as `transposed` instead of gathers.
+  AccessScanner(std::string var, AccessCounts* counts, std::string tile_var = "")
+      : var_(std::move(var)), tile_var_(std::move(tile_var)), counts_(counts) {}
 
   void store(const Store& s) {
     ++counts_->stores;
@@ -175,6 +188,12 @@ class AccessScanner : public ExprVisitor {
     if (depends_on(n.index, var_) || (n.mask.defined() && varies(n.mask))) note_dtype(n.dtype);
     note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
+    if (!tile_var_.empty() && transposed_load(n.index, n.mask.defined(), var_, tile_var_)) {
+      ++counts_->transposed;
+      counts_->transposed_buffers.insert(n.buffer->name);
+      ExprVisitor::visit(n);
+      return;
+    }
     // A masked stride-1 load is one vector load wherever its mask is
     // uniform over the vector (cppi_vload_masked): a cat's inputs, padding.
     if (n.mask.defined() && c && !c->is_constant(0) && !c->is_constant(1)) {
@@ -229,12 +248,13 @@ class AccessScanner : public ExprVisitor {
 
  private:
   std::string var_;
+  std::string tile_var_;
   AccessCounts* counts_;
   std::unordered_map<const ExprNode*, bool> varies_memo_;
 };
 
-void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts) {
-  AccessScanner scanner(var, counts);
+void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var = "") {
+  AccessScanner scanner(var, counts, tile_var);
   if (auto r = std::get_if<ReductionStage>(&stage)) {
     scanner.walk(r->body);
     for (DType t : r->result_dtypes) scanner.note_dtype(t);
@@ -371,20 +391,44 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   if (d.cpu.vectorized == VectorizedLoop::None && !k.outer.empty()) {
     AccessCounts counts;
     const std::string v = var_name(k.outer.back());
-    for (const auto& s : k.stages) scan_stage(s, v, &counts);
-    int w = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, {k.outer.back().extent}) : 0;
+    // Transposed tiles: plain pointwise kernels over two or more loops.
+    const bool tileable = k.outer.size() >= 2 && !any_stage_loops && reductions == 0;
+    const std::string tile_var = tileable ? var_name(k.outer[k.outer.size() - 2]) : "";
+    for (const auto& s : k.stages) scan_stage(s, v, &counts, tile_var);
+    if (counts.transposed > 0) {
+      AccessCounts tiled = counts;
+      tiled.contiguous += counts.transposed;
+      bool rewritten = false;
+      for (const auto& b : written_buffers(k)) rewritten = rewritten || counts.transposed_buffers.count(b) > 0;
+      const int w = worth_vectorizing(tiled) && !rewritten
+                        ? pick_width(target, counts.max_lane_bytes,
+                                     {k.outer.back().extent, k.outer[k.outer.size() - 2].extent})
+                        : 0;
+      if (w) {
+        d.cpu.vectorized = VectorizedLoop::InnermostOuter;
+        d.cpu.vector_width = w;
+        d.cpu.transpose_tile = true;
+        vec_why = cat("vectorised outer loop ", v, " in ", w, "x", w, " tiles over ", tile_var, " (", counts.contiguous,
+                      " contiguous, ", counts.transposed, " transposed, ", counts.broadcast, " broadcast, ",
+                      counts.gathers, " gathered loads)");
+      }
+      counts.gathers += counts.transposed;  // as the plain vector loop would read them
+    }
+    int w = d.cpu.transpose_tile || !worth_vectorizing(counts)
+                ? 0
+                : pick_width(target, counts.max_lane_bytes, {k.outer.back().extent});
     if (w) {
       d.cpu.vectorized = VectorizedLoop::InnermostOuter;
       d.cpu.vector_width = w;
       vec_why = cat("vectorised outer loop ", v, " (", counts.contiguous, " contiguous, ", counts.broadcast,
                     " broadcast, ", counts.gathers, " gathered loads)");
-    } else if (counts.bad_stores || counts.gathers) {
+    } else if (!d.cpu.transpose_tile && (counts.bad_stores || counts.gathers)) {
       vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ", counts.contiguous,
                     " contiguous loads in ", v);
     }
   }
   d.cpu.tail = TailKind::ScalarLoop;
-  if (d.cpu.vectorized == VectorizedLoop::InnermostOuter) {
+  if (d.cpu.vectorized == VectorizedLoop::InnermostOuter && !d.cpu.transpose_tile) {
     auto extent = k.outer.back().extent.constant();
     const int64_t w = d.cpu.vector_width;
     if (extent && *extent > w && *extent % w != 0 && !reads_a_buffer_it_writes(k)) {
@@ -423,7 +467,9 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     if (p > 0) {
       d.cpu.parallel_loops = static_cast<int>(p);
       int64_t units = iters;
-      if (vec_outer && p == n) units = (iters + d.cpu.vector_width - 1) / d.cpu.vector_width;
+      // A vectorised loop counts in vectors, the tiled one in tiles of rows.
+      if ((vec_outer && p == n) || (d.cpu.transpose_tile && p == n - 1))
+        units = (iters + d.cpu.vector_width - 1) / d.cpu.vector_width;
       const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
       d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
       par_why = cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", d.cpu.grain_size);

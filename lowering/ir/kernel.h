@@ -141,6 +141,16 @@ struct CpuSchedule {
   /// than the chain it feeds, and copies of it would only cost compile time.
   /// 1 = off.
   int vector_accumulators = 1;
+  /// InnermostOuter kernels of loop-less pointwise stages only: the two
+  /// innermost outer loops run in vector_width x vector_width tiles, and each
+  /// load cpu::transposed_load names (stride 1 along the second-innermost
+  /// loop, another along the vectorised one: x.t() in x.t() + y) is read a
+  /// tile at a time along its rows and turned in registers
+  /// (cppi_transpose_tile), so the vector loop loads it whole instead of lane
+  /// by lane. Partial tiles at the edges run the plain vector loop, those
+  /// loads gathered. The tiled loop's iterations count in tiles where it is
+  /// parallel.
+  bool transpose_tile = false;
   /// Each parallel chunk first faults in, in one batch, the range of every
   /// output it writes, if those pages are fresh (cppi_prefault_for_write).
   /// Only for kernels whose every store writes its buffer densely in the order

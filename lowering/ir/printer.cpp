@@ -192,6 +192,7 @@ std::string to_string(const Schedule& s) {
   if (c.column_block > 0) os << " column_block=" << c.column_block << " row_block=" << c.row_block;
   if (c.cascade_block > 0) os << " cascade_block=" << c.cascade_block;
   if (c.vector_accumulators != 1) os << " vector_accumulators=" << c.vector_accumulators;
+  if (c.transpose_tile) os << " transpose_tile=true";
   if (c.prefault_outputs) os << " prefault_outputs=true";
   os << "\n";
   const auto& g = s.gpu;

@@ -92,6 +92,60 @@ TEST(CpuSchedule, TransposedStoresStayScalar) {
   EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
 }
 
+/// out[b, x0, x1] = a[b, x0, x1] + t[b, x1, x0] over [batch, rows, cols]:
+/// t is read across its rows (x.t() + y), `dtype` throughout.
+KernelPtr transposed_add_kernel(const IndexExpr& batch, const IndexExpr& rows, const IndexExpr& cols,
+                                DType dtype = DType::Float32) {
+  auto a = input("a", dtype, {batch, rows, cols});
+  auto t = input("t", dtype, {batch, cols, rows});
+  auto out = output("out", dtype, {batch, rows, cols});
+  IndexExpr b = var("x0"), r = var("x1"), c = var("x2");
+  // Reduced floats compute in float32, stored rounded back.
+  const DType compute = is_reduced_float(dtype) ? DType::Float32 : dtype;
+  Expr sum = binary(BinaryOp::Add, cast(load(a, (b * rows + r) * cols + c), compute),
+                    cast(load(t, (b * cols + c) * rows + r), compute));
+  sum = cast(sum, dtype);
+  return Kernel::make("transposed_add", Device::CPU, {Loop{b, batch}, Loop{r, rows}, Loop{c, cols}},
+                      {PointwiseStage{{}, {Store::make(out, (b * rows + r) * cols + c, sum)}}});
+}
+
+TEST(CpuSchedule, TransposedLoadsAreReadThroughTiles) {
+  // One batch: the rows are the parallel loop, counted in tiles of 16.
+  auto k = schedule_for_cpu(transposed_add_kernel(1, 2048, 2048), avx512_target());
+  EXPECT_TRUE(k->schedule.cpu.transpose_tile);
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
+  EXPECT_EQ(k->schedule.cpu.tail, TailKind::ScalarLoop);
+  EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("16x16 tiles over x1 (1 contiguous, 1 transposed"),
+            std::string::npos)
+      << explain_cpu_schedule(*k, avx512_target());
+  // Doubles: 8 x 8 tiles.
+  EXPECT_EQ(schedule_for_cpu(transposed_add_kernel(2, 64, 64, DType::Float64), avx512_target())->schedule.cpu.vector_width, 8);
+  // Fewer rows than four lanes: no tile fits, the loop stays scalar.
+  EXPECT_FALSE(schedule_for_cpu(transposed_add_kernel(4, 3, 64), avx512_target())->schedule.cpu.transpose_tile);
+}
+
+TEST(CpuSchedule, AKernelThatRewritesWhatItReadsTransposedIsNotTiled) {
+  // t[x1, x0] = t[x0, x1] + 1 over a square: a tile read ahead of the stores
+  // would miss what they write.
+  auto t = output("t", DType::Float32, {64, 64});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr v = binary(BinaryOp::Add, load(t, x1 * 64 + x0), const_float(1.0));
+  auto k = Kernel::make("rewrite", Device::CPU, {Loop{x0, 64}, Loop{x1, 64}},
+                        {PointwiseStage{{}, {Store::make(t, x0 * 64 + x1, v)}}});
+  EXPECT_FALSE(schedule_for_cpu(k, avx512_target())->schedule.cpu.transpose_tile);
+}
+
+TEST(CpuPrinter, TransposedTilesCoverWholeTilesThenThePlainLoop) {
+  auto k = schedule_for_cpu(transposed_add_kernel(2, 40, 70), avx512_target());
+  EXPECT_TRUE(file_check(kernel_text(print_one(k)),
+                         {"transpose_tile=yes", "cppi_parallel_for(", "const int64_t x1_first = x1_tile * 16;",
+                          "if (x1_first + 16 <= 40)", "alignas(64) float tile0_in_t[256];",
+                          "cppi_transpose_tile<16, 4>(&in_t[", "cppi_vload<cppi_f32x16>(&tile0_in_t[(x1 - x1_first) * 16])",
+                          "for (int64_t x2 = 64; x2 < 70; ++x2)", "the last rows, fewer than a tile",
+                          "cppi_vgen<cppi_f32x16>"}));
+}
+
 TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
   // 1024 x 1100 floats: 4.4 MB, written densely in loop order.
   EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
@@ -482,6 +536,21 @@ TEST(CpuNumerics, SymbolicSizes) {
   expect_matches(pointwise_kernel(sym("s1")), true, o);
   o.rtol = o.atol = 1e-4;
   expect_matches(column_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), true, o);
+}
+
+TEST(CpuNumerics, TransposedTiles) {
+  RunOptions o;
+  for (auto k : {transposed_add_kernel(1, 64, 48), transposed_add_kernel(3, 37, 53), transposed_add_kernel(2, 16, 16),
+                 transposed_add_kernel(1, 4, 5), transposed_add_kernel(2, 40, 70, DType::Float64),
+                 transposed_add_kernel(2, 40, 70, DType::Int64), transposed_add_kernel(2, 40, 70, DType::BFloat16)}) {
+    expect_matches(k, false, o);
+  }
+  o.graph_symbols = {"s0", "s1"};
+  o.symbols = {{"s0", 37}, {"s1", 83}};
+  expect_matches(transposed_add_kernel(2, sym("s0"), sym("s1")), true, o);
+  RunOptions gxx;
+  gxx.compiler = CompileOptions::Compiler::Gxx;
+  EXPECT_EQ(run_and_compare(schedule_for_cpu(transposed_add_kernel(3, 37, 53), avx512_target()), gxx), "");
 }
 
 TEST(CpuNumerics, ArgmaxFirstIndexOnTiesAndFirstNaNWins) {

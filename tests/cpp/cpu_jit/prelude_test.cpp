@@ -255,6 +255,34 @@ TEST(PreludeMaxMin, NaNPropagatesLikeTorch) {
   EXPECT_EQ(cppi_vreduce_add(cppi_vload<cppi_f32x8>(c)), 14.0f);
 }
 
+// dst[j * W + i] = src[j + i * stride]: checked element by element for
+// every width and element size the schedule uses, from a source whose rows
+// are longer than the tile (stride > W) and do not start aligned.
+template <int W, class T>
+void check_transpose_tile() {
+  const int64_t stride = W + 3;
+  std::vector<T> src(static_cast<size_t>(stride * W + 1));
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<T>(i * 7 + 1);
+  std::vector<T> dst(W * W, T(0));
+  cppi_transpose_tile<W, sizeof(T)>(src.data() + 1, stride, dst.data());
+  for (int i = 0; i < W; ++i)
+    for (int j = 0; j < W; ++j)
+      ASSERT_EQ(dst[j * W + i], src[1 + j + i * stride]) << "W=" << W << " bytes=" << sizeof(T) << " i=" << i << " j=" << j;
+}
+
+TEST(PreludeVector, TransposeTile) {
+  check_transpose_tile<4, uint8_t>();
+  check_transpose_tile<16, uint8_t>();
+  check_transpose_tile<8, uint16_t>();
+  check_transpose_tile<16, uint16_t>();
+  check_transpose_tile<4, float>();
+  check_transpose_tile<8, float>();
+  check_transpose_tile<16, float>();
+  check_transpose_tile<2, double>();
+  check_transpose_tile<8, double>();
+  check_transpose_tile<8, int64_t>();
+}
+
 TEST(PreludeVector, AbsSelectSplatPartial) {
   float a[8] = {-1.0f, -0.0f, 2.0f, -INFINITY, NAN, -3.5f, 0.0f, 7.0f};
   cppi_f32x8 r = cppi_abs(cppi_vload<cppi_f32x8>(a));
