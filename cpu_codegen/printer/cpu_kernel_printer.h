@@ -132,6 +132,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
                                   const std::function<void(const std::string&, const std::string&)>& rest);
   /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
+  /// vector_loop_splits: the vectorised loop `l` over [lo, hi) (all of it)
+  /// as one vector loop with its tail per piece, each piece's stages with
+  /// their index comparisons folded.
+  void print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi);
   /// The column_block/row_block main loop over [from, to) (see the file comment).
   void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
   /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the

@@ -3,6 +3,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/index_conditions.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
 
@@ -330,6 +331,10 @@ void CpuKernelPrinter::print_split_loop_with_rest(
 
 void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi) {
   const std::string v = var_name(l);
+  if (!sched_.vector_loop_splits.empty()) {
+    print_vector_loop_pieces(l, lo, hi);
+    return;
+  }
   if (sched_.tail == TailKind::Overlapped) {
     // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
     const int64_t w = sched_.vector_width;
@@ -359,6 +364,40 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
   }
   print_split_loop(v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to); },
                    tail);
+}
+
+void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi) {
+  if (!lo.value || *lo.value != 0 || !hi.value || sched_.tail != TailKind::ScalarLoop || sched_.column_block > 0) {
+    fail(cat("kernel ", k_.name, ": vector_loop_splits need the whole constant loop and a scalar tail"));
+  }
+  const std::string v = var_name(l);
+  const std::string var = l.var.as<IndexVar>()->name;
+  std::vector<int64_t> ends = sched_.vector_loop_splits;
+  ends.push_back(*hi.value);
+  int64_t from = 0;
+  for (int64_t to : ends) {
+    if (to <= from || to > *hi.value) fail(cat("kernel ", k_.name, ": vector_loop_splits out of order or range"));
+    // The stages with the comparisons of this piece folded.
+    std::vector<PointwiseStage> piece;
+    for (const auto& st : k_.stages) {
+      const auto* pw = std::get_if<PointwiseStage>(&st);
+      if (!pw || !pw->loops.empty()) fail(cat("kernel ", k_.name, ": vector_loop_splits over a stage with loops"));
+      PointwiseStage folded;
+      for (const auto& store : pw->stores)
+        folded.stores.push_back(Store::make(store.buffer, store.index, fold_index_conditions(store.value, var, from, to)));
+      piece.push_back(std::move(folded));
+    }
+    auto stages = [&](bool vector) {
+      locals_.clear();
+      if (vector) enter_vector(v);
+      for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i);
+      if (vector) leave_vector();
+    };
+    out_.line(cat("// ", v, " in [", from, ", ", to, "): its index comparisons are constants"));
+    print_vector_loop(v, Bound{std::to_string(from), from}, Bound{std::to_string(to), to}, [&] { stages(true); },
+                      [&] { stages(false); });
+    from = to;
+  }
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {

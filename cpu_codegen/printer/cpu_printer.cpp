@@ -66,6 +66,10 @@ void CpuKernelPrinter::print_header() {
   if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
   if (sched_.vector_accumulators != 1) s += cat(" vector_accumulators=", sched_.vector_accumulators);
   if (sched_.transpose_tile) s += " transpose_tile=yes";
+  if (!sched_.vector_loop_splits.empty()) {
+    s += " vector_loop_splits=";
+    for (size_t i = 0; i < sched_.vector_loop_splits.size(); ++i) s += cat(i ? "," : "", sched_.vector_loop_splits[i]);
+  }
   if (sched_.prefault_outputs) s += " prefault_outputs=yes";
   out_.line(s);
 }

@@ -49,6 +49,11 @@
 ///   iteration. x.t() + y on 2048^2 floats was a scalar loop that read one
 ///   element per cache line of x: two threads, 9.6 ms -> 1.3-1.5 ms
 ///   (Inductor, which tiles the same way, 1.3-1.6; eager 11.4).
+/// - Pieces. A vectorised, non-parallel loop of constant extent in a kernel
+///   of loop-less pointwise stages, along which comparisons of the loop
+///   variable with constants change value (cat, constant padding), gets
+///   vector_loop_splits at those points; the width is taken from the folded
+///   pieces (their int64 lane indices are gone).
 /// - Prefaulting. A parallel kernel whose every store writes its buffer
 ///   densely in the order of the outer loops then its stage's loops (constant
 ///   extents), outputs of at least 4 MiB: prefault_outputs, each chunk faults

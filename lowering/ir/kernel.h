@@ -151,6 +151,14 @@ struct CpuSchedule {
   /// loads gathered. The tiled loop's iterations count in tiles where it is
   /// parallel.
   bool transpose_tile = false;
+  /// InnermostOuter kernels of loop-less pointwise stages whose vectorised
+  /// loop is not parallel and has a constant extent: the loop runs as one
+  /// vector loop (with its scalar tail) per piece [0, s0), [s0, s1), ...,
+  /// [sk, extent), and in each piece the comparisons of the loop variable
+  /// with constants are folded to their value there
+  /// (cpu::fold_index_conditions): a cat's or a pad's masked loads become
+  /// plain loads or zeros. Empty = one loop.
+  std::vector<int64_t> vector_loop_splits;
   /// Each parallel chunk first faults in, in one batch, the range of every
   /// output it writes, if those pages are fresh (cppi_prefault_for_write).
   /// Only for kernels whose every store writes its buffer densely in the order

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from check import check_model
 
@@ -437,3 +438,43 @@ def test_kernel_rewriting_what_it_reads_transposed_is_not_tiled_on_cpu():
         return x
 
     check_model(f, (torch.randn(48, 48),))
+
+
+# --- cat and padding: the vector loop in pieces ----------------------------------------
+
+PIECES = [
+    ("cat of two along the last dim", lambda x, y: torch.cat([x, y], 1).relu(),
+     lambda: (torch.randn(9, 37), torch.randn(9, 53))),
+    ("cat of three in a batch", lambda x, y, z: torch.cat([x, y, z], -1) * 2,
+     lambda: (torch.randn(2, 5, 16), torch.randn(2, 5, 3), torch.randn(2, 5, 21))),
+    ("pad with a value", lambda x: F.pad(x, (3, 5), value=2.5) + 1, lambda: (torch.randn(7, 40),)),
+    ("negative pad crops", lambda x: F.pad(x, (-2, 4)).exp(), lambda: (torch.randn(6, 30),)),
+    ("int64 cat", lambda x, y: torch.cat([x, y], 1) * 3, lambda: (torch.randint(-5, 5, (4, 19)), torch.randint(-5, 5, (4, 20)))),
+    ("bool cat", lambda x, y: torch.cat([x, y], 1) | True, lambda: (torch.randn(4, 19) > 0, torch.randn(4, 20) > 0)),
+    ("cat of a broadcast and a slice", lambda x, b: torch.cat([b.expand(6, 11), x[:, 2:]], 1) - 1,
+     lambda: (torch.randn(6, 40), torch.randn(1, 11))),
+]
+
+
+@pytest.mark.parametrize("name, fn, make_args", PIECES, ids=[t[0] for t in PIECES])
+def test_cat_and_pad_along_the_vector_loop(name, fn, make_args, device):
+    check_model(fn, make_args())
+
+
+def test_cat_and_pad_with_dynamic_shapes(device):
+    f = lambda x, y: F.pad(torch.cat([x, y], 1), (1, 2)).relu()  # noqa: E731
+    for cols in (37, 50):
+        check_model(f, (torch.randn(5, cols, device=device), torch.randn(5, 9, device=device)), dynamic=True)
+
+
+def test_cat_runs_one_plain_loop_per_input_on_cpu():
+    """torch.cat([x, y], 1).relu(): the vector loop splits where the inputs
+    meet; in each piece the index comparisons are constants, so both inputs
+    are plain full-width loads (were masked loads behind int64 lane indices,
+    eight floats wide: 2048 x (1024 + 1024), two threads, 1.34 -> 0.86 ms,
+    relu alone 0.77, Inductor 0.83)."""
+    x, y = torch.randn(8, 37), torch.randn(8, 53)
+    src = _cpu_source(lambda x, y: torch.cat([x, y], 1).relu(), x, y)
+    assert "vector_loop_splits=37" in src, src
+    assert "width=16" in src, src
+    assert "masked" not in src and "cppi_viota" not in src, src

@@ -146,6 +146,33 @@ TEST(CpuPrinter, TransposedTilesCoverWholeTilesThenThePlainLoop) {
                           "cppi_vgen<cppi_f32x16>"}));
 }
 
+/// cat([a, b], 1) over [rows, split + rest]: out[x0, x1] = where(x1 < split,
+/// a[x0, x1] (masked by x1 < split), b[x0, x1 - split] (masked by x1 >= split)).
+KernelPtr cat_kernel(int64_t rows, int64_t split, int64_t rest) {
+  const int64_t cols = split + rest;
+  auto a = input("a", DType::Float32, {rows, split});
+  auto b = input("b", DType::Float32, {rows, rest});
+  auto out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr first = compare(CompareOp::Lt, IndexValue::make(x1), IndexValue::make(index_const(split)));
+  Expr second = compare(CompareOp::Ge, IndexValue::make(x1), const_int(split));
+  Expr v = where(first, load(a, x0 * split + x1, first), load(b, x0 * rest + x1 - split, second));
+  return Kernel::make("cat", Device::CPU, {Loop{x0, rows}, Loop{x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, x0 * cols + x1, v)}}});
+}
+
+TEST(CpuSchedule, CatSplitsTheVectorLoopWhereItsInputsMeet) {
+  auto k = schedule_for_cpu(cat_kernel(64, 37, 53), avx512_target());
+  EXPECT_EQ(k->schedule.cpu.vector_loop_splits, std::vector<int64_t>{37});
+  // The int64 lane indices fold away: 16 floats wide, not 8.
+  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
+  const std::string text = kernel_text(print_one(k));
+  EXPECT_TRUE(file_check(text, {"vector_loop_splits=37", "x1 in [0, 37)", "cppi_vload<cppi_f32x16>(&in_a[",
+                                "x1 in [37, 90)", "cppi_vload<cppi_f32x16>(&in_b[", "NOT:masked", "NOT:cppi_viota"}));
+  // A symbolic extent: no pieces.
+  EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(7, sym("s0")), avx512_target())->schedule.cpu.vector_loop_splits.empty());
+}
+
 TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
   // 1024 x 1100 floats: 4.4 MB, written densely in loop order.
   EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
@@ -551,6 +578,12 @@ TEST(CpuNumerics, TransposedTiles) {
   RunOptions gxx;
   gxx.compiler = CompileOptions::Compiler::Gxx;
   EXPECT_EQ(run_and_compare(schedule_for_cpu(transposed_add_kernel(3, 37, 53), avx512_target()), gxx), "");
+}
+
+TEST(CpuNumerics, CatPieces) {
+  for (auto k : {cat_kernel(5, 37, 53), cat_kernel(3, 16, 16), cat_kernel(4, 3, 40), cat_kernel(2, 40, 2)}) {
+    expect_matches(k, true);
+  }
 }
 
 TEST(CpuNumerics, ArgmaxFirstIndexOnTiesAndFirstNaNWins) {

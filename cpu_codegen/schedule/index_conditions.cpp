@@ -1,0 +1,175 @@
+#include "cpu_codegen/schedule/index_conditions.h"
+
+#include <optional>
+
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::cpu {
+
+using namespace ir;
+
+namespace {
+
+/// A comparison `var + offset  op  bound`, normalised so the loop variable
+/// is on the left.
+struct IndexComparison {
+  CompareOp op;
+  int64_t offset;
+  int64_t bound;
+};
+
+/// An integer constant, or an index value that is one (cat's boundary).
+std::optional<int64_t> int_constant(const Expr& e) {
+  if (const auto* iv = e.as<IndexValue>()) return iv->index.constant();
+  const auto* c = e.as<Constant>();
+  if (!c || !is_integral(c->dtype, /*include_bool=*/false)) return std::nullopt;
+  return c->int_value;
+}
+
+/// `index` = var + a constant, nothing else.
+std::optional<int64_t> offset_from(const IndexExpr& index, const std::string& var) {
+  auto form = affine_form(index, {ir::var(var)});
+  if (!form || !form->strides[0].is_constant(1)) return std::nullopt;
+  return form->offset.constant();
+}
+
+CompareOp mirrored(CompareOp op) {
+  switch (op) {
+    case CompareOp::Lt: return CompareOp::Gt;
+    case CompareOp::Le: return CompareOp::Ge;
+    case CompareOp::Gt: return CompareOp::Lt;
+    case CompareOp::Ge: return CompareOp::Le;
+    default: return op;
+  }
+}
+
+std::optional<IndexComparison> index_comparison(const Compare& n, const std::string& var) {
+  if (n.op == CompareOp::Eq || n.op == CompareOp::Ne) return std::nullopt;  // true at one point only
+  for (const bool swapped : {false, true}) {
+    const Expr& index_side = swapped ? n.rhs : n.lhs;
+    const Expr& bound_side = swapped ? n.lhs : n.rhs;
+    const auto* iv = index_side.as<IndexValue>();
+    auto bound = int_constant(bound_side);
+    if (!iv || !bound) continue;
+    if (auto offset = offset_from(iv->index, var)) return IndexComparison{swapped ? mirrored(n.op) : n.op, *offset, *bound};
+  }
+  return std::nullopt;
+}
+
+/// The first value of var at which the comparison is true (Ge, Gt) or
+/// false (Lt, Le): it changes there and nowhere else.
+int64_t change_point(const IndexComparison& c) {
+  switch (c.op) {
+    case CompareOp::Lt:
+    case CompareOp::Ge: return c.bound - c.offset;
+    default: return c.bound - c.offset + 1;  // Le, Gt
+  }
+}
+
+/// The comparison's value over all of [lo, hi), if it has one.
+std::optional<bool> value_over(const IndexComparison& c, int64_t lo, int64_t hi) {
+  const int64_t p = change_point(c);
+  const bool below = c.op == CompareOp::Lt || c.op == CompareOp::Le;  // true below p
+  if (hi <= p) return below;
+  if (lo >= p) return !below;
+  return std::nullopt;
+}
+
+class SplitFinder : public ExprVisitor {
+ public:
+  SplitFinder(std::string var, int64_t lo, int64_t hi) : var_(std::move(var)), lo_(lo), hi_(hi) {}
+  std::set<int64_t> splits;
+
+ protected:
+  void visit(const Compare& n) override {
+    if (auto c = index_comparison(n, var_)) {
+      const int64_t p = change_point(*c);
+      if (p > lo_ && p < hi_) splits.insert(p);
+    }
+    ExprVisitor::visit(n);
+  }
+
+ private:
+  std::string var_;
+  int64_t lo_, hi_;
+};
+
+std::optional<bool> known_bool(const Expr& e) {
+  const auto* c = e.as<Constant>();
+  if (!c || c->dtype != DType::Bool) return std::nullopt;
+  return c->int_value != 0;
+}
+
+Expr zero_of(DType t) {
+  if (t == DType::Bool) return const_bool(false);
+  if (is_floating(t)) return Constant::make_float(0.0, t);
+  return Constant::make_int(0, t);
+}
+
+class ConditionFolder : public ExprMutator {
+ public:
+  ConditionFolder(std::string var, int64_t lo, int64_t hi) : var_(std::move(var)), lo_(lo), hi_(hi) {}
+
+ protected:
+  Expr visit(const Compare& n) override {
+    if (auto c = index_comparison(n, var_)) {
+      if (auto v = value_over(*c, lo_, hi_)) return const_bool(*v);
+    }
+    return ExprMutator::visit(n);
+  }
+  Expr visit(const Unary& n) override {
+    if (n.op == UnaryOp::LogicalNot || (n.op == UnaryOp::BitwiseNot && n.dtype == DType::Bool)) {
+      if (auto v = known_bool(mutate(n.operand))) return const_bool(!*v);
+    }
+    return ExprMutator::visit(n);
+  }
+  Expr visit(const Binary& n) override {
+    const bool bool_and = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalAnd || n.op == BinaryOp::BitwiseAnd);
+    const bool bool_or = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalOr || n.op == BinaryOp::BitwiseOr);
+    if (bool_and || bool_or) {
+      const Expr a = mutate(n.lhs), b = mutate(n.rhs);
+      for (const auto& [known, other] : {std::pair{a, b}, std::pair{b, a}}) {
+        auto v = known_bool(known);
+        if (!v) continue;
+        // false & x = false, true & x = x; true | x = true, false | x = x.
+        if (bool_and) return *v ? other : const_bool(false);
+        return *v ? const_bool(true) : other;
+      }
+    }
+    return ExprMutator::visit(n);
+  }
+  Expr visit(const Where& n) override {
+    if (auto v = known_bool(mutate(n.cond))) return mutate(*v ? n.then_value : n.else_value);
+    return ExprMutator::visit(n);
+  }
+  Expr visit(const Load& n) override {
+    if (n.mask.defined()) {
+      if (auto v = known_bool(mutate(n.mask))) {
+        if (!*v) return zero_of(n.dtype);
+        // (The values inside an indirect index keep their comparisons.)
+        return Load::make(n.buffer, n.index);
+      }
+    }
+    return ExprMutator::visit(n);
+  }
+
+ private:
+  std::string var_;
+  int64_t lo_, hi_;
+};
+
+}  // namespace
+
+std::set<int64_t> index_condition_splits(const Expr& e, const std::string& var, int64_t lo, int64_t hi) {
+  SplitFinder f(var, lo, hi);
+  f.walk(e);
+  return f.splits;
+}
+
+Expr fold_index_conditions(const Expr& e, const std::string& var, int64_t lo, int64_t hi) {
+  ConditionFolder f(var, lo, hi);
+  return f.mutate(e);
+}
+
+}  // namespace cppi::cpu
