@@ -377,16 +377,7 @@ void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, 
   int64_t from = 0;
   for (int64_t to : ends) {
     if (to <= from || to > *hi.value) fail(cat("kernel ", k_.name, ": vector_loop_splits out of order or range"));
-    // The stages with the comparisons of this piece folded.
-    std::vector<PointwiseStage> piece;
-    for (const auto& st : k_.stages) {
-      const auto* pw = std::get_if<PointwiseStage>(&st);
-      if (!pw || !pw->loops.empty()) fail(cat("kernel ", k_.name, ": vector_loop_splits over a stage with loops"));
-      PointwiseStage folded;
-      for (const auto& store : pw->stores)
-        folded.stores.push_back(Store::make(store.buffer, store.index, fold_index_conditions(store.value, var, from, to)));
-      piece.push_back(std::move(folded));
-    }
+    const std::vector<PointwiseStage> piece = fold_index_conditions(k_.stages, var, from, to);
     auto stages = [&](bool vector) {
       locals_.clear();
       if (vector) enter_vector(v);

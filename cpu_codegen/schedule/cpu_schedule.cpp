@@ -491,27 +491,17 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   if (vec_outer && !d.cpu.transpose_tile && d.cpu.parallel_loops < static_cast<int>(n_outer) && vec_extent &&
       !any_stage_loops && reductions == 0) {
     const std::string v = var_name(k.outer.back());
-    std::set<int64_t> splits;
-    for (const auto& st : k.stages) {
-      for (const auto& store : std::get<PointwiseStage>(st).stores) {
-        for (int64_t p : index_condition_splits(store.value, v, 0, *vec_extent)) splits.insert(p);
-      }
-    }
+    const std::vector<int64_t> splits = index_condition_splits(k.stages, v, *vec_extent);
     if (!splits.empty()) {
-      d.cpu.vector_loop_splits.assign(splits.begin(), splits.end());
+      d.cpu.vector_loop_splits = splits;
       d.cpu.tail = TailKind::ScalarLoop;
       // The width the folded pieces need (the index lanes are gone).
       AccessCounts folded;
       int64_t lo = 0;
-      std::vector<int64_t> ends(splits.begin(), splits.end());
+      std::vector<int64_t> ends = splits;
       ends.push_back(*vec_extent);
       for (int64_t hi : ends) {
-        for (const auto& st : k.stages) {
-          PointwiseStage piece;
-          for (const auto& store : std::get<PointwiseStage>(st).stores)
-            piece.stores.push_back(Store{store.buffer, store.index, fold_index_conditions(store.value, v, lo, hi)});
-          scan_stage(piece, v, &folded);
-        }
+        for (const auto& piece : fold_index_conditions(k.stages, v, lo, hi)) scan_stage(piece, v, &folded);
         lo = hi;
       }
       const int w = pick_width(target, folded.max_lane_bytes, {k.outer.back().extent});

@@ -1,6 +1,7 @@
 #include "cpu_codegen/schedule/index_conditions.h"
 
 #include <optional>
+#include <set>
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
@@ -159,17 +160,40 @@ class ConditionFolder : public ExprMutator {
   int64_t lo_, hi_;
 };
 
-}  // namespace
-
-std::set<int64_t> index_condition_splits(const Expr& e, const std::string& var, int64_t lo, int64_t hi) {
-  SplitFinder f(var, lo, hi);
-  f.walk(e);
-  return f.splits;
+/// The stages' stores, which must be loop-less pointwise stages.
+template <class F>
+void for_each_store(const std::vector<Stage>& stages, F f) {
+  for (const auto& st : stages) {
+    const auto* pw = std::get_if<PointwiseStage>(&st);
+    if (!pw || !pw->loops.empty()) {
+      throw CompilerError(Error::internal("index conditions: a stage with loops or a reduction"));
+    }
+    for (const auto& store : pw->stores) f(store);
+  }
 }
 
-Expr fold_index_conditions(const Expr& e, const std::string& var, int64_t lo, int64_t hi) {
+}  // namespace
+
+std::vector<int64_t> index_condition_splits(const std::vector<Stage>& stages, const std::string& var,
+                                            int64_t extent) {
+  SplitFinder f(var, 0, extent);
+  for_each_store(stages, [&](const Store& store) { f.walk(store.value); });
+  return {f.splits.begin(), f.splits.end()};
+}
+
+std::vector<PointwiseStage> fold_index_conditions(const std::vector<Stage>& stages, const std::string& var,
+                                                  int64_t lo, int64_t hi) {
+  for_each_store(stages, [](const Store&) {});  // the checks the splits make
   ConditionFolder f(var, lo, hi);
-  return f.mutate(e);
+  std::vector<PointwiseStage> out;
+  for (const auto& st : stages) {
+    PointwiseStage folded;
+    for (const auto& store : std::get<PointwiseStage>(st).stores) {
+      folded.stores.push_back(Store::make(store.buffer, store.index, f.mutate(store.value)));
+    }
+    out.push_back(std::move(folded));
+  }
+  return out;
 }
 
 }  // namespace cppi::cpu

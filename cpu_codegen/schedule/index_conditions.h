@@ -10,23 +10,26 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <string>
+#include <vector>
 
-#include "lowering/ir/expr.h"
+#include "lowering/ir/kernel.h"
 
 namespace cppi::cpu {
 
-/// The points p in (lo, hi) where a comparison in `e` of `var` plus a
-/// constant with a constant integer changes value along var in [lo, hi)
-/// (the first index of the piece where it changes).
-std::set<int64_t> index_condition_splits(const ir::Expr& e, const std::string& var, int64_t lo, int64_t hi);
+/// The points p in (0, extent), in order, where a comparison in a store of
+/// `stages` (loop-less pointwise stages) of `var` plus a constant with a
+/// constant integer changes value along var (the first index of the piece
+/// where it changes).
+std::vector<int64_t> index_condition_splits(const std::vector<ir::Stage>& stages, const std::string& var,
+                                            int64_t extent);
 
-/// `e` with every such comparison that holds the same value over all of
-/// var in [lo, hi) replaced by that constant, then folded: not / and / or
-/// of known operands, where() with a known condition, masked loads with a
-/// known mask (a true mask drops, a false one yields the zero it would).
-/// `e` itself when nothing folds.
-ir::Expr fold_index_conditions(const ir::Expr& e, const std::string& var, int64_t lo, int64_t hi);
+/// `stages` (loop-less pointwise stages) for var in [lo, hi): every such
+/// comparison that holds one value over the piece replaced by that
+/// constant, then folded: not / and / or of known operands, where() with a
+/// known condition, masked loads with a known mask (a true mask drops, a
+/// false one yields the zero it would).
+std::vector<ir::PointwiseStage> fold_index_conditions(const std::vector<ir::Stage>& stages, const std::string& var,
+                                                      int64_t lo, int64_t hi);
 
 }  // namespace cppi::cpu

@@ -430,9 +430,11 @@ def test_transposed_read_is_turned_in_registers_on_cpu():
     assert "the last rows, fewer than a tile" in src, src
 
 
-def test_kernel_rewriting_what_it_reads_transposed_is_not_tiled_on_cpu():
-    """A tile read ahead of the stores would miss what they write: x.copy_(x.t())
-    reads the buffer it overwrites (as eager, through a temporary)."""
+def test_copying_a_tensor_s_own_transpose_into_it():
+    """x.copy_(x.t() * 2) reads the buffer it overwrites; the result is eager's
+    (a temporary holds the transpose). A kernel that itself rewrites what it
+    reads transposed is never tiled: CpuSchedule's
+    AKernelThatRewritesWhatItReadsTransposedIsNotTiled."""
     def f(x):
         x.copy_(x.t() * 2)
         return x
