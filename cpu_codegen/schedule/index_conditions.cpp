@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/fold_conditions.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::cpu {
@@ -96,63 +97,14 @@ class SplitFinder : public ExprVisitor {
   int64_t lo_, hi_;
 };
 
-std::optional<bool> known_bool(const Expr& e) {
-  const auto* c = e.as<Constant>();
-  if (!c || c->dtype != DType::Bool) return std::nullopt;
-  return c->int_value != 0;
-}
-
-Expr zero_of(DType t) {
-  if (t == DType::Bool) return const_bool(false);
-  if (is_floating(t)) return Constant::make_float(0.0, t);
-  return Constant::make_int(0, t);
-}
-
-class ConditionFolder : public ExprMutator {
+class PieceFolder : public ConditionFolder {
  public:
-  ConditionFolder(std::string var, int64_t lo, int64_t hi) : var_(std::move(var)), lo_(lo), hi_(hi) {}
+  PieceFolder(std::string var, int64_t lo, int64_t hi) : var_(std::move(var)), lo_(lo), hi_(hi) {}
 
  protected:
-  Expr visit(const Compare& n) override {
-    if (auto c = index_comparison(n, var_)) {
-      if (auto v = value_over(*c, lo_, hi_)) return const_bool(*v);
-    }
-    return ExprMutator::visit(n);
-  }
-  Expr visit(const Unary& n) override {
-    if (n.op == UnaryOp::LogicalNot || (n.op == UnaryOp::BitwiseNot && n.dtype == DType::Bool)) {
-      if (auto v = known_bool(mutate(n.operand))) return const_bool(!*v);
-    }
-    return ExprMutator::visit(n);
-  }
-  Expr visit(const Binary& n) override {
-    const bool bool_and = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalAnd || n.op == BinaryOp::BitwiseAnd);
-    const bool bool_or = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalOr || n.op == BinaryOp::BitwiseOr);
-    if (bool_and || bool_or) {
-      const Expr a = mutate(n.lhs), b = mutate(n.rhs);
-      for (const auto& [known, other] : {std::pair{a, b}, std::pair{b, a}}) {
-        auto v = known_bool(known);
-        if (!v) continue;
-        // false & x = false, true & x = x; true | x = true, false | x = x.
-        if (bool_and) return *v ? other : const_bool(false);
-        return *v ? const_bool(true) : other;
-      }
-    }
-    return ExprMutator::visit(n);
-  }
-  Expr visit(const Where& n) override {
-    if (auto v = known_bool(mutate(n.cond))) return mutate(*v ? n.then_value : n.else_value);
-    return ExprMutator::visit(n);
-  }
-  Expr visit(const Load& n) override {
-    if (n.mask.defined()) {
-      if (auto v = known_bool(mutate(n.mask))) {
-        if (!*v) return zero_of(n.dtype);
-        // (The values inside an indirect index keep their comparisons.)
-        return Load::make(n.buffer, n.index);
-      }
-    }
-    return ExprMutator::visit(n);
+  std::optional<bool> decide(const Compare& n) override {
+    if (auto c = index_comparison(n, var_)) return value_over(*c, lo_, hi_);
+    return std::nullopt;
   }
 
  private:
@@ -184,7 +136,7 @@ std::vector<int64_t> index_condition_splits(const std::vector<Stage>& stages, co
 std::vector<PointwiseStage> fold_index_conditions(const std::vector<Stage>& stages, const std::string& var,
                                                   int64_t lo, int64_t hi) {
   for_each_store(stages, [](const Store&) {});  // the checks the splits make
-  ConditionFolder f(var, lo, hi);
+  PieceFolder f(var, lo, hi);
   std::vector<PointwiseStage> out;
   for (const auto& st : stages) {
     PointwiseStage folded;

@@ -26,9 +26,7 @@ std::vector<int64_t> index_condition_splits(const std::vector<ir::Stage>& stages
 
 /// `stages` (loop-less pointwise stages) for var in [lo, hi): every such
 /// comparison that holds one value over the piece replaced by that
-/// constant, then folded: not / and / or of known operands, where() with a
-/// known condition, masked loads with a known mask (a true mask drops, a
-/// false one yields the zero it would).
+/// constant, and the conditions above it folded (ir::ConditionFolder).
 std::vector<ir::PointwiseStage> fold_index_conditions(const std::vector<ir::Stage>& stages, const std::string& var,
                                                       int64_t lo, int64_t hi);
 

@@ -132,7 +132,9 @@ Expr map_indices(const Expr& e, F f) {
 /// Substitutes loop variables / symbols inside every index of `e`.
 Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& replacements);
 
-/// simplify() (index_simplify.h) applied to every index of `e`.
+/// simplify() (index_simplify.h) applied to every index of `e`, then the
+/// comparisons of index values that the ranges decide folded
+/// (fold_range_conditions in fold_conditions.h).
 Expr simplify_indices(const Expr& e, const VarRanges& ranges);
 
 /// Replaces every Load of the buffer named `buffer` by f(load); the result

@@ -179,6 +179,46 @@ TEST_F(ExprTest, TraversalHelpers) {
   EXPECT_TRUE(simplify_indices(plain, ranges).same_as(plain));
 }
 
+// A pooling window without padding: 0 <= 2*x1 + r0 < 56 holds for every
+// x1 < 28, r0 < 2; the mask and the where() fold away, the load is plain.
+TEST_F(ExprTest, RangeConditionsFoldWhereTheRangesDecideThem) {
+  BufferPtr img = Buffer::make_contiguous("img", DType::Float32, Device::CPU, BufferKind::GraphInput,
+                                          {index_const(56)});
+  IndexExpr r0 = var("r0");
+  auto iv = [](const IndexExpr& e) { return IndexValue::make(e); };
+  IndexExpr h = 2 * x1 + r0;
+  Expr valid = binary(BinaryOp::LogicalAnd, compare(CompareOp::Ge, iv(h), iv(index_const(0))),
+                      compare(CompareOp::Lt, iv(h), iv(index_const(56))));
+  Expr e = where(valid, load(img, h, valid), const_float(-INFINITY));
+  VarRanges ranges{{"x1", index_const(28)}, {"r0", index_const(2)}};
+  EXPECT_EQ(to_string(simplify_indices(e, ranges)), "load img[r0 + 2*x1]");
+
+  // With one row of padding the lower bound is undecided (x1 = 0, r0 = 0)
+  // and stays; the upper one still folds.
+  IndexExpr padded = 2 * x1 + r0 - 1;
+  Expr lower = compare(CompareOp::Ge, iv(padded), iv(index_const(0)));
+  Expr upper = compare(CompareOp::Lt, iv(padded), const_int(56));
+  Expr both = binary(BinaryOp::LogicalAnd, lower, upper);
+  EXPECT_TRUE(structurally_equal(simplify_indices(load(img, padded, both), ranges), load(img, padded, lower)));
+
+  // Every comparison both ways, and one that always fails: its masked load
+  // reads the zero it would have read.
+  for (auto [op, expect] : {std::pair{CompareOp::Lt, true}, {CompareOp::Le, true}, {CompareOp::Gt, false},
+                            {CompareOp::Ge, false}, {CompareOp::Eq, false}, {CompareOp::Ne, true}}) {
+    Expr c = simplify_indices(compare(op, iv(h), iv(index_const(56))), ranges);
+    ASSERT_NE(c.as<Constant>(), nullptr) << to_string(c);
+    EXPECT_EQ(c.as<Constant>()->int_value, expect ? 1 : 0);
+  }
+  Expr never = compare(CompareOp::Ge, iv(h), iv(index_const(56)));
+  EXPECT_EQ(to_string(simplify_indices(load(img, h, never), ranges)), "float32(0)");
+
+  // A position read from memory is only range-checked where it is used: a
+  // comparison of it is not decided by its nominal size.
+  IndexExpr pos = indirect(load(i, x0), index_const(56));
+  Expr guard = compare(CompareOp::Lt, iv(pos), iv(index_const(56)));
+  EXPECT_EQ(simplify_indices(guard, ranges).as<Constant>(), nullptr);
+}
+
 TEST_F(ExprTest, CommonSubexpressionElimination) {
   // Two stores that each rebuilt exp(x - 1) from scratch.
   auto build = [&] { return unary(UnaryOp::Exp, binary(BinaryOp::Sub, load(a, x0), const_float(1))); };

@@ -1,0 +1,117 @@
+#include "lowering/ir/fold_conditions.h"
+
+namespace cppi::ir {
+namespace {
+
+std::optional<bool> known_bool(const Expr& e) {
+  const auto* c = e.as<Constant>();
+  if (!c || c->dtype != DType::Bool) return std::nullopt;
+  return c->int_value != 0;
+}
+
+Expr zero_of(DType t) {
+  if (t == DType::Bool) return const_bool(false);
+  if (is_floating(t)) return Constant::make_float(0.0, t);
+  return Constant::make_int(0, t);
+}
+
+/// An index value without indirect terms, or an integer constant, as an
+/// index expression.
+std::optional<IndexExpr> direct_index(const Expr& e) {
+  if (const auto* iv = e.as<IndexValue>()) {
+    if (!indirect_terms(iv->index).empty()) return std::nullopt;
+    return iv->index;
+  }
+  const auto* c = e.as<Constant>();
+  if (!c || !is_integral(c->dtype, /*include_bool=*/false)) return std::nullopt;
+  return index_const(c->int_value);
+}
+
+class RangeFolder : public ConditionFolder {
+ public:
+  explicit RangeFolder(const VarRanges& ranges) : ranges_(ranges) {}
+
+ protected:
+  std::optional<bool> decide(const Compare& n) override {
+    auto a = direct_index(n.lhs), b = direct_index(n.rhs);
+    if (!a || !b) return std::nullopt;
+    switch (n.op) {
+      case CompareOp::Lt:
+        if (prove_lt(*a, *b, ranges_)) return true;
+        if (prove_le(*b, *a, ranges_)) return false;
+        break;
+      case CompareOp::Le:
+        if (prove_le(*a, *b, ranges_)) return true;
+        if (prove_lt(*b, *a, ranges_)) return false;
+        break;
+      case CompareOp::Gt:
+        if (prove_lt(*b, *a, ranges_)) return true;
+        if (prove_le(*a, *b, ranges_)) return false;
+        break;
+      case CompareOp::Ge:
+        if (prove_le(*b, *a, ranges_)) return true;
+        if (prove_lt(*a, *b, ranges_)) return false;
+        break;
+      case CompareOp::Eq:
+      case CompareOp::Ne:
+        if (prove_lt(*a, *b, ranges_) || prove_lt(*b, *a, ranges_)) return n.op == CompareOp::Ne;
+        break;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const VarRanges& ranges_;
+};
+
+}  // namespace
+
+Expr ConditionFolder::visit(const Compare& n) {
+  if (auto v = decide(n)) return const_bool(*v);
+  return ExprMutator::visit(n);
+}
+
+Expr ConditionFolder::visit(const Unary& n) {
+  if (n.op == UnaryOp::LogicalNot || (n.op == UnaryOp::BitwiseNot && n.dtype == DType::Bool)) {
+    if (auto v = known_bool(mutate(n.operand))) return const_bool(!*v);
+  }
+  return ExprMutator::visit(n);
+}
+
+Expr ConditionFolder::visit(const Binary& n) {
+  const bool bool_and = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalAnd || n.op == BinaryOp::BitwiseAnd);
+  const bool bool_or = n.dtype == DType::Bool && (n.op == BinaryOp::LogicalOr || n.op == BinaryOp::BitwiseOr);
+  if (bool_and || bool_or) {
+    const Expr a = mutate(n.lhs), b = mutate(n.rhs);
+    for (const auto& [known, other] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto v = known_bool(known);
+      if (!v) continue;
+      // false & x = false, true & x = x; true | x = true, false | x = x.
+      if (bool_and) return *v ? other : const_bool(false);
+      return *v ? const_bool(true) : other;
+    }
+  }
+  return ExprMutator::visit(n);
+}
+
+Expr ConditionFolder::visit(const Where& n) {
+  if (auto v = known_bool(mutate(n.cond))) return mutate(*v ? n.then_value : n.else_value);
+  return ExprMutator::visit(n);
+}
+
+Expr ConditionFolder::visit(const Load& n) {
+  if (n.mask.defined()) {
+    if (auto v = known_bool(mutate(n.mask))) {
+      if (!*v) return zero_of(n.dtype);
+      return mutate(Load::make(n.buffer, n.index));
+    }
+  }
+  return ExprMutator::visit(n);
+}
+
+Expr fold_range_conditions(const Expr& e, const VarRanges& ranges) {
+  RangeFolder f(ranges);
+  return f.mutate(e);
+}
+
+}  // namespace cppi::ir

@@ -1,0 +1,40 @@
+/// \file
+/// Folding comparisons whose outcome is known, and the boolean structure
+/// around them: not / and / or of known operands, where() with a known
+/// condition, masked loads with a known mask (a true mask drops, a false one
+/// yields the zero the load would).
+///
+/// Lowerings guard every access that may leave its tensor (padding, cat,
+/// pooling windows) with comparisons of index values; over the loop ranges
+/// many of them always hold. avg_pool2d(x, 2) without padding checked
+/// 0 <= 2*x2 + r0 < 56 on every load of every window, which kept the loads
+/// masked and the kernel scalar.
+#pragma once
+
+#include <optional>
+
+#include "lowering/ir/expr_visitor.h"
+
+namespace cppi::ir {
+
+/// Folds what decide() settles, then the boolean structure above it.
+class ConditionFolder : public ExprMutator {
+ protected:
+  /// The comparison's value wherever the folded expression is evaluated,
+  /// if it has one.
+  virtual std::optional<bool> decide(const Compare& n) = 0;
+
+  Expr visit(const Compare& n) override;
+  Expr visit(const Unary& n) override;
+  Expr visit(const Binary& n) override;
+  Expr visit(const Where& n) override;
+  Expr visit(const Load& n) override;
+};
+
+/// `e` with every comparison between index values (or an index value and an
+/// integer constant) that holds, or fails, for all values of the variables
+/// in `ranges` folded. Comparisons of indirect positions (values read from
+/// memory) are left alone: their range is only checked when they are used.
+Expr fold_range_conditions(const Expr& e, const VarRanges& ranges);
+
+}  // namespace cppi::ir
