@@ -436,6 +436,22 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     const DType t = s.body.dtype();
     const std::string tile = local_name(s.results[0]) + "_tile";
     const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
+    if (s.loops.empty()) {
+      // A loop-less reduction (all() over a size-1 dim of a column
+      // statistic), in its place: one step per lane, kept in a tile for the
+      // stages after it.
+      out_.line(cat("// stage ", i, ", per column: reduce ", to_string(s.kind), " without loops"));
+      out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
+      open_vector_loop();
+      enter_vector(v);
+      bind_earlier_results(i);
+      const std::string state = print_reduction_core(s, Bound{"0", 0}, Bound{"1", 1});
+      leave_vector();
+      out_.line(cat(slot, " = ", state, ";"));
+      out_.close();
+      slots[i] = slot;
+      continue;
+    }
     const Loop& first = s.loops[0];
     const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
     const Bound rows = extent(first);

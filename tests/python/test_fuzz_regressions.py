@@ -134,3 +134,17 @@ def test_minus_inf_cast_to_int_is_the_most_negative_int_like_eager():
         return (x * 1e10).to(torch.int32), torch.where(m > 0, float("nan"), x).to(torch.int64)
 
     check_model(g, (torch.randn(3, 40), torch.randint(-2, 3, (3, 40))), options=LOWERED)
+
+
+def test_a_loop_less_reduction_after_tiled_column_statistics():
+    """std over dim 0 of a (33, 5, 1, 1) input, then all() over a size-1 dim:
+    the column statistics are tiled and the all() has no loops; the tiled
+    printer took the first loop of every reduction and crashed the process
+    (seed 96012). It now runs per column after the tiles."""
+
+    def f(a):
+        return torch.all(torch.std(a, dim=0), dim=2)
+
+    a = torch.randn(33, 5, 1, 1)
+    a[:, 2] = 1.5  # a zero deviation: all() of 0 is False
+    check_model(f, (a,), options=LOWERED)
