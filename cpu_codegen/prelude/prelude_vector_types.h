@@ -140,6 +140,47 @@ CPPI_INLINE void cppi_transpose_tile(const void* src, int64_t stride, void* dst)
   for (int i = 0; i < W; ++i) __builtin_memcpy((E*)dst + i * W, &r[i], sizeof(V));
 }
 
+// ---------------------------------------------------------------------------
+// Strided loads: lanes p[0], p[S], ..., p[(W-1) * S] for a small constant
+// S (a pooling window's columns, x[..., ::2], the even and odd halves of an
+// interleaved pair) as S whole vector loads and shufflevectors. Vectors
+// 0 .. S-2 start at p + k * W; the last one starts at p + (S-1) * (W-1) so
+// it ends on the last lane read: no element past p[(W-1) * S] is touched
+// (the next byte may be unmapped). Element e is lane e of the first S-1
+// vectors laid end to end, or lane e - (S-1) * (W-1) of the last: at
+// position e + S - 1 in the concatenation of all S.
+template <int S, int W>
+constexpr int cppi_strided_position(int lane) {
+  return lane * S < (S - 1) * W ? lane * S : lane * S + S - 1;
+}
+template <int S, class V, class In, int... J>
+CPPI_INLINE V cppi_strided_pick(In a, In b, cppi_ints<J...>) {
+  return __builtin_shufflevector(a, b, cppi_strided_position<S, (int)sizeof...(J)>(J)...);
+}
+template <class V, int... J>
+CPPI_INLINE auto cppi_vconcat(V a, V b, cppi_ints<J...>) {
+  return __builtin_shufflevector(a, b, J...);
+}
+template <class V, int S>
+CPPI_INLINE V cppi_vload_strided(const void* p) {
+  static_assert(S >= 2 && S <= 4, "cppi_vload_strided: stride 2, 3 or 4");
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  const E* e = (const E*)p;
+  typedef typename cppi_make_ints<W>::type Lanes;
+  const V last = cppi_vload<V>(e + (S - 1) * (W - 1));
+  if constexpr (S == 2) {
+    return cppi_strided_pick<2, V>(cppi_vload<V>(e), last, Lanes());
+  } else {
+    typedef typename cppi_make_ints<2 * W>::type Pair;
+    const auto low = cppi_vconcat(cppi_vload<V>(e), cppi_vload<V>(e + W), Pair());
+    const auto high = cppi_vconcat(S == 3 ? last : cppi_vload<V>(e + 2 * W), last, Pair());
+    // Stride 3 puts the last vector at 2W and again at 3W; position e + 2
+    // of an element past 2W lanes lands in the first copy.
+    return cppi_strided_pick<S, V>(low, high, Lanes());
+  }
+}
+
 template <class V>
 CPPI_INLINE V cppi_vsplat(typename cppi_vec_traits<V>::element_type s) {
   V v;
@@ -151,6 +192,15 @@ template <class V>
 CPPI_INLINE V cppi_viota(typename cppi_vec_traits<V>::element_type start) {
   V v;
   for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i;
+  return v;
+}
+// start, start + step, start + 2 * step, ...: an index that moves by a
+// constant step along the vectorised loop (a pooling window's column).
+template <class V>
+CPPI_INLINE V cppi_viota_step(typename cppi_vec_traits<V>::element_type start,
+                              typename cppi_vec_traits<V>::element_type step) {
+  V v;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i * step;
   return v;
 }
 template <class To, class From>

@@ -173,9 +173,9 @@ CPPI_INLINE V cppi_vgen_masked(M m, int64_t base, const F& f) {
     if (m[l]) r[l] = f(base + l);
   return r;
 }
-// A masked load of consecutive elements (a cat's inputs, padding): one
-// vector load where every lane is on, zeros where none is, lane by lane only
-// at the seams. `load` reads the whole vector; it runs only when every lane
+// A masked load of consecutive or strided elements (a cat's inputs,
+// padding, a padded pooling window): one vector load where every lane is on,
+// zeros where none is, lane by lane only at the seams. `load` reads the whole vector; it runs only when every lane
 // is on, since the elements of lanes that are off may lie outside the buffer.
 template <class V, class M, class L, class F>
 CPPI_INLINE V cppi_vload_masked(M m, const L& load, int64_t base, const F& f) {

@@ -154,10 +154,13 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
         const CValue m = value(n->mask, scope);
         const std::string mask = m.vector ? m.text : as_mask(m, 4);
         const std::string lanes = lane_lambda(lane_element(*n, scope));
-        if (contiguous) {
-          const std::string whole =
-              cat("[&]() { return cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[",
-                  access_index(n->index, scope), "]); }");
+        // Elements one or a few apart: whole vectors where every lane is on.
+        const auto strided = strided_load(n->index, false, vvar_);
+        if (contiguous || strided) {
+          const std::string load_fn = strided ? cat("cppi_vload_strided<", mem_type, ", ", *strided, ">")
+                                              : cat("cppi_vload<", mem_type, ">");
+          const std::string whole = cat("[&]() { return ", load_fn, "(&", pointer_name(n->buffer->name), "[",
+                                        access_index(n->index, scope), "]); }");
           loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar_, ", ", lanes, ")");
         } else {
           loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
@@ -174,6 +177,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
         } else if (tiled) {
           // This row of the tile (print_transposed_tile) holds the vector's lanes.
           loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", tile_row_, "])");
+        } else if (auto s = strided_load(n->index, false, vvar_)) {
+          loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n->buffer->name), "[",
+                       access_index(n->index, scope), "])");
         } else {
           loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
         }
@@ -191,6 +197,8 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       auto stride = coefficient(idx, var(vvar_));
       if (stride && stride->is_constant(1)) {
         r.text = cat("cppi_viota<cppi_i64x", w, ">(", access_index(idx, scope), ")");
+      } else if (stride && stride->constant() && indirect_terms(idx).empty()) {
+        r.text = cat("cppi_viota_step<cppi_i64x", w, ">(", access_index(idx, scope), ", ", *stride->constant(), ")");
       } else {
         r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar_, ", ", lane_lambda("(int64_t)(" + access_index(idx, scope) + ")"), ")");
       }

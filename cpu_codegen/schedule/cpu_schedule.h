@@ -13,10 +13,11 @@
 ///   innermost outer loop (plain pointwise kernels; column reductions, whose
 ///   reduction loop is not the contiguous one, vectorise across outputs). A
 ///   candidate is taken when every store is stride-1 in that loop and the
-///   loads are mostly stride-1 or broadcast (stride 0): gathers (other strides,
+///   loads are mostly stride-1, broadcast (stride 0) or strided_load (a
+///   stride of 2 to 4, read as whole vectors): gathers (other strides,
 ///   non-affine indices, masked loads, random numbers whose counters do not
 ///   step evenly along the loop: philox_lane_step) may be at most half as
-///   many as contiguous loads. Width = vector bytes / the widest lane (4-byte
+///   many as contiguous and strided loads. Width = vector bytes / the widest lane (4-byte
 ///   minimum: fp16/bf16/int8 compute in float lanes anyway): 16 floats or 8
 ///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
 ///   constant extent below the width, none below 4. Tail: a scalar loop.
@@ -96,6 +97,12 @@ std::optional<uint32_t> philox_lane_step(const ir::IndexExpr& offset, const std:
 /// length along its columns).
 bool transposed_load(const ir::IndexExpr& index, bool masked, const std::string& vector_var,
                      const std::string& tile_var);
+
+/// The stride S of an unmasked load without indirect leaves whose index
+/// steps by a constant 2, 3 or 4 along `vector_var` (a pooling window's
+/// columns, x[..., ::2]): a vector loop reads it as S whole vectors and
+/// picks the lanes out in registers (cppi_vload_strided). nullopt otherwise.
+std::optional<int> strided_load(const ir::IndexExpr& index, bool masked, const std::string& vector_var);
 
 /// The kernel with its CPU schedule decided (its GPU schedule kept).
 ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);

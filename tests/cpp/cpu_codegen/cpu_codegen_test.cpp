@@ -15,22 +15,6 @@ namespace {
 
 using namespace ir;
 
-/// An AVX-512 machine with 8 threads, where kernels of >= 4096 elements of
-/// work go parallel (small enough for test sizes).
-CpuTarget avx512_target(int64_t min_parallel_work = 4096) {
-  CpuTarget t;
-  t.vector_bytes = 64;
-  t.num_threads = 8;
-  t.min_parallel_work = min_parallel_work;
-  return t;
-}
-
-PrintedModule print_one(const KernelPtr& k, const std::vector<std::string>& symbols = {}, const PrintOptions& o = {}) {
-  auto m = print_cpu_module({k}, symbols, o);
-  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
-  return m.ok() ? *m : PrintedModule{};
-}
-
 // --- schedule ------------------------------------------------------------------------------
 
 TEST(CpuSchedule, PointwiseIsVectorisedAt16FloatsAndParallelInVectorBlocks) {
@@ -90,87 +74,6 @@ TEST(CpuSchedule, TransposedStoresStayScalar) {
   auto s = schedule_for_cpu(k, avx512_target());
   EXPECT_EQ(s->schedule.cpu.vectorized, VectorizedLoop::None);
   EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
-}
-
-/// out[b, x0, x1] = a[b, x0, x1] + t[b, x1, x0] over [batch, rows, cols]:
-/// t is read across its rows (x.t() + y), `dtype` throughout.
-KernelPtr transposed_add_kernel(const IndexExpr& batch, const IndexExpr& rows, const IndexExpr& cols,
-                                DType dtype = DType::Float32) {
-  auto a = input("a", dtype, {batch, rows, cols});
-  auto t = input("t", dtype, {batch, cols, rows});
-  auto out = output("out", dtype, {batch, rows, cols});
-  IndexExpr b = var("x0"), r = var("x1"), c = var("x2");
-  // Reduced floats compute in float32, stored rounded back.
-  const DType compute = is_reduced_float(dtype) ? DType::Float32 : dtype;
-  Expr sum = binary(BinaryOp::Add, cast(load(a, (b * rows + r) * cols + c), compute),
-                    cast(load(t, (b * cols + c) * rows + r), compute));
-  sum = cast(sum, dtype);
-  return Kernel::make("transposed_add", Device::CPU, {Loop{b, batch}, Loop{r, rows}, Loop{c, cols}},
-                      {PointwiseStage{{}, {Store::make(out, (b * rows + r) * cols + c, sum)}}});
-}
-
-TEST(CpuSchedule, TransposedLoadsAreReadThroughTiles) {
-  // One batch: the rows are the parallel loop, counted in tiles of 16.
-  auto k = schedule_for_cpu(transposed_add_kernel(1, 2048, 2048), avx512_target());
-  EXPECT_TRUE(k->schedule.cpu.transpose_tile);
-  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
-  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
-  EXPECT_EQ(k->schedule.cpu.tail, TailKind::ScalarLoop);
-  EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("16x16 tiles over x1 (1 contiguous, 1 transposed"),
-            std::string::npos)
-      << explain_cpu_schedule(*k, avx512_target());
-  // Doubles: 8 x 8 tiles.
-  EXPECT_EQ(schedule_for_cpu(transposed_add_kernel(2, 64, 64, DType::Float64), avx512_target())->schedule.cpu.vector_width, 8);
-  // Fewer rows than four lanes: no tile fits, the loop stays scalar.
-  EXPECT_FALSE(schedule_for_cpu(transposed_add_kernel(4, 3, 64), avx512_target())->schedule.cpu.transpose_tile);
-}
-
-TEST(CpuSchedule, AKernelThatRewritesWhatItReadsTransposedIsNotTiled) {
-  // t[x1, x0] = t[x0, x1] + 1 over a square: a tile read ahead of the stores
-  // would miss what they write.
-  auto t = output("t", DType::Float32, {64, 64});
-  IndexExpr x0 = var("x0"), x1 = var("x1");
-  Expr v = binary(BinaryOp::Add, load(t, x1 * 64 + x0), const_float(1.0));
-  auto k = Kernel::make("rewrite", Device::CPU, {Loop{x0, 64}, Loop{x1, 64}},
-                        {PointwiseStage{{}, {Store::make(t, x0 * 64 + x1, v)}}});
-  EXPECT_FALSE(schedule_for_cpu(k, avx512_target())->schedule.cpu.transpose_tile);
-}
-
-TEST(CpuPrinter, TransposedTilesCoverWholeTilesThenThePlainLoop) {
-  auto k = schedule_for_cpu(transposed_add_kernel(2, 40, 70), avx512_target());
-  EXPECT_TRUE(file_check(kernel_text(print_one(k)),
-                         {"transpose_tile=yes", "cppi_parallel_for(", "const int64_t x1_first = x1_tile * 16;",
-                          "if (x1_first + 16 <= 40)", "alignas(64) float tile0_in_t[256];",
-                          "cppi_transpose_tile<16, 4>(&in_t[", "cppi_vload<cppi_f32x16>(&tile0_in_t[(x1 - x1_first) * 16])",
-                          "for (int64_t x2 = 64; x2 < 70; ++x2)", "the last rows, fewer than a tile",
-                          "cppi_vgen<cppi_f32x16>"}));
-}
-
-/// cat([a, b], 1) over [rows, split + rest]: out[x0, x1] = where(x1 < split,
-/// a[x0, x1] (masked by x1 < split), b[x0, x1 - split] (masked by x1 >= split)).
-KernelPtr cat_kernel(int64_t rows, int64_t split, int64_t rest) {
-  const int64_t cols = split + rest;
-  auto a = input("a", DType::Float32, {rows, split});
-  auto b = input("b", DType::Float32, {rows, rest});
-  auto out = output("out", DType::Float32, {rows, cols});
-  IndexExpr x0 = var("x0"), x1 = var("x1");
-  Expr first = compare(CompareOp::Lt, IndexValue::make(x1), IndexValue::make(index_const(split)));
-  Expr second = compare(CompareOp::Ge, IndexValue::make(x1), const_int(split));
-  Expr v = where(first, load(a, x0 * split + x1, first), load(b, x0 * rest + x1 - split, second));
-  return Kernel::make("cat", Device::CPU, {Loop{x0, rows}, Loop{x1, cols}},
-                      {PointwiseStage{{}, {Store::make(out, x0 * cols + x1, v)}}});
-}
-
-TEST(CpuSchedule, CatSplitsTheVectorLoopWhereItsInputsMeet) {
-  auto k = schedule_for_cpu(cat_kernel(64, 37, 53), avx512_target());
-  EXPECT_EQ(k->schedule.cpu.vector_loop_splits, std::vector<int64_t>{37});
-  // The int64 lane indices fold away: 16 floats wide, not 8.
-  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
-  const std::string text = kernel_text(print_one(k));
-  EXPECT_TRUE(file_check(text, {"vector_loop_splits=37", "x1 in [0, 37)", "cppi_vload<cppi_f32x16>(&in_a[",
-                                "x1 in [37, 90)", "cppi_vload<cppi_f32x16>(&in_b[", "NOT:masked", "NOT:cppi_viota"}));
-  // A symbolic extent: no pieces.
-  EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(7, sym("s0")), avx512_target())->schedule.cpu.vector_loop_splits.empty());
 }
 
 TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
@@ -453,16 +356,6 @@ struct NumericCase {
 
 class CpuNumerics : public ::testing::TestWithParam<int64_t> {};
 
-void expect_matches(const KernelPtr& k, bool specials, const RunOptions& base = {}) {
-  for (const CpuTarget& target : {avx512_target(), avx512_target(1 << 30)}) {
-    RunOptions o = base;
-    o.specials = specials;
-    auto scheduled = schedule_for_cpu(k, target);
-    std::string r = run_and_compare(scheduled, o);
-    EXPECT_EQ(r, "") << k->name << " " << to_string(scheduled->schedule);
-  }
-}
-
 TEST_P(CpuNumerics, Pointwise) {
   expect_matches(pointwise_kernel(GetParam()), false);
   expect_matches(pointwise_kernel(GetParam()), true);
@@ -563,27 +456,6 @@ TEST(CpuNumerics, SymbolicSizes) {
   expect_matches(pointwise_kernel(sym("s1")), true, o);
   o.rtol = o.atol = 1e-4;
   expect_matches(column_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), true, o);
-}
-
-TEST(CpuNumerics, TransposedTiles) {
-  RunOptions o;
-  for (auto k : {transposed_add_kernel(1, 64, 48), transposed_add_kernel(3, 37, 53), transposed_add_kernel(2, 16, 16),
-                 transposed_add_kernel(1, 4, 5), transposed_add_kernel(2, 40, 70, DType::Float64),
-                 transposed_add_kernel(2, 40, 70, DType::Int64), transposed_add_kernel(2, 40, 70, DType::BFloat16)}) {
-    expect_matches(k, false, o);
-  }
-  o.graph_symbols = {"s0", "s1"};
-  o.symbols = {{"s0", 37}, {"s1", 83}};
-  expect_matches(transposed_add_kernel(2, sym("s0"), sym("s1")), true, o);
-  RunOptions gxx;
-  gxx.compiler = CompileOptions::Compiler::Gxx;
-  EXPECT_EQ(run_and_compare(schedule_for_cpu(transposed_add_kernel(3, 37, 53), avx512_target()), gxx), "");
-}
-
-TEST(CpuNumerics, CatPieces) {
-  for (auto k : {cat_kernel(5, 37, 53), cat_kernel(3, 16, 16), cat_kernel(4, 3, 40), cat_kernel(2, 40, 2)}) {
-    expect_matches(k, true);
-  }
 }
 
 TEST(CpuNumerics, ArgmaxFirstIndexOnTiesAndFirstNaNWins) {

@@ -7,6 +7,7 @@
 
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "lowering/ir/interpreter.h"
+#include "lowering/ir/printer.h"
 #include "lowering/ir/scalar_convert.h"
 
 namespace cppi::cpu::test {
@@ -313,6 +314,30 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
 std::string kernel_text(const PrintedModule& m) {
   size_t at = m.source.find("// kernel: ");
   return at == std::string::npos ? m.source : m.source.substr(at);
+}
+
+CpuTarget avx512_target(int64_t min_parallel_work) {
+  CpuTarget t;
+  t.vector_bytes = 64;
+  t.num_threads = 8;
+  t.min_parallel_work = min_parallel_work;
+  return t;
+}
+
+PrintedModule print_one(const KernelPtr& k, const std::vector<std::string>& symbols, const PrintOptions& o) {
+  auto m = print_cpu_module({k}, symbols, o);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? *m : PrintedModule{};
+}
+
+void expect_matches(const KernelPtr& k, bool specials, const RunOptions& base) {
+  for (const CpuTarget& target : {avx512_target(), avx512_target(1 << 30)}) {
+    RunOptions o = base;
+    o.specials = specials;
+    auto scheduled = schedule_for_cpu(k, target);
+    std::string r = run_and_compare(scheduled, o);
+    EXPECT_EQ(r, "") << k->name << " " << to_string(scheduled->schedule);
+  }
 }
 
 }  // namespace cppi::cpu::test

@@ -69,5 +69,18 @@ std::string run_and_compare(const ir::KernelPtr& kernel, const RunOptions& optio
 /// Only the kernel's own text (after the support block).
 std::string kernel_text(const PrintedModule& m);
 
+/// An AVX-512 machine with 8 threads, where kernels of >= min_parallel_work
+/// elements of work go parallel (4096: small enough for test sizes).
+CpuTarget avx512_target(int64_t min_parallel_work = 4096);
+
+/// The printed module of one kernel; a failure to print fails the test.
+PrintedModule print_one(const ir::KernelPtr& k, const std::vector<std::string>& symbols = {},
+                        const PrintOptions& o = {});
+
+/// run_and_compare of `k` scheduled for avx512_target() (parallel) and for a
+/// target that keeps it serial, NaN and infinities in the inputs when
+/// `specials`.
+void expect_matches(const ir::KernelPtr& k, bool specials, const RunOptions& base = {});
+
 
 }  // namespace cppi::cpu::test

@@ -15,14 +15,6 @@ namespace {
 
 using namespace ir;
 
-CpuTarget avx512_target(int64_t min_parallel_work) {
-  CpuTarget t;
-  t.vector_bytes = 64;
-  t.num_threads = 8;
-  t.min_parallel_work = min_parallel_work;
-  return t;
-}
-
 /// Softmax statistics over dim 0 of a [rows, cols] input, as the fusion pass
 /// builds them: amax[x0] = max over r0 of in[r0, x0], then
 /// denom[x0] = sum over r0 of exp(in[r0, x0] - amax[x0]), both stored.
@@ -77,7 +69,8 @@ KernelPtr column_softmax_kernel(const IndexExpr& rows, const IndexExpr& cols) {
 TEST(TiledColumns, EveryLeadingReductionOfAColumnKernelIsTiled) {
   auto k = schedule_for_cpu(column_softmax_stats_kernel(1024, 1024), avx512_target(4096));
   EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
-  EXPECT_EQ(k->schedule.cpu.column_block, 64);
+  // Two passes over the block: 1 KiB of each row, so it stays in L2.
+  EXPECT_EQ(k->schedule.cpu.column_block, 16);
   EXPECT_EQ(k->schedule.cpu.row_block, 16);
   EXPECT_NE(explain_cpu_schedule(*k, avx512_target(4096)).find("column reductions (2) tiled"), std::string::npos);
   // One vector of columns: nothing to tile across.
@@ -89,11 +82,11 @@ TEST(TiledColumns, TheSecondTileReadsTheFirst) {
   auto m = print_cpu_module({k}, {}, {});
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_TRUE(file_check(kernel_text(*m), {
-                                              "cppi_f32x16 amax_tile[64];",
+                                              "cppi_f32x16 amax_tile[16];",
                                               "for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 16) {",
                                               "amax_vacc = amax_tile[(x0 - x0_blk) / 16];",
                                               "for (int64_t r0 = r0_blk; r0 < r0_blk_end; ++r0) {",
-                                              "cppi_f32x16 denom_tile[64];",
+                                              "cppi_f32x16 denom_tile[16];",
                                               "for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 16) {",
                                               "const cppi_f32x16 amax = amax_tile[(x0 - x0_blk) / 16];",
                                               "denom_vacc = denom_tile[(x0 - x0_blk) / 16];",
@@ -105,7 +98,7 @@ TEST(TiledColumns, TheSecondTileReadsTheFirst) {
                                           }));
 }
 
-void expect_matches(const KernelPtr& k, RunOptions o) {
+void expect_tiled_matches(const KernelPtr& k, RunOptions o) {
   // Parallel over column vectors (several blocks per chunk or a partial
   // one), then serial: one chunk of every block.
   for (int64_t work : {int64_t{4096}, int64_t{1} << 40}) {
@@ -120,9 +113,9 @@ TEST(TiledColumns, SoftmaxStatisticsMatchTheInterpreter) {
   // of 4; 45 rows: two row blocks of 16 and a partial one. NaN and inf too.
   RunOptions o;
   o.rtol = 1e-5;
-  expect_matches(column_softmax_stats_kernel(45, 2100), o);
+  expect_tiled_matches(column_softmax_stats_kernel(45, 2100), o);
   o.specials = true;
-  expect_matches(column_softmax_stats_kernel(45, 2100), o);
+  expect_tiled_matches(column_softmax_stats_kernel(45, 2100), o);
 }
 
 TEST(TiledColumns, PointwiseStagesWithLoopsAreTiledToo) {
@@ -149,9 +142,9 @@ TEST(TiledColumns, PointwiseStagesWithLoopsAreTiledToo) {
                                           }));
   RunOptions o;
   o.rtol = 1e-5;
-  expect_matches(column_softmax_kernel(45, 2100), o);
+  expect_tiled_matches(column_softmax_kernel(45, 2100), o);
   o.specials = true;
-  expect_matches(column_softmax_kernel(45, 2100), o);
+  expect_tiled_matches(column_softmax_kernel(45, 2100), o);
 }
 
 TEST(TiledColumns, CascadedSecondPassReadsTheMergedFirst) {
@@ -164,7 +157,31 @@ TEST(TiledColumns, CascadedSecondPassReadsTheMergedFirst) {
   o.symbols = {{"s0", 300}};
   o.rtol = 1e-4;
   o.atol = 1e-4;
-  expect_matches(k, o);
+  expect_tiled_matches(k, o);
+}
+
+TEST(TiledColumns, ALoopLessReductionAfterTheTiledOnesRunsPerColumn) {
+  // std over dim 0 then all() over a size-1 dim: the column sum is tiled,
+  // the all() has no loops and reads it per lane (the printer took its
+  // first loop and crashed; fuzzer seed 96012).
+  auto in = input("arg0", DType::Float32, {33, 40});
+  auto out = output("out", DType::Bool, {40});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto sum = ReductionStage::make({{r0, 33}}, ReductionKind::Sum, load(in, r0 * 40 + x0), {"sum"});
+  auto any = ReductionStage::make({}, ReductionKind::Any,
+                                  compare(CompareOp::Gt, sum.result(), const_float(0.5)), {"any"});
+  auto k = Kernel::make("sum_any", Device::CPU, {Loop{x0, 40}},
+                        {sum, any, PointwiseStage{{}, {Store::make(out, x0, any.result())}}});
+  auto scheduled = schedule_for_cpu(k, avx512_target(4096));
+  ASSERT_GT(scheduled->schedule.cpu.column_block, 0) << to_string(scheduled->schedule);
+  auto m = print_cpu_module({scheduled}, {}, {});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(file_check(kernel_text(*m), {"// stage 1, per column: reduce any without loops", "any_tile[",
+                                           "cppi_vstore("}));
+  RunOptions o;
+  o.specials = true;
+  o.rtol = o.atol = 1e-4;
+  expect_tiled_matches(k, o);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <set>
 #include <thread>
 #include <random>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "cpu_codegen/jit/runtime.h"
@@ -281,6 +283,41 @@ TEST(PreludeVector, TransposeTile) {
   check_transpose_tile<2, double>();
   check_transpose_tile<8, double>();
   check_transpose_tile<8, int64_t>();
+}
+
+// Strided loads read lanes p[0], p[S], ... and nothing past the last one:
+// the elements end exactly where a page with no access begins.
+template <class V, int S>
+void check_strided_load(char* page_end) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  E* p = reinterpret_cast<E*>(page_end) - ((W - 1) * S + 1);
+  for (int i = 0; i < (W - 1) * S + 1; ++i) p[i] = static_cast<E>(i * 3 + 1);
+  const V v = cppi_vload_strided<V, S>(p);
+  for (int i = 0; i < W; ++i) ASSERT_EQ(v[i], p[i * S]) << "W=" << W << " S=" << S << " lane " << i;
+}
+
+template <class V>
+void check_strides(char* page_end) {
+  check_strided_load<V, 2>(page_end);
+  check_strided_load<V, 3>(page_end);
+  check_strided_load<V, 4>(page_end);
+}
+
+TEST(PreludeVector, StridedLoadsStayInsideTheirElements) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  char* guard = static_cast<char*>(m) + page;
+  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  check_strides<cppi_f32x4>(guard);
+  check_strides<cppi_f32x8>(guard);
+  check_strides<cppi_f32x16>(guard);
+  check_strides<cppi_f64x8>(guard);
+  check_strides<cppi_i64x8>(guard);
+  check_strides<cppi_u16x16>(guard);
+  check_strides<cppi_u8x16>(guard);
+  munmap(m, 2 * page);
 }
 
 TEST(PreludeVector, AbsSelectSplatPartial) {
