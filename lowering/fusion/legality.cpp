@@ -5,6 +5,7 @@
 
 #include "lowering/fusion/fusion_node.h"
 #include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/fold_conditions.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::lowering::fusion {
@@ -53,6 +54,71 @@ std::optional<std::vector<IndexExpr>> writer_point(const IndexExpr& write_index,
 }
 
 namespace {
+
+/// The masks of `reader`'s loads of `buffer` at `index` (an undefined Expr
+/// for an unmasked one).
+std::vector<ir::Expr> load_masks(const ComputeNode& reader, const std::string& buffer, const IndexExpr& index) {
+  struct Finder : ir::ExprVisitor {
+    const std::string& buffer;
+    const IndexExpr& index;
+    std::vector<ir::Expr> masks;
+    Finder(const std::string& b, const IndexExpr& i) : buffer(b), index(i) {}
+    void visit(const ir::Load& n) override {
+      if (n.buffer->name == buffer && n.index == index) masks.push_back(n.mask);
+      ExprVisitor::visit(n);
+    }
+  } finder(buffer, index);
+  if (auto p = std::get_if<ir::PointwiseNodePtr>(&reader)) {
+    finder.walk((*p)->store.value);
+    for (const auto& v : ir::indirect_values((*p)->store.index)) finder.walk(v);
+  } else {
+    finder.walk(std::get<ir::ReductionNodePtr>(reader)->body);
+  }
+  return finder.masks;
+}
+
+/// writer_point for a read that happens only where its masks hold, over
+/// that part of the reader's loops: cat's second input is read at x1 - 1024
+/// only where x1 >= 1024, so over x1 in [1024, 2048) it is the writer's
+/// point x1 - 1024 (over all of [0, 2048) no point rebuilds the index). The
+/// variables every mask confines alike are shifted to start at 0 over
+/// their interval, the point found, and the shift undone.
+std::optional<std::vector<IndexExpr>> writer_point_where_loaded(const IndexExpr& write_index,
+                                                                const std::vector<IndexExpr>& writer_ranges,
+                                                                const IndexExpr& read_index,
+                                                                const std::vector<ir::Expr>& masks,
+                                                                const ir::VarRanges& reader_ranges) {
+  std::map<std::string, ir::VarInterval> common;
+  for (size_t i = 0; i < masks.size(); ++i) {
+    if (!masks[i].defined()) return std::nullopt;  // read everywhere
+    auto intervals = ir::mask_intervals(masks[i], reader_ranges);
+    if (i == 0) {
+      common = std::move(intervals);
+      continue;
+    }
+    for (auto it = common.begin(); it != common.end();) {
+      auto other = intervals.find(it->first);
+      const bool same = other != intervals.end() && other->second.lo == it->second.lo && other->second.hi == it->second.hi;
+      it = same ? std::next(it) : common.erase(it);
+    }
+  }
+  std::map<std::string, IndexExpr> shift, unshift;
+  ir::VarRanges narrowed = reader_ranges;
+  for (const auto& [v, in] : common) {
+    const IndexExpr extent = ir::simplify(in.hi - in.lo);
+    if (!ir::prove_positive(extent)) continue;  // (an empty or unknown interval: no narrowing)
+    const std::string shifted = v + "_where_loaded";
+    shift[v] = ir::var(shifted) + in.lo;
+    unshift[shifted] = ir::var(v) - in.lo;
+    narrowed.erase(v);
+    narrowed[shifted] = extent;
+  }
+  if (shift.empty()) return std::nullopt;
+  auto point = writer_point(write_index, writer_ranges, ir::substitute(read_index, shift), narrowed);
+  if (!point) return std::nullopt;
+  for (auto& coordinate : *point) coordinate = ir::simplify(ir::substitute(coordinate, unshift));
+  return point;
+}
 
 std::optional<IndexExpr> write_index_of(const ComputeNode& writer, const std::string& buffer) {
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&writer)) {
@@ -108,6 +174,10 @@ std::optional<std::string> why_unmappable(const ComputeNode& writer, const Compu
   for (const auto& a : ir::reads(reader)) {
     if (a.buffer->name != buffer) continue;
     auto point = writer_point(*write_index, ranges_of(writer), a.index, ranges);
+    if (!point && a.masked) {
+      point = writer_point_where_loaded(*write_index, ranges_of(writer), a.index,
+                                        load_masks(reader, buffer, a.index), ranges);
+    }
     if (!point) {
       return cat("consumer reads ", buffer, " at ", a.index, ", which the producer's loops ",
                  format_ranges(ranges_of(writer)), " storing at ", *write_index, " cannot express");

@@ -1,5 +1,7 @@
 #include "lowering/ir/fold_conditions.h"
 
+#include "lowering/ir/index_affine.h"
+
 namespace cppi::ir {
 namespace {
 
@@ -112,6 +114,74 @@ Expr ConditionFolder::visit(const Load& n) {
 Expr fold_range_conditions(const Expr& e, const VarRanges& ranges) {
   RangeFolder f(ranges);
   return f.mutate(e);
+}
+
+namespace {
+
+/// Narrows `out` by one comparison `lhs op rhs` if it is var + c against a
+/// bound free of loop variables (either side).
+void narrow_by(const Compare& n, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {
+  auto a = direct_index(n.lhs), b = direct_index(n.rhs);
+  if (!a || !b) return;
+  auto loop_free = [&](const IndexExpr& e) {
+    for (const auto& v : free_vars(e)) {
+      if (ranges.count(v)) return false;
+    }
+    return true;
+  };
+  for (const bool swapped : {false, true}) {
+    const IndexExpr& moving = swapped ? *b : *a;
+    const IndexExpr& bound = swapped ? *a : *b;
+    if (!loop_free(bound)) continue;
+    const std::set<std::string> vars = free_vars(moving);
+    if (vars.size() != 1 || !ranges.count(*vars.begin())) continue;
+    const std::string& v = *vars.begin();
+    auto form = affine_form(moving, {ir::var(v)});
+    if (!form || !form->strides[0].is_constant(1)) continue;
+    // v + c  op  bound, op as seen from the variable's side.
+    CompareOp op = n.op;
+    if (swapped) {
+      if (op == CompareOp::Lt) op = CompareOp::Gt;
+      else if (op == CompareOp::Le) op = CompareOp::Ge;
+      else if (op == CompareOp::Gt) op = CompareOp::Lt;
+      else if (op == CompareOp::Ge) op = CompareOp::Le;
+    }
+    const IndexExpr at = bound - form->offset;  // v op at
+    auto it = out->find(v);
+    VarInterval cur = it != out->end() ? it->second : VarInterval{index_const(0), ranges.at(v)};
+    switch (op) {
+      case CompareOp::Lt: cur.hi = simplify(min(cur.hi, at)); break;
+      case CompareOp::Le: cur.hi = simplify(min(cur.hi, at + 1)); break;
+      case CompareOp::Gt: cur.lo = simplify(max(cur.lo, at + 1)); break;
+      case CompareOp::Ge: cur.lo = simplify(max(cur.lo, at)); break;
+      case CompareOp::Eq:
+        cur.lo = simplify(max(cur.lo, at));
+        cur.hi = simplify(min(cur.hi, at + 1));
+        break;
+      case CompareOp::Ne: return;
+    }
+    (*out)[v] = cur;
+    return;
+  }
+}
+
+void collect_intervals(const Expr& mask, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {
+  if (const auto* b = mask.as<Binary>()) {
+    if (b->dtype == DType::Bool && (b->op == BinaryOp::LogicalAnd || b->op == BinaryOp::BitwiseAnd)) {
+      collect_intervals(b->lhs, ranges, out);
+      collect_intervals(b->rhs, ranges, out);
+    }
+    return;
+  }
+  if (const auto* c = mask.as<Compare>()) narrow_by(*c, ranges, out);
+}
+
+}  // namespace
+
+std::map<std::string, VarInterval> mask_intervals(const Expr& mask, const VarRanges& ranges) {
+  std::map<std::string, VarInterval> out;
+  if (mask.defined()) collect_intervals(mask, ranges, &out);
+  return out;
 }
 
 }  // namespace cppi::ir

@@ -1,6 +1,8 @@
 /// \file
-/// Folding comparisons whose outcome is known, and the boolean structure
-/// around them: not / and / or of known operands, where() with a known
+/// Index comparisons: folding those whose outcome is known, and reading the
+/// ranges of loop variables a mask confines a load to.
+///
+/// Folding covers the comparisons and the boolean structure around them: not / and / or of known operands, where() with a known
 /// condition, masked loads with a known mask (a true mask drops, a false one
 /// yields the zero the load would).
 ///
@@ -11,7 +13,9 @@
 /// masked and the kernel scalar.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "lowering/ir/expr_visitor.h"
 
@@ -36,5 +40,19 @@ class ConditionFolder : public ExprMutator {
 /// in `ranges` folded. Comparisons of indirect positions (values read from
 /// memory) are left alone: their range is only checked when they are used.
 Expr fold_range_conditions(const Expr& e, const VarRanges& ranges);
+
+/// Loop variable values [lo, hi), lo and hi over size symbols only.
+struct VarInterval {
+  IndexExpr lo, hi;
+};
+
+/// The intervals a mask confines loop variables of `ranges` to: the mask is
+/// true only where each such variable lies in its interval (a superset:
+/// comparisons the function does not read are ignored). It reads a
+/// conjunction (and / bitwise and) of comparisons of `var + c` with an
+/// index value or integer constant free of loop variables: cat's
+/// x1 >= 1024 gives x1 in [1024, extent). Variables the mask leaves at
+/// their full range are absent.
+std::map<std::string, VarInterval> mask_intervals(const Expr& mask, const VarRanges& ranges);
 
 }  // namespace cppi::ir

@@ -455,6 +455,11 @@ PIECES = [
     ("bool cat", lambda x, y: torch.cat([x, y], 1) | True, lambda: (torch.randn(4, 19) > 0, torch.randn(4, 20) > 0)),
     ("cat of a broadcast and a slice", lambda x, b: torch.cat([b.expand(6, 11), x[:, 2:]], 1) - 1,
      lambda: (torch.randn(6, 40), torch.randn(1, 11))),
+    # Computed inputs are computed where the cat or pad reads them (one kernel).
+    ("cat of computed halves", lambda x, c, s: torch.cat([x[:, :19] * c - x[:, 19:] * s, x[:, :19] * s + x[:, 19:] * c], 1),
+     lambda: (torch.randn(7, 38), torch.randn(19), torch.randn(19))),
+    ("pad of a computed value", lambda x: F.pad(x.exp() - 1, (3, 5), value=-2.0) * 2, lambda: (torch.randn(6, 41),)),
+    ("cat of computed int64", lambda x, y: torch.cat([x * 3, y // 2], 1), lambda: (torch.randint(-9, 9, (4, 21)), torch.randint(-9, 9, (4, 6)))),
 ]
 
 
@@ -467,6 +472,9 @@ def test_cat_and_pad_with_dynamic_shapes(device):
     f = lambda x, y: F.pad(torch.cat([x, y], 1), (1, 2)).relu()  # noqa: E731
     for cols in (37, 50):
         check_model(f, (torch.randn(5, cols, device=device), torch.randn(5, 9, device=device)), dynamic=True)
+    g = lambda x, y: torch.cat([x.exp(), y * 2], 1)  # noqa: E731
+    for cols in (37, 50):
+        check_model(g, (torch.randn(5, cols, device=device), torch.randn(5, 9, device=device)), dynamic=True)
 
 
 def test_cat_runs_one_plain_loop_per_input_on_cpu():

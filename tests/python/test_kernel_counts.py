@@ -152,6 +152,9 @@ PROGRAMS = [
     Program("int64_arith", _ints),
     Program("bool_arith", _bools),
     Program("broadcast3", _pointwise(lambda x, y, z: x * y + z, (8, 1, 1), (1, 16, 1), (1, 1, 32))),
+    Program("rotary_rotate_half", _pointwise(lambda x, c, s: torch.cat([x[..., :32] * c - x[..., 32:] * s,
+                                                                        x[..., :32] * s + x[..., 32:] * c], -1),
+                                             (2, 4, 16, 64), (16, 32), (16, 32))),
     Program("mlp_eval", _mlp_eval, check_kwargs=REDUCTION),
     Program("encoder_layer_eval", _eval(_encoder_layer), check_kwargs=REDUCTION),
     Program("block_eval", _eval(Block), check_kwargs=REDUCTION),
@@ -176,6 +179,8 @@ EXPECTED_KERNELS = {
     "int64_arith": {"inference": 1},
     "bool_arith": {"inference": 1},
     "broadcast3": {"inference": 1},
+    # Each half of the cat is computed where the cat reads it (were two kernels: the halves, then the cat).
+    "rotary_rotate_half": {"inference": 1},
     "mlp_eval": {"inference": 2},
     # eval + no_grad takes the module's fast path, one fused ATen op; our
     # decomposition (decompositions.py) turns it into 3 kernels + 5 extern calls.

@@ -53,6 +53,40 @@ TEST(Fusion, PointwiseChainWithSymbolicSizes) {
   EXPECT_EQ(compare_numerics(g.graph, fused, {{"s0", 5}, {"s1", 7}}), "");
 }
 
+/// cat([neg(a), exp(b)], 1) over [rows, split + rest], each input masked
+/// by its side of the split, as the cat lowering writes it.
+GraphBuilder cat_of_computed(IndexExpr rows, int64_t split, int64_t rest) {
+  GraphBuilder b;
+  auto a = b.input("a", {rows, split});
+  auto c = b.input("c", {rows, rest});
+  auto neg = b.temp("neg", {rows, split});
+  auto ex = b.temp("ex", {rows, rest});
+  auto out = b.output("out", {rows, split + rest});
+  b.pointwise("neg", neg, ir::unary(ir::UnaryOp::Neg, at(a, {x(0), x(1)})));
+  b.pointwise("exp", ex, ir::unary(ir::UnaryOp::Exp, at(c, {x(0), x(1)})));
+  Expr first = ir::compare(ir::CompareOp::Lt, ir::IndexValue::make(x(1)), ir::const_int(split));
+  Expr second = ir::compare(ir::CompareOp::Ge, ir::IndexValue::make(x(1)), ir::const_int(split));
+  b.pointwise("cat", out, ir::where(first, ir::load(neg, neg->layout.index({x(0), x(1)}), first),
+                                    ir::load(ex, ex->layout.index({x(0), x(1) - split}), second)));
+  return b;
+}
+
+TEST(Fusion, ACatComputesEachInputWhereItReadsIt) {
+  // The second input is read at x1 - 37, which its producer's loops express
+  // only where the mask x1 >= 37 holds: both producers inline into the cat.
+  for (IndexExpr rows : {IndexExpr(5), ir::sym("s0")}) {
+    auto g = cat_of_computed(rows, 37, 53);
+    Remarks remarks;
+    auto fused = run(g.graph, remarks);
+    auto ks = kernels(fused);
+    ASSERT_EQ(ks.size(), 1u) << remark_text(remarks);
+    EXPECT_EQ(ks[0]->origins, (std::vector<std::string>{"neg", "exp", "cat"}));
+    EXPECT_FALSE(has_buffer(fused, "neg"));
+    EXPECT_FALSE(has_buffer(fused, "ex"));
+    EXPECT_EQ(compare_numerics(g.graph, fused, {{"s0", 5}}), "");
+  }
+}
+
 TEST(Fusion, SinPlusCosIsOneKernel) {
   GraphBuilder b;
   auto xin = b.input("x", {32});
