@@ -387,6 +387,17 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
 
   // --- vectorisation -----------------------------------------------------------------
   std::string vec_why = "scalar: no contiguous loop";
+  int inner_width = 0;
+  std::string inner_why;
+  auto vectorize_stage_loops = [&] {
+    d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
+    d.cpu.vector_width = inner_width;
+    // Enough independent adds or compare-selects in flight to hide their
+    // latency: amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms
+    // (eager 2.8).
+    d.cpu.vector_accumulators = kVectorAccumulators;
+    vec_why = inner_why;
+  };
   if (any_stage_loops) {
     AccessCounts counts;
     std::vector<IndexExpr> extents;
@@ -396,16 +407,15 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
       scan_stage(s, var_name(loops.back()), &counts);
       extents.push_back(loops.back().extent);
     }
-    int w = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, extents) : 0;
-    if (w) {
-      d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
-      d.cpu.vector_width = w;
-      // Enough independent adds or compare-selects in flight to hide their
-      // latency: amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms
-      // (eager 2.8).
-      d.cpu.vector_accumulators = kVectorAccumulators;
-      vec_why = cat("vectorised the innermost loop of each stage (", describe_loads(counts), ")");
-    }
+    inner_width = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, extents) : 0;
+    inner_why = cat("vectorised the innermost loop of each stage (", describe_loads(counts), ")");
+    // A stage loop shorter than a full vector is one narrow vector and a
+    // horizontal step per outer iteration; the outer loop, where it reads
+    // whole or strided vectors, does a full vector of outer iterations at
+    // once and stores them whole. x.unfold(-1, 4, 4).sum(-1) over 2048 x
+    // 4096 floats, two threads: 1.58 ms four lanes wide, Inductor 1.12.
+    const bool narrow = inner_width > 0 && inner_width < pick_width(target, counts.max_lane_bytes, {});
+    if (inner_width > 0 && !narrow) vectorize_stage_loops();
   }
   if (d.cpu.vectorized == VectorizedLoop::None && !k.outer.empty()) {
     AccessCounts counts;
@@ -445,6 +455,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
                     " contiguous loads in ", v);
     }
   }
+  if (d.cpu.vectorized == VectorizedLoop::None && inner_width > 0) vectorize_stage_loops();
   d.cpu.tail = TailKind::ScalarLoop;
   if (d.cpu.vectorized == VectorizedLoop::InnermostOuter && !d.cpu.transpose_tile) {
     auto extent = k.outer.back().extent.constant();

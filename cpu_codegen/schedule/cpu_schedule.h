@@ -11,7 +11,9 @@
 /// - Vectorisation. Candidate loops: the innermost loop of every stage that
 ///   has loops (a row reduction or a softmax row), else/otherwise the
 ///   innermost outer loop (plain pointwise kernels; column reductions, whose
-///   reduction loop is not the contiguous one, vectorise across outputs). A
+///   reduction loop is not the contiguous one, vectorise across outputs;
+///   so do stage loops shorter than a full vector, when the outer loop
+///   reads whole or strided vectors: sums of groups of 2 to 4). A
 ///   candidate is taken when every store is stride-1 in that loop and the
 ///   loads are mostly stride-1, broadcast (stride 0) or strided_load (a
 ///   stride of 2 to 4, read as whole vectors): gathers (other strides,

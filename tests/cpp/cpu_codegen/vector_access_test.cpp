@@ -152,6 +152,33 @@ KernelPtr strided_row_sum_kernel(int64_t rows, int64_t cols) {
                       {sum, PointwiseStage{{}, {Store::make(out, x0, sum.result())}}});
 }
 
+/// sum over r0 < group of in[x0 * group + r0]: groups of `group` neighbours.
+KernelPtr group_sum_kernel(int64_t outputs, int64_t group) {
+  auto in = input("a", DType::Float32, {outputs * group});
+  auto out = output("out", DType::Float32, {outputs});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto sum = ReductionStage::make({{r0, group}}, ReductionKind::Sum, load(in, x0 * group + r0), {"sum"});
+  return Kernel::make("group_sum", Device::CPU, {Loop{x0, outputs}},
+                      {sum, PointwiseStage{{}, {Store::make(out, x0, sum.result())}}});
+}
+
+TEST(CpuSchedule, AReductionShorterThanAVectorIsVectorisedAcrossItsOutputs) {
+  // Four lanes and a horizontal step per output, or sixteen outputs per
+  // vector through strided loads: the outputs win.
+  for (int64_t group : {2, 3, 4}) {
+    auto k = schedule_for_cpu(group_sum_kernel(1000, group), avx512_target());
+    EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter) << group;
+    EXPECT_EQ(k->schedule.cpu.vector_width, 16) << group;
+  }
+  // Groups of 8 would be gathered across the outputs: eight lanes along the group.
+  auto k = schedule_for_cpu(group_sum_kernel(1000, 8), avx512_target());
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
+  EXPECT_EQ(k->schedule.cpu.vector_width, 8);
+  // A full vector along the group stays there.
+  EXPECT_EQ(schedule_for_cpu(group_sum_kernel(100, 64), avx512_target())->schedule.cpu.vectorized,
+            VectorizedLoop::InnermostOfEachStage);
+}
+
 TEST(CpuSchedule, StridedLoadsAreVectorised) {
   for (int64_t stride : {2, 3, 4}) {
     auto k = schedule_for_cpu(strided_kernel(64, 100, stride), avx512_target());
@@ -190,6 +217,7 @@ TEST(CpuNumerics, StridedLoads) {
     }
   }
   expect_matches(strided_row_sum_kernel(5, 70), true);
+  for (int64_t group : {2, 3, 4, 8}) expect_matches(group_sum_kernel(37, group), true);
   RunOptions gxx;
   gxx.compiler = CompileOptions::Compiler::Gxx;
   EXPECT_EQ(run_and_compare(schedule_for_cpu(strided_kernel(3, 37, 3, DType::Float32, true), avx512_target()), gxx), "");
