@@ -45,8 +45,18 @@ class StageRewriter : public ir::ExprMutator {
     const auto* l = base.as<ir::Load>();
     if (!l) return base;
     if (auto it = locals_.find(l->buffer->name); it != locals_.end()) {
+      // As the legality check found the point (why_unmappable): a masked
+      // load's point may hold only under its mask, where it is read.
       auto point = writer_point(it->second.write_index, it->second.writer_ranges, l->index, ranges_);
+      if (!point && l->mask.defined()) {
+        point = writer_point_where_loaded(it->second.write_index, it->second.writer_ranges, l->index, {l->mask},
+                                          ranges_);
+      }
       if (point && is_identity(*point, point->size())) return masked(l->mask, it->second.value);
+      // The kernel stores the result after its stages: a load of the buffer
+      // would read what is not written yet.
+      throw CompilerError(Error::internal(cat("fusion: a stage reads ", l->buffer->name, " at ", l->index,
+                                              ", a result of an earlier stage of the kernel it cannot map")));
     }
     if (auto it = forwards_.find(l->buffer->name); it != forwards_.end() && !l->mask.defined()) {
       if (ir::simplify(l->index, ranges_) == it->second.index) return it->second.value;

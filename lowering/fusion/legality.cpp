@@ -53,36 +53,6 @@ std::optional<std::vector<IndexExpr>> writer_point(const IndexExpr& write_index,
   return point;
 }
 
-namespace {
-
-/// The masks of `reader`'s loads of `buffer` at `index` (an undefined Expr
-/// for an unmasked one).
-std::vector<ir::Expr> load_masks(const ComputeNode& reader, const std::string& buffer, const IndexExpr& index) {
-  struct Finder : ir::ExprVisitor {
-    const std::string& buffer;
-    const IndexExpr& index;
-    std::vector<ir::Expr> masks;
-    Finder(const std::string& b, const IndexExpr& i) : buffer(b), index(i) {}
-    void visit(const ir::Load& n) override {
-      if (n.buffer->name == buffer && n.index == index) masks.push_back(n.mask);
-      ExprVisitor::visit(n);
-    }
-  } finder(buffer, index);
-  if (auto p = std::get_if<ir::PointwiseNodePtr>(&reader)) {
-    finder.walk((*p)->store.value);
-    for (const auto& v : ir::indirect_values((*p)->store.index)) finder.walk(v);
-  } else {
-    finder.walk(std::get<ir::ReductionNodePtr>(reader)->body);
-  }
-  return finder.masks;
-}
-
-/// writer_point for a read that happens only where its masks hold, over
-/// that part of the reader's loops: cat's second input is read at x1 - 1024
-/// only where x1 >= 1024, so over x1 in [1024, 2048) it is the writer's
-/// point x1 - 1024 (over all of [0, 2048) no point rebuilds the index). The
-/// variables every mask confines alike are shifted to start at 0 over
-/// their interval, the point found, and the shift undone.
 std::optional<std::vector<IndexExpr>> writer_point_where_loaded(const IndexExpr& write_index,
                                                                 const std::vector<IndexExpr>& writer_ranges,
                                                                 const IndexExpr& read_index,
@@ -118,6 +88,30 @@ std::optional<std::vector<IndexExpr>> writer_point_where_loaded(const IndexExpr&
   if (!point) return std::nullopt;
   for (auto& coordinate : *point) coordinate = ir::simplify(ir::substitute(coordinate, unshift));
   return point;
+}
+
+namespace {
+
+/// The masks of `reader`'s loads of `buffer` at `index` (an undefined Expr
+/// for an unmasked one).
+std::vector<ir::Expr> load_masks(const ComputeNode& reader, const std::string& buffer, const IndexExpr& index) {
+  struct Finder : ir::ExprVisitor {
+    const std::string& buffer;
+    const IndexExpr& index;
+    std::vector<ir::Expr> masks;
+    Finder(const std::string& b, const IndexExpr& i) : buffer(b), index(i) {}
+    void visit(const ir::Load& n) override {
+      if (n.buffer->name == buffer && n.index == index) masks.push_back(n.mask);
+      ExprVisitor::visit(n);
+    }
+  } finder(buffer, index);
+  if (auto p = std::get_if<ir::PointwiseNodePtr>(&reader)) {
+    finder.walk((*p)->store.value);
+    for (const auto& v : ir::indirect_values((*p)->store.index)) finder.walk(v);
+  } else {
+    finder.walk(std::get<ir::ReductionNodePtr>(reader)->body);
+  }
+  return finder.masks;
 }
 
 std::optional<IndexExpr> write_index_of(const ComputeNode& writer, const std::string& buffer) {

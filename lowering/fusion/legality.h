@@ -31,7 +31,22 @@ std::optional<std::vector<ir::IndexExpr>> writer_point(const ir::IndexExpr& writ
                                                        const ir::IndexExpr& read_index,
                                                        const ir::VarRanges& reader_ranges);
 
-/// Every distinct access of `buffer` in `reader` with its point in `writer`.
+/// writer_point for a read that happens only where `masks` hold (one per
+/// load at `read_index`; an undefined one means unmasked: nullopt), over
+/// that part of the reader's loops: cat's second input is read at x1 - 1024
+/// only where x1 >= 1024, so over x1 in [1024, 2048) it is the writer's
+/// point x1 - 1024 (over all of [0, 2048) no point rebuilds the index). The
+/// variables every mask confines alike (ir::mask_intervals) are shifted to
+/// start at 0 over their interval, the point found, and the shift undone.
+/// Whoever uses the point must evaluate it only under the masks.
+std::optional<std::vector<ir::IndexExpr>> writer_point_where_loaded(const ir::IndexExpr& write_index,
+                                                                    const std::vector<ir::IndexExpr>& writer_ranges,
+                                                                    const ir::IndexExpr& read_index,
+                                                                    const std::vector<ir::Expr>& masks,
+                                                                    const ir::VarRanges& reader_ranges);
+
+/// Every distinct access of `buffer` in `reader` with its point in `writer`
+/// (writer_point, or writer_point_where_loaded for masked loads).
 struct ReadMap {
   std::vector<ir::Access> accesses;
   std::vector<std::vector<ir::IndexExpr>> points;

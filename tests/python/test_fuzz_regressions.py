@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from check import check_model
 
@@ -148,3 +149,19 @@ def test_a_loop_less_reduction_after_tiled_column_statistics():
     a = torch.randn(33, 5, 1, 1)
     a[:, 2] = 1.5  # a zero deviation: all() of 0 is False
     check_model(f, (a,), options=LOWERED)
+
+
+def test_a_reduction_result_read_under_a_mask_in_its_own_kernel():
+    """layer_norm(x)[31::2].expand(3): the backward sums the expanded
+    gradient (a one-element reduction) and slice_scatters it under the mask
+    31 <= i, i odd, into the layer_norm backward in the same kernel. Fusion
+    mapped that masked read (mask-narrowed point) but the kernel builder did
+    not, so the stages read the sum's buffer before the kernel stored it:
+    gradients of 6720 for 0 (seed 98123). Both now map it alike; a read the
+    builder cannot map is an internal error (the graph falls back), never a
+    stale load."""
+
+    def f(x):
+        return F.layer_norm(x, (33,))[31::2].expand(3) * 3
+
+    check_model(f, (torch.randn(33),), grad=True, options=LOWERED)
