@@ -511,6 +511,9 @@ STRIDED = [
     ("avg_pool2d 2x2", lambda x: F.avg_pool2d(x, 2), lambda: (torch.randn(2, 3, 20, 34),)),
     ("avg_pool2d 3x3 stride 3 odd width", lambda x: F.avg_pool2d(x, 3), lambda: (torch.randn(2, 3, 21, 61),)),
     ("max_pool2d 3x3 stride 2 padded", lambda x: F.max_pool2d(x, 3, 2, 1), lambda: (torch.randn(2, 3, 40, 70),)),
+    # Over 65536 outputs: on a GPU, one thread per window.
+    ("avg_pool2d over many windows", lambda x: F.avg_pool2d(x, 2), lambda: (torch.randn(4, 16, 64, 66),)),
+    ("sums of four over many groups", lambda x: x.unfold(-1, 4, 4).sum(-1).relu(), lambda: (torch.randn(300, 1000),)),
 ]
 
 

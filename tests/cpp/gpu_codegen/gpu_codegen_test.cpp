@@ -131,6 +131,11 @@ TEST(GpuSchedule, RowsAndColumns) {
   auto wide = scheduled(column_sum(16384, 16384));
   EXPECT_EQ(wide->schedule.gpu.threads_per_column, 16);
   EXPECT_EQ(wide->schedule.gpu.block_size, 512);
+  // Rows of at most 16 over many outputs (pooling windows): a thread per row.
+  auto tiny = scheduled(row_reduce(ReductionKind::Sum, 1 << 20, 4));
+  EXPECT_EQ(tiny->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(tiny->schedule.gpu.threads_per_column, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 1000, 4))->schedule.gpu.mapping, GpuMapping::RowPerWarp);
   // Short columns: one thread per column.
   auto shallow = scheduled(column_sum(20, 100000));
   EXPECT_EQ(shallow->schedule.gpu.threads_per_column, 1);
