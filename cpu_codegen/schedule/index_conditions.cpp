@@ -5,7 +5,6 @@
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/fold_conditions.h"
-#include "lowering/ir/index_affine.h"
 
 namespace cppi::cpu {
 
@@ -13,50 +12,18 @@ using namespace ir;
 
 namespace {
 
-/// A comparison `var + offset  op  bound`, normalised so the loop variable
-/// is on the left.
+/// A comparison `var op at`, `at` a constant.
 struct IndexComparison {
   CompareOp op;
-  int64_t offset;
-  int64_t bound;
+  int64_t at;
 };
-
-/// An integer constant, or an index value that is one (cat's boundary).
-std::optional<int64_t> int_constant(const Expr& e) {
-  if (const auto* iv = e.as<IndexValue>()) return iv->index.constant();
-  const auto* c = e.as<Constant>();
-  if (!c || !is_integral(c->dtype, /*include_bool=*/false)) return std::nullopt;
-  return c->int_value;
-}
-
-/// `index` = var + a constant, nothing else.
-std::optional<int64_t> offset_from(const IndexExpr& index, const std::string& var) {
-  auto form = affine_form(index, {ir::var(var)});
-  if (!form || !form->strides[0].is_constant(1)) return std::nullopt;
-  return form->offset.constant();
-}
-
-CompareOp mirrored(CompareOp op) {
-  switch (op) {
-    case CompareOp::Lt: return CompareOp::Gt;
-    case CompareOp::Le: return CompareOp::Ge;
-    case CompareOp::Gt: return CompareOp::Lt;
-    case CompareOp::Ge: return CompareOp::Le;
-    default: return op;
-  }
-}
 
 std::optional<IndexComparison> index_comparison(const Compare& n, const std::string& var) {
   if (n.op == CompareOp::Eq || n.op == CompareOp::Ne) return std::nullopt;  // true at one point only
-  for (const bool swapped : {false, true}) {
-    const Expr& index_side = swapped ? n.rhs : n.lhs;
-    const Expr& bound_side = swapped ? n.lhs : n.rhs;
-    const auto* iv = index_side.as<IndexValue>();
-    auto bound = int_constant(bound_side);
-    if (!iv || !bound) continue;
-    if (auto offset = offset_from(iv->index, var)) return IndexComparison{swapped ? mirrored(n.op) : n.op, *offset, *bound};
-  }
-  return std::nullopt;
+  auto c = var_comparison(n, {{var, index_const(1)}});  // (only the name counts)
+  auto at = c ? c->at.constant() : std::nullopt;
+  if (!at) return std::nullopt;
+  return IndexComparison{c->op, *at};
 }
 
 /// The first value of var at which the comparison is true (Ge, Gt) or
@@ -64,8 +31,8 @@ std::optional<IndexComparison> index_comparison(const Compare& n, const std::str
 int64_t change_point(const IndexComparison& c) {
   switch (c.op) {
     case CompareOp::Lt:
-    case CompareOp::Ge: return c.bound - c.offset;
-    default: return c.bound - c.offset + 1;  // Le, Gt
+    case CompareOp::Ge: return c.at;
+    default: return c.at + 1;  // Le, Gt
   }
 }
 

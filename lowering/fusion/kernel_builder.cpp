@@ -47,11 +47,8 @@ class StageRewriter : public ir::ExprMutator {
     if (auto it = locals_.find(l->buffer->name); it != locals_.end()) {
       // As the legality check found the point (why_unmappable): a masked
       // load's point may hold only under its mask, where it is read.
-      auto point = writer_point(it->second.write_index, it->second.writer_ranges, l->index, ranges_);
-      if (!point && l->mask.defined()) {
-        point = writer_point_where_loaded(it->second.write_index, it->second.writer_ranges, l->index, {l->mask},
-                                          ranges_);
-      }
+      auto point = read_point(it->second.write_index, it->second.writer_ranges, l->index,
+                              l->mask.defined() ? std::vector<Expr>{l->mask} : std::vector<Expr>{}, ranges_);
       if (point && is_identity(*point, point->size())) return masked(l->mask, it->second.value);
       // The kernel stores the result after its stages: a load of the buffer
       // would read what is not written yet.

@@ -90,6 +90,15 @@ std::optional<std::vector<IndexExpr>> writer_point_where_loaded(const IndexExpr&
   return point;
 }
 
+std::optional<std::vector<IndexExpr>> read_point(const IndexExpr& write_index,
+                                                 const std::vector<IndexExpr>& writer_ranges,
+                                                 const IndexExpr& read_index, const std::vector<ir::Expr>& masks,
+                                                 const ir::VarRanges& reader_ranges) {
+  auto point = writer_point(write_index, writer_ranges, read_index, reader_ranges);
+  if (point || masks.empty()) return point;
+  return writer_point_where_loaded(write_index, writer_ranges, read_index, masks, reader_ranges);
+}
+
 namespace {
 
 /// The masks of `reader`'s loads of `buffer` at `index` (an undefined Expr
@@ -167,11 +176,8 @@ std::optional<std::string> why_unmappable(const ComputeNode& writer, const Compu
   auto ranges = var_ranges_of(reader);
   for (const auto& a : ir::reads(reader)) {
     if (a.buffer->name != buffer) continue;
-    auto point = writer_point(*write_index, ranges_of(writer), a.index, ranges);
-    if (!point && a.masked) {
-      point = writer_point_where_loaded(*write_index, ranges_of(writer), a.index,
-                                        load_masks(reader, buffer, a.index), ranges);
-    }
+    auto point = read_point(*write_index, ranges_of(writer), a.index,
+                            a.masked ? load_masks(reader, buffer, a.index) : std::vector<ir::Expr>{}, ranges);
     if (!point) {
       return cat("consumer reads ", buffer, " at ", a.index, ", which the producer's loops ",
                  format_ranges(ranges_of(writer)), " storing at ", *write_index, " cannot express");

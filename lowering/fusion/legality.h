@@ -45,8 +45,17 @@ std::optional<std::vector<ir::IndexExpr>> writer_point_where_loaded(const ir::In
                                                                     const std::vector<ir::Expr>& masks,
                                                                     const ir::VarRanges& reader_ranges);
 
+/// The point every mapping of a read takes (fusion's legality and the
+/// kernel builder's rewrite of a kernel's own results): writer_point, else,
+/// for a read under `masks`, writer_point_where_loaded.
+std::optional<std::vector<ir::IndexExpr>> read_point(const ir::IndexExpr& write_index,
+                                                     const std::vector<ir::IndexExpr>& writer_ranges,
+                                                     const ir::IndexExpr& read_index,
+                                                     const std::vector<ir::Expr>& masks,
+                                                     const ir::VarRanges& reader_ranges);
+
 /// Every distinct access of `buffer` in `reader` with its point in `writer`
-/// (writer_point, or writer_point_where_loaded for masked loads).
+/// (read_point over the masks of the loads at that index).
 struct ReadMap {
   std::vector<ir::Access> accesses;
   std::vector<std::vector<ir::IndexExpr>> points;

@@ -1,5 +1,8 @@
 #include "lowering/ir/fold_conditions.h"
 
+#include <algorithm>
+#include <set>
+
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::ir {
@@ -37,7 +40,12 @@ class RangeFolder : public ConditionFolder {
   std::optional<bool> decide(const Compare& n) override {
     auto a = direct_index(n.lhs), b = direct_index(n.rhs);
     if (!a || !b) return std::nullopt;
-    switch (n.op) {
+    CompareOp op = n.op;
+    if (op == CompareOp::Gt || op == CompareOp::Ge) {  // b < a, b <= a
+      std::swap(a, b);
+      op = mirrored(op);
+    }
+    switch (op) {
       case CompareOp::Lt:
         if (prove_lt(*a, *b, ranges_)) return true;
         if (prove_le(*b, *a, ranges_)) return false;
@@ -46,18 +54,11 @@ class RangeFolder : public ConditionFolder {
         if (prove_le(*a, *b, ranges_)) return true;
         if (prove_lt(*b, *a, ranges_)) return false;
         break;
-      case CompareOp::Gt:
-        if (prove_lt(*b, *a, ranges_)) return true;
-        if (prove_le(*a, *b, ranges_)) return false;
-        break;
-      case CompareOp::Ge:
-        if (prove_le(*b, *a, ranges_)) return true;
-        if (prove_lt(*a, *b, ranges_)) return false;
-        break;
       case CompareOp::Eq:
       case CompareOp::Ne:
-        if (prove_lt(*a, *b, ranges_) || prove_lt(*b, *a, ranges_)) return n.op == CompareOp::Ne;
+        if (prove_lt(*a, *b, ranges_) || prove_lt(*b, *a, ranges_)) return op == CompareOp::Ne;
         break;
+      default: break;
     }
     return std::nullopt;
   }
@@ -116,53 +117,55 @@ Expr fold_range_conditions(const Expr& e, const VarRanges& ranges) {
   return f.mutate(e);
 }
 
-namespace {
+CompareOp mirrored(CompareOp op) {
+  switch (op) {
+    case CompareOp::Lt: return CompareOp::Gt;
+    case CompareOp::Le: return CompareOp::Ge;
+    case CompareOp::Gt: return CompareOp::Lt;
+    case CompareOp::Ge: return CompareOp::Le;
+    default: return op;
+  }
+}
 
-/// Narrows `out` by one comparison `lhs op rhs` if it is var + c against a
-/// bound free of loop variables (either side).
-void narrow_by(const Compare& n, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {
+std::optional<VarComparison> var_comparison(const Compare& n, const VarRanges& ranges) {
   auto a = direct_index(n.lhs), b = direct_index(n.rhs);
-  if (!a || !b) return;
-  auto loop_free = [&](const IndexExpr& e) {
-    for (const auto& v : free_vars(e)) {
-      if (ranges.count(v)) return false;
-    }
-    return true;
-  };
+  if (!a || !b) return std::nullopt;
   for (const bool swapped : {false, true}) {
     const IndexExpr& moving = swapped ? *b : *a;
     const IndexExpr& bound = swapped ? *a : *b;
-    if (!loop_free(bound)) continue;
+    const std::set<std::string> bound_vars = free_vars(bound);
+    if (std::any_of(bound_vars.begin(), bound_vars.end(), [&](const std::string& v) { return ranges.count(v) > 0; }))
+      continue;
     const std::set<std::string> vars = free_vars(moving);
     if (vars.size() != 1 || !ranges.count(*vars.begin())) continue;
     const std::string& v = *vars.begin();
     auto form = affine_form(moving, {ir::var(v)});
     if (!form || !form->strides[0].is_constant(1)) continue;
-    // v + c  op  bound, op as seen from the variable's side.
-    CompareOp op = n.op;
-    if (swapped) {
-      if (op == CompareOp::Lt) op = CompareOp::Gt;
-      else if (op == CompareOp::Le) op = CompareOp::Ge;
-      else if (op == CompareOp::Gt) op = CompareOp::Lt;
-      else if (op == CompareOp::Ge) op = CompareOp::Le;
-    }
-    const IndexExpr at = bound - form->offset;  // v op at
-    auto it = out->find(v);
-    VarInterval cur = it != out->end() ? it->second : VarInterval{index_const(0), ranges.at(v)};
-    switch (op) {
-      case CompareOp::Lt: cur.hi = simplify(min(cur.hi, at)); break;
-      case CompareOp::Le: cur.hi = simplify(min(cur.hi, at + 1)); break;
-      case CompareOp::Gt: cur.lo = simplify(max(cur.lo, at + 1)); break;
-      case CompareOp::Ge: cur.lo = simplify(max(cur.lo, at)); break;
-      case CompareOp::Eq:
-        cur.lo = simplify(max(cur.lo, at));
-        cur.hi = simplify(min(cur.hi, at + 1));
-        break;
-      case CompareOp::Ne: return;
-    }
-    (*out)[v] = cur;
-    return;
+    return VarComparison{v, swapped ? mirrored(n.op) : n.op, simplify(bound - form->offset)};
   }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Narrows `out` by one comparison of a loop variable (var_comparison).
+void narrow_by(const Compare& n, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {
+  auto c = var_comparison(n, ranges);
+  if (!c) return;
+  auto it = out->find(c->var);
+  VarInterval cur = it != out->end() ? it->second : VarInterval{index_const(0), ranges.at(c->var)};
+  switch (c->op) {
+    case CompareOp::Lt: cur.hi = simplify(min(cur.hi, c->at)); break;
+    case CompareOp::Le: cur.hi = simplify(min(cur.hi, c->at + 1)); break;
+    case CompareOp::Gt: cur.lo = simplify(max(cur.lo, c->at + 1)); break;
+    case CompareOp::Ge: cur.lo = simplify(max(cur.lo, c->at)); break;
+    case CompareOp::Eq:
+      cur.lo = simplify(max(cur.lo, c->at));
+      cur.hi = simplify(min(cur.hi, c->at + 1));
+      break;
+    case CompareOp::Ne: return;
+  }
+  (*out)[c->var] = cur;
 }
 
 void collect_intervals(const Expr& mask, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {

@@ -41,6 +41,23 @@ class ConditionFolder : public ExprMutator {
 /// memory) are left alone: their range is only checked when they are used.
 Expr fold_range_conditions(const Expr& e, const VarRanges& ranges);
 
+/// op with its operands swapped: a < b is b > a.
+CompareOp mirrored(CompareOp op);
+
+/// A comparison of one loop variable: `var op at`, `at` free of loop
+/// variables.
+struct VarComparison {
+  std::string var;
+  CompareOp op;
+  IndexExpr at;
+};
+
+/// `n` as a VarComparison when one side is an index value `var + c` (var
+/// one of the loop variables of `ranges`, c free of them) and the other an
+/// index value or integer constant free of them: cat's x1 >= 1024, or
+/// 1024 <= x1 mirrored to it.
+std::optional<VarComparison> var_comparison(const Compare& n, const VarRanges& ranges);
+
 /// Loop variable values [lo, hi), lo and hi over size symbols only.
 struct VarInterval {
   IndexExpr lo, hi;
@@ -49,9 +66,8 @@ struct VarInterval {
 /// The intervals a mask confines loop variables of `ranges` to: the mask is
 /// true only where each such variable lies in its interval (a superset:
 /// comparisons the function does not read are ignored). It reads a
-/// conjunction (and / bitwise and) of comparisons of `var + c` with an
-/// index value or integer constant free of loop variables: cat's
-/// x1 >= 1024 gives x1 in [1024, extent). Variables the mask leaves at
+/// conjunction (and / bitwise and) of var_comparisons: cat's x1 >= 1024
+/// gives x1 in [1024, extent). Variables the mask leaves at
 /// their full range are absent.
 std::map<std::string, VarInterval> mask_intervals(const Expr& mask, const VarRanges& ranges);
 
