@@ -29,14 +29,14 @@ if ! cmake -G "$GEN" -S "$ROOT/gpu_codegen/codegen/standalone" -B "$BUILD" -DCMA
   exit 3
 fi
 start=$(date +%s)
-if ! cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench gpu_codegen_test gpu_runtime_tests > "$OUT/build.log" 2>&1; then
+if ! cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench gpu_source_test gpu_codegen_test gpu_runtime_tests > "$OUT/build.log" 2>&1; then
   cmake --build "$BUILD" -j "$(nproc)" --target gpu_codegen_bench >> "$OUT/build.log" 2>&1
   grep -E "error" "$OUT/build.log" | head -20
 fi
 echo "build: $(( $(date +%s) - start )) s"
 
 failed=0
-for name in gpu_codegen_test gpu_runtime_tests; do
+for name in gpu_source_test gpu_codegen_test gpu_runtime_tests; do
   TEST=$(find "$BUILD" -name "$name" -type f -perm -u+x | head -1)
   if [ -z "$TEST" ]; then
     echo "$name not built"

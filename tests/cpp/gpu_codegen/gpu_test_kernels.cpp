@@ -1,8 +1,26 @@
 #include "gpu_test_kernels.h"
 
+#include "gpu_codegen/codegen/gpu_schedule.h"
+
 namespace cppi::gpu::testing {
 
 using namespace ir;
+
+const std::vector<std::string> kSymbols = {"s0", "s1"};
+
+KernelPtr scheduled(const KernelPtr& k) { return schedule_for_gpu(k, GpuTarget{}); }
+
+KernelPtr with_gpu(const KernelPtr& k, GpuMapping m, int block, int ept) {
+  Schedule s = k->schedule;
+  s.gpu = GpuSchedule{m, block, 0, ept};
+  return k->with_schedule(s);
+}
+
+KernelPtr with_column_groups(const KernelPtr& k, int threads_per_column) {
+  Schedule s = k->schedule;
+  s.gpu = GpuSchedule{GpuMapping::ColumnReduction, 32 * threads_per_column, 0, 1, threads_per_column};
+  return k->with_schedule(s);
+}
 
 namespace {
 

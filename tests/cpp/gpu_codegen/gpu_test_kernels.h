@@ -14,6 +14,16 @@ namespace cppi::gpu::testing {
 using ir::IndexExpr;
 using ir::KernelPtr;
 
+/// The graph symbols the test kernels' symbolic sizes use, in order.
+extern const std::vector<std::string> kSymbols;
+
+/// `k` with the schedule schedule_for_gpu picks for a default GpuTarget.
+KernelPtr scheduled(const KernelPtr& k);
+/// `k` forced onto mapping `m` with `block` threads and `ept` elements per thread.
+KernelPtr with_gpu(const KernelPtr& k, ir::GpuMapping m, int block, int ept);
+/// `k` as a ColumnReduction of 32 columns x `threads_per_column` row slices per block.
+KernelPtr with_column_groups(const KernelPtr& k, int threads_per_column);
+
 /// No outer loop: the sum of x - y over rows x cols, the difference halved
 /// (a pointwise stage over the same loops, independent of the sum) and the
 /// mean (mse_loss's forward shape, ir::pass_run_end = 2).

@@ -1,0 +1,355 @@
+// The GPU schedule's decisions and FileCheck-style checks on the CUDA
+// source the printer generates: no GPU and no NVRTC needed (compiling and
+// running the kernels is gpu_codegen_test.cpp).
+#include <gtest/gtest.h>
+
+#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_test_kernels.h"
+
+namespace cppi::gpu {
+namespace {
+
+using namespace ir;
+using namespace testing;
+
+std::string source_of(const KernelPtr& k) {
+  auto m = print_cuda_module({k}, kSymbols);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? m->source : "";
+}
+
+/// FileCheck-style: each pattern occurs, in order.
+void expect_in_order(const std::string& text, const std::vector<std::string>& patterns) {
+  size_t at = 0;
+  for (const auto& p : patterns) {
+    size_t found = text.find(p, at);
+    ASSERT_NE(found, std::string::npos) << "missing (in order): " << p << "\n--- source ---\n" << text;
+    at = found + p.size();
+  }
+}
+
+/// How many times `what` occurs in `text`.
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// --- schedule -------------------------------------------------------------------------------
+
+TEST(GpuSchedule, PointwiseVectorWidthFollowsDtype) {
+  auto f32 = scheduled(add_relu_mul(sym("s0"), 1024));
+  EXPECT_EQ(f32->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
+  EXPECT_EQ(f32->schedule.gpu.elements_per_thread, 4);
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::Float16))->schedule.gpu.elements_per_thread, 8);
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::BFloat16))->schedule.gpu.elements_per_thread, 8);
+  // A constant innermost extent that is not a multiple of the width: scalar.
+  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1001))->schedule.gpu.elements_per_thread, 1);
+  // Symbolic: vectorised, checked at launch.
+  EXPECT_EQ(scheduled(sin_plus_cos(sym("s0")))->schedule.gpu.elements_per_thread, 4);
+}
+
+TEST(GpuSchedule, RowsAndColumns) {
+  auto warp = scheduled(softmax(sym("s0"), 1000));
+  EXPECT_EQ(warp->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_EQ(warp->schedule.gpu.elements_per_thread, 32);  // 1000 <= 32 x 32, one cached load
+  auto block = scheduled(softmax(16384, 4096));
+  EXPECT_EQ(block->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(block->schedule.gpu.block_size, 256);
+  EXPECT_EQ(block->schedule.gpu.elements_per_thread, 16);
+  auto ln = scheduled(layer_norm(16384, 4096));
+  EXPECT_EQ(ln->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(ln->schedule.gpu.elements_per_thread, 16);  // x cached; w and b are the same for every row
+  EXPECT_EQ(row_cached_loads(*ln).size(), 1u);
+  // 16384-long cached rows: 512 threads x 32 registers, not 1024 x 16.
+  auto long_ln = scheduled(layer_norm(16384, 16384));
+  EXPECT_EQ(long_ln->schedule.gpu.block_size, 512);
+  EXPECT_EQ(long_ln->schedule.gpu.elements_per_thread, 32);
+  // var_mean only reduces the row (no looped store): 256 threads x 64
+  // registers, three blocks per SM; layer_norm's looped store keeps 512.
+  auto long_vm = scheduled(var_mean(16384, 16384));
+  EXPECT_EQ(long_vm->schedule.gpu.block_size, 256);
+  EXPECT_EQ(long_vm->schedule.gpu.elements_per_thread, 64);
+  // Rows of 32000 (a vocabulary): at 512 threads the cache would take 63
+  // registers and leave one block per SM; 1024 threads cache 32 each.
+  auto vocab = scheduled(softmax(8192, 32000));
+  EXPECT_EQ(vocab->schedule.gpu.block_size, 1024);
+  EXPECT_EQ(vocab->schedule.gpu.elements_per_thread, 32);
+  auto symbolic = scheduled(softmax(sym("s0"), sym("s1")));
+  EXPECT_EQ(symbolic->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(symbolic->schedule.gpu.elements_per_thread, 0);
+  auto col = scheduled(column_sum(sym("s0"), sym("s1")));
+  EXPECT_EQ(col->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(col->schedule.gpu.threads_per_column, 32);
+  EXPECT_EQ(col->schedule.gpu.block_size, 1024);
+  // 16384 columns x 16 slices fill 132 SMs x 2048 threads once.
+  auto wide = scheduled(column_sum(16384, 16384));
+  EXPECT_EQ(wide->schedule.gpu.threads_per_column, 16);
+  EXPECT_EQ(wide->schedule.gpu.block_size, 512);
+  // Rows of at most 16 over many outputs (pooling windows): a thread per row.
+  auto tiny = scheduled(row_reduce(ReductionKind::Sum, 1 << 20, 4));
+  EXPECT_EQ(tiny->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(tiny->schedule.gpu.threads_per_column, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 1000, 4))->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  // Short columns: one thread per column.
+  auto shallow = scheduled(column_sum(20, 100000));
+  EXPECT_EQ(shallow->schedule.gpu.threads_per_column, 1);
+  EXPECT_EQ(shallow->schedule.gpu.block_size, 128);
+  EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("cached in registers"), std::string::npos);
+}
+
+// --- generated source -------------------------------------------------------------------------
+
+TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
+  // 2 rows of 300000: a block per row would use 2 of 132 multiprocessors.
+  auto k = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 18);  // min(2 x 132 / 2, 300000 / (16 x 1024))
+  // Many rows, short rows, or a Welford partial: no split.
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 2, 4096))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(var_mean(2, 300000))->schedule.gpu.row_splits, 1);
+  // The partials are module state: the runtime must serialise its launches.
+  EXPECT_TRUE(has_module_state(k->schedule.gpu));
+  EXPECT_FALSE(has_module_state(scheduled(row_reduce(ReductionKind::Sum, 4096, 300000))->schedule.gpu));
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  // The grid is one wave of two blocks per multiprocessor: the compiler must
+  // keep two 1024-thread blocks resident (32 registers a thread).
+  EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 2);
+  expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",
+                              "__launch_bounds__(1024, 2)", "const int64_t row = (int64_t)blockIdx.x / 18;",
+                              "for (int64_t pos = split * 1024 + tid; pos < 300000; pos += 18432)",
+                              "atomicAdd(&row_sum_arrivals[row], 1u) == 17u", "if (!row_sum_last) return;",
+                              "row_sum_arrivals[row] = 0u;"});
+}
+
+TEST(CudaPrinter, SinAndCosOfOneValueAreOneSincos) {
+  auto m = print_cuda_module({scheduled(sin_plus_cos(sym("s0")))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_NE(m->source.find("cppi_sincos("), std::string::npos) << m->source;
+  EXPECT_EQ(m->source.find("cppi_sin("), std::string::npos) << m->source;
+  EXPECT_EQ(m->source.find("cppi_cos("), std::string::npos) << m->source;
+  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cppi_sincos("), std::string::npos);
+}
+
+TEST(CudaPrinter, PointwiseGridStrideVectorised) {
+  auto m = print_cuda_module({scheduled(add_relu_mul(sym("s0"), sym("s1")))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->vectorized_kernel_count(), 1);
+  ASSERT_EQ(m->kernels.size(), 1u);
+  EXPECT_EQ(m->kernels[0].scalar_twin, "add_relu_mul_scalar");
+  expect_in_order(m->source, {"#include \"cppinductor_cuda_prelude.cuh\"",
+                              "extern \"C\" __global__ void __launch_bounds__(128)",
+                              "add_relu_mul(const float* in_b, float* out_out, const float* in_x, int64_t s0, int64_t s1)",
+                              "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
+                              "idx += (int64_t)gridDim.x * 512",
+                              "cppi_vec<float, 4>", "#pragma unroll", "for (int vl = 0; vl < 4; ++vl)",
+                              "cppi_store_vec(out_out + "});
+  // The scalar twin is a translation unit of its own, compiled only on demand.
+  EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
+  expect_in_order(m->kernels[0].scalar_twin_source,
+                  {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
+                   "idx += (int64_t)gridDim.x * 128"});
+  // The bias, broadcast over rows, is contiguous along the columns: a vector too.
+  EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
+  // Launch checks: the extent, then out/x alignment.
+  EXPECT_GE(m->kernels[0].vector_checks.size(), 3u);
+}
+
+TEST(CudaPrinter, HalfLoadsComputeInFloat) {
+  std::string src = source_of(scheduled(add_relu_mul(sym("s0"), sym("s1"), DType::Float16)));
+  expect_in_order(src, {"cppi_vec<cppi_half, 8>", "cppi_half_to_float(", "cppi_float_to_half("});
+}
+
+TEST(CudaPrinter, RowPerWarpUsesShuffles) {
+  auto m = print_cuda_module({scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->kernels[0].warp_reduction);
+  EXPECT_FALSE(m->kernels[0].block_reduction);
+  expect_in_order(m->source, {"__launch_bounds__(128)", "const int tid = threadIdx.x & 31;",
+                              "row += (int64_t)gridDim.x * 4", "cppi_warp_reduce(red_acc_acc, cppi_sum_op())",
+                              "if (tid == 0)", "out_out[x0] = red_acc;"});
+}
+
+TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
+  auto m = print_cuda_module({scheduled(softmax(16384, 4096))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(m->kernels[0].row_cached);
+  EXPECT_TRUE(m->kernels[0].block_reduction);
+  expect_in_order(m->source, {"__launch_bounds__(256)", "float cache0[16];", "*(const cppi_vec<float, 4>*)(in_x + ",
+                              "cache0[slot + vl] = v0.v[vl];", "cppi_fold_max(red_amax_acc",
+                              "cppi_block_reduce(red_amax_acc, cppi_max_op()", "cppi_exp(",
+                              "cppi_block_reduce(red_denom_acc, cppi_sum_op()", "cppi_store_vec(out_out + "});
+  // The row is read from global memory once.
+  const std::string fill = "(in_x + ";
+  EXPECT_EQ(m->source.find("in_x", m->source.find(fill) + fill.size()), std::string::npos);
+}
+
+TEST(CudaPrinter, SymbolicRowsStream) {
+  std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
+  expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
+                        "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
+                        "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
+}
+
+TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
+  std::string src = source_of(scheduled(column_sum(sym("s0"), sym("s1"))));
+  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
+                        "for (int64_t base = (int64_t)blockIdx.x * 32; base < n;", "const bool valid = idx < n;",
+                        "#pragma unroll 4", "for (int64_t pos = valid ? tid : s0; pos < s0; pos += 32)",
+                        "__shared__ float red_acc_scratch[1024];", "cppi_column_reduce(red_acc_acc, cppi_sum_op(), red_acc_scratch)",
+                        "if (tid == 0 && valid)", "out_out[x0] = red_acc;"});
+  // threads_per_column must match the block and be a power of two.
+  Schedule bad = column_sum(sym("s0"), sym("s1"))->schedule;
+  bad.gpu = GpuSchedule{GpuMapping::ColumnReduction, 256, 0, 1, 6};
+  EXPECT_FALSE(print_cuda_module({column_sum(sym("s0"), sym("s1"))->with_schedule(bad)}, kSymbols).ok());
+}
+
+TEST(GpuSchedule, ReducedRowsLoadIn16ByteVectors) {
+  EXPECT_EQ(scheduled(var_mean(16384, 4096))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(var_mean(16384, 1024))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1000))->schedule.gpu.cache_vector, 4);
+  // Rows written back too (softmax, layer_norm: vector stores).
+  EXPECT_EQ(scheduled(softmax(16384, 4096))->schedule.gpu.cache_vector, 4);
+  EXPECT_EQ(scheduled(layer_norm(16384, 1024))->schedule.gpu.cache_vector, 4);
+  // A length 4 does not divide, or a row not cached: scalar slots.
+  EXPECT_EQ(scheduled(var_mean(17, 5000))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(row_reduce(ReductionKind::Sum, 64, 1001))->schedule.gpu.cache_vector, 1);
+  EXPECT_EQ(scheduled(var_mean(sym("s0"), sym("s1")))->schedule.gpu.cache_vector, 1);
+  EXPECT_NE(explain_gpu_schedule(*var_mean(16384, 4096), GpuTarget{}).find("4-element vector loads"), std::string::npos);
+  // The printer: one vector load per slot group, a scalar twin for misaligned rows.
+  auto m = print_cuda_module({scheduled(var_mean(16384, 4096))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"cache_vector=4", "for (int slot = 0; slot < 16; slot += 4)",
+                              "const int64_t pos = (int64_t)(slot / 4) * 1024 + tid * 4;",
+                              "= *(const cppi_vec<float, 4>*)(in_x + ", "cache0[slot + vl] = v0.v[vl];",
+                              "cppi_welford_add(red_mean_acc, cache0[slot]"});
+  EXPECT_EQ(m->kernels[0].scalar_twin, "var_mean_scalar");
+  EXPECT_NE(m->kernels[0].scalar_twin_source.find("cache0[slot] = in_x["), std::string::npos);
+  EXPECT_EQ(m->kernels[0].vector_checks.size(), 1u);
+  // A forced vector cache the row length does not divide is refused.
+  Schedule bad = scheduled(row_reduce(ReductionKind::Sum, 64, 1001))->schedule;
+  bad.gpu.cache_vector = 4;
+  EXPECT_FALSE(print_cuda_module({row_reduce(ReductionKind::Sum, 64, 1001)->with_schedule(bad)}, kSymbols).ok());
+}
+
+TEST(CudaPrinter, CachedRowsStoreVectors) {
+  // layer_norm over rows of 1024, a warp per row: each group of 4 slots
+  // reads the weight and bias as vectors and stores one vector; every
+  // vector access is checked at launch (x, weight, bias, out).
+  auto k = scheduled(layer_norm(16384, 1024));
+  ASSERT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"for (int group = 0; group < 32; group += 4)",
+                              "const int64_t first = (int64_t)(group / 4) * 128 + tid * 4;",
+                              "= *(const cppi_vec<float, 4>*)(in_w + ", "for (int vl = 0; vl < 4; ++vl)",
+                              "if (vl == 0) at", "cppi_store_vec(out_out + "});
+  EXPECT_EQ(m->kernels[0].vector_checks.size(), 4u);
+  EXPECT_EQ(m->kernels[0].scalar_twin, "layer_norm_scalar");
+}
+
+TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
+  // Four row loads x 1024 / 32 lanes = 128 registers: a warp would re-read
+  // global memory; 128 threads cache 4 x 8.
+  auto k = scheduled(four_load_row_sums(16384, 1024));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.block_size, 128);
+  EXPECT_EQ(k->schedule.gpu.elements_per_thread, 8);
+  // One row load: a warp caches it.
+  EXPECT_EQ(scheduled(softmax(16384, 1024))->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  // Rows no block can cache either (64 loads): a warp, multi-pass.
+  auto wide = scheduled(four_load_row_sums(16384, 1024, 64));
+  EXPECT_EQ(wide->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_EQ(wide->schedule.gpu.elements_per_thread, 0);
+}
+
+TEST(GpuSchedule, FewColumnsSplitTheirRowsAcrossBlocks) {
+  // 1024 columns: 32 groups of 1024 threads would leave 100 of 132 SMs idle.
+  auto k = scheduled(two_column_reductions(16384, 1024));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(k->schedule.gpu.threads_per_column, 32);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 8);  // 132 x 2048 / 1024 threads / 32 groups
+  EXPECT_TRUE(has_module_state(k->schedule.gpu));
+  // Many columns, symbolic columns, short columns, a Welford partial, or a
+  // looped stage after the reduction: no split.
+  EXPECT_EQ(scheduled(column_sum(16384, 65536))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_sum(sym("s0"), sym("s1")))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_sum(600, 1024))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(column_reduce(ReductionKind::Welford, 16384, 1024))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(middle_sum_scale(2, 16384, 512))->schedule.gpu.row_splits, 1);
+  EXPECT_NE(explain_gpu_schedule(*two_column_reductions(16384, 1024), GpuTarget{}).find("split across 8 blocks"),
+            std::string::npos);
+}
+
+TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
+  // Both sums read g: one loop, one load of g per position, then each partial
+  // goes to its own module array and the group's last block folds them.
+  const std::string src = source_of(scheduled(two_column_reductions(16384, 1024)));
+  expect_in_order(src, {"__device__ float two_column_reductions_partials0[8192];",
+                        "__device__ float two_column_reductions_partials1[8192];",
+                        "__device__ unsigned int two_column_reductions_arrivals[32];",
+                        "const int64_t group = (int64_t)blockIdx.x / 8;",
+                        "for (int64_t pos = valid ? split * 32 + tid : 16384; pos < 16384; pos += 256)",
+                        "red_gw_acc = red_gw_acc + ", "red_gmax_acc = cppi_fold_max(red_gmax_acc, ",
+                        "cppi_column_reduce(red_gw_acc", "cppi_column_reduce(red_gmax_acc",
+                        "two_column_reductions_partials0[split * n + idx] = red_gw_acc;",
+                        "atomicAdd(&two_column_reductions_arrivals[group], 1u) == 7u",
+                        "__ldcg(&two_column_reductions_partials1[part * n + idx])",
+                        "two_column_reductions_arrivals[group] = 0u;", "out_gw[x0] = red_gw;"});
+  EXPECT_EQ(occurrences(src, "for (int64_t pos"), 1u);
+  EXPECT_EQ(occurrences(src, "in_g["), 1u);
+  // Unsplit row mappings fold the run in one pass too.
+  const std::string rows = source_of(with_gpu(two_column_reductions(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 128, 0));
+  EXPECT_EQ(rows.find("for (int64_t pos"), rows.rfind("for (int64_t pos"));
+}
+
+TEST(CudaPrinter, SplitFullReductionStoresItsIndependentPointwiseInThePass) {
+  // mse_loss's forward shape over 16 x 65536: the row is split across
+  // blocks, and each thread stores the halved difference of the positions
+  // it folds, so x and y are read once.
+  auto k = scheduled(sum_and_halved_difference(16, 65536));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(k->schedule.gpu.row_splits, 64);  // min(2 x 132, 1024, 2^20 / (16 x 1024))
+  const std::string src = source_of(k);
+  expect_in_order(src, {"for (int64_t pos = split * 1024 + tid; pos < 1048576; pos += 65536)",
+                        "red_total_acc = red_total_acc + ", "out_half[", "cppi_block_reduce(red_total_acc",
+                        "if (!sum_and_halved_difference_last) return;", "out_mean[0] = "});
+  EXPECT_EQ(occurrences(src, "for (int64_t pos"), 1u);
+  EXPECT_EQ(occurrences(src, "in_x["), 1u);
+}
+
+TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
+  std::string src = source_of(with_gpu(column_sum(sym("s0"), sym("s1")), GpuMapping::ColumnReduction, 128, 1));
+  expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
+                        "for (int64_t r0 = 0; r0 < s0; ++r0)", "out_out[x0] = red_acc;"});
+  EXPECT_EQ(src.find("cppi_warp_reduce"), std::string::npos);
+}
+
+TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
+  auto k = scheduled(dropout_noise(sym("s0"), sym("s1")));
+  // Counters are per element: no 16-byte vector accesses for random kernels.
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
+  const std::string src = source_of(k);
+  expect_in_order(src, {"cppi_philox_rounds(", "cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0)",
+                        "CPPI_INLINE void cppi_philox(", "__global__", "cppi_rand(", "cppi_randn("});
+  EXPECT_EQ(src.find("cppi_vec<float, 4>"), std::string::npos);
+}
+
+TEST(CudaPrinter, RefusesWhatItCannotPrint) {
+  auto bad = with_gpu(softmax(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 256, 4);  // cache needs constant rows
+  auto m = print_cuda_module({bad}, kSymbols);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().kind, Error::Kind::Internal);
+  auto none = print_cuda_module({softmax(sym("s0"), sym("s1"))}, kSymbols);  // unscheduled
+  ASSERT_FALSE(none.ok());
+  auto missing = print_cuda_module({scheduled(softmax(sym("s0"), sym("s1")))}, {"s0"});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().kind, Error::Kind::InvalidInput);
+}
+
+}  // namespace
+}  // namespace cppi::gpu
