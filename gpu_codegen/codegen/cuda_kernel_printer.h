@@ -15,9 +15,12 @@
 ///          idx += (int64_t)gridDim.x * B) { x1 = ...; x0 = ...; stages }
 ///   with the stages printed serially, as the C printer's scalar path would.
 ///   With V elements per thread, idx steps by V, each stride-1 access is one
-///   cppi_vec<T, V> load or store, and the body runs in an unrolled lane loop
+///   cppi_vec<T, V> load or store (a uniformly masked load: lane 0's mask
+///   picks the vector or zeros), and the body runs in an unrolled lane loop
 ///   (`vl`), the innermost loop variable replaced by x + vl; values that do
-///   not depend on it are computed once, before the lane loop.
+///   not depend on it are computed once, before the lane loop. flat_vector:
+///   each loop variable x has a lane copy fx, stepped with carries after
+///   each lane, and the dense accesses are the vectors.
 /// - ColumnReduction with threads_per_column S > 1: a block-strided loop over
 ///   groups of 32 columns (`idx = base + lane`, `valid = idx < n`); the S
 ///   slices of a column (`tid` = threadIdx.x / 32) walk the stage loops as a
@@ -140,9 +143,10 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// Records what a `width`-element vector access of `buffer` at `index`
   /// (affine in `vars`, stride 1 in the last) needs at launch: the base
   /// pointer aligned to the vector, the offset and every other stride
-  /// divisible by `width`.
+  /// divisible by `width`. A `dense` access (flat_vector: row-major over
+  /// `vars`, its position a multiple of `width` at lane 0) needs the offset only.
   void add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
-                        const std::vector<IndexExpr>& vars, int width) const;
+                        const std::vector<IndexExpr>& vars, int width, bool dense = false) const;
   std::string extent_text(const IndexExpr& e) const {
     const bool simple = e.as<IndexConst>() || e.as<IndexSymbol>() || e.as<IndexVar>();
     return simple ? index(e) : "(" + index(e) + ")";
@@ -151,6 +155,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   // --- grid-stride mappings ---------------------------------------------------------------
   void print_grid_stride();
   void print_vector_pointwise();
+  /// Steps each lane's copies of the outer loop variables (f<var>) to the
+  /// next flattened iteration (flat_vector).
+  void print_lane_carry();
   void print_serial_stages();
   /// `innermost` inside plain serial for-loops over `loops`.
   void print_serial_loops(const std::vector<Loop>& loops, const std::function<void()>& innermost);

@@ -98,47 +98,75 @@ void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const s
 void CudaKernelPrinter::print_vector_pointwise() {
   const int b = g_.block_size;
   const int w = g_.elements_per_thread;
-  const Loop& inner = k_.outer.back();
-  const std::string inner_name = inner.var.as<IndexVar>()->name;
-  const IndexExpr lane = var("vl");
   ranges_["vl"] = w;
-  const std::map<std::string, IndexExpr> shift = {{inner_name, inner.var + lane}};
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.open(cat("for (int64_t idx = ((int64_t)blockIdx.x * ", b, " + threadIdx.x) * ", w,
                 "; idx < n; idx += (int64_t)gridDim.x * ", b * w, ")"));
   unravel(k_.outer, "idx");
+  // What moves from lane to lane: by the innermost loop, its variable (x +
+  // vl); over the flattened loops, every loop variable, each lane's own copy
+  // (print_lane_carry).
+  std::set<std::string> varying;
+  std::map<std::string, IndexExpr> lane_vars;
+  for (size_t j = 0; j < k_.outer.size(); ++j) {
+    if (!g_.flat_vector && j + 1 < k_.outer.size()) continue;
+    const Loop& l = k_.outer[j];
+    const std::string name = l.var.as<IndexVar>()->name;
+    varying.insert(name);
+    if (g_.flat_vector) {
+      ranges_["f" + var_name(l)] = l.extent;
+      lane_vars[name] = var("f" + var_name(l));
+    } else {
+      lane_vars[name] = l.var + var("vl");
+    }
+  }
   ValueScope outer;
   // Vector loads by (buffer, index), each a cppi_vec named vN.
   std::vector<std::pair<Expr, std::string>> vloads;
+  bool lane_copies = false;  // fx declared (by the first store's lane loop)
   auto vector_type = [&](DType t) { return cat("cppi_vec<", dtype_ctype(t), ", ", w, ">"); };
   for (const auto& stage : k_.stages) {
     for (const auto& st : std::get<PointwiseStage>(stage).stores) {
       for (const Expr& e : post_order({st.value})) {
         auto l = e.as<Load>();
-        if (!l || l->mask.defined() || !is_vector_access(k_, l->index)) continue;
+        if (!l || !is_vector_load(k_, g_, *l)) continue;
         bool seen = false;
         for (const auto& [x, name] : vloads) seen |= structurally_equal(x, e);
         if (seen) continue;
         const std::string name = fresh_name("v");
         const std::string vt = vector_type(l->dtype);
-        out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", pointer_name(l->buffer->name), " + ",
-                      index(l->index), ");"));
+        const std::string load = cat("*(const ", vt, "*)(", pointer_name(l->buffer->name), " + ", index(l->index), ")");
+        if (l->mask.defined()) {
+          // The mask is the same for every lane (uniform_mask_bounds): lane 0's decides.
+          const CValue m = scalar_value(l->mask, outer);
+          out_.line(cat("const ", vt, " ", name, " = ", m.text, " ? ", load, " : ", vt, "{};"));
+        } else {
+          out_.line(cat("const ", vt, " ", name, " = ", load, ";"));
+        }
         vloads.emplace_back(e, name);
       }
-      hoist_invariants({st.value}, {inner_name}, outer);
+      hoist_invariants({st.value}, varying, outer);
       const std::string sv = fresh_name("sv");  // not "s": size symbols are s0, s1, ...
       const std::string vt = vector_type(st.buffer->dtype);
       out_.line(cat(vt, " ", sv, ";"));
+      if (g_.flat_vector) {
+        for (const auto& l : k_.outer) {
+          const std::string name = var_name(l);
+          out_.line(cat(lane_copies ? "" : "int64_t ", "f", name, " = ", name, ";"));
+        }
+        lane_copies = true;
+      }
       out_.line("#pragma unroll");
       out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
       ValueScope lanes(&outer);
       for (const auto& [x, name] : vloads) {
-        lanes.add(substitute_indices(x, shift), CValue{name + ".v[vl]", x.dtype()});
+        lanes.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
       }
-      const Expr shifted = substitute_indices(st.value, shift);
+      const Expr shifted = substitute_indices(st.value, lane_vars);
       note_sincos({shifted});
       const CValue v = scalar_value(shifted, lanes);
       out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
+      if (g_.flat_vector) print_lane_carry();
       out_.close();
       out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", sv, ");"));
       outer.forget_loads_of(st.buffer->name);
@@ -150,6 +178,19 @@ void CudaKernelPrinter::print_vector_pointwise() {
     }
   }
   out_.close();
+}
+
+void CudaKernelPrinter::print_lane_carry() {
+  // The next flattened iteration: the innermost copy steps, and each copy
+  // that reaches its extent wraps to 0 and carries into the one outside it.
+  const size_t n = k_.outer.size();
+  for (size_t j = n; j-- > 1;) {
+    const std::string f = "f" + var_name(k_.outer[j]);
+    out_.open(cat("if (++", f, " == ", index(k_.outer[j].extent), ")"));
+    out_.line(cat(f, " = 0;"));
+  }
+  out_.line(cat("++f", var_name(k_.outer[0]), ";"));
+  for (size_t j = n; j-- > 1;) out_.close();
 }
 
 }  // namespace cppi::gpu::cuda_print

@@ -69,6 +69,9 @@ void CudaKernelPrinter::check_schedule() const {
       fail(cat("kernel ", k_.name, ": cache_vector ", cv, " (cached rows only, a power of two dividing E = ", v, ")"));
     }
   }
+  if (g_.flat_vector && (v == 1 || g_.mapping != GpuMapping::GridStridePointwise)) {
+    fail(cat("kernel ", k_.name, ": flat_vector without a vectorised pointwise mapping"));
+  }
   if (g_.mapping == GpuMapping::GridStridePointwise || g_.mapping == GpuMapping::ColumnReduction) {
     if (v != 1 && v != 2 && v != 4 && v != 8 && v != 16) fail(cat("kernel ", k_.name, ": elements_per_thread ", v));
     if (v > 1) {
@@ -116,7 +119,8 @@ void CudaKernelPrinter::print_header() {
                 " elements_per_thread=", g_.elements_per_thread,
                 g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string(),
                 g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string(),
-                g_.cache_vector != 1 ? cat(" cache_vector=", g_.cache_vector) : std::string()));
+                g_.cache_vector != 1 ? cat(" cache_vector=", g_.cache_vector) : std::string(),
+                g_.flat_vector ? " flat_vector=true" : ""));
 }
 
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
@@ -262,14 +266,21 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     const int w = g_.elements_per_thread;
     VectorCheck extent_check;
     extent_check.divisor = w;
-    extent_check.multiples.push_back(k_.outer.back().extent);
+    extent_check.multiples.push_back(g_.flat_vector ? product_of(k_.outer) : k_.outer.back().extent);
     info->vector_checks.push_back(extent_check);
     for (const auto& s : k_.stages) {
       for (const auto& st : std::get<PointwiseStage>(s).stores) {
-        add_vector_check(info, st.buffer, st.index, vars, w);
+        add_vector_check(info, st.buffer, st.index, vars, w, g_.flat_vector);
         for (const Expr& e : post_order({st.value})) {
           auto l = e.as<Load>();
-          if (l && !l->mask.defined() && is_vector_access(k_, l->index)) add_vector_check(info, l->buffer, l->index, vars, w);
+          if (!l || !is_vector_load(k_, g_, *l)) continue;
+          add_vector_check(info, l->buffer, l->index, vars, w, g_.flat_vector);
+          if (l->mask.defined()) {
+            VectorCheck bounds;
+            bounds.divisor = w;
+            bounds.multiples = *uniform_mask_bounds(k_, l->mask, w);
+            if (!bounds.multiples.empty()) info->vector_checks.push_back(std::move(bounds));
+          }
         }
       }
     }
@@ -278,11 +289,13 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
 }
 
 void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
-                                         const std::vector<IndexExpr>& vars, int width) const {
+                                         const std::vector<IndexExpr>& vars, int width, bool dense) const {
   auto form = affine_form(index, vars);
   if (!form) fail(cat("kernel ", k_.name, ": vector access ", index, " is not affine"));
   const auto last = form->strides.empty() ? std::nullopt : form->strides.back().constant();
-  if (!last || *last != 1) fail(cat("kernel ", k_.name, ": vector access ", index, " is not stride 1 in the last loop"));
+  if (!dense && (!last || *last != 1)) {
+    fail(cat("kernel ", k_.name, ": vector access ", index, " is not stride 1 in the last loop"));
+  }
   for (size_t i = 0; i < sig_.buffers.size(); ++i) {
     if (sig_.buffers[i].buffer->name != buffer->name) continue;
     VectorCheck c;
@@ -290,7 +303,7 @@ void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPt
     c.alignment = width * dtype_size(buffer->dtype);
     c.divisor = width;
     c.multiples.push_back(form->offset);
-    for (size_t j = 0; j + 1 < form->strides.size(); ++j) c.multiples.push_back(form->strides[j]);
+    for (size_t j = 0; !dense && j + 1 < form->strides.size(); ++j) c.multiples.push_back(form->strides[j]);
     info->vector_checks.push_back(std::move(c));
   }
 }
@@ -331,6 +344,7 @@ Expected<PrintedCudaModule> print_cuda_module(const std::vector<KernelPtr>& kern
           scalar.cache_vector = 1;
         } else {
           scalar.elements_per_thread = 1;
+          scalar.flat_vector = false;
         }
         PrintedCudaKernel twin_info;
         CudaKernelPrinter twin_printer(*k, scalar, twin, graph_symbols, options);

@@ -1,11 +1,13 @@
 #include "gpu_codegen/codegen/gpu_schedule.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "gpu_codegen/runtime/cuda_module.h"
 #include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/fold_conditions.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
 
@@ -90,31 +92,63 @@ bool is_stride(const IndexExpr& index, const IndexExpr& v, int64_t s) {
   return c && c->is_constant(s);
 }
 
-/// Vector width for a GridStridePointwise kernel, 1 when it cannot vectorise.
-int pointwise_vector_width(const Kernel& k) {
-  if (k.outer.empty() || has_random(k)) return 1;
-  int widest = 1;
-  int contiguous = 0;
-  for (const auto& s : k.stages) {
-    if (std::holds_alternative<ReductionStage>(s)) return 1;
-    for (const auto& st : std::get<PointwiseStage>(s).stores) {
-      if (!is_vector_access(k, st.index)) return 1;
-      widest = std::max(widest, dtype_size(st.buffer->dtype));
-      ++contiguous;
-    }
-    for (const Load* l : loads_of(s)) {
-      if (!l->mask.defined() && is_vector_access(k, l->index)) {
-        widest = std::max(widest, dtype_size(l->dtype));
-        ++contiguous;
+struct PointwiseVector {
+  int width = 1;
+  bool flat = false;
+};
+
+/// The vectorisation of a GridStridePointwise kernel: width 1 when it
+/// cannot vectorise. By the innermost loop when its extent allows (vector
+/// loads of accesses that are contiguous only along it, broadcast biases
+/// among them); else over the flattened loops when every store is dense
+/// (pad of 8192 x 4093 to 4101 columns, H200: 0.164 ms scalar, 0.068 ms
+/// flat, the copy's time).
+PointwiseVector pointwise_vector(const Kernel& k) {
+  if (k.outer.empty() || has_random(k)) return {};
+  for (const bool flat : {false, true}) {
+    GpuSchedule g;
+    g.mapping = GpuMapping::GridStridePointwise;
+    g.flat_vector = flat;
+    int widest = 1;
+    bool stores = false, all_stores = true;
+    for (const auto& s : k.stages) {
+      if (std::holds_alternative<ReductionStage>(s)) return {};
+      for (const auto& st : std::get<PointwiseStage>(s).stores) {
+        all_stores = all_stores && is_vector_access(k, g, st.index);
+        widest = std::max(widest, dtype_size(st.buffer->dtype));
+        stores = true;
+      }
+      for (const Load* l : loads_of(s)) {
+        if (!l->mask.defined() && is_vector_access(k, g, l->index)) widest = std::max(widest, dtype_size(l->dtype));
       }
     }
+    if (!stores || !all_stores) continue;
+    const int width = kVectorBytes / widest;
+    if (width < 2) return {};
+    // A symbolic extent is checked at launch (the scalar twin runs when it is not a multiple).
+    const auto extent = flat ? product_of(k.outer).constant() : k.outer.back().extent.constant();
+    if (extent && *extent % width != 0) continue;
+    return {width, flat};
   }
-  if (contiguous == 0) return 1;
-  const int width = kVectorBytes / widest;
-  if (width < 2) return 1;
-  auto inner = k.outer.back().extent.constant();
-  if (inner && *inner % width != 0) return 1;
-  return width;
+  return {};
+}
+
+/// Dense row-major over the outer loops (an offset aside): V consecutive
+/// flattened iterations touch V consecutive elements.
+bool is_flat_access(const Kernel& k, const IndexExpr& index) {
+  if (k.outer.empty() || has_indirect(index)) return false;
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k.outer) vars.push_back(l.var);
+  auto form = affine_form(index, vars);
+  if (!form) return false;
+  IndexExpr dense = 1;
+  for (size_t j = k.outer.size(); j-- > 0;) {
+    const IndexExpr& extent = k.outer[j].extent;
+    if (extent.is_constant(1)) continue;  // its variable is always 0
+    if (!simplify(form->strides[j] - dense).is_constant(0)) return false;
+    dense = simplify(dense * extent);
+  }
+  return true;
 }
 
 /// Stride-1 loads along `v` over the stages with loops.
@@ -276,9 +310,12 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   if (!any_loops) {
     g.mapping = GpuMapping::GridStridePointwise;
     g.block_size = kPointwiseBlock;
-    g.elements_per_thread = any_reduction ? 1 : pointwise_vector_width(k);
+    const PointwiseVector v = any_reduction ? PointwiseVector{} : pointwise_vector(k);
+    g.elements_per_thread = v.width;
+    g.flat_vector = v.flat;
     *why = g.elements_per_thread > 1
-               ? cat("pointwise: ", g.elements_per_thread, " contiguous elements per thread (16-byte accesses)")
+               ? cat("pointwise: ", g.elements_per_thread, " contiguous elements per thread (16-byte accesses",
+                     v.flat ? ", over the flattened loops)" : ")")
                : "pointwise: scalar (no contiguous, vectorisable innermost access)";
     return g;
   }
@@ -425,12 +462,64 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
 
 }  // namespace
 
-bool is_vector_access(const Kernel& k, const IndexExpr& index) {
+bool is_vector_access(const Kernel& k, const GpuSchedule& g, const IndexExpr& index) {
+  if (g.flat_vector) return is_flat_access(k, index);
   // An indirect (gathered) row offset has no known alignment: scalar access.
   if (k.outer.empty() || has_indirect(index) || !is_stride(index, k.outer.back().var, 1)) return false;
   std::vector<IndexExpr> vars;
   for (const auto& l : k.outer) vars.push_back(l.var);
   return affine_form(index, vars).has_value();
+}
+
+std::optional<std::vector<IndexExpr>> uniform_mask_bounds(const Kernel& k, const Expr& mask, int width) {
+  if (k.outer.empty()) return std::nullopt;
+  const std::string inner = k.outer.back().var.as<IndexVar>()->name;
+  const VarRanges ranges = k.var_ranges();
+  std::vector<IndexExpr> bounds;
+  bool uniform = true;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    if (!uniform || !free_vars(e).count(inner)) return;  // the same for every lane
+    if (auto c = e.as<Compare>()) {
+      auto vc = var_comparison(*c, ranges);
+      IndexExpr bound;  // the comparison flips between bound - 1 and bound
+      if (vc && vc->var == inner && (vc->op == CompareOp::Lt || vc->op == CompareOp::Ge)) {
+        bound = vc->at;
+      } else if (vc && vc->var == inner && (vc->op == CompareOp::Le || vc->op == CompareOp::Gt)) {
+        bound = simplify(vc->at + 1);
+      } else {
+        uniform = false;
+        return;
+      }
+      if (auto b = bound.constant()) {
+        uniform = *b % width == 0;
+      } else {
+        bounds.push_back(bound);
+      }
+      return;
+    }
+    auto u = e.as<Unary>();
+    auto b = e.as<Binary>();
+    if (e.dtype() == DType::Bool && u && (u->op == UnaryOp::LogicalNot || u->op == UnaryOp::BitwiseNot)) {
+      visit(u->operand);
+    } else if (e.dtype() == DType::Bool && b &&
+               (b->op == BinaryOp::LogicalAnd || b->op == BinaryOp::BitwiseAnd || b->op == BinaryOp::LogicalOr ||
+                b->op == BinaryOp::BitwiseOr)) {
+      visit(b->lhs);
+      visit(b->rhs);
+    } else {
+      uniform = false;
+    }
+  };
+  visit(mask);
+  if (!uniform) return std::nullopt;
+  return bounds;
+}
+
+bool is_vector_load(const Kernel& k, const GpuSchedule& g, const Load& load) {
+  if (!is_vector_access(k, g, load.index)) return false;
+  if (!load.mask.defined()) return true;
+  return !g.flat_vector && dtype_size(load.dtype) * g.elements_per_thread <= kVectorBytes &&
+         uniform_mask_bounds(k, load.mask, g.elements_per_thread).has_value();
 }
 
 const std::vector<Loop>* row_cache_loops(const Kernel& k) {

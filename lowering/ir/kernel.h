@@ -195,6 +195,11 @@ struct GpuSchedule {
   /// divisor of E. Slot s holds position (s / V) * T * V + tid * V + s % V.
   /// 1 = scalar slots, s * T + tid.
   int cache_vector = 1;
+  /// GridStridePointwise with elements_per_thread V > 1: a thread's V
+  /// consecutive iterations are taken over the flattened outer loops and may
+  /// cross rows of the innermost one (whose extent is not a multiple of V);
+  /// accesses dense over all outer loops move as vectors.
+  bool flat_vector = false;
 };
 
 struct Schedule {

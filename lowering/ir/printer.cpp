@@ -205,6 +205,7 @@ std::string to_string(const Schedule& s) {
   if (g.threads_per_column != 1) os << " threads_per_column=" << g.threads_per_column;
   if (g.row_splits != 1) os << " row_splits=" << g.row_splits;
   if (g.cache_vector != 1) os << " cache_vector=" << g.cache_vector;
+  if (g.flat_vector) os << " flat_vector=true";
   os << "\n";
   return os.str();
 }
@@ -222,7 +223,7 @@ bool is_default(const Schedule& s) {
          g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
          g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits &&
-         g.cache_vector == h.cache_vector;
+         g.cache_vector == h.cache_vector && g.flat_vector == h.flat_vector;
 }
 }  // namespace
 

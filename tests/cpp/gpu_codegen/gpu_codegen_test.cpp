@@ -75,6 +75,14 @@ std::vector<Case> all_cases() {
       {"add_relu_mul_bf16", add_relu_mul(s0, s1, DType::BFloat16), {9, 520}},
       {"sin_plus_cos", sin_plus_cos(s0), {100003, 1}},
       {"gelu_bias", gelu_bias(s0, s1), {33, 256}},
+      {"pad_columns_flat", pad_columns(s0, 1001, 3, 5), {8}},  // 8 x 1009 elements: flat vectors
+      {"pad_columns_flat_odd", pad_columns(s0, 1001, 3, 5), {7}},  // 7 x 1009: the scalar twin
+      {"pad_columns_flat_halved", pad_columns(s0, 1001, 3, 5, /*halved=*/true), {12}},
+      {"pad_columns_by_rows", pad_columns(s0, 1001, 3, 4), {5}},  // 1008 columns: masked lanes one by one
+      {"cat_columns", cat_columns(s0, 64, 36), {9}},
+      {"cat_columns_uneven", cat_columns(s0, 6, 10), {9}},  // lanes straddle the bound
+      {"cat_columns_symbolic", cat_columns(s0, s1, s1), {9, 64}},
+      {"cat_columns_symbolic_odd", cat_columns(s0, s1, s1), {9, 66}},  // bound 66: the scalar twin
       {"nan_to_index", nan_to_index(s0, s1), {7, 129}},
       {"row_sum", row_reduce(ReductionKind::Sum, s0, s1), {67, 1003}},
       {"row_max", row_reduce(ReductionKind::Max, s0, s1), {67, 77}},

@@ -45,8 +45,14 @@ TEST(GpuSchedule, PointwiseVectorWidthFollowsDtype) {
   EXPECT_EQ(f32->schedule.gpu.elements_per_thread, 4);
   EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::Float16))->schedule.gpu.elements_per_thread, 8);
   EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1024, DType::BFloat16))->schedule.gpu.elements_per_thread, 8);
-  // A constant innermost extent that is not a multiple of the width: scalar.
-  EXPECT_EQ(scheduled(add_relu_mul(sym("s0"), 1001))->schedule.gpu.elements_per_thread, 1);
+  // A constant innermost extent that is not a multiple of the width: the
+  // vectors run over the flattened loops (the count is checked at launch) ...
+  auto flat = scheduled(add_relu_mul(sym("s0"), 1001));
+  EXPECT_EQ(flat->schedule.gpu.elements_per_thread, 4);
+  EXPECT_TRUE(flat->schedule.gpu.flat_vector);
+  EXPECT_FALSE(f32->schedule.gpu.flat_vector);
+  // ... unless that count is a constant that is not a multiple either: scalar.
+  EXPECT_EQ(scheduled(add_relu_mul(3, 1001))->schedule.gpu.elements_per_thread, 1);
   // Symbolic: vectorised, checked at launch.
   EXPECT_EQ(scheduled(sin_plus_cos(sym("s0")))->schedule.gpu.elements_per_thread, 4);
 }
@@ -157,6 +163,87 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
   // Launch checks: the extent, then out/x alignment.
   EXPECT_GE(m->kernels[0].vector_checks.size(), 3u);
+}
+
+/// The condition of the where() that kernel `k`'s one store writes.
+Expr where_condition(const KernelPtr& k) {
+  const auto* w = std::get<PointwiseStage>(k->stages[0]).stores[0].value.as<Where>();
+  EXPECT_NE(w, nullptr);
+  return w ? w->cond : Expr();
+}
+
+TEST(GpuSchedule, MasksTheSameForEveryLane) {
+  // cat's halves at 64: a lane group from a multiple of 4 is on one side.
+  auto cat = cat_columns(sym("s0"), 64, 36);
+  auto bounds = uniform_mask_bounds(*cat, where_condition(cat), 4);
+  ASSERT_TRUE(bounds.has_value());
+  EXPECT_TRUE(bounds->empty());
+  auto uneven = cat_columns(sym("s0"), 6, 10);
+  EXPECT_FALSE(uniform_mask_bounds(*uneven, where_condition(uneven), 4).has_value());
+  EXPECT_TRUE(uniform_mask_bounds(*uneven, where_condition(uneven), 2).has_value());
+  // A symbolic bound is the launch's to check.
+  auto symbolic = cat_columns(sym("s0"), sym("s1"), sym("s1"));
+  bounds = uniform_mask_bounds(*symbolic, where_condition(symbolic), 4);
+  ASSERT_TRUE(bounds.has_value());
+  ASSERT_EQ(bounds->size(), 1u);
+  EXPECT_EQ((*bounds)[0], sym("s1"));
+  // pad's 3 <= x1 < 1004 changes at 3 and 1004: not at multiples of 4.
+  auto pad = pad_columns(sym("s0"), 1001, 3, 4);
+  EXPECT_FALSE(uniform_mask_bounds(*pad, where_condition(pad), 4).has_value());
+  auto even_pad = pad_columns(sym("s0"), 1000, 4, 4);
+  EXPECT_TRUE(uniform_mask_bounds(*even_pad, where_condition(even_pad), 4).has_value());
+}
+
+TEST(CudaPrinter, UniformMasksLoadVectors) {
+  const std::string vector_load = "? *(const cppi_vec<float, 4>*)(";
+  auto m = print_cuda_module({scheduled(cat_columns(sym("s0"), 64, 36))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(occurrences(m->source, vector_load), 2u) << m->source;
+  EXPECT_EQ(occurrences(m->source, " : cppi_vec<float, 4>{};"), 2u);
+  // Lanes that straddle the bound load one by one.
+  std::string uneven = source_of(scheduled(cat_columns(sym("s0"), 6, 10)));
+  EXPECT_EQ(occurrences(uneven, vector_load), 0u);
+  expect_in_order(uneven, {"for (int vl = 0; vl < 4; ++vl)", "? in_a[", "cppi_store_vec(out_out + "});
+  // A symbolic bound becomes a launch check.
+  auto sym_m = print_cuda_module({scheduled(cat_columns(sym("s0"), sym("s1"), sym("s1")))}, kSymbols);
+  ASSERT_TRUE(sym_m.ok()) << sym_m.error().message;
+  EXPECT_EQ(occurrences(sym_m->source, vector_load), 2u);
+  bool bound_checked = false;
+  for (const auto& c : sym_m->kernels[0].vector_checks) {
+    bound_checked |= c.buffer_arg < 0 && c.multiples.size() == 1 && c.multiples[0] == sym("s1");
+  }
+  EXPECT_TRUE(bound_checked);
+}
+
+TEST(CudaPrinter, FlatVectorsCarryAcrossRows) {
+  auto k = scheduled(pad_columns(sym("s0"), 1001, 3, 5));
+  ASSERT_TRUE(k->schedule.gpu.flat_vector);
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"flat_vector=true", "int64_t fx0 = x0;", "int64_t fx1 = x1;",
+                              "for (int vl = 0; vl < 4; ++vl)", "in_x[1001*fx0 + fx1 - 3]",
+                              "if (++fx1 == 1009)", "fx1 = 0;", "++fx0;", "cppi_store_vec(out_out + 1009*x0 + x1"});
+  // The launch checks the count of elements, not the row: 8 rows of 1009
+  // pass every check, 7 do not.
+  bool count_checked = false;
+  for (const auto& c : m->kernels[0].vector_checks) {
+    count_checked |= c.buffer_arg < 0 && c.multiples.size() == 1 && c.multiples[0] == simplify(sym("s0") * 1009);
+  }
+  EXPECT_TRUE(count_checked);
+  auto passes = [&](int64_t rows) {
+    bool all = true;
+    for (const auto& c : m->kernels[0].vector_checks) {
+      for (const auto& e : c.multiples) all = all && evaluate(e, {{"s0", rows}}) % c.divisor == 0;
+    }
+    return all;
+  };
+  EXPECT_TRUE(passes(8));
+  EXPECT_FALSE(passes(7));
+  expect_in_order(m->kernels[0].scalar_twin_source, {"pad_columns_scalar(", "idx += (int64_t)gridDim.x * 128"});
+  // A second store's lane loop starts its copies again.
+  expect_in_order(source_of(scheduled(pad_columns(sym("s0"), 1001, 3, 5, /*halved=*/true))),
+                  {"int64_t fx1 = x1;", "cppi_store_vec(out_out + ", "fx1 = x1;", "for (int vl = 0; vl < 4; ++vl)",
+                   "cppi_store_vec(out_half + "});
 }
 
 TEST(CudaPrinter, HalfLoadsComputeInFloat) {

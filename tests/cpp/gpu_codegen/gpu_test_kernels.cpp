@@ -93,6 +93,36 @@ KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols) {
                       {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), v)}}});
 }
 
+KernelPtr pad_columns(const IndexExpr& rows, const IndexExpr& cols, int64_t left, int64_t right, bool halved) {
+  const IndexExpr width = simplify(cols + left + right);
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, width});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr j = IndexValue::make(x1 - left);
+  Expr inside = binary(BinaryOp::LogicalAnd, compare(CompareOp::Ge, j, const_int(0)),
+                       compare(CompareOp::Lt, j, IndexValue::make(cols)));
+  Expr v = where(inside, unary(UnaryOp::Exp, load(x, x->layout.index({x0, x1 - left}), inside)), const_float(-2));
+  std::vector<Store> stores = {Store::make(out, out->layout.index({x0, x1}), v)};
+  if (halved) {
+    auto half = output("half", DType::Float32, {rows, width});
+    stores.push_back(Store::make(half, half->layout.index({x0, x1}), mul(v, const_float(0.5))));
+  }
+  return Kernel::make("pad_columns", Device::CUDA, {{x0, rows}, {x1, width}}, {PointwiseStage{{}, stores}}, {},
+                      {"exp", "pad"});
+}
+
+KernelPtr cat_columns(const IndexExpr& rows, const IndexExpr& left, const IndexExpr& right) {
+  const IndexExpr width = simplify(left + right);
+  auto a = input("a", DType::Float32, {rows, left}), b = input("b", DType::Float32, {rows, right});
+  auto out = output("out", DType::Float32, {rows, width});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr first = compare(CompareOp::Lt, IndexValue::make(x1), IndexValue::make(left));
+  Expr second = compare(CompareOp::Ge, IndexValue::make(x1), IndexValue::make(left));
+  Expr v = where(first, mul(load(a, a->layout.index({x0, x1}), first), const_float(2)),
+                 add(load(b, b->layout.index({x0, x1 - left}), second), const_float(1)));
+  return Kernel::make("cat_columns", Device::CUDA, {{x0, rows}, {x1, width}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), v)}}}, {}, {"cat"});
+}
+
 KernelPtr row_reduce(ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols) {
   auto x = input("x", DType::Float32, {rows, cols});
   const bool arg = kind == ReductionKind::ArgMax || kind == ReductionKind::ArgMin;

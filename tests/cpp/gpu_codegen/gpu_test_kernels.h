@@ -40,6 +40,13 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = 
 KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c);
 /// out[i, j] = where(isnan(x), -1, x) + (float)j: NaN handling, IndexValue.
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
+/// F.pad(exp(x), (left, right), value=-2) over x of (rows, cols): the load
+/// masked by left <= j < left + cols, out of (rows, left + cols + right);
+/// with `halved`, a second output holds the result * 0.5.
+KernelPtr pad_columns(const IndexExpr& rows, const IndexExpr& cols, int64_t left, int64_t right, bool halved = false);
+/// cat([a * 2, b + 1], -1) of a (rows, left) and b (rows, right): two loads
+/// masked by j < left and j >= left, a where between them.
+KernelPtr cat_columns(const IndexExpr& rows, const IndexExpr& left, const IndexExpr& right);
 /// out[i] = sum / max / min / argmax / prod over j of x[i, j] (float32; argmax
 /// writes int64).
 KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
