@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "lowering/ir/computed_positions.h"
 #include "lowering/ir/expr_visitor.h"
 
 namespace cppi::lowering::fusion {
@@ -158,13 +159,17 @@ ComputeNode inline_producer(const ComputeNode& reader, const ir::PointwiseNode& 
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&reader)) {
     const auto& node = **p;
     // A scatter's store index may read the producer too (an index tensor).
-    auto store = ir::Store::make(node.store.buffer, ir::replace_loads(node.store.index, buffer, value_at),
-                                 ir::replace_loads(node.store.value, buffer, value_at));
+    // Positions computed from the producer's values (upsampling's arange)
+    // may now be index arithmetic.
+    auto store = ir::Store::make(
+        node.store.buffer, ir::resolve_computed_positions(ir::replace_loads(node.store.index, buffer, value_at), ranges),
+        ir::resolve_computed_positions(ir::replace_loads(node.store.value, buffer, value_at), ranges));
     return ir::PointwiseNode::make_with_store(node.name, node.ranges, store, std::move(origins));
   }
   const auto& node = *std::get<ir::ReductionNodePtr>(reader);
   return ir::ReductionNode::make(node.name, node.ranges, node.reduction_ranges, node.kind,
-                                 ir::replace_loads(node.body, buffer, value_at), node.outputs, std::move(origins));
+                                 ir::resolve_computed_positions(ir::replace_loads(node.body, buffer, value_at), ranges),
+                                 node.outputs, std::move(origins));
 }
 
 }  // namespace cppi::lowering::fusion

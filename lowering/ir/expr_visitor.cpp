@@ -1,5 +1,6 @@
 #include "lowering/ir/expr_visitor.h"
 
+#include "lowering/ir/computed_positions.h"
 #include "lowering/ir/fold_conditions.h"
 #include "lowering/ir/printer.h"
 #include "support/status.h"
@@ -149,7 +150,11 @@ Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& r
 }
 
 Expr simplify_indices(const Expr& e, const VarRanges& ranges) {
-  return fold_range_conditions(map_indices(e, [&](const IndexExpr& index) { return simplify(index, ranges); }), ranges);
+  return fold_range_conditions(map_indices(e,
+                                           [&](const IndexExpr& index) {
+                                             return resolve_computed_positions(simplify(index, ranges), ranges);
+                                           }),
+                                ranges);
 }
 
 Expr replace_loads(const Expr& e, const std::string& buffer, const std::function<Expr(const Load&)>& f) {

@@ -132,7 +132,9 @@ Expr map_indices(const Expr& e, F f) {
 /// Substitutes loop variables / symbols inside every index of `e`.
 Expr substitute_indices(const Expr& e, const std::map<std::string, IndexExpr>& replacements);
 
-/// simplify() (index_simplify.h) applied to every index of `e`, then the
+/// simplify() (index_simplify.h) applied to every index of `e`, positions
+/// computed from one loop variable turned into index arithmetic
+/// (resolve_computed_positions in computed_positions.h), then the
 /// comparisons of index values that the ranges decide folded
 /// (fold_range_conditions in fold_conditions.h).
 Expr simplify_indices(const Expr& e, const VarRanges& ranges);

@@ -133,3 +133,34 @@ def test_pooling_dynamic_shapes(device, graph_count):
         # On CUDA (torch 2.11, H200) Dynamo guards the pooling sizes and
         # recompiles per shape; each graph still lowers fully and matches eager.
         assert graph_count() == 1
+
+
+UPSAMPLE_CASES = {
+    "nearest_2x": dict(scale_factor=2, mode="nearest"),
+    "nearest_4x_3": dict(scale_factor=(4, 3), mode="nearest"),
+    "nearest_1_5x": dict(scale_factor=1.5, mode="nearest"),
+    "nearest_down": dict(scale_factor=0.5, mode="nearest"),
+    "nearest_exact_2x": dict(scale_factor=2, mode="nearest-exact"),
+    "bilinear_2x": dict(scale_factor=2, mode="bilinear", align_corners=False),
+    "bilinear_corners": dict(size=(9, 13), mode="bilinear", align_corners=True),
+}
+
+
+@pytest.mark.parametrize("case", UPSAMPLE_CASES.values(), ids=UPSAMPLE_CASES.keys())
+def test_upsample(case, device):
+    """Upsampling's source positions are computed from the output's loop
+    variable (computed_positions.h): the compiled code must pick exactly the
+    elements eager picks, for scales whose float rounding is inexact too."""
+    def f(x):
+        return F.interpolate(x, **case) * 2
+
+    check_model(f, (_input(2, 3, 8, 10, device=device),), options=LOWERED)
+
+
+def test_upsample_gradients(device):
+    """The backward scatters with index_put(accumulate=True), which runs
+    through ATen: gradients still match."""
+    def f(x):
+        return F.interpolate(x, scale_factor=2, mode="nearest") + F.interpolate(x, scale_factor=2, mode="bilinear")
+
+    check_model(f, (_input(2, 3, 8, 10, device=device),), grad=True)
