@@ -188,6 +188,25 @@ CPPI_INLINE V cppi_vload_masked(M m, const L& load, int64_t base, const F& f) {
   if (!any) return V{};
   return cppi_vgen_masked<V>(m, base, f);
 }
+// Repeated elements (nearest upsampling by R reads x[..., i // R]): lanes
+// p[0] R times, p[1] R times, ...: W / R elements loaded, each spread over
+// R lanes. The pattern holds for a vector that starts at a multiple of R;
+// one that does not (after a split loop) takes its lanes one by one.
+template <int R, class V, class H, int... J>
+CPPI_INLINE V cppi_repeat_lanes(H h, cppi_ints<J...>) {
+  return __builtin_shufflevector(h, h, (J / R)...);
+}
+template <class V, int R, class F>
+CPPI_INLINE V cppi_vload_repeat(const void* p, int64_t base, const F& f) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  static_assert(W % R == 0, "cppi_vload_repeat: R must divide the vector");
+  if (base % R != 0) return cppi_vgen<V>(base, f);
+  typedef E H __attribute__((vector_size(sizeof(E) * (W / R))));
+  H h;
+  __builtin_memcpy(&h, p, sizeof(H));
+  return cppi_repeat_lanes<R, V>(h, typename cppi_make_ints<W>::type());
+}
 template <class V, class F>
 CPPI_INLINE V cppi_vmap1(V a, const F& f) {
   V r;

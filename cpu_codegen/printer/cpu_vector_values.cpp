@@ -180,6 +180,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
         } else if (auto s = strided_load(n->index, false, vvar_)) {
           loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n->buffer->name), "[",
                        access_index(n->index, scope), "])");
+        } else if (auto rep = repeated_load(n->index, false, vvar_); rep && sched_.vector_width % *rep == 0) {
+          loaded = cat("cppi_vload_repeat<", mem_type, ", ", *rep, ">(&", pointer_name(n->buffer->name), "[",
+                       access_index(n->index, scope), "], ", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
         } else {
           loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
         }

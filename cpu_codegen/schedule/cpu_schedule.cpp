@@ -58,6 +58,21 @@ std::optional<int> strided_load(const IndexExpr& index, bool masked, const std::
   return static_cast<int>(*stride);
 }
 
+std::optional<int> repeated_load(const IndexExpr& index, bool masked, const std::string& vector_var) {
+  if (masked || !indirect_terms(index).empty() || !depends_on(index, vector_var)) return std::nullopt;
+  if (coefficient(index, ir::var(vector_var))) return std::nullopt;  // affine: contiguous, strided or a gather
+  // vector_var = R * group + lane, lane in [0, R): the index must not depend
+  // on the lane and must step by 1 with the group.
+  const std::string group = vector_var + "_group", lane = vector_var + "_lane";
+  for (const int r : {2, 4, 8}) {
+    const IndexExpr split = ir::simplify(ir::substitute(index, {{vector_var, ir::var(group) * r + ir::var(lane)}}),
+                                         {{lane, index_const(r)}});
+    auto c = coefficient(split, ir::var(group));
+    if (!depends_on(split, lane) && c && c->is_constant(1)) return r;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
@@ -125,6 +140,7 @@ bool reads_a_buffer_it_writes(const Kernel& k) {
 struct AccessCounts {
   int contiguous = 0;  // stride-1 loads
   int strided = 0;     // strided_load: a few whole vectors each
+  int repeated = 0;    // repeated_load: part of a vector, its elements repeated
   int broadcast = 0;   // loads that do not move with the variable
   int gathers = 0;     // lane-by-lane work: other strides, masked, random, non-affine
   int transposed = 0;  // transposed_load along the scanner's tile variable (not in gathers)
@@ -216,6 +232,8 @@ class AccessScanner : public ExprVisitor {
       ++counts_->strided;
     } else if (c && c->is_constant(0)) {
       ++counts_->broadcast;
+    } else if (repeated_load(n.index, n.mask.defined(), var_)) {
+      ++counts_->repeated;
     } else {
       ++counts_->gathers;
     }
@@ -284,12 +302,13 @@ void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts
 
 bool worth_vectorizing(const AccessCounts& c) {
   if (c.unsupported || c.bad_stores > 0) return false;
-  if (c.contiguous + c.strided + c.stores == 0) return false;
-  return c.gathers * 2 <= c.contiguous + c.strided;
+  if (c.contiguous + c.strided + c.repeated + c.stores == 0) return false;
+  return c.gathers * 2 <= c.contiguous + c.strided + c.repeated;
 }
 
 std::string describe_loads(const AccessCounts& c) {
-  return cat(c.contiguous, " contiguous, ", c.strided ? cat(c.strided, " strided, ") : std::string(), c.broadcast,
+  return cat(c.contiguous, " contiguous, ", c.strided ? cat(c.strided, " strided, ") : std::string(),
+             c.repeated ? cat(c.repeated, " repeated, ") : std::string(), c.broadcast,
              " broadcast, ", c.gathers, " gathered loads");
 }
 

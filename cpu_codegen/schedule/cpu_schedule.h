@@ -106,6 +106,13 @@ bool transposed_load(const ir::IndexExpr& index, bool masked, const std::string&
 /// picks the lanes out in registers (cppi_vload_strided). nullopt otherwise.
 std::optional<int> strided_load(const ir::IndexExpr& index, bool masked, const std::string& vector_var);
 
+/// The repeat R (2, 4 or 8) of an unmasked load without indirect leaves
+/// whose index moves by 1 every R steps of `vector_var`, from each multiple of
+/// R (nearest upsampling's x[..., i // 2]): a vector loop reads W / R
+/// elements and spreads each over R lanes (cppi_vload_repeat). nullopt
+/// otherwise.
+std::optional<int> repeated_load(const ir::IndexExpr& index, bool masked, const std::string& vector_var);
+
 /// The kernel with its CPU schedule decided (its GPU schedule kept).
 ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);
 

@@ -1,6 +1,7 @@
 // How a vector loop reads memory that is not one contiguous run along it:
 // transposed tiles (x.t() + y), the pieces of a cat, strided loads (a
-// pooling window's columns, x[..., ::2]). The schedule's choice, the printed
+// pooling window's columns, x[..., ::2]), repeated elements (nearest
+// upsampling's x[..., i // 2]). The schedule's choice, the printed
 // source, and runs against the reference interpreter.
 #include <gtest/gtest.h>
 
@@ -160,6 +161,60 @@ KernelPtr group_sum_kernel(int64_t outputs, int64_t group) {
   auto sum = ReductionStage::make({{r0, group}}, ReductionKind::Sum, load(in, x0 * group + r0), {"sum"});
   return Kernel::make("group_sum", Device::CPU, {Loop{x0, outputs}},
                       {sum, PointwiseStage{{}, {Store::make(out, x0, sum.result())}}});
+}
+
+/// out[x0, x1] = a[x0, (x1 + shift) // repeat] * 2 (bool: negated) over
+/// [rows, cols]: nearest upsampling along the columns (shift 0).
+KernelPtr repeated_kernel(int64_t rows, int64_t cols, int64_t repeat, int64_t shift = 0,
+                          DType dtype = DType::Float32) {
+  const int64_t in_cols = (cols + shift + repeat - 1) / repeat;
+  auto in = input("a", dtype, {rows, in_cols});
+  auto out = output("out", dtype, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  const DType compute = is_reduced_float(dtype) ? DType::Float32 : dtype;
+  Expr v = cast(load(in, x0 * in_cols + floordiv(x1 + shift, index_const(repeat))), compute);
+  if (dtype == DType::Bool) {
+    v = unary(UnaryOp::LogicalNot, v);
+  } else {
+    v = binary(BinaryOp::Mul, v, is_floating(compute) ? const_float(2, compute) : const_int(2, compute));
+  }
+  return Kernel::make("repeated", Device::CPU, {Loop{x0, rows}, Loop{x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, x0 * cols + x1, cast(v, dtype))}}});
+}
+
+TEST(CpuSchedule, RepeatedElementsAreVectorised) {
+  EXPECT_EQ(repeated_load(floordiv(var("x1"), index_const(2)) + var("x0") * 64, false, "x1"), 2);
+  EXPECT_EQ(repeated_load(floordiv(var("x1"), index_const(4)), false, "x1"), 4);
+  // Not from multiples of the repeat, not a step of 1, masked, affine: no.
+  EXPECT_EQ(repeated_load(floordiv(var("x1") + 1, index_const(2)), false, "x1"), std::nullopt);
+  EXPECT_EQ(repeated_load(floordiv(var("x1"), index_const(2)) * 2, false, "x1"), std::nullopt);
+  EXPECT_EQ(repeated_load(floordiv(var("x1"), index_const(2)), true, "x1"), std::nullopt);
+  EXPECT_EQ(repeated_load(var("x1") * 2, false, "x1"), std::nullopt);
+  for (int64_t r : {2, 4, 8}) {
+    auto k = schedule_for_cpu(repeated_kernel(64, 128, r), avx512_target());
+    EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter) << r;
+    EXPECT_EQ(k->schedule.cpu.vector_width, 16) << r;
+  }
+  EXPECT_NE(explain_cpu_schedule(*repeated_kernel(64, 128, 2), avx512_target()).find("1 repeated"),
+            std::string::npos);
+}
+
+TEST(CpuPrinter, RepeatedElementsLoadPartOfAVector) {
+  EXPECT_TRUE(file_check(kernel_text(print_one(schedule_for_cpu(repeated_kernel(64, 128, 2), avx512_target()))),
+                         {"cppi_vload_repeat<cppi_f32x16, 2>(&in_a[", "NOT:cppi_vgen<cppi_f32x16>(x1, [&]"}));
+}
+
+TEST(CpuNumerics, RepeatedElements) {
+  for (int64_t r : {2, 3, 4, 8}) {
+    for (auto k : {repeated_kernel(5, 37, r), repeated_kernel(3, 16, r), repeated_kernel(3, 37, r, 1),
+                   repeated_kernel(3, 37, r, 0, DType::Float64), repeated_kernel(3, 37, r, 0, DType::BFloat16),
+                   repeated_kernel(3, 37, r, 0, DType::Int64), repeated_kernel(2, 64, r, 0, DType::Bool)}) {
+      expect_matches(k, true);
+    }
+  }
+  RunOptions gxx;
+  gxx.compiler = CompileOptions::Compiler::Gxx;
+  EXPECT_EQ(run_and_compare(schedule_for_cpu(repeated_kernel(3, 37, 2), avx512_target()), gxx), "");
 }
 
 TEST(CpuSchedule, AReductionShorterThanAVectorIsVectorisedAcrossItsOutputs) {
