@@ -209,8 +209,8 @@ class _Generator:
         rng = self.rng
         kind = rng.choices(
             ["unary", "binary", "compare_where", "cast", "clamp", "reduce", "norm", "view", "cat",
-             "index", "masked_fill", "int_math", "matmul", "linear"],
-            weights=[12, 14, 5, 4, 3, 10, 5, 10, 4, 5, 3, 4, 2, 2],
+             "index", "masked_fill", "int_math", "matmul", "linear", "spatial"],
+            weights=[12, 14, 5, 4, 3, 10, 5, 10, 4, 5, 3, 4, 2, 2, 3],
         )[0]
         return getattr(self, "op_" + kind)()
 
@@ -397,6 +397,29 @@ class _Generator:
         else:
             index = f"(torch.arange({t.numel()}).reshape({tuple(t.shape)}) * 3 % {size})"
         return f"torch.gather({x}, {d}, {index})"
+
+    def op_spatial(self) -> str | None:
+        """Upsampling, pooling and padding of the last two dims of a 3-d or 4-d float value."""
+        x = self.pick(lambda t: t.dim() in (3, 4) and t.dtype.is_floating_point and min(t.shape[-2:]) >= 2)
+        if x is None:
+            return None
+        rng = self.rng
+        f = "torch.nn.functional"
+        fn = rng.choice(["nearest", "bilinear", "avg_pool", "max_pool", "pad"])
+        if fn == "nearest":
+            scale = rng.choice(["2", "3", "(2, 1)", "1.5", "0.5"])
+            return f"{f}.interpolate({x}, scale_factor={scale}, mode='nearest')"
+        if fn == "bilinear":
+            if self.values[x].dim() != 4:
+                return None
+            corners = rng.random() < 0.3
+            return f"{f}.interpolate({x}, scale_factor={rng.choice(['2', '1.5'])}, mode='bilinear', " \
+                   f"align_corners={corners})"
+        if fn == "avg_pool":
+            return f"{f}.avg_pool2d({x}, 2, {rng.choice([1, 2])}, {rng.choice([0, 1])})"
+        if fn == "max_pool":
+            return f"{f}.max_pool2d({x}, {rng.choice([2, 3])}, 2, 1)"
+        return f"{f}.pad({x}, {rng.choice(['(1, 2)', '(3, 0, 1, 1)', '(0, 5)'])}, value={rng.choice(['0.0', '-1.5'])})"
 
     def op_masked_fill(self) -> str | None:
         x = self.pick()
