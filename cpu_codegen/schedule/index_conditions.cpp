@@ -12,36 +12,25 @@ using namespace ir;
 
 namespace {
 
-/// A comparison `var op at`, `at` a constant.
+/// A comparison of var with a constant: true below `point` and false from
+/// it on, or the reverse.
 struct IndexComparison {
-  CompareOp op;
-  int64_t at;
+  bool true_below;
+  int64_t point;  // ir::change_point
 };
 
 std::optional<IndexComparison> index_comparison(const Compare& n, const std::string& var) {
-  if (n.op == CompareOp::Eq || n.op == CompareOp::Ne) return std::nullopt;  // true at one point only
   auto c = var_comparison(n, {{var, index_const(1)}});  // (only the name counts)
-  auto at = c ? c->at.constant() : std::nullopt;
+  auto point = c ? change_point(*c) : std::nullopt;
+  auto at = point ? point->constant() : std::nullopt;
   if (!at) return std::nullopt;
-  return IndexComparison{c->op, *at};
-}
-
-/// The first value of var at which the comparison is true (Ge, Gt) or
-/// false (Lt, Le): it changes there and nowhere else.
-int64_t change_point(const IndexComparison& c) {
-  switch (c.op) {
-    case CompareOp::Lt:
-    case CompareOp::Ge: return c.at;
-    default: return c.at + 1;  // Le, Gt
-  }
+  return IndexComparison{c->op == CompareOp::Lt || c->op == CompareOp::Le, *at};
 }
 
 /// The comparison's value over all of [lo, hi), if it has one.
 std::optional<bool> value_over(const IndexComparison& c, int64_t lo, int64_t hi) {
-  const int64_t p = change_point(c);
-  const bool below = c.op == CompareOp::Lt || c.op == CompareOp::Le;  // true below p
-  if (hi <= p) return below;
-  if (lo >= p) return !below;
+  if (hi <= c.point) return c.true_below;
+  if (lo >= c.point) return !c.true_below;
   return std::nullopt;
 }
 
@@ -53,8 +42,7 @@ class SplitFinder : public ExprVisitor {
  protected:
   void visit(const Compare& n) override {
     if (auto c = index_comparison(n, var_)) {
-      const int64_t p = change_point(*c);
-      if (p > lo_ && p < hi_) splits.insert(p);
+      if (c->point > lo_ && c->point < hi_) splits.insert(c->point);
     }
     ExprVisitor::visit(n);
   }

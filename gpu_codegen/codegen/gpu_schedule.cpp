@@ -481,19 +481,13 @@ std::optional<std::vector<IndexExpr>> uniform_mask_bounds(const Kernel& k, const
     if (!uniform || !free_vars(e).count(inner)) return;  // the same for every lane
     if (auto c = e.as<Compare>()) {
       auto vc = var_comparison(*c, ranges);
-      IndexExpr bound;  // the comparison flips between bound - 1 and bound
-      if (vc && vc->var == inner && (vc->op == CompareOp::Lt || vc->op == CompareOp::Ge)) {
-        bound = vc->at;
-      } else if (vc && vc->var == inner && (vc->op == CompareOp::Le || vc->op == CompareOp::Gt)) {
-        bound = simplify(vc->at + 1);
-      } else {
+      auto bound = vc && vc->var == inner ? change_point(*vc) : std::nullopt;
+      if (!bound) {
         uniform = false;
-        return;
-      }
-      if (auto b = bound.constant()) {
+      } else if (auto b = bound->constant()) {
         uniform = *b % width == 0;
       } else {
-        bounds.push_back(bound);
+        bounds.push_back(*bound);
       }
       return;
     }

@@ -146,24 +146,33 @@ std::optional<VarComparison> var_comparison(const Compare& n, const VarRanges& r
   return std::nullopt;
 }
 
+std::optional<IndexExpr> change_point(const VarComparison& c) {
+  switch (c.op) {
+    case CompareOp::Lt:
+    case CompareOp::Ge: return c.at;
+    case CompareOp::Le:
+    case CompareOp::Gt: return simplify(c.at + 1);
+    case CompareOp::Eq:
+    case CompareOp::Ne: break;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 /// Narrows `out` by one comparison of a loop variable (var_comparison).
 void narrow_by(const Compare& n, const VarRanges& ranges, std::map<std::string, VarInterval>* out) {
   auto c = var_comparison(n, ranges);
-  if (!c) return;
+  if (!c || c->op == CompareOp::Ne) return;
   auto it = out->find(c->var);
   VarInterval cur = it != out->end() ? it->second : VarInterval{index_const(0), ranges.at(c->var)};
-  switch (c->op) {
-    case CompareOp::Lt: cur.hi = simplify(min(cur.hi, c->at)); break;
-    case CompareOp::Le: cur.hi = simplify(min(cur.hi, c->at + 1)); break;
-    case CompareOp::Gt: cur.lo = simplify(max(cur.lo, c->at + 1)); break;
-    case CompareOp::Ge: cur.lo = simplify(max(cur.lo, c->at)); break;
-    case CompareOp::Eq:
-      cur.lo = simplify(max(cur.lo, c->at));
-      cur.hi = simplify(min(cur.hi, c->at + 1));
-      break;
-    case CompareOp::Ne: return;
+  if (c->op == CompareOp::Eq) {
+    cur.lo = simplify(max(cur.lo, c->at));
+    cur.hi = simplify(min(cur.hi, c->at + 1));
+  } else if (c->op == CompareOp::Lt || c->op == CompareOp::Le) {  // true below the change
+    cur.hi = simplify(min(cur.hi, *change_point(*c)));
+  } else {
+    cur.lo = simplify(max(cur.lo, *change_point(*c)));
   }
   (*out)[c->var] = cur;
 }

@@ -58,6 +58,11 @@ struct VarComparison {
 /// 1024 <= x1 mirrored to it.
 std::optional<VarComparison> var_comparison(const Compare& n, const VarRanges& ranges);
 
+/// Where `c` changes value along its variable: the first value of the upper
+/// side, at for var < at and var >= at, at + 1 for var <= at and var > at.
+/// nullopt for == and != (they change twice, around one point).
+std::optional<IndexExpr> change_point(const VarComparison& c);
+
 /// Loop variable values [lo, hi), lo and hi over size symbols only.
 struct VarInterval {
   IndexExpr lo, hi;
