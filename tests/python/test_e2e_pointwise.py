@@ -542,3 +542,14 @@ def test_pooling_windows_are_vector_loads_on_cpu():
     assert "masked" not in src and ">=" not in src, src
     src = _cpu_source(lambda x: F.max_pool2d(x, 3, 2, 1), torch.randn(2, 4, 40, 40))
     assert "cppi_vload_masked<" in src and "cppi_vload_strided<" in src, src
+
+
+def test_nearest_upsampling_positions_are_index_arithmetic_and_vector_loads_on_cpu():
+    """Nearest 2x reads x[..., int64((float)i * 0.5)]: the position, computed
+    from arange, resolves to i // 2 (computed_positions.h), so no position is
+    checked at run time, and the vector loop spreads half a vector of x over
+    its lanes (cppi_vload_repeat; it was a scalar loop)."""
+    src = _cpu_source(lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), torch.randn(2, 3, 16, 16))
+    assert "vectorized=innermost_outer" in src, src
+    assert "cppi_vload_repeat<" in src, src
+    assert "cppi_check_index" not in src, src

@@ -27,6 +27,7 @@ TEST(ComputedPositions, NearestUpsamplingIsAFloorDivision) {
   EXPECT_EQ(resolve_computed_positions(indirect(scaled(x, 2.0), 256), ranges), simplify(x * 2, ranges));
   // 1.5x (the float 2/3 rounds): whatever it is, it is exact where it resolves.
   const IndexExpr third = resolve_computed_positions(indirect(scaled(x, 2.0 / 3.0), 86), ranges);
+  EXPECT_FALSE(has_indirect(third)) << third;
   InterpreterArgs none;
   for (int64_t v = 0; v < 128; ++v) {
     auto want = evaluate_expr(scaled(x, 2.0 / 3.0), none, {{"x0", v}});
