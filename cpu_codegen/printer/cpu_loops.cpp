@@ -39,6 +39,9 @@ void CpuKernelPrinter::print_outer() {
   if (p > n) fail(cat("kernel ", k_.name, ": ", p, " parallel loops but ", n, " outer loops"));
   if (vec_outer && n == 0) fail(cat("kernel ", k_.name, ": innermost outer loop vectorised but there are no outer loops"));
   if (sched_.parallel_reduction && p > 0) fail(cat("kernel ", k_.name, ": parallel_reduction with parallel outer loops"));
+  if (accumulates(k_) && (p > parallel_loops_without_races(k_) || sched_.parallel_reduction)) {
+    fail(cat("kernel ", k_.name, ": ", p, " parallel loops, but its accumulating stores could race across them"));
+  }
   const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
   if (!sig_.scratch.empty() && sched_.parallel_reduction) {
     fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
@@ -597,7 +600,10 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
 
 void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
-    const CValue v = value(st.value, scope);
+    // An accumulating store runs on one thread (the schedule keeps its
+    // kernel serial) and its vector lanes are distinct elements (stride 1):
+    // a load, an add and a store.
+    const CValue v = value(stored_value(st), scope);
     const std::string ptr = pointer_name(st.buffer->name);
     const std::string idx = access_index(st.index, scope);
     if (!in_vector()) {

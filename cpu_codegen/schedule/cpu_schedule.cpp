@@ -73,6 +73,36 @@ std::optional<int> repeated_load(const IndexExpr& index, bool masked, const std:
   return std::nullopt;
 }
 
+size_t parallel_loops_without_races(const Kernel& k) {
+  if (!accumulates(k)) return k.outer.size();
+  VarRanges ranges;
+  auto name = [](const Loop& l) { return l.var.as<IndexVar>()->name; };
+  for (const Loop& l : k.outer) ranges[name(l)] = l.extent;
+  std::map<std::string, int> stores_to;
+  for (const auto& s : k.stages) {
+    if (const auto* p = std::get_if<PointwiseStage>(&s)) {
+      for (const auto& st : p->stores) ++stores_to[st.buffer->name];
+    }
+    for (const Loop& l : loops_of(s)) ranges[name(l)] = l.extent;
+  }
+  for (size_t n = k.outer.size(); n > 0; --n) {
+    std::vector<IndexExpr> vars;
+    for (size_t i = 0; i < n; ++i) vars.push_back(k.outer[i].var);
+    bool disjoint = true;
+    for (const auto& s : k.stages) {
+      const auto* p = std::get_if<PointwiseStage>(&s);
+      if (!p) continue;
+      for (const auto& st : p->stores) {
+        if (!st.accumulate) continue;
+        // Two stores into one buffer could meet across the parallel loops.
+        disjoint = disjoint && stores_to[st.buffer->name] == 1 && selects_disjoint_elements(st.index, vars, ranges);
+      }
+    }
+    if (disjoint) return n;
+  }
+  return 0;
+}
+
 namespace {
 
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
@@ -165,7 +195,7 @@ class AccessScanner : public ExprVisitor {
     auto c = coefficient(s.index, ir::var(var_));
     if (!c || !c->is_constant(1)) ++counts_->bad_stores;
     note_dtype(s.buffer->dtype);
-    walk(s.value);
+    walk(stored_value(s));  // an accumulating store loads its old value too
   }
   /// The vector printer computes an indirect position once per vector
   /// iteration, as a scalar: a position that moves along the vectorised
@@ -488,7 +518,13 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // --- parallelism -------------------------------------------------------------------
   std::string par_why;
   const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
-  if (work < target.min_parallel_work) {
+  const size_t max_parallel = parallel_loops_without_races(k);
+  if (accumulates(k) && max_parallel == 0) {
+    // Two iterations may add into one element (index_put(accumulate=True)
+    // with a repeated index): on one thread the adds cannot race, and they
+    // land in iteration order, as eager's serial CPU kernel adds them.
+    par_why = "serial: an accumulating store whose outer iterations may add into one element";
+  } else if (work < target.min_parallel_work) {
     par_why = cat("serial: ", work, " elements of work");
   } else if (outer_iters < target.num_threads && reductions == 1 && !pointwise_loops && !vec_outer) {
     const ReductionStage* r = nullptr;
@@ -505,7 +541,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     }
   } else if (!k.outer.empty()) {
     const size_t n = k.outer.size();
-    size_t max_p = (vec_outer && n > 1) ? n - 1 : n;
+    size_t max_p = std::min((vec_outer && n > 1) ? n - 1 : n, max_parallel);
     size_t p = 0;
     int64_t iters = 1;
     while (p < max_p && iters < 4 * static_cast<int64_t>(target.num_threads)) {

@@ -116,6 +116,14 @@ std::optional<int> repeated_load(const ir::IndexExpr& index, bool masked, const 
 /// The kernel with its CPU schedule decided (its GPU schedule kept).
 ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);
 
+/// How many leading outer loops of `k` may run in parallel: all of them,
+/// unless an accumulating store (ir::Store::accumulate) could add into one
+/// element from two of their points (ir::selects_disjoint_elements).
+/// Upsampling's backward adds into out[n, c, h // 2, w // 2]: each (n, c)
+/// plane is its own, so threads may split n and c. An embedding's backward
+/// adds rows at positions read from memory: 0, serial.
+size_t parallel_loops_without_races(const ir::Kernel& k);
+
 /// One line saying what schedule_for_cpu decided and why, for remarks.
 std::string explain_cpu_schedule(const ir::Kernel& kernel, const CpuTarget& target);
 

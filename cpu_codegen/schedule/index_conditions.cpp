@@ -96,7 +96,7 @@ std::vector<PointwiseStage> fold_index_conditions(const std::vector<Stage>& stag
   for (const auto& st : stages) {
     PointwiseStage folded;
     for (const auto& store : std::get<PointwiseStage>(st).stores) {
-      folded.stores.push_back(Store::make(store.buffer, store.index, f.mutate(store.value)));
+      folded.stores.push_back(store.with(store.index, f.mutate(store.value)));
     }
     out.push_back(std::move(folded));
   }

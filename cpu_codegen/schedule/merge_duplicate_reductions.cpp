@@ -65,7 +65,7 @@ KernelPtr merge_duplicate_reductions(const KernelPtr& kernel) {
   for (const auto& original : kernel->stages) {
     if (auto p = std::get_if<PointwiseStage>(&original)) {
       PointwiseStage s = *p;
-      for (auto& st : s.stores) st = Store::make(st.buffer, st.index, rename(st.value));
+      for (auto& st : s.stores) st = st.with(st.index, rename(st.value));
       stages.push_back(std::move(s));
       continue;
     }

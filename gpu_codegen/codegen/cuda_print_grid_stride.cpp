@@ -64,7 +64,14 @@ void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i
 void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
     const CValue v = scalar_value(st.value, scope);
-    out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "] = ", v.text, ";"));
+    if (st.accumulate) {
+      if (!accumulate_supported(st.buffer->dtype, Device::CUDA)) {
+        fail(cat("kernel ", k_.name, ": no atomic add for ", dtype_name(st.buffer->dtype), " (", st.buffer->name, ")"));
+      }
+      out_.line(cat("cppi_atomic_add(&", pointer_name(st.buffer->name), "[", index(st.index, scope), "], ", v.text, ");"));
+    } else {
+      out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "] = ", v.text, ";"));
+    }
     scope.forget_loads_of(st.buffer->name);
   }
 }

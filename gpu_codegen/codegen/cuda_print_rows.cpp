@@ -319,7 +319,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
       for (const auto& st : pw->stores) {
         comment += " " + st.buffer->name;
         stores[i - first].push_back(
-            Store::make(st.buffer, substitute(st.index, rename), substitute_indices(st.value, rename)));
+            st.with(substitute(st.index, rename), substitute_indices(st.value, rename)));
       }
       out_.line(cat(comment, " (in the pass of stage ", first, ")"));
       accs.emplace_back();

@@ -46,6 +46,16 @@ template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
 // zero, so neither do we; the divisor is taken as 1.
 template <class T> CPPI_INLINE T cppi_nonzero_divisor(T x) { return x == 0 ? (T)1 : x; }
 
+// An accumulating store (index_put(accumulate=True), scatter_add): threads
+// may add into one element, so each add is atomic. int64 adds as unsigned
+// (the same two's-complement bits, and the wrap the loop IR defines).
+CPPI_INLINE void cppi_atomic_add(float* p, float v) { atomicAdd(p, v); }
+CPPI_INLINE void cppi_atomic_add(double* p, double v) { atomicAdd(p, v); }
+CPPI_INLINE void cppi_atomic_add(int32_t* p, int32_t v) { atomicAdd(reinterpret_cast<int*>(p), (int)v); }
+CPPI_INLINE void cppi_atomic_add(int64_t* p, int64_t v) {
+  atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v);
+}
+
 // An index outside its dimension (one eager rejects) fails the kernel with a
 // device-side assert, as eager's CUDA kernels do: the next synchronisation
 // raises "device-side assert triggered" and the context is lost. The index

@@ -104,7 +104,8 @@ struct PointwiseVector {
 /// (pad of 8192 x 4093 to 4101 columns, H200: 0.164 ms scalar, 0.068 ms
 /// flat, the copy's time).
 PointwiseVector pointwise_vector(const Kernel& k) {
-  if (k.outer.empty() || has_random(k)) return {};
+  // Accumulating stores add one element at a time (atomicAdd).
+  if (k.outer.empty() || has_random(k) || accumulates(k)) return {};
   for (const bool flat : {false, true}) {
     GpuSchedule g;
     g.mapping = GpuMapping::GridStridePointwise;

@@ -15,6 +15,11 @@ using ir::IndexExpr;
 
 bool is_reduction(const ComputeNode& n) { return std::holds_alternative<ir::ReductionNodePtr>(n); }
 
+bool accumulates(const ComputeNode& n) {
+  const auto* p = std::get_if<ir::PointwiseNodePtr>(&n);
+  return p && (*p)->store.accumulate;
+}
+
 const std::vector<IndexExpr>& ranges_of(const ComputeNode& n) {
   return std::visit([](const auto& p) -> const std::vector<IndexExpr>& { return p->ranges; }, n);
 }
@@ -119,7 +124,7 @@ ComputeNode drop_unit_loops(const ComputeNode& n) {
     const auto& node = **p;
     UnitLoopDrop drop(node.ranges, &ir::pointwise_var);
     if (!drop.changed) return n;
-    auto store = ir::Store::make(node.store.buffer, ir::substitute(node.store.index, drop.replacements),
+    auto store = node.store.with(ir::substitute(node.store.index, drop.replacements),
                                  ir::substitute_indices(node.store.value, drop.replacements));
     return ir::PointwiseNode::make_with_store(node.name, drop.kept, store, node.origins);
   }
@@ -161,8 +166,8 @@ ComputeNode inline_producer(const ComputeNode& reader, const ir::PointwiseNode& 
     // A scatter's store index may read the producer too (an index tensor).
     // Positions computed from the producer's values (upsampling's arange)
     // may now be index arithmetic.
-    auto store = ir::Store::make(
-        node.store.buffer, ir::resolve_computed_positions(ir::replace_loads(node.store.index, buffer, value_at), ranges),
+    auto store = node.store.with(
+        ir::resolve_computed_positions(ir::replace_loads(node.store.index, buffer, value_at), ranges),
         ir::resolve_computed_positions(ir::replace_loads(node.store.value, buffer, value_at), ranges));
     return ir::PointwiseNode::make_with_store(node.name, node.ranges, store, std::move(origins));
   }

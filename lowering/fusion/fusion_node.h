@@ -15,6 +15,9 @@
 namespace cppi::lowering::fusion {
 
 bool is_reduction(const ir::ComputeNode& n);
+/// A pointwise node whose store accumulates (index_put(accumulate=True),
+/// scatter_add): it keeps a kernel of its own (see ir::Store).
+bool accumulates(const ir::ComputeNode& n);
 /// Extents of the pointwise loops x0..xn-1.
 const std::vector<ir::IndexExpr>& ranges_of(const ir::ComputeNode& n);
 const std::vector<std::string>& origins_of(const ir::ComputeNode& n);

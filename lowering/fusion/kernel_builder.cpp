@@ -189,7 +189,7 @@ ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string nam
       StageRewriter rewrite(locals, forwards, ranges);
       Expr value = rewrite.mutate(node.store.value);
       const auto& written = node.store.buffer->name;
-      stage.stores.push_back(ir::Store::make(node.store.buffer, node.store.index, value));
+      stage.stores.push_back(node.store.with(node.store.index, value));
       // A forwarded value is evaluated where it is used: not past a store to
       // something it loads (a copy_ into an input it read).
       for (auto it = forwards.begin(); it != forwards.end();) {

@@ -200,6 +200,7 @@ std::optional<std::string> why_not_inline(const Program& p, size_t producer, siz
   const auto& prod = *p.nodes[producer];
   const auto& read = *p.nodes[reader];
   if (device_of(prod) != device_of(read)) return std::string("different devices");
+  if (accumulates(prod)) return std::string("the producer accumulates (a scatter-add): no element is final before it ends");
   // The reader would evaluate the producer's loads at its own position.
   for (size_t i = producer + 1; i < reader; ++i) {
     auto clobbered = first_common(p.reads[producer], p.writes[i]);
@@ -261,6 +262,31 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
   const Group& grp = g.groups[group];
   const auto& n = *p.nodes[node];
   if (device_of(n) != grp.device) return std::string("different devices");
+  // On the CPU a kernel's adds run only on the threads its accumulating
+  // stores allow (parallel_loops_without_races), so an accumulating node
+  // shares a kernel only with other accumulating nodes: no plain node loses
+  // its threads. A GPU adds atomically, beside anything. bilinear
+  // upsampling's backward scatters into four buffers from one gradient: one
+  // kernel reads it once (Inductor fuses them too).
+  for (int m : grp.members) {
+    const auto& mem = *p.nodes[m];
+    // A scatter's adds stay out of the reduction mappings (rows cached in
+    // registers and stored as vectors).
+    if ((accumulates(n) && is_reduction(mem)) || (accumulates(mem) && is_reduction(n))) {
+      return std::string("an accumulating scatter does not share a kernel with a reduction");
+    }
+    if (grp.device == ir::Device::CPU && accumulates(mem) != accumulates(n)) {
+      return accumulates(n) ? std::string("an accumulating scatter shares a CPU kernel only with other scatters")
+                            : cat(display_name(mem), " accumulates (a scatter-add): it shares a CPU kernel only with other scatters");
+    }
+    // No element is final before the whole scatter has run.
+    if (accumulates(mem) && p.reads[node].count(std::get<ir::PointwiseNodePtr>(mem)->store.buffer->name)) {
+      return cat(display_name(mem), " accumulates into what the consumer reads: no element is final before it ends");
+    }
+    if (accumulates(n) && p.reads[m].count(std::get<ir::PointwiseNodePtr>(n)->store.buffer->name)) {
+      return cat("accumulates into what ", display_name(mem), " reads: no element is final before it ends");
+    }
+  }
   std::string reason;
   auto outer = joined_outer(p, grp, node, &reason);
   if (!outer) return reason;
@@ -335,7 +361,7 @@ std::optional<ComputeNode> permuted_for_group(const Program& p, const Group& gro
     renamed[vars[order[j]].as<ir::IndexVar>()->name] = vars[j];
   }
   const ir::Store& st = (*pw)->store;
-  ir::Store moved = ir::Store::make(st.buffer, ir::substitute(st.index, renamed), ir::substitute_indices(st.value, renamed));
+  ir::Store moved = st.with(ir::substitute(st.index, renamed), ir::substitute_indices(st.value, renamed));
   return ComputeNode{ir::PointwiseNode::make_with_store((*pw)->name, std::move(ranges), std::move(moved),
                                                         (*pw)->origins)};
 }

@@ -53,7 +53,7 @@ ir::Stage without_var(const ir::Stage& s, const std::string& var) {
     return ir::ReductionStage::make(r->loops, r->kind, ir::substitute_indices(r->body, zero), r->results);
   }
   ir::PointwiseStage p = std::get<ir::PointwiseStage>(s);
-  for (auto& st : p.stores) st = ir::Store::make(st.buffer, ir::substitute(st.index, zero), ir::substitute_indices(st.value, zero));
+  for (auto& st : p.stores) st = st.with(ir::substitute(st.index, zero), ir::substitute_indices(st.value, zero));
   return p;
 }
 

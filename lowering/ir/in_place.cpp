@@ -36,37 +36,6 @@ bool same_extents(const IndexExpr& f, const VarRanges& a, const VarRanges& b) {
   return true;
 }
 
-/// Each element of the stage's iteration space stores a distinct element:
-/// f = offset + sum s_i * v_i with every stride positive and larger than the
-/// span of the smaller ones (innermost loops first, or by constant stride).
-bool injective(const IndexExpr& f, const std::vector<Loop>& loops, const VarRanges& ranges) {
-  if (!indirect_values(f).empty()) return false;
-  std::vector<IndexExpr> vars;
-  for (const Loop& l : loops) vars.push_back(l.var);
-  std::optional<AffineForm> form = affine_form(f, vars);
-  if (!form) return false;
-  struct Term {
-    IndexExpr stride, extent;
-  };
-  std::vector<Term> terms;
-  bool all_constant = true;
-  for (size_t i = loops.size(); i-- > 0;) {  // innermost first
-    if (loops[i].extent.is_constant(1)) continue;
-    terms.push_back({form->strides[i], loops[i].extent});
-    all_constant = all_constant && form->strides[i].constant().has_value();
-  }
-  if (all_constant) {
-    std::stable_sort(terms.begin(), terms.end(),
-                     [](const Term& a, const Term& b) { return *a.stride.constant() < *b.stride.constant(); });
-  }
-  IndexExpr span = index_const(0);
-  for (const Term& t : terms) {
-    if (!prove_positive(t.stride - span, ranges)) return false;
-    span = simplify(span + t.stride * (t.extent - 1), ranges);
-  }
-  return true;
-}
-
 }  // namespace
 
 bool can_write_over(const Kernel& k, const std::string& read, const std::string& written) {
@@ -114,7 +83,10 @@ bool can_write_over(const Kernel& k, const std::string& read, const std::string&
   const auto& stage_loops = loops_of(k.stages[stored_stage]);
   std::vector<Loop> loops = k.outer;
   for (size_t i = 0; i < stage_loops.size(); ++i) loops.push_back({stage_loop_var(i), stage_loops[i].extent});
-  return injective(stored->index, loops, stored->ranges);
+  // Each element of the stage's iteration space stores a distinct element.
+  std::vector<IndexExpr> vars;
+  for (const Loop& l : loops) vars.push_back(l.var);
+  return indirect_values(stored->index).empty() && selects_disjoint_elements(stored->index, vars, stored->ranges);
 }
 
 }  // namespace cppi::ir

@@ -1,5 +1,7 @@
 #include "lowering/ir/index_affine.h"
 
+#include <algorithm>
+
 #include "lowering/ir/index_poly.h"
 #include "support/status.h"
 
@@ -51,6 +53,44 @@ std::optional<IndexExpr> coefficient(const IndexExpr& e, const IndexExpr& v) {
   auto form = affine_form(e, {v});
   if (!form) return std::nullopt;
   return form->strides[0];
+}
+
+bool selects_disjoint_elements(const IndexExpr& e, const std::vector<IndexExpr>& vars, const VarRanges& ranges) {
+  // A position read from memory lies in [0, size) whatever it was read at:
+  // each leaf is a variable of its own over that range.
+  VarRanges with_positions = ranges;
+  int leaves = 0;
+  const IndexExpr opaque = map_indirect(e, [&](const IndexExpr& leaf) {
+    const std::string name = cat("indirect_position", leaves++);
+    with_positions[name] = leaf.as<IndexIndirect>()->size;
+    return var(name);
+  });
+  std::optional<AffineForm> form = affine_form(opaque, vars);
+  if (!form) return false;
+  const IndexBounds rest = bounds(form->offset, with_positions);
+  if (!rest.lo || !rest.hi) return false;
+  struct Term {
+    IndexExpr stride, extent;
+  };
+  std::vector<Term> terms;
+  bool all_constant = true;
+  for (size_t i = vars.size(); i-- > 0;) {  // innermost first
+    auto extent = ranges.find(vars[i].as<IndexVar>()->name);
+    if (extent == ranges.end()) return false;
+    if (extent->second.is_constant(1)) continue;
+    terms.push_back({form->strides[i], extent->second});
+    all_constant = all_constant && form->strides[i].constant().has_value();
+  }
+  if (all_constant) {
+    std::stable_sort(terms.begin(), terms.end(),
+                     [](const Term& a, const Term& b) { return *a.stride.constant() < *b.stride.constant(); });
+  }
+  IndexExpr span = simplify(*rest.hi - *rest.lo, with_positions);
+  for (const Term& t : terms) {
+    if (!prove_positive(t.stride - span, with_positions)) return false;
+    span = simplify(span + t.stride * (t.extent - 1), with_positions);
+  }
+  return true;
 }
 
 }  // namespace cppi::ir

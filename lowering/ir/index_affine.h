@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "lowering/ir/index_expr.h"
+#include "lowering/ir/index_simplify.h"
 
 namespace cppi::ir {
 
@@ -25,6 +26,18 @@ struct AffineForm {
 /// none of `vars` is part of the offset. `vars` are
 /// IndexVar expressions (as var("x0") builds them).
 std::optional<AffineForm> affine_form(const IndexExpr& e, const std::vector<IndexExpr>& vars);
+
+/// Whether distinct points of `vars` (each over [0, ranges[v])) always
+/// select disjoint elements of `e`, whatever values its other variables and
+/// indirect leaves take: e = offset + sum_i stride_i * v_i, each stride
+/// positive and larger than the offset's span (bounds() over `ranges`) plus
+/// the span of the smaller strides (innermost variables first when a stride
+/// is symbolic, as `vars` are listed outermost first). A store whose index
+/// passes writes each element from one point of `vars` at most: in-place
+/// reuse asks it over every loop (the offset then has no span), the CPU's
+/// parallel accumulating stores over the parallel loops (no two threads add
+/// into one element).
+bool selects_disjoint_elements(const IndexExpr& e, const std::vector<IndexExpr>& vars, const VarRanges& ranges);
 
 /// The stride of `v` in `e`, or nullopt when `e` is not affine in `v`.
 /// 0 means `e` does not depend on `v` (broadcast along v).

@@ -518,7 +518,7 @@ void run_kernel(const Kernel& k, const InterpreterArgs& given) {
         for_each_point(p.loops, 0, &bindings, [&] {
           for (const auto& s : p.stores) {
             ev.clear();  // a store may feed a later load of the same iteration
-            ScalarValue v = ev.eval(s.value);
+            ScalarValue v = ev.eval(stored_value(s));
             int64_t i = ev.index(s.index);
             ev.check_bounds(s.buffer->name, s.index, i);
             write_element(pointer(s.buffer), s.buffer->dtype, i, v);

@@ -249,6 +249,7 @@ std::vector<Access> reads(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);
   std::vector<Access> out;
   for (const auto& st : std::get<PointwiseStage>(s).stores) {
+    if (st.accumulate) out.push_back(Access{st.buffer, st.index, false});  // its old value
     for (auto& a : reads(st.value)) out.push_back(std::move(a));
     for (const auto& v : indirect_values(st.index)) {
       for (auto& a : reads(v)) out.push_back(std::move(a));
@@ -271,6 +272,17 @@ std::set<std::string> written_buffers(const Kernel& k) {
     for (const auto& a : writes(s)) out.insert(a.buffer->name);
   }
   return out;
+}
+
+bool accumulates(const Kernel& k) {
+  for (const auto& s : k.stages) {
+    if (const auto* p = std::get_if<PointwiseStage>(&s)) {
+      for (const auto& st : p->stores) {
+        if (st.accumulate) return true;
+      }
+    }
+  }
+  return false;
 }
 
 namespace {

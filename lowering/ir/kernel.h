@@ -298,10 +298,13 @@ size_t pass_run_end(const Kernel& k, size_t first);
 /// stored values (not their indices).
 std::vector<Expr> stage_values(const Stage& s);
 
-/// Loads in a stage / stores of a stage.
+/// Loads in a stage (an accumulating store's own target included) / stores
+/// of a stage.
 std::vector<Access> reads(const Stage& s);
 std::vector<Access> writes(const Stage& s);
 /// The names of the buffers some stage of `k` stores to (scratch included).
 std::set<std::string> written_buffers(const Kernel& k);
+/// Whether some store of `k` accumulates (ir::Store::accumulate).
+bool accumulates(const Kernel& k);
 
 }  // namespace cppi::ir

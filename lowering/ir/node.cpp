@@ -34,6 +34,34 @@ Store Store::make(BufferPtr buffer, IndexExpr index, Expr value) {
   return Store{std::move(buffer), std::move(index), std::move(value)};
 }
 
+Store Store::make_accumulate(BufferPtr buffer, IndexExpr index, Expr value) {
+  Store s = make(std::move(buffer), std::move(index), std::move(value));
+  if (s.buffer->dtype == DType::Bool) {
+    throw CompilerError(Error::internal(cat("accumulating store to ", s.buffer->name, ": bool has no add")));
+  }
+  s.accumulate = true;
+  return s;
+}
+
+bool accumulate_supported(DType t, Device device) {
+  if (device == Device::CPU) return t != DType::Bool;
+  return t == DType::Int32 || t == DType::Int64 || t == DType::Float32 || t == DType::Float64;
+}
+
+Store Store::with(IndexExpr new_index, Expr new_value) const {
+  Store s = make(buffer, std::move(new_index), std::move(new_value));
+  s.accumulate = accumulate;
+  return s;
+}
+
+Expr stored_value(const Store& s) {
+  if (!s.accumulate) return s.value;
+  const DType t = s.buffer->dtype;
+  if (t != DType::Float16 && t != DType::BFloat16) return binary(BinaryOp::Add, load(s.buffer, s.index), s.value);
+  // Reduced floats add in float32 and round once, as eager's `*dst += *src`.
+  return cast(binary(BinaryOp::Add, cast(load(s.buffer, s.index), DType::Float32), cast(s.value, DType::Float32)), t);
+}
+
 // --- shared checks (node_check.h) ------------------------------------------------
 
 namespace detail {

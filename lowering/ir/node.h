@@ -35,15 +35,41 @@ IndexExpr reduction_var(int j);
 std::vector<IndexExpr> pointwise_vars(size_t n);
 std::vector<IndexExpr> reduction_vars(size_t n);
 
-/// buffer[index] = value. value.dtype() must equal buffer->dtype (insert a
-/// Cast where eager would round on store).
+/// buffer[index] = value, or with `accumulate` buffer[index] += value.
+/// value.dtype() must equal buffer->dtype (insert a Cast where eager would
+/// round on store).
+///
+/// An accumulating store (index_put(accumulate=True), scatter_add) may hit
+/// one element from many iterations: the iterations' adds land in an
+/// unspecified order, so a backend either runs its loops on one thread or
+/// adds atomically. It reads its own target (reads(Stage) lists it); it is
+/// never inlined into a reader and shares its kernel with no other node
+/// (fusion's legality says so).
 struct Store {
   BufferPtr buffer;
   IndexExpr index;
   Expr value;
+  bool accumulate = false;
 
   static Store make(BufferPtr buffer, IndexExpr index, Expr value);
+  /// buffer[index] += value: integer or float buffers (not bool).
+  static Store make_accumulate(BufferPtr buffer, IndexExpr index, Expr value);
+  /// This store (its buffer and mode) at another index and value: what
+  /// every rewrite of a store builds, so none drops the mode.
+  Store with(IndexExpr new_index, Expr new_value) const;
 };
+
+/// Whether an accumulating store to a `t` buffer runs on `device`. On the
+/// CPU every dtype but bool (one thread adds, in the dtype, as eager's
+/// serial kernel does). On CUDA the dtypes atomicAdd takes whole, int32,
+/// int64, float32 and float64: half and bfloat16 atomics would round after
+/// every add where eager sums repeated positions in float first.
+bool accumulate_supported(DType t, Device device);
+
+/// What `s` writes at its index: its value, or for an accumulating store the
+/// element's old value plus it (what a backend running on one thread
+/// stores).
+Expr stored_value(const Store& s);
 
 /// A buffer element that an expression reads or a node writes.
 struct Access {

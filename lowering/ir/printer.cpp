@@ -122,7 +122,8 @@ void print_pointwise(std::ostream& os, const PointwiseNode& n) {
   os << "  ranges: " << ranges_text(n.vars(), n.ranges) << "\n";
   BodyPrinter body(os, "  ");
   std::string v = body.emit(n.store.value);
-  os << "  store " << n.store.buffer->name << "[" << n.store.index << "] = " << v << "\n";
+  os << "  store " << n.store.buffer->name << "[" << n.store.index << "]" << (n.store.accumulate ? " += " : " = ")
+     << v << "\n";
 }
 
 void print_reduction(std::ostream& os, const ReductionNode& n) {
@@ -259,7 +260,8 @@ std::string to_string(const Kernel& k) {
       BodyPrinter body(os, indent + "  ");
       for (const auto& s : p.stores) {
         std::string v = body.emit(s.value);
-        os << indent << "  store " << s.buffer->name << "[" << s.index << "] = " << v << "\n";
+        os << indent << "  store " << s.buffer->name << "[" << s.index << "]" << (s.accumulate ? " += " : " = ")
+           << v << "\n";
       }
     }
   }

@@ -56,6 +56,30 @@ KernelPtr scatter_rows_kernel(int64_t n, int64_t rows, int64_t dim) {
                       {PointwiseStage{{}, {Store::make(out, indirect(load(idx, x0), rows) * dim + x1, load(src, x0 * dim + x1))}}});
 }
 
+/// out[idx[x0], x1] += src[x0, x1] (index_put(accumulate=True): an
+/// embedding's backward).
+KernelPtr scatter_add_rows_kernel(int64_t n, int64_t rows, int64_t dim, DType t = DType::Float32) {
+  auto src = input("arg0", t, {n, dim});
+  auto idx = input("arg1", DType::Int64, {n});
+  auto out = output("buf0", t, {rows, dim});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  return Kernel::make(
+      "scatter_add_0", Device::CPU, {Loop{x0, n}, Loop{x1, dim}},
+      {PointwiseStage{{}, {Store::make_accumulate(out, indirect(load(idx, x0), rows) * dim + x1, load(src, x0 * dim + x1))}}});
+}
+
+/// out[x0, idx[x0, x1]] += src[x0, x1] (scatter_add along the last dim):
+/// every row x0 adds into its own row of out.
+KernelPtr scatter_add_columns_kernel(int64_t n, int64_t cols, int64_t k) {
+  auto src = input("arg0", DType::Float32, {n, k});
+  auto idx = input("arg1", DType::Int64, {n, k});
+  auto out = output("buf0", DType::Float32, {n, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  return Kernel::make("scatter_add_1", Device::CPU, {Loop{x0, n}, Loop{x1, k}},
+                      {PointwiseStage{{}, {Store::make_accumulate(out, x0 * cols + indirect(load(idx, x0 * k + x1), cols),
+                                                                  load(src, x0 * k + x1))}}});
+}
+
 /// out[x0] = x[idx[x0]]: the position moves with the only (vectorisable) loop.
 KernelPtr gather_1d_kernel(int64_t n, int64_t size) {
   auto x = input("arg0", DType::Float32, {size});
@@ -141,6 +165,51 @@ TEST(IndirectCodegen, ScatterWithDistinctPositionsMatchesTheInterpreter) {
   RunOptions o;
   o.int_range = 4;
   EXPECT_EQ(run_and_compare(k, o), "");
+}
+
+TEST(IndirectCodegen, AccumulatingRowsRunOnOneThreadAsVectors) {
+  // Rows may repeat, so no two threads may add; the lanes of a vector are
+  // distinct columns of one row, so each vector loads, adds and stores.
+  auto k = schedule_for_cpu(scatter_add_rows_kernel(4096, 10, 64), target());
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_NE(explain_cpu_schedule(*k, target()).find("serial: an accumulating store"), std::string::npos);
+  EXPECT_TRUE(file_check(source_of(k), {"NOT:#pragma omp", "cppi_vload<cppi_f32x16>(&out_buf0[", " + ",
+                                        "cppi_vstore(&out_buf0["}));
+  // Indices in [-3, 3]: seven rows hit again and again (negatives wrap).
+  RunOptions o;
+  o.int_range = 3;
+  for (const auto& [n, dim, t] : {std::tuple{33, 37, DType::Float32}, std::tuple{500, 64, DType::Float64},
+                                  std::tuple{40, 19, DType::Int64}, std::tuple{40, 48, DType::BFloat16}}) {
+    for (const CpuTarget& tg : {target(), target(1 << 30)}) {
+      auto scheduled = schedule_for_cpu(scatter_add_rows_kernel(n, 7, dim, t), tg);
+      EXPECT_EQ(run_and_compare(scheduled, o), "") << dtype_name(t) << " " << to_string(scheduled->schedule);
+    }
+  }
+}
+
+TEST(IndirectCodegen, AccumulatingIntoRowsOfTheirOwnSplitsTheRows) {
+  // Row x0 of src adds only into row x0 of out: threads may split x0.
+  auto k = schedule_for_cpu(scatter_add_columns_kernel(4096, 10, 16), target());
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 1);
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::None);  // the position moves along x1
+  RunOptions o;
+  o.int_range = 4;  // columns -4..4 of 5 (negative ones wrap): every column is hit again and again
+  for (const CpuTarget& tg : {target(), target(1 << 30)}) {
+    auto scheduled = schedule_for_cpu(scatter_add_columns_kernel(300, 5, 21), tg);
+    EXPECT_EQ(run_and_compare(scheduled, o), "") << to_string(scheduled->schedule);
+  }
+}
+
+TEST(IndirectCodegen, AParallelScheduleForRacingAddsIsRefused) {
+  // Codegen prints what the schedule says, but not adds that could race.
+  auto k = scatter_add_rows_kernel(4096, 10, 64);
+  Schedule s;
+  s.cpu.parallel_loops = 1;
+  auto racing = Kernel::make(k->name, k->device, k->outer, k->stages, s);
+  auto m = print_cpu_module({racing}, {}, {});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("could race"), std::string::npos) << m.error().message;
 }
 
 }  // namespace

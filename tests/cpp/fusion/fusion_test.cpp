@@ -392,6 +392,64 @@ TEST(Fusion, NodeDoesNotMovePastAnAtenCallThatReadsWhatItWrites) {
   EXPECT_EQ(remarks.all()[0].reason, "an ATen call between them (graph node 2) reads x");
 }
 
+/// zeros into out and out2; out[idx[x0], x1] += g[x0, x1] * 2 and
+/// out2[idx[x0], x1] += g[x0, x1] * 3 (an embedding's backward, twice);
+/// h = g + 1 over the same points; y = out + 1 reads a scatter's result.
+GraphBuilder two_scatters(ir::Device device) {
+  GraphBuilder b;
+  b.device = device;
+  auto g = b.input("g", {8, 4});
+  auto idx = b.input("idx", {8}, DType::Int64);
+  auto scaled = b.temp("scaled", {8, 4});
+  auto out = b.temp("out", {5, 4});
+  auto out2 = b.output("out2", {5, 4});
+  auto h = b.output("h", {8, 4});
+  auto y = b.output("y", {5, 4});
+  b.pointwise("zeros", out, f32(0));
+  b.pointwise("zeros_2", out2, f32(0));
+  b.pointwise("mul", scaled, ir::binary(BinaryOp::Mul, at(g, {x(0), x(1)}), f32(2)));
+  auto row = out->layout.index({ir::indirect(at(idx, {x(0)}), 5), x(1)});
+  b.node(ir::PointwiseNode::make_with_store("index_put", {8, 4},
+                                            ir::Store::make_accumulate(out, row, at(scaled, {x(0), x(1)})), {"index_put"}));
+  b.node(ir::PointwiseNode::make_with_store(
+      "index_put_2", {8, 4}, ir::Store::make_accumulate(out2, row, ir::binary(BinaryOp::Mul, at(g, {x(0), x(1)}), f32(3))),
+      {"index_put_2"}));
+  b.pointwise("plus", h, ir::binary(BinaryOp::Add, at(g, {x(0), x(1)}), f32(1)));
+  b.pointwise("add", y, ir::binary(BinaryOp::Add, at(out, {x(0), x(1)}), f32(1)));
+  return b;
+}
+
+TEST(Fusion, AccumulatingScattersShareACpuKernelOnlyWithEachOther) {
+  auto b = two_scatters(ir::Device::CPU);
+  Remarks remarks;
+  auto fused = run(b.graph, remarks);
+  auto ks = kernels(fused);
+  std::vector<std::vector<std::string>> origins;
+  for (const auto& k : ks) origins.push_back(k->origins);
+  // The producer is recomputed in the scatter; the two scatters read g once;
+  // the plain node keeps its threads; the reader waits for the adds.
+  EXPECT_EQ(origins, (std::vector<std::vector<std::string>>{
+                         {"zeros", "zeros_2"}, {"mul", "index_put", "index_put_2"}, {"plus"}, {"add"}}))
+      << remark_text(remarks);
+  EXPECT_FALSE(has_buffer(fused, "scaled"));
+  EXPECT_NE(remark_text(remarks).find("it shares a CPU kernel only with other scatters"), std::string::npos)
+      << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(b.graph, fused), "");
+}
+
+TEST(Fusion, OnAGpuAScatterSharesItsKernelButNotWithItsReaders) {
+  auto b = two_scatters(ir::Device::CUDA);
+  Remarks remarks;
+  auto fused = run(b.graph, remarks);
+  std::vector<std::vector<std::string>> origins;
+  for (const auto& k : kernels(fused)) origins.push_back(k->origins);
+  EXPECT_EQ(origins, (std::vector<std::vector<std::string>>{
+                         {"zeros", "zeros_2"}, {"mul", "index_put", "index_put_2", "plus"}, {"add"}}))
+      << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("accumulates into what the consumer reads"), std::string::npos)
+      << remark_text(remarks);
+}
+
 // --- horizontal fusion --------------------------------------------------------------
 
 GraphBuilder two_independent(IndexExpr n) {

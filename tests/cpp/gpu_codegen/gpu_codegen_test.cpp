@@ -84,6 +84,9 @@ std::vector<Case> all_cases() {
       {"cat_columns_symbolic", cat_columns(s0, s1, s1), {9, 64}},
       {"cat_columns_symbolic_odd", cat_columns(s0, s1, s1), {9, 66}},  // bound 66: the scalar twin
       {"nan_to_index", nan_to_index(s0, s1), {7, 129}},
+      {"scatter_add_rows_f32", scatter_add_rows(s0, 7, s1), {300, 129}},
+      {"scatter_add_rows_f64", scatter_add_rows(s0, 3, s1, DType::Float64), {200, 64}},
+      {"scatter_add_rows_i64", scatter_add_rows(s0, 5, s1, DType::Int64), {100, 33}},
       {"row_sum", row_reduce(ReductionKind::Sum, s0, s1), {67, 1003}},
       {"row_max", row_reduce(ReductionKind::Max, s0, s1), {67, 77}},
       {"row_min", row_reduce(ReductionKind::Min, s0, s1), {13, 3000}},
@@ -199,6 +202,11 @@ void fill_random(HostBuffer& h, std::mt19937& rng, bool specials) {
         std::memcpy(p + 2 * i, &b, 2);
         break;
       }
+      case DType::Float64: {
+        const double d = f;
+        std::memcpy(p + 8 * i, &d, 8);
+        break;
+      }
       case DType::Int64: {  // a random seed
         const int64_t v = (static_cast<int64_t>(rng()) << 32) | rng();
         std::memcpy(p + 8 * i, &v, 8);
@@ -266,7 +274,7 @@ void run_and_compare(const std::string& label, const KernelPtr& k, const std::ve
     h.buffer = a.buffer;
     h.count = static_cast<size_t>(evaluate(a.buffer->layout.storage_size(), bindings));
     h.bytes.assign(h.count * dtype_size(a.buffer->dtype), 0x7F);  // poison: unwritten outputs show
-    if (!a.written) fill_random(h, rng, specials);
+    if (!a.written || a.read) fill_random(h, rng, specials);  // what an accumulating store adds to
     if (!a.written && eighths && h.buffer->dtype == DType::Float32) {
       for (size_t i = 0; i < h.count; ++i) {
         float f;

@@ -426,6 +426,22 @@ TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
   EXPECT_EQ(src.find("cppi_vec<float, 4>"), std::string::npos);
 }
 
+TEST(CudaPrinter, AccumulatingStoresAddAtomicallyOneElementPerThread) {
+  // Contiguous along x1, so a plain store would take 4 floats per thread;
+  // adds that threads share go one by one through atomicAdd.
+  auto k = scheduled(scatter_add_rows(sym("s0"), 7, 64));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
+  EXPECT_EQ(k->schedule.gpu.elements_per_thread, 1);
+  const std::string src = source_of(k);
+  expect_in_order(src, {"scatter_add_rows(", "cppi_atomic_add(&out_out[", "], tmp1);"});
+  EXPECT_EQ(src.find("cppi_store_vec(out_out"), std::string::npos) << src;
+  // No whole atomic add for a half: the printer refuses it.
+  auto half = scheduled(scatter_add_rows(sym("s0"), 7, 64, DType::Float16));
+  auto m = print_cuda_module({half}, kSymbols);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("no atomic add for float16"), std::string::npos) << m.error().message;
+}
+
 TEST(CudaPrinter, RefusesWhatItCannotPrint) {
   auto bad = with_gpu(softmax(sym("s0"), sym("s1")), GpuMapping::RowPerBlock, 256, 4);  // cache needs constant rows
   auto m = print_cuda_module({bad}, kSymbols);

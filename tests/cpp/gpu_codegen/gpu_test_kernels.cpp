@@ -93,6 +93,16 @@ KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols) {
                       {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), v)}}});
 }
 
+KernelPtr scatter_add_rows(const IndexExpr& rows, int64_t out_rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), out = output("out", t, {out_rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  IndexExpr row = mod(5 * x0, index_const(out_rows));
+  return Kernel::make("scatter_add_rows", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make_accumulate(out, out->layout.index({row, x1}),
+                                                                  load(x, x->layout.index({x0, x1})))}}},
+                      {}, {"index_put"});
+}
+
 KernelPtr pad_columns(const IndexExpr& rows, const IndexExpr& cols, int64_t left, int64_t right, bool halved) {
   const IndexExpr width = simplify(cols + left + right);
   auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, width});

@@ -49,6 +49,9 @@ KernelPtr pad_columns(const IndexExpr& rows, const IndexExpr& cols, int64_t left
 KernelPtr cat_columns(const IndexExpr& rows, const IndexExpr& left, const IndexExpr& right);
 /// out[i] = sum / max / min / argmax / prod over j of x[i, j] (float32; argmax
 /// writes int64).
+/// out[(5 * x0) % out_rows, x1] += x[x0, x1]: many rows add into each row
+/// of out, so the adds of different threads meet (atomics).
+KernelPtr scatter_add_rows(const IndexExpr& rows, int64_t out_rows, const IndexExpr& cols, DType dtype = DType::Float32);
 KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
 /// out[j] = sum over i of x[i, j].
 KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols);

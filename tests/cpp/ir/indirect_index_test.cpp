@@ -156,5 +156,55 @@ TEST(IndirectIndex, InterpreterScattersThroughAStoreIndex) {
   EXPECT_EQ(ov, (std::vector<float>{2, 0, 0, 0, 3}));
 }
 
+TEST(IndirectIndex, AccumulatingStoresAddEveryHitAndKeepTheirMode) {
+  // out[idx[x0]] += src[x0]: repeated positions each add.
+  IndexExpr x0 = pointwise_var(0);
+  auto idx = buffer("idx", DType::Int32, {4});
+  auto src = buffer("src", DType::Float32, {4});
+  auto out = buffer("out", DType::Float32, {5}, BufferKind::GraphOutput);
+  Store add = Store::make_accumulate(out, indirect(load(idx, x0), 5), load(src, x0));
+  auto node = PointwiseNode::make_with_store("scatter_add", {4}, add);
+  EXPECT_NE(to_string(ComputeNode(node)).find("store out[indirect(load idx[x0], 5)] += t0"),
+            std::string::npos)
+      << to_string(ComputeNode(node));
+  std::vector<int32_t> iv{4, -1, 2, 4};
+  std::vector<float> sv{1, 2, 3, 4};
+  std::vector<float> ov{10, 10, 10, 10, 10};
+  ASSERT_TRUE(interpret(ComputeNode(node), InterpreterArgs().bind("idx", iv).bind("src", sv).bind("out", ov)).ok());
+  EXPECT_EQ(ov, (std::vector<float>{10, 10, 13, 10, 17}));  // -1 wraps to 4: 10 + 1 + 2 + 4
+  // A kernel's stage reads what it accumulates into.
+  bool reads_out = false;
+  for (const auto& a : reads(Stage(PointwiseStage{{}, {add}}))) reads_out |= a.buffer->name == "out";
+  EXPECT_TRUE(reads_out);
+  // Rewrites keep the mode; bool has no add; reduced floats add in float32.
+  EXPECT_TRUE(add.with(add.index, const_float(1)).accumulate);
+  EXPECT_FALSE(Store::make(out, x0, const_float(1)).with(x0, const_float(2)).accumulate);
+  auto flags = buffer("flags", DType::Bool, {5});
+  EXPECT_THROW(Store::make_accumulate(flags, x0, const_bool(true)), CompilerError);
+  auto half = buffer("half", DType::BFloat16, {5});
+  Expr v = stored_value(Store::make_accumulate(half, x0, cast(const_float(1), DType::BFloat16)));
+  EXPECT_EQ(v.dtype(), DType::BFloat16);
+  EXPECT_NE(to_string(v).find("float32"), std::string::npos) << to_string(v);
+}
+
+TEST(IndirectIndex, DisjointElementsPerPointOfTheLeadingLoops) {
+  IndexExpr x0 = pointwise_var(0), x1 = pointwise_var(1), x2 = pointwise_var(2);
+  auto idx = buffer("idx", DType::Int64, {8, 6});
+  const VarRanges ranges{{"x0", index_const(8)}, {"x1", index_const(6)}, {"x2", index_const(4)}};
+  // scatter_add along the last dim of [8, 5]: row x0 adds into row x0 only,
+  // whatever position the index tensor holds.
+  IndexExpr columns = x0 * 5 + indirect(load(idx, x0 * 6 + x1), 5);
+  EXPECT_TRUE(selects_disjoint_elements(columns, {x0}, ranges));
+  EXPECT_FALSE(selects_disjoint_elements(columns, {x0, x1}, ranges));  // two x1 may hit one column
+  // A row read from memory: any two x0 may add into one row.
+  IndexExpr rows = indirect(load(idx, x0 * 6 + x1), 8) * 4 + x2;
+  EXPECT_FALSE(selects_disjoint_elements(rows, {x0}, ranges));
+  // Rows 4 apart and positions up to 5: planes overlap.
+  EXPECT_FALSE(selects_disjoint_elements(x0 * 4 + indirect(load(idx, x0 * 6 + x1), 6), {x0}, ranges));
+  // Upsampling's backward: out[x0, x1 // 2] of [8, 3] (a floordiv of x1 only).
+  EXPECT_TRUE(selects_disjoint_elements(x0 * 3 + floordiv(x1, index_const(2)), {x0}, ranges));
+  EXPECT_FALSE(selects_disjoint_elements(x0 * 3 + floordiv(x1, index_const(2)), {x0, x1}, ranges));
+}
+
 }  // namespace
 }  // namespace cppi::ir
