@@ -24,6 +24,9 @@ struct Options {
   /// Fault injection for tests of the accuracy checks: makes relu codegen
   /// wrong on purpose (Inductor's inject_relu_bug_TESTING_ONLY).
   bool inject_relu_bug_testing_only = false;
+  /// torch.are_deterministic_algorithms_enabled() at compile time (set by
+  /// the Python side, not a user option): see LoweringOptions::deterministic.
+  bool deterministic = false;
 
   /// Options from a dict of already-validated values (see options.py).
   static Expected<Options> from_desc(const Desc& d);

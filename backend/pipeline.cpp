@@ -60,6 +60,7 @@ lowering::LoweringOptions lowering_options(const Options& o) {
   // one by one with that reason instead of failing the whole graph.
   lo.cuda = gpu::nvrtc_available();
   lo.inject_relu_bug_testing_only = o.inject_relu_bug_testing_only;
+  lo.deterministic = o.deterministic;
   return lo;
 }
 

@@ -258,11 +258,13 @@ Status check_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& out
 void emit_pointwise_store(LoweringContext& ctx, const std::string& origin, const std::vector<ir::IndexExpr>& ranges,
                           const ir::BufferPtr& out,
                           const std::function<ir::IndexExpr(const std::vector<ir::IndexExpr>&)>& store_at,
-                          const BodyFn& body) {
+                          const BodyFn& body, StoreMode mode) {
   auto vars = ir::pointwise_vars(ranges.size());
   ir::VarRanges vr = ranges_of(vars, ranges);
   ir::Expr value = ir::simplify_indices(ir::cast(body(vars), out->dtype), vr);
-  ir::Store store = ir::Store::make(out, ir::simplify(store_at(vars), vr), value);
+  ir::IndexExpr index = ir::simplify(store_at(vars), vr);
+  ir::Store store = mode == StoreMode::Accumulate ? ir::Store::make_accumulate(out, std::move(index), value)
+                                                  : ir::Store::make(out, std::move(index), value);
   ctx.emit(ir::PointwiseNode::make_with_store(ctx.fresh_node_name(out->name), ranges, std::move(store), {origin}));
 }
 

@@ -196,10 +196,12 @@ using BodyFn = std::function<ir::Expr(const std::vector<ir::IndexExpr>& coords)>
 /// with the loop ranges.
 void emit_pointwise(LoweringContext& ctx, const std::string& origin, const ir::BufferPtr& out, const BodyFn& body);
 /// The same with an explicit iteration space and store target (`store_at`
-/// maps loop coords to the element offset in `out`).
+/// maps loop coords to the element offset in `out`); Accumulate adds the
+/// value to the element (ir::Store::accumulate).
+enum class StoreMode { Overwrite, Accumulate };
 void emit_pointwise_store(LoweringContext& ctx, const std::string& origin, const std::vector<ir::IndexExpr>& ranges,
                           const ir::BufferPtr& out,
                           const std::function<ir::IndexExpr(const std::vector<ir::IndexExpr>&)>& store_at,
-                          const BodyFn& body);
+                          const BodyFn& body, StoreMode mode = StoreMode::Overwrite);
 
 }  // namespace cppi::lowering

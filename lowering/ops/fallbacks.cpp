@@ -6,16 +6,13 @@
 namespace cppi::lowering {
 
 void register_explicit_fallbacks(Registry& r) {
-  const char* accumulate =
-      "accumulates into repeated positions: a read-modify-write scatter would race under the parallel loops, "
-      "so it runs through ATen";
-  for (const char* op : {"aten.scatter_add.default", "aten.scatter_reduce.two", "aten.scatter.reduce",
-                         "aten.scatter.value_reduce", "aten.index_add.default"})
-    r.add_fallback(op, accumulate);
-  // The backward of embedding is decomposed into index_put(accumulate=True)
-  // (python/cppinductor/decompositions.py); if it reaches us whole it is the
-  // same accumulating scatter.
-  r.add_fallback("aten.embedding_dense_backward.default", accumulate);
+  // scatter_add, scatter_reduce's sum and index_put(accumulate=True) are
+  // lowered (indirect_indexing.cpp); index_add and embedding's backward are
+  // decomposed into the last (python/cppinductor/decompositions.py).
+  const char* reduce = "scatter with reduce= (the deprecated multiply/add forms): runs through ATen";
+  for (const char* op : {"aten.scatter.reduce", "aten.scatter.value_reduce"}) r.add_fallback(op, reduce);
+  const char* whole = "reached the lowering whole (its decomposition into index_put(accumulate=True) was not applied)";
+  for (const char* op : {"aten.index_add.default", "aten.embedding_dense_backward.default"}) r.add_fallback(op, whole);
   const char* indirect_todo = "indirect indexing op without a lowering yet (gather/scatter family)";
   for (const char* op : {"aten.index_copy.default", "aten.index_fill.int_Scalar", "aten.masked_scatter.default",
                          "aten.take.default"})

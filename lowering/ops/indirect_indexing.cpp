@@ -12,8 +12,10 @@
 // buffer: a copy of self, then one store per index position. With repeated
 // positions eager leaves the winner unspecified and so do we (one of the
 // candidate values lands; parallel chunks may pick any). Accumulating
-// scatters (index_put(accumulate=True), scatter_add, index_add) stay ATen
-// calls: their read-modify-write would race under the parallel loops.
+// scatters (index_put(accumulate=True), which index_add and embedding's
+// backward decompose into, scatter_add, scatter_reduce's sum) store with
+// ir::Store::accumulate: their kernel runs on one CPU thread, or adds with
+// CUDA atomics.
 #include "lowering/ops/op_call.h"
 #include "lowering/ops/registry.h"
 
@@ -215,14 +217,27 @@ Status lower_index(const OpCall& c) {
   return Status::success();
 }
 
-/// index_put / _unsafe_index_put(self, indices, values, accumulate): out =
-/// self; out[self_coords(o)] = values (broadcast) for every o.
-Status lower_index_put(const OpCall& c) {
-  if (c.flag(3, "accumulate", false))
+/// Whether an accumulating scatter into `self`'s dtype and device runs here.
+Status check_accumulate(const OpCall& c, const TensorRef& self) {
+  if (!ir::accumulate_supported(self.dtype, self.device)) {
+    return Error::unsupported(cat("accumulating into ", dtype_name(self.dtype), " on ", ir::to_string(self.device),
+                                  self.device == ir::Device::CUDA ? " (no whole atomic add for it)" : "",
+                                  ": runs through ATen"));
+  }
+  if (self.device == ir::Device::CUDA && c.ctx.options().deterministic) {
     return Error::unsupported(
-        "index_put with accumulate=True runs through ATen: a read-modify-write scatter would race under the "
-        "parallel loops");
+        "torch.use_deterministic_algorithms is on and CUDA atomic adds land in any order: runs through ATen");
+  }
+  return Status::success();
+}
+
+/// index_put / _unsafe_index_put(self, indices, values, accumulate): out =
+/// self; out[self_coords(o)] = values (broadcast), or += with accumulate,
+/// for every o.
+Status lower_index_put(const OpCall& c) {
+  const bool accumulate = c.flag(3, "accumulate", false);
   CPPI_ASSIGN_OR_RETURN(a, advanced_index(c));
+  if (accumulate) CPPI_RETURN_IF_ERROR_STATUS(check_accumulate(c, a.self));
   CPPI_ASSIGN_OR_RETURN(values, c.tensor(2, "values"));
   CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(values, a.result_sizes));
   ir::BufferPtr out = c.result_buffer();
@@ -230,14 +245,22 @@ Status lower_index_put(const OpCall& c) {
   emit_pointwise_store(
       c.ctx, c.node.name, a.result_sizes, out,
       [&](const std::vector<IndexExpr>& o) { return out->layout.index(a.self_coords(o)); },
-      [&](const std::vector<IndexExpr>& o) { return load_broadcast(values, o); });
+      [&](const std::vector<IndexExpr>& o) { return load_broadcast(values, o); },
+      accumulate ? StoreMode::Accumulate : StoreMode::Overwrite);
   c.set_result_buffer(out);
   return Status::success();
 }
 
-/// scatter.src / scatter.value(self, dim, index, src): out = self;
-/// out[x with x[dim] = index[x]] = src[x] (or the scalar) for x over index.
-Status lower_scatter(const OpCall& c, bool scalar_src) {
+/// How a scatter combines src with what is at a position: scatter
+/// overwrites; scatter_add adds; scatter_reduce's sum without self first
+/// zeroes the positions it scatters to, then adds.
+enum class ScatterKind { Overwrite, Add, AddWithoutSelf };
+
+/// scatter.src / scatter.value(self, dim, index, src), scatter_add(self,
+/// dim, index, src), scatter_reduce.two(self, dim, index, src, "sum",
+/// include_self): out = self; out[x with x[dim] = index[x]] = src[x] (or the
+/// scalar; += for the adds) for x over index.
+Status lower_scatter(const OpCall& c, bool scalar_src, ScatterKind kind = ScatterKind::Overwrite) {
   CPPI_ASSIGN_OR_RETURN(x, c.tensor(0, "self"));
   CPPI_ASSIGN_OR_RETURN(d, c.int_const(1, "dim"));
   CPPI_ASSIGN_OR_RETURN(idx, c.tensor(2, "index"));
@@ -255,18 +278,36 @@ Status lower_scatter(const OpCall& c, bool scalar_src) {
     if (s.rank() != x.rank()) return Error::unsupported("scatter with a src of another rank");
     src = s;
   }
+  if (kind != ScatterKind::Overwrite) CPPI_RETURN_IF_ERROR_STATUS(check_accumulate(c, x));
   ir::BufferPtr out = c.result_buffer();
   emit_copy(c, x, out);
+  auto scattered_to = [&](const std::vector<IndexExpr>& o) {
+    std::vector<IndexExpr> coords = o;
+    coords[dim] = position(idx, o, x.sizes[dim]);
+    return out->layout.index(coords);
+  };
+  if (kind == ScatterKind::AddWithoutSelf) {
+    emit_pointwise_store(c.ctx, c.node.name, idx.sizes, out, scattered_to,
+                         [&](const std::vector<IndexExpr>&) { return Scalar::of_int(0).as_expr(out->dtype); });
+  }
   emit_pointwise_store(
-      c.ctx, c.node.name, idx.sizes, out,
-      [&](const std::vector<IndexExpr>& o) {
-        std::vector<IndexExpr> coords = o;
-        coords[dim] = position(idx, o, x.sizes[dim]);
-        return out->layout.index(coords);
-      },
-      [&](const std::vector<IndexExpr>& o) { return src ? load(*src, o) : value->as_expr(out->dtype); });
+      c.ctx, c.node.name, idx.sizes, out, scattered_to,
+      [&](const std::vector<IndexExpr>& o) { return src ? load(*src, o) : value->as_expr(out->dtype); },
+      kind == ScatterKind::Overwrite ? StoreMode::Overwrite : StoreMode::Accumulate);
   c.set_result_buffer(out);
   return Status::success();
+}
+
+/// scatter_reduce.two(self, dim, index, src, reduce, include_self): the sum
+/// only (prod, mean, amax and amin stay ATen calls).
+Status lower_scatter_reduce(const OpCall& c) {
+  const Arg* reduce = c.arg(4, "reduce");
+  if (!reduce || reduce->kind != Arg::Kind::String) return Error::unsupported("scatter_reduce without a reduce name");
+  if (reduce->s != "sum") {
+    return Error::unsupported(cat("scatter_reduce with reduce='", reduce->s, "' runs through ATen (only 'sum' is lowered)"));
+  }
+  const bool include_self = c.flag(5, "include_self", true);
+  return lower_scatter(c, false, include_self ? ScatterKind::Add : ScatterKind::AddWithoutSelf);
 }
 
 }  // namespace
@@ -281,6 +322,8 @@ void register_indirect_indexing_lowerings(Registry& r) {
   r.add("aten._unsafe_index_put.default", lower_index_put);
   r.add("aten.scatter.src", [](const OpCall& c) { return lower_scatter(c, false); });
   r.add("aten.scatter.value", [](const OpCall& c) { return lower_scatter(c, true); });
+  r.add("aten.scatter_add.default", [](const OpCall& c) { return lower_scatter(c, false, ScatterKind::Add); });
+  r.add("aten.scatter_reduce.two", lower_scatter_reduce);
 }
 
 }  // namespace cppi::lowering

@@ -37,6 +37,10 @@ struct LoweringOptions {
   /// to the identity, so negative inputs come out unchanged. Tests use it to
   /// prove the accuracy checks catch a wrong kernel.
   bool inject_relu_bug_testing_only = false;
+  /// torch.are_deterministic_algorithms_enabled() when the graph compiled:
+  /// CUDA atomic adds (accumulating scatters) land in a varying order, so
+  /// those ops run through ATen's deterministic kernels instead.
+  bool deterministic = false;
 };
 
 /// Lowers every node of `graph`. Fallbacks and extern calls are recorded in

@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 # name -> (allowed values or type, help)
@@ -43,6 +45,9 @@ class Options:
         """The dict handed to the C++ core (backend/options.cpp)."""
         out = {k: v for k, v in self.values.items() if k not in ("dump_code",)}
         out["mode"] = self.mode
+        # Not a user option: accumulating scatters on CUDA fall back to
+        # ATen's deterministic kernels when the user asked for determinism.
+        out["deterministic"] = torch.are_deterministic_algorithms_enabled()
         if debug_dir:
             out["debug_dir"] = debug_dir
         else:

@@ -181,6 +181,33 @@ def test_embedding_rows_are_cached_and_their_positions_found_once_per_row():
         assert ".entry" in _C.compile_cuda_source(source)
 
 
+def test_accumulating_scatters_add_atomically_one_element_per_thread():
+    """An embedding's backward and scatter_add: each gradient element is one
+    atomic add (threads may meet on a row), so no vector store; every int
+    and float width the GPU adds whole compiles."""
+    emb = torch.nn.Embedding(50, 64)
+
+    def train(ids: torch.Tensor) -> torch.Tensor:
+        return emb(ids) * 2
+
+    sources = _cuda_sources(train, (torch.randint(0, 50, (8, 16)),), grad=True)
+    backward = dict(sources)["backward"]
+    kernel = backward[backward.index("index_put"):]
+    assert "cppi_atomic_add(&" in kernel, backward
+    scatter = kernel[kernel.rindex("// schedule:", 0, kernel.index("cppi_atomic_add(&")):]
+    assert "elements_per_thread=1" in scatter.splitlines()[0], scatter
+    for dtype in (torch.float64, torch.int32, torch.int64):
+        (_, source), = _cuda_sources(lambda x, i, s: torch.scatter_add(x, 1, i, s),
+                                     (torch.zeros(4, 6, dtype=dtype), torch.randint(0, 6, (4, 9)),
+                                      torch.ones(4, 9, dtype=dtype)), grad=False)
+        assert "cppi_atomic_add(&" in source, source
+        if _nvrtc():
+            assert "atom.global.add" in _C.compile_cuda_source(source) or "red.global.add" in _C.compile_cuda_source(source)
+    if _nvrtc():
+        ptx = _C.compile_cuda_source(backward)
+        assert "red.global.add.f32" in ptx or "atom.global.add.f32" in ptx, ptx
+
+
 def test_cat_halves_load_vectors_and_odd_pads_vectorise_over_rows():
     """Rotary embeddings' cat of halves reads each half under a mask that is
     the same for four consecutive columns: vector loads (H200: 0.450 ms with

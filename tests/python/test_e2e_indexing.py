@@ -1,9 +1,13 @@
 """Indirect indexing end to end: gather, index_select, embedding, advanced
 indexing (x[idx], x[idx0, idx1], x[:, idx]), index_put and scatter compile
 without any ATen fallback (`fallback="error"`) and match eager, including
-negative indices where eager accepts them (advanced indexing, index_put). Accumulating scatters (embedding's backward) may fall back
-and must still be right. Out-of-range indices, where eager raises, must not
-crash: compiled code clamps them into the dimension (expr.h's semantics).
+negative indices where eager accepts them (advanced indexing, index_put).
+Accumulating scatters (index_put(accumulate=True), index_add, scatter_add,
+scatter_reduce's sum, embedding's backward) compile too, repeated positions
+adding up; the dtypes a GPU cannot add atomically, and CUDA under
+torch.use_deterministic_algorithms, run through ATen. Out-of-range indices,
+where eager raises, must not crash: compiled code clamps them into the
+dimension (expr.h's semantics).
 """
 
 from __future__ import annotations
@@ -119,11 +123,62 @@ def test_cross_entropy_forward_gathers(device):
 
 
 def test_embedding_training_backward(device):
-    # embedding_dense_backward is an accumulating scatter: ATen may run it
-    # (default fallback), the gradients must still match.
+    # embedding_dense_backward decomposes into index_put(accumulate=True):
+    # row 1 is read three times, so three gradient rows add into it.
     emb = torch.nn.Embedding(10, 8).to(device)
     idx = torch.tensor([[1, 2, 1], [9, 0, 1]], device=device)
-    check_model(emb, (idx,), grad=True)
+    check_model(emb, (idx,), grad=True, options=NO_FALLBACK)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32, torch.bfloat16])
+def test_accumulating_scatters_add_every_repeat(device, dtype):
+    """Few positions, many hits: every add must land (a race would lose some).
+    CUDA has no whole atomic add for bfloat16: that one runs through ATen."""
+
+    def f(x, rows, v, cols, s):
+        a = torch.index_put(x, (rows,), v, accumulate=True)
+        b = torch.index_add(x, 0, rows.remainder(6), v, alpha=2)  # index_add takes no negative index
+        c = torch.scatter_add(x, 1, cols, s)
+        d = torch.scatter_reduce(x, 1, cols, s, "sum", include_self=False)
+        return a, b, c, d * 2
+
+    def values(*shape):
+        if dtype.is_floating_point:
+            return torch.randn(*shape, device=device).to(dtype)
+        return torch.randint(-9, 9, shape, device=device, dtype=dtype)
+
+    # Negative rows wrap, as eager's index_put does. bfloat16 keeps about 3
+    # digits, so a sum of 117 of them is noise in eager itself: 8 per row.
+    rows = torch.randint(-6, 6, (48 if dtype == torch.bfloat16 else 700,), device=device)
+    cols = torch.randint(0, 3, (6, 40), device=device)
+    args = (values(6, 40), rows, values(len(rows), 40), cols, values(6, 40))
+    lowered = not (device == "cuda" and dtype == torch.bfloat16)
+    tol = {"rtol": 2e-2, "atol": 0.5} if dtype == torch.bfloat16 else {}
+    check_model(f, args, options=NO_FALLBACK if lowered else None, **tol)
+
+
+def test_accumulating_scatter_under_deterministic_algorithms(device):
+    """CUDA's atomic adds land in any order: under
+    torch.use_deterministic_algorithms the scatter runs through ATen's
+    deterministic kernel. On the CPU one thread adds in order, so it still
+    compiles."""
+
+    def f(x, i, v):
+        return torch.index_put(x, (i,), v, accumulate=True) + 1
+
+    args = (torch.randn(5, 8, device=device), torch.tensor([1, 3, 1, 1], device=device), torch.randn(4, 8, device=device))
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        if device == "cpu":
+            check_model(f, args, options=NO_FALLBACK)
+        else:
+            with pytest.raises(Exception, match="use_deterministic_algorithms"):
+                compile_fn(f, options=NO_FALLBACK)(*args)
+            check_model(f, args)
+    finally:
+        torch.use_deterministic_algorithms(was)
+        torch._dynamo.reset()
 
 
 def test_out_of_range_index_raises_index_error_like_eager():

@@ -97,7 +97,7 @@ def test_a_value_compared_with_its_own_min_is_computed_once():
 
     x = make_input((8, 16, 16), torch.float32, "contiguous", 7101)
     with debug.recording() as records:
-        check_model(f, (x,), grad=True)  # gather's backward (a scatter_add) runs in ATen
+        check_model(f, (x,), grad=True)  # gather's backward is a scatter_add
     remarks = [str(r) for rec in records for r in rec.remarks]
     assert any("exact comparison" in r for r in remarks), remarks
 

@@ -116,19 +116,40 @@ TEST(Lowering, NativeDropoutOutputIsZeroExactlyWhereTheMaskIs) {
   EXPECT_LT(kept, 56);
 }
 
-TEST(Lowering, AccumulatingScattersFallBackWithTheirReason) {
-  Graph g = GraphBuilder()
-                .input("x", tensor("float32", {4, 3}))
-                .input("i", tensor("int64", {2}))
-                .input("v", tensor("float32", {2, 3}))
-                .call("p", "aten.index_put.default", {ref("x"), Desc::List{ref("i")}, ref("v"), true},
-                      tensor("float32", {4, 3}))
-                .output({ref("p")});
-  auto l = lower(g);
-  auto fb = fallbacks(l);
-  ASSERT_EQ(fb.size(), 1u);
-  EXPECT_NE(fb[0]->reason.find("accumulate=True"), std::string::npos) << fb[0]->reason;
-  EXPECT_NE(fb[0]->reason.find("race"), std::string::npos) << fb[0]->reason;
+TEST(Lowering, AccumulatingScattersFallBackWhereTheyCannotAdd) {
+  auto index_put = [](const char* dtype, const char* device) {
+    return GraphBuilder()
+        .input("x", tensor(dtype, {4, 3}, {}, device))
+        .input("i", tensor("int64", {2}, {}, device))
+        .input("v", tensor(dtype, {2, 3}, {}, device))
+        .call("p", "aten.index_put.default", {ref("x"), Desc::List{ref("i")}, ref("v"), true},
+              tensor(dtype, {4, 3}, {}, device))
+        .output({ref("p")});
+  };
+  auto reason = [](const Lowered& l) {
+    auto fb = fallbacks(l);
+    return fb.size() == 1 ? fb[0]->reason : cat(fb.size(), " fallbacks");
+  };
+  EXPECT_NE(reason(lower(index_put("bool", "cpu"))).find("accumulating into bool on cpu"), std::string::npos);
+  LoweringOptions cuda;
+  cuda.cuda = true;
+  expect_all_lowered(lower(index_put("float32", "cuda:0"), cuda));
+  EXPECT_NE(reason(lower(index_put("bfloat16", "cuda:0"), cuda)).find("no whole atomic add"), std::string::npos);
+  // Atomic adds land in any order; the user asked for one result.
+  LoweringOptions deterministic = cuda;
+  deterministic.deterministic = true;
+  EXPECT_NE(reason(lower(index_put("float32", "cuda:0"), deterministic)).find("use_deterministic_algorithms"),
+            std::string::npos);
+  expect_all_lowered(lower(index_put("float32", "cpu"), deterministic));  // one thread adds in order
+
+  Graph amax = GraphBuilder()
+                   .input("x", tensor("float32", {2, 3}))
+                   .input("i", tensor("int64", {2, 2}))
+                   .input("s", tensor("float32", {2, 3}))
+                   .call("a", "aten.scatter_reduce.two", {ref("x"), 1, ref("i"), ref("s"), std::string("amax")},
+                         tensor("float32", {2, 3}))
+                   .output({ref("a")});
+  EXPECT_NE(reason(lower(amax)).find("reduce='amax'"), std::string::npos);
 }
 
 TEST(Lowering, ReturnedViewsAndViewsReadByAtenBecomeAtenItems) {
@@ -216,7 +237,7 @@ TEST(Registry, CoversTheCoreOpsAndExplainsTheRest) {
     ASSERT_NE(l, nullptr) << op;
     EXPECT_TRUE(l->fn) << op;
   }
-  const Lowering* g = r.find("aten.scatter_add.default");
+  const Lowering* g = r.find("aten.scatter.reduce");
   ASSERT_NE(g, nullptr);
   EXPECT_FALSE(g->fn);
   EXPECT_FALSE(g->fallback_reason.empty());
@@ -227,7 +248,7 @@ TEST(Registry, CoversTheCoreOpsAndExplainsTheRest) {
                          "aten.avg_pool2d_backward.default", "aten._adaptive_avg_pool2d.default",
                          "aten._adaptive_avg_pool2d_backward.default", "aten.adaptive_max_pool2d.default",
                          "aten.adaptive_max_pool2d_backward.default", "aten.linalg_vector_norm.default",
-                         "aten.repeat.default"}) {
+                         "aten.repeat.default", "aten.scatter_add.default", "aten.scatter_reduce.two"}) {
     const Lowering* l = r.find(op);
     ASSERT_NE(l, nullptr) << op;
     EXPECT_TRUE(l->fn) << op;

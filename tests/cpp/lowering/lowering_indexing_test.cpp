@@ -150,6 +150,49 @@ TEST(Lowering, ScatterSrcAndValue) {
   expect_near(m.get("b"), {9, 0, 9, 0, 9, 9});
 }
 
+TEST(Lowering, AccumulatingIndexPutAddsEveryRepeat) {
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {4, 2}))
+                .input("i", tensor("int64", {4}))
+                .input("v", tensor("float32", {4, 2}))
+                .call("p", "aten.index_put.default", {ref("x"), Desc::List{ref("i")}, ref("v"), true},
+                      tensor("float32", {4, 2}))
+                .output({ref("p")});
+  auto l = lower(g);
+  expect_all_lowered(l);
+  std::string ir = printed(l.lowered);
+  EXPECT_NE(ir.find("store p[x1 + 2*indirect(load i[x0], 4)] += "), std::string::npos) << ir;
+  Memory m(l.lowered);
+  m.set("x", {1, 2, 3, 4, 5, 6, 7, 8});
+  m.set("i", {3, -1, 0, 3});  // -1 is 3 as well: three adds into row 3
+  m.set("v", {10, 20, 100, 200, 1000, 2000, 10000, 20000});
+  m.run();
+  expect_near(m.get("p"), {1001, 2002, 3, 4, 5, 6, 10117, 20228});
+}
+
+TEST(Lowering, ScatterAddAndScatterReduceSum) {
+  Graph g = GraphBuilder()
+                .input("x", tensor("int64", {2, 3}))
+                .input("i", tensor("int64", {2, 2}))
+                .input("s", tensor("int64", {2, 3}))
+                .call("a", "aten.scatter_add.default", {ref("x"), 1, ref("i"), ref("s")}, tensor("int64", {2, 3}))
+                .call("b", "aten.scatter_reduce.two", {ref("x"), 1, ref("i"), ref("s"), std::string("sum"), false},
+                      tensor("int64", {2, 3}))
+                .call("c", "aten.scatter_reduce.two", {ref("x"), 1, ref("i"), ref("s"), std::string("sum")},
+                      tensor("int64", {2, 3}))
+                .output({ref("a"), ref("b"), ref("c")});
+  auto l = lower(g);
+  expect_all_lowered(l);
+  Memory m(l.lowered);
+  m.set("x", {100, 200, 300, 400, 500, 600});
+  m.set("i", {2, 2, 0, 0});
+  m.set("s", {1, 2, 3, 4, 5, 6});
+  m.run();
+  expect_near(m.get("a"), {100, 200, 303, 409, 500, 600});
+  expect_near(m.get("b"), {100, 200, 3, 9, 500, 600});  // scattered-to positions start from 0
+  expect_near(m.get("c"), {100, 200, 303, 409, 500, 600});
+}
+
 TEST(Lowering, OutOfRangeIndicesClampInsteadOfFaulting) {
   // Eager raises IndexError; compiled code reads the clamped element. The
   // interpreter runs with bounds checks, so any out-of-bounds access fails.
