@@ -265,7 +265,7 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
   // On the CPU a kernel's adds run only on the threads its accumulating
   // stores allow (parallel_loops_without_races), so an accumulating node
   // shares a kernel only with other accumulating nodes: no plain node loses
-  // its threads. A GPU adds atomically, beside anything. bilinear
+  // its threads. A GPU adds atomically, beside anything. Bilinear
   // upsampling's backward scatters into four buffers from one gradient: one
   // kernel reads it once (Inductor fuses them too).
   for (int m : grp.members) {

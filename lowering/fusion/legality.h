@@ -88,6 +88,8 @@ std::optional<MoveBarrier> latest_conflict(const Program& p, const Grouping& g, 
 /// Whether `node` (later in the program) may join `group`: devices, iteration
 /// spaces, reductions over the same axis, every dependency on a member within
 /// one outer iteration, and `barrier` (latest_conflict) not after the group.
+/// An accumulating scatter (ir::Store::accumulate) joins no reduction and no
+/// reader of its target, and on the CPU only other scatters.
 std::optional<std::string> why_not_join(const Program& p, const Grouping& g, size_t group, size_t node,
                                         const std::optional<MoveBarrier>& barrier);
 
