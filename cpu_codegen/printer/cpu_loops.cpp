@@ -600,9 +600,9 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
 
 void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
-    // An accumulating store runs on one thread (the schedule keeps its
-    // kernel serial) and its vector lanes are distinct elements (stride 1):
-    // a load, an add and a store.
+    // An accumulating store: no other thread adds into its elements (checked
+    // in print_outer) and its vector lanes are distinct elements (stride 1),
+    // so a load, an add and a store.
     const CValue v = value(stored_value(st), scope);
     const std::string ptr = pointer_name(st.buffer->name);
     const std::string idx = access_index(st.index, scope);

@@ -64,13 +64,13 @@ void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i
 void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
     const CValue v = scalar_value(st.value, scope);
-    if (st.accumulate) {
-      if (!accumulate_supported(st.buffer->dtype, Device::CUDA)) {
-        fail(cat("kernel ", k_.name, ": no atomic add for ", dtype_name(st.buffer->dtype), " (", st.buffer->name, ")"));
-      }
-      out_.line(cat("cppi_atomic_add(&", pointer_name(st.buffer->name), "[", index(st.index, scope), "], ", v.text, ");"));
+    const std::string element = cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "]");
+    if (!st.accumulate) {
+      out_.line(cat(element, " = ", v.text, ";"));
+    } else if (accumulate_supported(st.buffer->dtype, Device::CUDA)) {
+      out_.line(cat("cppi_atomic_add(&", element, ", ", v.text, ");"));
     } else {
-      out_.line(cat(pointer_name(st.buffer->name), "[", index(st.index, scope), "] = ", v.text, ";"));
+      fail(cat("kernel ", k_.name, ": no atomic add for ", dtype_name(st.buffer->dtype), " (", st.buffer->name, ")"));
     }
     scope.forget_loads_of(st.buffer->name);
   }

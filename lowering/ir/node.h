@@ -43,8 +43,8 @@ std::vector<IndexExpr> reduction_vars(size_t n);
 /// one element from many iterations: the iterations' adds land in an
 /// unspecified order, so a backend either runs its loops on one thread or
 /// adds atomically. It reads its own target (reads(Stage) lists it); it is
-/// never inlined into a reader and shares its kernel with no other node
-/// (fusion's legality says so).
+/// never inlined into a reader, and no reader of its target shares its
+/// kernel (fusion's why_not_join says which nodes may).
 struct Store {
   BufferPtr buffer;
   IndexExpr index;

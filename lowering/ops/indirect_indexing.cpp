@@ -14,8 +14,9 @@
 // candidate values lands; parallel chunks may pick any). Accumulating
 // scatters (index_put(accumulate=True), which index_add and embedding's
 // backward decompose into, scatter_add, scatter_reduce's sum) store with
-// ir::Store::accumulate: their kernel runs on one CPU thread, or adds with
-// CUDA atomics.
+// ir::Store::accumulate: on the CPU their kernel runs parallel only over
+// the loops no two of whose points add into one element, on CUDA each add is
+// atomic.
 #include "lowering/ops/op_call.h"
 #include "lowering/ops/registry.h"
 

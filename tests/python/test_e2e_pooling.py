@@ -1,6 +1,8 @@
 """End to end, compiled vs eager: 2-d pooling forward and backward (max with indices, avg, adaptive avg and max).
 fallback="error" makes any op that is not lowered fail the test."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -165,3 +167,19 @@ def test_upsample_gradients(device):
         return F.interpolate(x, scale_factor=2, mode="nearest") + F.interpolate(x, scale_factor=2, mode="bilinear")
 
     check_model(f, (_input(2, 3, 8, 10, device=device),), grad=True, options=LOWERED)
+
+
+def test_bilinear_backward_reads_the_gradient_once():
+    """Bilinear's backward adds the gradient into four buffers (one per
+    corner): its four scatters share one kernel, the only one that reads
+    the gradient."""
+    from cppinductor import debug
+
+    with debug.recording() as records:
+        check_model(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"), (_input(2, 3, 8, 10),), grad=True,
+                    options=LOWERED)
+    backward = next(r for r in records if r.kind == "backward")
+    kernels = dict(backward.sources)["kernels.cpp"].split("// kernel: ")[1:]
+    readers = [k for k in kernels if "in_tangents_1[" in k]
+    assert len(readers) == 1, kernels
+    assert len(set(re.findall(r"float\* (out_\w+) =", readers[0]))) == 4, readers[0]
