@@ -84,7 +84,7 @@ struct StageTime {
 struct KernelInfo {
   std::string name;
   std::string device;  // "cpu" | "cuda"
-  std::string kind;    // pointwise | reduction | template | extern | fallback
+  std::string kind;    // pointwise | reduction | scan | template | extern | fallback
   std::vector<std::string> nodes;  // FX nodes it computes
   bool vectorized = false;
 };

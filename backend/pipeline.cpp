@@ -132,6 +132,7 @@ std::vector<ir::KernelPtr> kernels_of(const lowering::FusedGraph& fused) {
 }
 
 const char* kernel_kind(const ir::Kernel& k) {
+  if (ir::scan_of(k)) return "scan";
   for (const auto& s : k.stages)
     if (std::holds_alternative<ir::ReductionStage>(s)) return "reduction";
   return "pointwise";

@@ -40,6 +40,9 @@
 ///     after the loop (accumulators pairwise, lanes in order, then the tail).
 ///     Independent reductions over the same loops fold in one pass
 ///     (one_pass_end), each with its own accumulators.
+/// - A scan kernel (ir::ScanStage): the outer loops as above, around one
+///   serial loop that updates a running value and stores it every step; in
+///   InnermostOuter mode the running value is a vector, one column per lane.
 /// - parallel_reduction: the reduction stage's first loop is split with
 ///   cppi_parallel_reduce; each chunk returns its partial state and the
 ///   partials are combined in chunk order (deterministic for a thread count).
@@ -165,6 +168,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_stages(bool vector_outer);
   void print_pointwise(const PointwiseStage& s, size_t index);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+  /// A scan stage: its running value (one per lane in a vector loop) from
+  /// the identity, updated and stored at every step of its serial loop.
+  void print_scan(const ScanStage& s);
   /// Reduction stages [first, end): one stage, or a run of one_pass_end.
   void print_reductions(size_t first, size_t end);
   /// One past the last reduction stage that folds in one pass with stage

@@ -546,6 +546,9 @@ void CpuKernelPrinter::print_stages(bool vector_outer) {
       const size_t end = one_pass_end(i, vector_outer);
       print_reductions(i, end);
       i = end;
+    } else if (const auto* scan = std::get_if<ScanStage>(&k_.stages[i])) {
+      print_scan(*scan);
+      ++i;
     } else {
       print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
       ++i;
@@ -596,6 +599,30 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
   } else {
     loops(0);
   }
+}
+
+void CpuKernelPrinter::print_scan(const ScanStage& s) {
+  const Loop& l = s.loops[0];
+  const std::string v = var_name(l);
+  std::string comment = cat("// running ", to_string(s.kind), " over ", v, ", stored at every step to");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  out_.line(comment);
+  const DType t = s.body.dtype();
+  const bool lanes = in_vector();  // one running value per lane: a scan down columns
+  const std::string acc = local_name(s.result);
+  if (lanes) {
+    out_.line(cat(vstate_type(s.kind, t), " ", acc, " = ", vstate_identity(s.kind, t), ";"));
+  } else {
+    out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
+  }
+  out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
+  ValueScope scope;
+  const CValue value_here = value(s.body, scope);
+  out_.line(cat(lanes ? vector_update(s.kind, t, acc, value_here, "") : scalar_update(s.kind, t, acc, value_here.text, ""),
+                ";"));
+  locals_[s.result] = CValue{acc, t, lanes};
+  print_stores(s.stores, scope);
+  out_.close();
 }
 
 void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {

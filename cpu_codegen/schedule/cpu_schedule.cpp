@@ -325,6 +325,10 @@ void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts
       if (r->body.dtype() == DType::Bool) counts->unsupported = true;
       scanner.note_dtype(DType::Int64);
     }
+  } else if (auto sc = std::get_if<ScanStage>(&stage)) {
+    scanner.walk(sc->body);
+    scanner.note_dtype(sc->body.dtype());  // the running value
+    for (const auto& s : sc->stores) scanner.store(s);
   } else {
     for (const auto& s : std::get<PointwiseStage>(stage).stores) scanner.store(s);
   }
@@ -418,7 +422,61 @@ bool writes_outputs_densely(const Kernel& k, int64_t* min_output_bytes) {
   return any;
 }
 
+/// A scan kernel: its outer points are independent, its one loop serial.
+/// The innermost outer loop is vectorised when the scan runs along another
+/// dim (cumsum over rows: each lane a column's running value); the outer
+/// loops run in parallel as a pointwise kernel's would.
+Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& target) {
+  Decision d;
+  Estimator est{target};
+  const int64_t work = Estimator::sat_mul(est.product(k.outer), est(scan.loops[0].extent));
+  std::string vec_why = "scalar: no outer loop";
+  if (!k.outer.empty()) {
+    AccessCounts counts;
+    const std::string v = var_name(k.outer.back());
+    scan_stage(k.stages[0], v, &counts);
+    const int w = worth_vectorizing(counts) ? pick_width(target, counts.max_lane_bytes, {k.outer.back().extent}) : 0;
+    if (w) {
+      d.cpu.vectorized = VectorizedLoop::InnermostOuter;
+      d.cpu.vector_width = w;
+      vec_why = cat("vectorised outer loop ", v, " (", describe_loads(counts), ")");
+    } else {
+      vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ",
+                    counts.contiguous, " contiguous loads in ", v);
+    }
+  }
+  const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
+  std::string par_why;
+  if (work < target.min_parallel_work) {
+    par_why = cat("serial: ", work, " elements of work");
+  } else if (k.outer.empty()) {
+    par_why = "serial: one scan";
+  } else {
+    const size_t n = k.outer.size();
+    size_t p = 0;
+    int64_t iters = 1;
+    while (p < n && iters < 4 * static_cast<int64_t>(target.num_threads)) {
+      iters = Estimator::sat_mul(iters, est(k.outer[p].extent));
+      ++p;
+    }
+    if (vec_outer && p == n && n > 1) --p;  // a vectorised loop is parallel only when alone
+    if (p > 0) {
+      d.cpu.parallel_loops = static_cast<int>(p);
+      int64_t units = est.product(k.outer, 0, p);
+      if (vec_outer && p == n) units = (units + d.cpu.vector_width - 1) / d.cpu.vector_width;
+      const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
+      d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
+      par_why = cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", d.cpu.grain_size);
+    } else {
+      par_why = "serial: the only outer loop is vectorised across several loops";
+    }
+  }
+  d.why = cat(par_why, "; ", vec_why, "; a running ", to_string(scan.kind), " along ", var_name(scan.loops[0]));
+  return d;
+}
+
 Decision decide(const Kernel& k, const CpuTarget& target) {
+  if (const ScanStage* scan = scan_of(k)) return decide_scan(k, *scan, target);
   Decision d;
   Estimator est{target};
   const int64_t outer_iters = est.product(k.outer);

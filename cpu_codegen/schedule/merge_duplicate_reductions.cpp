@@ -52,7 +52,7 @@ bool writes_any_read_by(const Stage& s, const std::vector<Access>& read) {
 }  // namespace
 
 KernelPtr merge_duplicate_reductions(const KernelPtr& kernel) {
-  if (kernel->device != Device::CPU) return kernel;
+  if (kernel->device != Device::CPU || scan_of(*kernel)) return kernel;
   // Store positions computed from loaded values (scatters) are left alone:
   // the renaming below rewrites values only.
   for (const auto& st : kernel->stages) {

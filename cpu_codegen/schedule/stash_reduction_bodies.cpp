@@ -114,7 +114,7 @@ std::optional<std::vector<Stage>> stash(const std::vector<Stage>& stages, size_t
 }  // namespace
 
 KernelPtr stash_reduction_bodies(const KernelPtr& kernel, int64_t max_row_bytes) {
-  if (kernel->device != Device::CPU) return kernel;
+  if (kernel->device != Device::CPU || scan_of(*kernel)) return kernel;
   std::vector<Stage> stages = kernel->stages;
   bool changed = false;
   for (size_t r = 0; r < stages.size(); ++r) {

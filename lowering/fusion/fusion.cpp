@@ -176,7 +176,7 @@ bool cheap_epilogue_of_reductions(const Program& p, const ir::PointwiseNode& pro
 /// norm into a stats kernel and a second pass over the rows.
 void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, RefusalLog& log) {
   for (size_t i = 0; i < p.size(); ++i) {
-    if (!p.nodes[i] || fusion::is_reduction(*p.nodes[i])) continue;
+    if (!p.nodes[i] || !std::holds_alternative<ir::PointwiseNodePtr>(*p.nodes[i])) continue;
     auto producer = std::get<ir::PointwiseNodePtr>(*p.nodes[i]);
     const std::string& buffer = producer->store.buffer->name;
     const bool keep = p.needed_outside(buffer);

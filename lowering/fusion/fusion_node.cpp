@@ -15,6 +15,8 @@ using ir::IndexExpr;
 
 bool is_reduction(const ComputeNode& n) { return std::holds_alternative<ir::ReductionNodePtr>(n); }
 
+bool is_scan(const ComputeNode& n) { return std::holds_alternative<ir::ScanNodePtr>(n); }
+
 bool accumulates(const ComputeNode& n) {
   const auto* p = std::get_if<ir::PointwiseNodePtr>(&n);
   return p && (*p)->store.accumulate;
@@ -30,6 +32,7 @@ const std::vector<std::string>& origins_of(const ComputeNode& n) {
 
 ir::Device device_of(const ComputeNode& n) {
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&n)) return (*p)->store.buffer->device;
+  if (auto sc = std::get_if<ir::ScanNodePtr>(&n)) return (*sc)->output->device;
   for (const auto& out : std::get<ir::ReductionNodePtr>(n)->outputs) {
     if (out.buffer) return out.buffer->device;
   }
@@ -54,6 +57,7 @@ std::set<std::string> written_buffers(const ComputeNode& n) {
 
 Expr value_of(const ComputeNode& n) {
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&n)) return (*p)->store.value;
+  if (auto sc = std::get_if<ir::ScanNodePtr>(&n)) return (*sc)->body;
   return std::get<ir::ReductionNodePtr>(n)->body;
 }
 
@@ -128,6 +132,15 @@ ComputeNode drop_unit_loops(const ComputeNode& n) {
                                  ir::substitute_indices(node.store.value, drop.replacements));
     return ir::PointwiseNode::make_with_store(node.name, drop.kept, store, node.origins);
   }
+  if (auto sc = std::get_if<ir::ScanNodePtr>(&n)) {
+    // The scan loop stays, whatever its extent: it is the stage's one loop.
+    const auto& node = **sc;
+    UnitLoopDrop drop(node.ranges, &ir::pointwise_var);
+    if (!drop.changed) return n;
+    return ir::ScanNode::make(node.name, drop.kept, node.scan_range, node.kind,
+                              ir::substitute_indices(node.body, drop.replacements), node.output,
+                              ir::substitute(node.index, drop.replacements), node.origins);
+  }
   const auto& node = *std::get<ir::ReductionNodePtr>(n);
   UnitLoopDrop outer(node.ranges, &ir::pointwise_var);
   UnitLoopDrop inner(node.reduction_ranges, &ir::reduction_var);
@@ -170,6 +183,12 @@ ComputeNode inline_producer(const ComputeNode& reader, const ir::PointwiseNode& 
         ir::resolve_computed_positions(ir::replace_loads(node.store.index, buffer, value_at), ranges),
         ir::resolve_computed_positions(ir::replace_loads(node.store.value, buffer, value_at), ranges));
     return ir::PointwiseNode::make_with_store(node.name, node.ranges, store, std::move(origins));
+  }
+  if (auto sc = std::get_if<ir::ScanNodePtr>(&reader)) {
+    const auto& node = **sc;
+    return ir::ScanNode::make(node.name, node.ranges, node.scan_range, node.kind,
+                              ir::resolve_computed_positions(ir::replace_loads(node.body, buffer, value_at), ranges),
+                              node.output, node.index, std::move(origins));
   }
   const auto& node = *std::get<ir::ReductionNodePtr>(reader);
   return ir::ReductionNode::make(node.name, node.ranges, node.reduction_ranges, node.kind,

@@ -15,6 +15,9 @@
 namespace cppi::lowering::fusion {
 
 bool is_reduction(const ir::ComputeNode& n);
+/// A running sum or product: a kernel of its own, which pointwise producers
+/// may still be substituted into (ir::ScanNode).
+bool is_scan(const ir::ComputeNode& n);
 /// A pointwise node whose store accumulates (index_put(accumulate=True),
 /// scatter_add): it keeps a kernel of its own (see ir::Store).
 bool accumulates(const ir::ComputeNode& n);

@@ -142,6 +142,10 @@ void hoist_into_reduction_passes(std::vector<ir::Stage>& stages) {
 }  // namespace
 
 ir::KernelPtr build_kernel(const Program& p, const Group& group, std::string name, std::vector<std::string> origins) {
+  if (group.members.size() == 1 && is_scan(*p.nodes[group.members.front()])) {
+    auto k = ir::single_node_kernel(*p.nodes[group.members.front()]);
+    return ir::Kernel::make(std::move(name), k->device, k->outer, k->stages, ir::Schedule{}, std::move(origins));
+  }
   size_t depth = group.outer.size();
   auto outer = loops_from(group.outer, 0, &ir::pointwise_var);
   std::vector<ir::Stage> stages;

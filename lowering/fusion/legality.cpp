@@ -118,7 +118,7 @@ std::vector<ir::Expr> load_masks(const ComputeNode& reader, const std::string& b
     finder.walk((*p)->store.value);
     for (const auto& v : ir::indirect_values((*p)->store.index)) finder.walk(v);
   } else {
-    finder.walk(std::get<ir::ReductionNodePtr>(reader)->body);
+    finder.walk(value_of(reader));
   }
   return finder.masks;
 }
@@ -126,6 +126,10 @@ std::vector<ir::Expr> load_masks(const ComputeNode& reader, const std::string& b
 std::optional<IndexExpr> write_index_of(const ComputeNode& writer, const std::string& buffer) {
   if (auto p = std::get_if<ir::PointwiseNodePtr>(&writer)) {
     if ((*p)->store.buffer->name == buffer) return (*p)->store.index;
+    return std::nullopt;
+  }
+  if (auto sc = std::get_if<ir::ScanNodePtr>(&writer)) {
+    if ((*sc)->output->name == buffer) return (*sc)->index;
     return std::nullopt;
   }
   for (const auto& out : std::get<ir::ReductionNodePtr>(writer)->outputs) {
@@ -262,6 +266,12 @@ std::optional<std::string> why_not_join(const Program& p, const Grouping& g, siz
   const Group& grp = g.groups[group];
   const auto& n = *p.nodes[node];
   if (device_of(n) != grp.device) return std::string("different devices");
+  // Its steps run one after another along the scan loop; every point of
+  // another node's loops would wait on them.
+  if (is_scan(n)) return std::string("a scan (cumsum, cumprod) runs in a kernel of its own");
+  for (int m : grp.members) {
+    if (is_scan(*p.nodes[m])) return cat(display_name(*p.nodes[m]), " is a scan: it runs in a kernel of its own");
+  }
   // On the CPU a kernel's adds run only on the threads its accumulating
   // stores allow (parallel_loops_without_races), so an accumulating node
   // shares a kernel only with other accumulating nodes: no plain node loses

@@ -28,7 +28,9 @@ void collect_indices(const ir::Stage& s, std::vector<IndexExpr>& out) {
     record(r->body);
     return;
   }
-  for (const auto& st : std::get<ir::PointwiseStage>(s).stores) {
+  const auto* scan = std::get_if<ir::ScanStage>(&s);
+  if (scan) record(scan->body);
+  for (const auto& st : scan ? scan->stores : std::get<ir::PointwiseStage>(s).stores) {
     record(st.value);
     out.push_back(st.index);
     for (const auto& v : ir::indirect_values(st.index)) record(v);
@@ -52,14 +54,19 @@ ir::Stage without_var(const ir::Stage& s, const std::string& var) {
   if (const auto* r = std::get_if<ir::ReductionStage>(&s)) {
     return ir::ReductionStage::make(r->loops, r->kind, ir::substitute_indices(r->body, zero), r->results);
   }
+  if (const auto* scan = std::get_if<ir::ScanStage>(&s)) {
+    ir::ScanStage out = *scan;
+    out.body = ir::substitute_indices(scan->body, zero);
+    for (auto& st : out.stores) st = st.with(ir::substitute(st.index, zero), ir::substitute_indices(st.value, zero));
+    return out;
+  }
   ir::PointwiseStage p = std::get<ir::PointwiseStage>(s);
   for (auto& st : p.stores) st = st.with(ir::substitute(st.index, zero), ir::substitute_indices(st.value, zero));
   return p;
 }
 
 std::vector<ir::Loop>& loops_of_mut(ir::Stage& s) {
-  if (auto* r = std::get_if<ir::ReductionStage>(&s)) return r->loops;
-  return std::get<ir::PointwiseStage>(s).loops;
+  return std::visit([](auto& st) -> std::vector<ir::Loop>& { return st.loops; }, s);
 }
 
 /// Merges one pair of outer loops; false when none qualifies.

@@ -42,6 +42,9 @@ bool can_write_over(const Kernel& k, const std::string& read, const std::string&
   // An overlapped tail computes some elements twice: the second time would
   // load what the first stored.
   if (k.schedule.cpu.tail == TailKind::Overlapped) return false;
+  // Not proven for scans: a GPU block scan loads a chunk of the row ahead
+  // of the stores that carry the running value into it.
+  if (scan_of(k)) return false;
   std::optional<Seen> stored;  // the first store of `written`
   size_t stored_stage = 0;
   std::vector<Seen> accesses;  // loads of `read`, later stores of `written`

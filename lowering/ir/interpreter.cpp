@@ -513,6 +513,20 @@ void run_kernel(const Kernel& k, const InterpreterArgs& given) {
           acc.add(ev.eval(r->body), position++);
         });
         for (size_t i = 0; i < r->results.size(); ++i) locals[r->results[i]] = acc.results()[i];
+      } else if (auto sc = std::get_if<ScanStage>(&stage)) {
+        Accumulator acc(sc->kind, sc->body.dtype());
+        int64_t position = 0;
+        for_each_point(sc->loops, 0, &bindings, [&] {
+          ev.clear();
+          acc.add(ev.eval(sc->body), position++);
+          locals[sc->result] = acc.results()[0];
+          for (const auto& s : sc->stores) {
+            ev.clear();
+            int64_t i = ev.index(s.index);
+            ev.check_bounds(s.buffer->name, s.index, i);
+            write_element(pointer(s.buffer), s.buffer->dtype, i, ev.eval(s.value));
+          }
+        });
       } else {
         const auto& p = std::get<PointwiseStage>(stage);
         for_each_point(p.loops, 0, &bindings, [&] {

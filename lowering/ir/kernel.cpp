@@ -57,6 +57,22 @@ ReductionStage ReductionStage::make(std::vector<Loop> loops, ReductionKind kind,
 
 Expr ReductionStage::result(size_t i) const { return LocalRef::make(results.at(i), result_dtypes.at(i)); }
 
+ScanStage ScanStage::make(Loop loop, ReductionKind kind, Expr body, std::string result, std::vector<Store> stores) {
+  if (!body.defined()) throw CompilerError(Error::internal("scan stage: null body"));
+  if (!is_scan_kind(kind)) throw CompilerError(Error::internal(cat("scan stage: no ", to_string(kind), " scan")));
+  if (body.dtype() == DType::Bool) throw CompilerError(Error::internal("scan stage: a bool body"));
+  if (result.empty() || stores.empty()) throw CompilerError(Error::internal("scan stage: no result name or no stores"));
+  ScanStage s;
+  s.loops = {std::move(loop)};
+  s.kind = kind;
+  s.body = std::move(body);
+  s.result = std::move(result);
+  s.stores = std::move(stores);
+  return s;
+}
+
+Expr ScanStage::running() const { return LocalRef::make(result, body.dtype()); }
+
 namespace {
 
 #define CPPI_RETURN_IF_ERROR(expr) \
@@ -125,10 +141,22 @@ Status verify(const Kernel& k) {
       CPPI_RETURN_IF_ERROR(detail::check_expr_scope(r->body, scope, &locals, swhat));
       values.push_back(r->body);
     } else {
-      const auto& p = std::get<PointwiseStage>(stage);
-      CPPI_RETURN_IF_ERROR(check_loops(p.loops, &scope, swhat));
-      if (p.stores.empty()) return Error::internal(cat(swhat, ": pointwise stage without stores"));
-      for (const auto& s : p.stores) {
+      const auto* scan = std::get_if<ScanStage>(&stage);
+      if (scan && k.stages.size() != 1) return Error::internal(cat(swhat, ": a scan stage beside other stages"));
+      if (scan && (scan->loops.size() != 1 || !scan->body.defined() || !is_scan_kind(scan->kind))) {
+        return Error::internal(cat(swhat, ": malformed scan stage (build it with ScanStage::make)"));
+      }
+      const auto& loops = loops_of(stage);
+      const auto& stores = scan ? scan->stores : std::get<PointwiseStage>(stage).stores;
+      CPPI_RETURN_IF_ERROR(check_loops(loops, &scope, swhat));
+      if (scan) {
+        CPPI_RETURN_IF_ERROR(detail::check_expr_scope(scan->body, scope, &locals, swhat));
+        values.push_back(scan->body);
+        locals.emplace(scan->result, scan->body.dtype());  // visible to its own stores only
+      }
+      if (stores.empty()) return Error::internal(cat(swhat, ": pointwise stage without stores"));
+      for (const auto& s : stores) {
+        if (scan && s.accumulate) return Error::internal(cat(swhat, ": an accumulating store in a scan"));
         if (!s.buffer || !s.value.defined() || s.value.dtype() != s.buffer->dtype) {
           return Error::internal(cat(swhat, ": malformed store (build it with Store::make)"));
         }
@@ -238,17 +266,27 @@ size_t reduction_run_end(const Kernel& k, size_t first) { return run_end(k, firs
 
 size_t pass_run_end(const Kernel& k, size_t first) { return run_end(k, first, true); }
 
+namespace {
+const std::vector<Store>* stores_of(const Stage& s) {
+  if (const auto* p = std::get_if<PointwiseStage>(&s)) return &p->stores;
+  if (const auto* sc = std::get_if<ScanStage>(&s)) return &sc->stores;
+  return nullptr;
+}
+}  // namespace
+
 std::vector<Expr> stage_values(const Stage& s) {
   if (const auto* r = std::get_if<ReductionStage>(&s)) return {r->body};
   std::vector<Expr> out;
-  for (const auto& st : std::get<PointwiseStage>(s).stores) out.push_back(st.value);
+  if (const auto* sc = std::get_if<ScanStage>(&s)) out.push_back(sc->body);
+  for (const auto& st : *stores_of(s)) out.push_back(st.value);
   return out;
 }
 
 std::vector<Access> reads(const Stage& s) {
   if (auto r = std::get_if<ReductionStage>(&s)) return reads(r->body);
   std::vector<Access> out;
-  for (const auto& st : std::get<PointwiseStage>(s).stores) {
+  if (const auto* sc = std::get_if<ScanStage>(&s)) out = reads(sc->body);
+  for (const auto& st : *stores_of(s)) {
     if (st.accumulate) out.push_back(Access{st.buffer, st.index, false});  // its old value
     for (auto& a : reads(st.value)) out.push_back(std::move(a));
     for (const auto& v : indirect_values(st.index)) {
@@ -260,8 +298,8 @@ std::vector<Access> reads(const Stage& s) {
 
 std::vector<Access> writes(const Stage& s) {
   std::vector<Access> out;
-  if (auto p = std::get_if<PointwiseStage>(&s)) {
-    for (const auto& st : p->stores) out.push_back(Access{st.buffer, st.index, false});
+  if (const auto* stores = stores_of(s)) {
+    for (const auto& st : *stores) out.push_back(Access{st.buffer, st.index, false});
   }
   return out;
 }
@@ -283,6 +321,10 @@ bool accumulates(const Kernel& k) {
     }
   }
   return false;
+}
+
+const ScanStage* scan_of(const Kernel& k) {
+  return k.stages.size() == 1 ? std::get_if<ScanStage>(&k.stages[0]) : nullptr;
 }
 
 namespace {
@@ -322,11 +364,7 @@ KernelSignature signature(const Kernel& k) {
       arg.written = true;
       add_index(a.index);
     }
-    if (auto r = std::get_if<ReductionStage>(&s)) {
-      collector.walk(r->body);
-    } else {
-      for (const auto& st : std::get<PointwiseStage>(s).stores) collector.walk(st.value);
-    }
+    for (const auto& v : stage_values(s)) collector.walk(v);
   }
   KernelSignature sig;
   for (auto& [name, arg] : buffers) {
@@ -353,6 +391,13 @@ KernelPtr single_node_kernel(const ComputeNode& node) {
     const auto& n = **p;
     return Kernel::make(n.name, n.store.buffer->device, loops_of(n.vars(), n.ranges),
                         {PointwiseStage{{}, {n.store}}}, Schedule{}, n.origins);
+  }
+  if (auto sc = std::get_if<ScanNodePtr>(&node)) {
+    const auto& n = **sc;
+    const std::string running = n.name + "_running";
+    auto store = Store::make(n.output, n.index, n.stored(LocalRef::make(running, n.body.dtype())));
+    auto scan = ScanStage::make(Loop{n.scan_var(), n.scan_range}, n.kind, n.body, running, {store});
+    return Kernel::make(n.name, n.output->device, loops_of(n.vars(), n.ranges), {scan}, Schedule{}, n.origins);
   }
   const auto& n = *std::get<ReductionNodePtr>(node);
   std::vector<std::string> names;

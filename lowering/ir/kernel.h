@@ -8,6 +8,9 @@
 ///   results; later stages read them with LocalRef(name, dtype).
 /// - PointwiseStage: runs its inner loops (possibly none) and performs its
 ///   stores in every iteration, in order.
+/// - ScanStage: runs its one loop in order, folding a body into a running
+///   value, and performs its stores (which read the running value) in every
+///   iteration. A kernel with a scan stage has no other stage.
 /// A fused softmax over rows reads:
 ///   for x0 in [0, rows):
 ///     reduce max over r0 in [0, cols) of x[x0, r0]              -> amax
@@ -68,7 +71,24 @@ struct PointwiseStage {
   std::vector<Store> stores;
 };
 
-using Stage = std::variant<ReductionStage, PointwiseStage>;
+/// for r in loop, in order: running = combine(running, body) (kind Sum or
+/// Prod, from the identity, in the body's dtype); then the stores, which
+/// read the running value as LocalRef(result, body dtype). A kernel that
+/// holds a scan stage holds nothing else (Kernel::make checks), so a backend
+/// prints it whole: the outer loops are independent, the loop is serial.
+struct ScanStage {
+  std::vector<Loop> loops;  // exactly one
+  ReductionKind kind = ReductionKind::Sum;
+  Expr body;
+  std::string result;
+  std::vector<Store> stores;
+
+  static ScanStage make(Loop loop, ReductionKind kind, Expr body, std::string result, std::vector<Store> stores);
+  /// LocalRef to the running value.
+  Expr running() const;
+};
+
+using Stage = std::variant<ReductionStage, PointwiseStage, ScanStage>;
 
 // --- schedule annotations -----------------------------------------------------------
 
@@ -306,5 +326,7 @@ std::vector<Access> writes(const Stage& s);
 std::set<std::string> written_buffers(const Kernel& k);
 /// Whether some store of `k` accumulates (ir::Store::accumulate).
 bool accumulates(const Kernel& k);
+/// The scan stage of a scan kernel (its only stage), else null.
+const ScanStage* scan_of(const Kernel& k);
 
 }  // namespace cppi::ir

@@ -212,6 +212,34 @@ ReductionNodePtr ReductionNode::make(std::string name, BufferPtr output, std::ve
               std::move(origins));
 }
 
+bool is_scan_kind(ReductionKind kind) { return kind == ReductionKind::Sum || kind == ReductionKind::Prod; }
+
+VarRanges ScanNode::var_ranges() const {
+  VarRanges out;
+  for (size_t i = 0; i < ranges.size(); ++i) out["x" + std::to_string(i)] = ranges[i];
+  out["r0"] = scan_range;
+  return out;
+}
+
+Expr ScanNode::stored(const Expr& running) const {
+  return running.dtype() == output->dtype ? running : cast(running, output->dtype);
+}
+
+ScanNodePtr ScanNode::make(std::string name, std::vector<IndexExpr> ranges, IndexExpr scan_range, ReductionKind kind,
+                           Expr body, BufferPtr output, IndexExpr index, std::vector<std::string> origins) {
+  auto fail = [&](const std::string& why) { throw CompilerError(Error::internal(cat("scan node ", name, ": ", why))); };
+  if (name.empty()) throw CompilerError(Error::internal("scan node with an empty name"));
+  if (!body.defined() || !output || !index.defined() || !scan_range.defined()) fail("null body, output, index or range");
+  if (!is_scan_kind(kind)) fail(cat("no ", to_string(kind), " scan (sum and prod are)"));
+  if (body.dtype() == DType::Bool) fail("a bool body: cast it to the accumulation type first");
+  auto dtypes = reduction_result_dtypes(kind, body.dtype());
+  if (!dtypes.ok()) fail(dtypes.error().message);
+  auto node = ScanNodePtr(new ScanNode(std::move(name), std::move(ranges), std::move(scan_range), kind, std::move(body),
+                                       std::move(output), std::move(index), std::move(origins)));
+  verify(node).throw_if_error();
+  return node;
+}
+
 const std::string& node_name(const ComputeNode& n) {
   return std::visit([](const auto& p) -> const std::string& { return p->name; }, n);
 }
@@ -224,6 +252,16 @@ Status verify(const ComputeNode& n) {
     auto vars = names_of(node.vars());
     CPPI_RETURN_IF_ERROR(detail::check_index_scope(node.store.index, vars, what));
     return detail::check_expr_scope(node.store.value, vars, nullptr, what);
+  }
+  if (auto sc = std::get_if<ScanNodePtr>(&n)) {
+    const auto& node = **sc;
+    std::string what = cat("scan node ", node.name);
+    CPPI_RETURN_IF_ERROR(detail::check_extents(node.ranges, what));
+    CPPI_RETURN_IF_ERROR(detail::check_extents({node.scan_range}, what));
+    auto vars = names_of(node.vars());
+    vars.insert(node.scan_var().as<IndexVar>()->name);
+    CPPI_RETURN_IF_ERROR(detail::check_index_scope(node.index, vars, what));
+    return detail::check_expr_scope(node.body, vars, nullptr, what);
   }
   const auto& node = *std::get<ReductionNodePtr>(n);
   std::string what = cat("reduction node ", node.name);
@@ -275,11 +313,13 @@ std::vector<Access> reads(const ComputeNode& n) {
     for (const auto& r : roots) c.walk(r);
     return std::move(c.out);
   }
+  if (auto sc = std::get_if<ScanNodePtr>(&n)) return reads((*sc)->body);
   return reads(std::get<ReductionNodePtr>(n)->body);
 }
 
 std::vector<Access> writes(const ComputeNode& n) {
   if (auto p = std::get_if<PointwiseNodePtr>(&n)) return {Access{(*p)->store.buffer, (*p)->store.index, false}};
+  if (auto sc = std::get_if<ScanNodePtr>(&n)) return {Access{(*sc)->output, (*sc)->index, false}};
   std::vector<Access> out;
   for (const auto& o : std::get<ReductionNodePtr>(n)->outputs) {
     if (o.buffer) out.push_back(Access{o.buffer, o.index, false});

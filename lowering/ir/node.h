@@ -8,6 +8,9 @@
 /// - ReductionNode: for every point of its (pointwise) ranges x0..xn-1, fold
 ///   the body over its reduction ranges r0..rm-1 (reduction_var(j)) with a
 ///   ReductionKind and store the result(s) (reduction.h).
+/// - ScanNode: for every point of its ranges x0..xn-1, walk r0 over its
+///   scan range in order, fold the body into a running value (cumsum,
+///   cumprod) and store the running value at every step.
 /// Ranges are extents: the variable runs over [0, extent). Extents may
 /// contain size symbols, never loop variables. Bodies may only use the node's
 /// own loop variables, and contain no LocalRef.
@@ -80,8 +83,10 @@ struct Access {
 
 class PointwiseNode;
 class ReductionNode;
+class ScanNode;
 using PointwiseNodePtr = std::shared_ptr<const PointwiseNode>;
 using ReductionNodePtr = std::shared_ptr<const ReductionNode>;
+using ScanNodePtr = std::shared_ptr<const ScanNode>;
 
 class PointwiseNode {
  public:
@@ -149,7 +154,50 @@ class ReductionNode {
         origins(std::move(o)) {}
 };
 
-using ComputeNode = std::variant<PointwiseNodePtr, ReductionNodePtr>;
+/// Whether a scan of `kind` exists: a running sum or product.
+bool is_scan_kind(ReductionKind kind);
+
+/// out[index(x*, r0)] = fold of body(x*, 0..r0) for r0 = 0, 1, ... in order:
+/// cumsum and cumprod. The running value is of the body's dtype (lowerings
+/// cast the body to the accumulation type, as eager's kernels accumulate);
+/// it is rounded to the output's dtype where they differ. The steps along r0
+/// depend on each other, so a scan runs in a kernel of its own
+/// (ScanStage); the points x* are independent.
+class ScanNode {
+ public:
+  static ScanNodePtr make(std::string name, std::vector<IndexExpr> ranges, IndexExpr scan_range, ReductionKind kind,
+                          Expr body, BufferPtr output, IndexExpr index, std::vector<std::string> origins = {});
+
+  const std::string name;
+  const std::vector<IndexExpr> ranges;  // extents of x0..xn-1
+  const IndexExpr scan_range;           // extent of r0
+  const ReductionKind kind;             // Sum or Prod
+  const Expr body;                      // over x* and r0
+  const BufferPtr output;
+  const IndexExpr index;  // over x* and r0
+  const std::vector<std::string> origins;
+
+  std::vector<IndexExpr> vars() const { return pointwise_vars(ranges.size()); }
+  IndexExpr scan_var() const { return reduction_var(0); }
+  VarRanges var_ranges() const;  // x* and r0
+  /// What each step stores, given the running value: it, or it rounded to
+  /// the output's dtype.
+  Expr stored(const Expr& running) const;
+
+ private:
+  ScanNode(std::string n, std::vector<IndexExpr> r, IndexExpr sr, ReductionKind k, Expr b, BufferPtr out,
+           IndexExpr i, std::vector<std::string> o)
+      : name(std::move(n)),
+        ranges(std::move(r)),
+        scan_range(std::move(sr)),
+        kind(k),
+        body(std::move(b)),
+        output(std::move(out)),
+        index(std::move(i)),
+        origins(std::move(o)) {}
+};
+
+using ComputeNode = std::variant<PointwiseNodePtr, ReductionNodePtr, ScanNodePtr>;
 const std::string& node_name(const ComputeNode& n);
 
 /// The lowered graph before fusion: its buffers (inputs, outputs,

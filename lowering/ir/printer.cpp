@@ -146,6 +146,15 @@ void print_reduction(std::ostream& os, const ReductionNode& n) {
   os << "\n";
 }
 
+void print_scan(std::ostream& os, const ScanNode& n) {
+  os << "scan " << n.name << join_origins(n.origins) << "\n";
+  os << "  ranges: " << ranges_text(n.vars(), n.ranges) << "\n";
+  os << "  scan_range: " << ranges_text({n.scan_var()}, {n.scan_range}) << "\n";
+  BodyPrinter body(os, "  ");
+  std::string v = body.emit(n.body);
+  os << "  " << n.output->name << "[" << n.index << "] = running " << to_string(n.kind) << "(" << v << ")\n";
+}
+
 std::string loops_text(const std::vector<Loop>& loops) {
   std::string s;
   for (size_t i = 0; i < loops.size(); ++i) {
@@ -171,6 +180,8 @@ std::string to_string(const ComputeNode& n) {
   std::ostringstream os;
   if (auto p = std::get_if<PointwiseNodePtr>(&n)) {
     print_pointwise(os, **p);
+  } else if (auto sc = std::get_if<ScanNodePtr>(&n)) {
+    print_scan(os, **sc);
   } else {
     print_reduction(os, *std::get<ReductionNodePtr>(n));
   }
@@ -253,12 +264,20 @@ std::string to_string(const Kernel& k) {
       }
       os << " = " << to_string(r->kind) << "(" << v << ")\n";
     } else {
-      const auto& p = std::get<PointwiseStage>(stage);
-      os << indent << "pointwise";
-      if (!p.loops.empty()) os << " for " << loops_text(p.loops);
+      const auto* sc = std::get_if<ScanStage>(&stage);
+      const auto& loops = loops_of(stage);
+      const auto& stores = sc ? sc->stores : std::get<PointwiseStage>(stage).stores;
+      os << indent << (sc ? "scan" : "pointwise");
+      if (sc) os << " " << to_string(sc->kind);
+      if (!loops.empty()) os << " for " << loops_text(loops);
       os << ":\n";
       BodyPrinter body(os, indent + "  ");
-      for (const auto& s : p.stores) {
+      if (sc) {
+        std::string v = body.emit(sc->body);
+        os << indent << "  " << sc->result << ": " << dtype_name(sc->body.dtype()) << " = running "
+           << to_string(sc->kind) << "(" << v << ")\n";
+      }
+      for (const auto& s : stores) {
         std::string v = body.emit(s.value);
         os << indent << "  store " << s.buffer->name << "[" << s.index << "]" << (s.accumulate ? " += " : " = ")
            << v << "\n";

@@ -40,10 +40,10 @@ void register_explicit_fallbacks(Registry& r) {
                          "prims.inductor_lookup_seed.default", "aten.philox_rand.default"})
     r.add_fallback(op, inductor_rng);
 
-  const char* scan = "scans are not in the loop IR yet";
-  for (const char* op : {"aten.cumsum.default", "aten.cumprod.default", "aten.cummax.default",
-                         "aten.cummin.default", "aten.logcumsumexp.default"})
-    r.add_fallback(op, scan);
+  // cumsum and cumprod are ir::ScanNode (scan.cpp).
+  r.add_fallback("aten.cummax.default", "cummax's positions: the loop IR scans a single running value");
+  r.add_fallback("aten.cummin.default", "cummin's positions: the loop IR scans a single running value");
+  r.add_fallback("aten.logcumsumexp.default", "logcumsumexp's log-add-exp is not a scan kind (sum and prod are)");
 
   const char* sort = "sorting is not lowered (no sort in the loop IR)";
   for (const char* op : {"aten.sort.default", "aten.sort.stable", "aten.topk.default", "aten.argsort.default",

@@ -32,6 +32,7 @@ const Registry& builtin_lowerings() {
     register_pointwise_lowerings(r);
     register_creation_lowerings(r);
     register_reduction_lowerings(r);
+    register_scan_lowerings(r);
     register_view_lowerings(r);
     register_indexing_lowerings(r);
     register_indirect_indexing_lowerings(r);

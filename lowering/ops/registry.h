@@ -45,6 +45,7 @@ const Registry& builtin_lowerings();
 void register_pointwise_lowerings(Registry& r);
 void register_creation_lowerings(Registry& r);
 void register_reduction_lowerings(Registry& r);
+void register_scan_lowerings(Registry& r);
 void register_view_lowerings(Registry& r);
 void register_indexing_lowerings(Registry& r);
 void register_indirect_indexing_lowerings(Registry& r);

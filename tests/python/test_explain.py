@@ -54,7 +54,7 @@ def test_to_dict_has_exactly_the_documented_keys():
     assert sort and sort[0]["reason"]
     for k in g["kernels"]:
         assert set(k) == {"name", "device", "kind", "nodes", "vectorized"}
-        assert k["kind"] in {"pointwise", "reduction", "template", "extern", "fallback"}
+        assert k["kind"] in {"pointwise", "reduction", "scan", "template", "extern", "fallback"}
         assert k["nodes"], k
     assert all(f["reason"] for f in g["fallbacks"])
 

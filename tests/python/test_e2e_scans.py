@@ -1,0 +1,115 @@
+"""Scans end to end: cumsum and cumprod compile to our own kernels
+(`fallback="error"`) and match eager over every dim of 1-D to 3-D inputs,
+transposed inputs, every dtype eager scans (integers and bool into int64,
+half precision through float32), dtype=, 0-d and empty inputs, and their
+gradients (a cumsum of the flipped gradient; cumprod's backward, which scans
+twice). A pointwise producer is computed inside the scan's kernel.
+cummax, cummin and logcumsumexp run through ATen, with a reason.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from check import check_model
+
+NO_FALLBACK = {"fallback": "error"}
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("shape", [(7,), (5, 9), (4, 6, 11)])
+def test_scans_along_every_dim(op, shape, device):
+    for dim in range(-len(shape), len(shape)):
+        x = torch.rand(shape, device=device) + 0.5  # products of up to 11 terms stay in range
+
+        def f(x, dim=dim):
+            return getattr(torch, op)(x, dim) * 2, getattr(torch, op)(x.transpose(0, -1), dim)
+
+        check_model(f, (x,), options=NO_FALLBACK, reduction=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int32, torch.int64, torch.bool, torch.float16,
+                                   torch.bfloat16, torch.uint8])
+def test_scan_dtypes(dtype, device):
+    if dtype.is_floating_point:
+        x = torch.rand(6, 40, device=device).to(dtype) + 0.5
+    elif dtype == torch.bool:
+        x = torch.rand(6, 40, device=device) > 0.5
+    else:
+        x = torch.randint(-3, 4, (6, 40), device=device).to(dtype) if dtype != torch.uint8 else \
+            torch.randint(0, 4, (6, 40), device=device).to(dtype)
+
+    def f(x):
+        return torch.cumsum(x, 1), torch.cumsum(x, 0), torch.cumprod(x[:, :12], 1)
+
+    check_model(f, (x,), options=NO_FALLBACK, reduction=True)
+
+
+def test_scan_dtype_argument_converts_first(device):
+    def f(x):
+        return torch.cumsum(x, 1, dtype=torch.float64), torch.cumsum(x * 7.9, 0, dtype=torch.int32), \
+            torch.cumprod(x, 1, dtype=torch.float16)
+
+    check_model(f, (torch.rand(5, 8, device=device) + 0.5,), options=NO_FALLBACK, reduction=True)
+
+
+def test_scans_of_0d_and_empty_inputs(device):
+    def f(x, e):
+        return torch.cumsum(x, 0), torch.cumprod(x, -1), torch.cumsum(e, 1), torch.cumsum(e, 0)
+
+    check_model(f, (torch.tensor(2.5, device=device), torch.randn(3, 0, device=device)), options=NO_FALLBACK)
+
+
+def test_long_rows_accumulate_as_eager():
+    """100000 float32 terms: eager's CPU kernel accumulates in float64 and
+    rounds each output once, and so do we (a float32 running sum drifts
+    well past the float32 tolerance by the row's end)."""
+    x = torch.rand(2, 100000) * 100
+
+    def f(x):
+        return torch.cumsum(x, 1)
+
+    check_model(f, (x,), options=NO_FALLBACK, rtol=1e-6, atol=0)
+
+
+def test_scan_gradients(device):
+    def f(x):
+        return torch.cumsum(x.sin(), 1) * torch.cumprod(x, 0)
+
+    x = torch.rand(6, 9, device=device) + 0.5
+    x[2, 3] = 0  # cumprod's backward has a path for zeros
+    check_model(f, (x,), grad=True, options=NO_FALLBACK, reduction=True)
+
+
+def test_a_pointwise_producer_runs_inside_the_scan():
+    from cppinductor import debug
+
+    with debug.recording() as records:
+        check_model(lambda x: torch.cumsum(x.exp() * 3, 1), (torch.randn(8, 50),), options=NO_FALLBACK,
+                    reduction=True)
+    kernels = dict(records[-1].sources)["kernels.cpp"].split("// kernel: ")[1:]
+    assert len(kernels) == 1, kernels
+    assert "cppi_exp(" in kernels[0] and "running" in kernels[0], kernels[0]
+
+
+@pytest.mark.parametrize("op", ["cummax", "cummin", "logcumsumexp"])
+def test_other_scans_fall_back_with_a_reason(op):
+    import cppinductor
+
+    def f(x):
+        r = getattr(torch, op)(x, 1)
+        return r if op == "logcumsumexp" else r.values * 2
+
+    check_model(f, (torch.randn(4, 9),), reduction=True)
+    (g,) = cppinductor.explain(f)(torch.randn(4, 9)).graphs
+    assert any(op in fb["op"] and "scan" in fb["reason"] for fb in g.fallbacks), g.fallbacks
+    assert all(k["kind"] != "scan" for k in g.kernels), g.kernels
+
+
+def test_explain_names_scan_kernels():
+    import cppinductor
+
+    (g,) = cppinductor.explain(lambda x: torch.cumsum(x, 0) + 1)(torch.randn(4, 9)).graphs
+    assert [k["kind"] for k in g.kernels] == ["scan", "pointwise"], g.kernels
+    assert not g.fallbacks
