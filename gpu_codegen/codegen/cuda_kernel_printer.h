@@ -30,6 +30,12 @@
 ///   blockIdx.x, slices start at split * S and step P S, and after the
 ///   combines the partials go to `<kernel>_partials<stage>[split * n + idx]`;
 ///   the group's last block folds them.
+/// - A scan kernel: GridStridePointwise prints its stage serially (a running
+///   value per thread); RowPerBlock loops over rows, each in chunks of E x T
+///   positions: `prefix[slot]` holds a thread's running values over its E
+///   positions, cppi_block_exclusive_scan gives what comes before them, the
+///   stores read `before` combined with each, and `carry` holds the rows'
+///   value before the chunk.
 /// - Reduction stages that form a run (ir::reduction_run_end; in rows also
 ///   the independent pointwise stages of ir::pass_run_end) share one loop
 ///   over their positions, their bodies over the first stage's loop
@@ -163,6 +169,16 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_serial_loops(const std::vector<Loop>& loops, const std::function<void()>& innermost);
   void print_serial_reduction(const ReductionStage& s, size_t i);
   void print_serial_pointwise(const PointwiseStage& s);
+  /// A scan stage on one thread: its running value over its loop, stored every step.
+  void print_serial_scan(const ScanStage& s);
+  /// A scan kernel's RowPerBlock mapping (gpu_schedule.h): per row, chunks
+  /// of E x T positions, each thread folding its E, a block scan of the
+  /// threads' totals, the stores, and the chunk's total carried on.
+  void print_scan_rows();
+  /// A scan kernel's ColumnReduction mapping: per group of 32 columns,
+  /// chunks of S x E rows, each slice folding its E, the slices' totals
+  /// scanned in shared memory, the stores, the chunk's total carried on.
+  void print_scan_columns();
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// Evaluates into `outer`, where the printer stands, the largest
   /// subexpressions of `roots` that use no variable named in `vars` (loop

@@ -24,6 +24,8 @@ void CudaKernelPrinter::print_serial_stages() {
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     if (auto r = std::get_if<ReductionStage>(&k_.stages[i])) {
       print_serial_reduction(*r, i);
+    } else if (auto scan = std::get_if<ScanStage>(&k_.stages[i])) {
+      print_serial_scan(*scan);
     } else {
       print_serial_pointwise(std::get<PointwiseStage>(k_.stages[i]));
     }
@@ -59,6 +61,130 @@ void CudaKernelPrinter::print_serial_reduction(const ReductionStage& s, size_t i
     out_.line(state_update(s.kind, t, acc, v.text, index(pos)) + ";");
   });
   declare_results(s, acc);
+}
+
+void CudaKernelPrinter::print_serial_scan(const ScanStage& s) {
+  const DType t = s.body.dtype();
+  const std::string acc = local_name(s.result);
+  out_.line(cat("// running ", to_string(s.kind), " (serial)"));
+  out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
+  print_serial_loops(s.loops, [&] {
+    ValueScope scope;
+    const CValue v = scalar_value(s.body, scope);
+    out_.line(state_update(s.kind, t, acc, v.text, "") + ";");
+    locals_[s.result] = CValue{acc, t, false, 0};
+    print_stores(s.stores, scope);
+  });
+}
+
+void CudaKernelPrinter::print_scan_rows() {
+  const ScanStage& s = *scan_of(k_);
+  const DType t = s.body.dtype();
+  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
+  const int e = g_.elements_per_thread, b = g_.block_size;
+  const Loop& l = s.loops[0];
+  const std::string v = var_name(l), length = extent_text(l.extent);
+  const std::string acc = local_name(s.result);
+  auto combine = [&](const std::string& a, const std::string& x) { return cat(op, "(", a, ", ", x, ")"); };
+  out_.line(cat("__shared__ ", st, " scan_scratch[32];"));
+  out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
+  out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
+  unravel_outer("row");
+  out_.line(cat(st, " carry = ", identity, ";"));
+  out_.open(cat("for (int64_t base = 0; base < ", length, "; base += ", e * b, ")"));
+  out_.line(cat("const int64_t pos = base + (int64_t)threadIdx.x * ", e, ";"));
+  out_.line(cat(st, " prefix[", e, "];  // this thread's running values from the chunk's first position"));
+  out_.line(cat(st, " own = ", identity, ";"));
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", v, " = pos + slot;"));
+  out_.open(cat("if (", v, " < ", length, ")"));
+  {
+    ValueScope scope;
+    const CValue value_here = scalar_value(s.body, scope);
+    out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
+  }
+  out_.close();
+  out_.line("prefix[slot] = own;");
+  out_.close();
+  out_.line(cat(st, " total;"));
+  out_.line(cat("const ", st, " before = ", combine("carry", cat("cppi_block_exclusive_scan(own, ", op, ", ", identity,
+                                                                 ", scan_scratch, &total)")),
+                ";"));
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", v, " = pos + slot;"));
+  out_.line(cat("if (", v, " >= ", length, ") break;"));
+  out_.line(cat("const ", st, " ", acc, " = ", combine("before", "prefix[slot]"), ";"));
+  locals_[s.result] = CValue{acc, t, false, 0};
+  {
+    ValueScope scope;
+    print_stores(s.stores, scope);
+  }
+  out_.close();
+  out_.line(cat("carry = ", combine("carry", "total"), ";"));
+  out_.close();
+  out_.close();
+}
+
+void CudaKernelPrinter::print_scan_columns() {
+  const ScanStage& s = *scan_of(k_);
+  const DType t = s.body.dtype();
+  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
+  const int e = g_.elements_per_thread, slices = g_.threads_per_column;
+  const Loop& l = s.loops[0];
+  const std::string v = var_name(l), length = extent_text(l.extent);
+  const std::string acc = local_name(s.result);
+  auto combine = [&](const std::string& a, const std::string& x) { return cat(op, "(", a, ", ", x, ")"); };
+  out_.line(cat("__shared__ ", st, " scan_scratch[", slices * 32, "];  // [slice][column]"));
+  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+  out_.line("const int lane = threadIdx.x % 32, tid = threadIdx.x / 32;");
+  out_.open("for (int64_t group = blockIdx.x; group * 32 < n; group += gridDim.x)");
+  out_.line("const int64_t idx = group * 32 + lane;");
+  out_.line("const bool valid = idx < n;");
+  unravel_outer("idx");
+  out_.line(cat(st, " carry = ", identity, ";"));
+  out_.open(cat("for (int64_t base = 0; base < ", length, "; base += ", slices * e, ")"));
+  out_.line(cat("const int64_t pos = base + (int64_t)tid * ", e, ";"));
+  out_.line(cat(st, " prefix[", e, "];  // this slice's running values from its first position"));
+  out_.line(cat(st, " own = ", identity, ";"));
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", v, " = pos + slot;"));
+  out_.open(cat("if (valid && ", v, " < ", length, ")"));
+  {
+    ValueScope scope;
+    const CValue value_here = scalar_value(s.body, scope);
+    out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
+  }
+  out_.close();
+  out_.line("prefix[slot] = own;");
+  out_.close();
+  // The slices' totals of this column, folded in slice order: the first
+  // `tid` of them come before this slice, all of them make the chunk.
+  out_.line("scan_scratch[tid * 32 + lane] = own;");
+  out_.line("__syncthreads();");
+  out_.line(cat(st, " before = ", identity, ";"));
+  out_.line("for (int k = 0; k < tid; ++k) before = " + combine("before", "scan_scratch[k * 32 + lane]") + ";");
+  out_.line(cat(st, " total = before;"));
+  out_.line(cat("for (int k = tid; k < ", slices, "; ++k) total = ", combine("total", "scan_scratch[k * 32 + lane]"),
+                ";"));
+  out_.line("__syncthreads();");
+  out_.line("before = " + combine("carry", "before") + ";");
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", v, " = pos + slot;"));
+  out_.line(cat("if (!valid || ", v, " >= ", length, ") break;"));
+  out_.line(cat("const ", st, " ", acc, " = ", combine("before", "prefix[slot]"), ";"));
+  locals_[s.result] = CValue{acc, t, false, 0};
+  {
+    ValueScope scope;
+    print_stores(s.stores, scope);
+  }
+  out_.close();
+  out_.line(cat("carry = ", combine("carry", "total"), ";"));
+  out_.close();
+  out_.close();
 }
 
 void CudaKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {

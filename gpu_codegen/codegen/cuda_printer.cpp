@@ -30,6 +30,17 @@ void CudaKernelPrinter::check_schedule() const {
   if (b <= 0 || b % 32 != 0 || b > 1024) fail(cat("kernel ", k_.name, ": block size ", b, " (a multiple of 32, <= 1024)"));
   const int v = g_.elements_per_thread;
   const int slices = g_.threads_per_column;
+  if (scan_of(k_)) {
+    const bool serial = g_.mapping == GpuMapping::GridStridePointwise && v == 1 && slices == 1;
+    const bool rows = g_.mapping == GpuMapping::RowPerBlock && v >= 1 && v <= 16 && slices == 1;
+    const bool columns = g_.mapping == GpuMapping::ColumnReduction && v >= 1 && v <= 16 && slices >= 1 &&
+                         slices <= 32 && (slices & (slices - 1)) == 0 && b == 32 * slices && !k_.outer.empty();
+    if ((!serial && !rows && !columns) || g_.row_splits != 1 || g_.cache_vector != 1 || g_.flat_vector) {
+      fail(cat("kernel ", k_.name, ": a scan runs as GridStridePointwise (one element a thread), RowPerBlock or "
+               "ColumnReduction (32 columns x a power of two of slices), elements_per_thread in [1, 16]"));
+    }
+    return;
+  }
   if (slices != 1) {
     if (g_.mapping != GpuMapping::ColumnReduction || slices < 2 || slices > 32 || (slices & (slices - 1)) ||
         b != 32 * slices) {
@@ -174,7 +185,11 @@ std::set<std::string> CudaKernelPrinter::used_vars(const Stage& s) const {
     for (const auto& v : ir::free_vars(r->body)) out.insert(v);
     return out;
   }
-  for (const auto& st : std::get<PointwiseStage>(s).stores) {
+  const auto* scan = std::get_if<ScanStage>(&s);
+  if (scan) {
+    for (const auto& v : ir::free_vars(scan->body)) out.insert(v);
+  }
+  for (const auto& st : scan ? scan->stores : std::get<PointwiseStage>(s).stores) {
     add_index(st.index);
     for (const auto& v : ir::free_vars(st.value)) out.insert(v);
   }
@@ -228,6 +243,11 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
                 resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));
+  if (scan_of(k_) && g_.mapping != GpuMapping::GridStridePointwise) {
+    g_.mapping == GpuMapping::RowPerBlock ? print_scan_rows() : print_scan_columns();
+    out_.close();
+    return out_.str();
+  }
   if (is_row_mapping(g_.mapping)) {
     print_rows();
   } else if (g_.mapping == GpuMapping::ColumnReduction && g_.threads_per_column > 1) {

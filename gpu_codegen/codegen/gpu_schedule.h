@@ -59,7 +59,25 @@
 ///   the kernel with module state, and the runtime (cuda_module.h, launch())
 ///   serialises its launches across streams with an event.
 ///
+/// - A scan kernel (ir::ScanStage, the kernel's only stage) runs as
+///   GridStridePointwise with V = 1, each thread walking its scan loop
+///   serially, or as RowPerBlock with E = elements_per_thread: the block
+///   walks its row's scan loop in chunks of E x T positions, thread t taking
+///   E consecutive ones; it folds them, cppi_block_exclusive_scan combines
+///   the threads' totals, and each thread stores its positions' running
+///   values, the chunk's total carried into the next. Or as ColumnReduction
+///   with S = threads_per_column and E: a block of 32 columns (the
+///   innermost outer loop) x S row slices walks chunks of S x E positions,
+///   slice s taking E consecutive ones, the slices' totals scanned per
+///   column in shared memory in slice order.
+///
 /// The rules, in order:
+/// - A scan along the dim its stores are contiguous in: RowPerBlock, E = 4,
+///   T = the power of two in [32, 512] that covers the row in one chunk if
+///   it can. A scan whose stores are contiguous in the innermost outer loop:
+///   ColumnReduction, E = 4, S = the smallest power of two <= 32 that fills
+///   the resident threads (or 2 S E > the scan's length). Any other scan:
+///   GridStridePointwise, block 128.
 /// - No stage has loops and there is no reduction: GridStridePointwise,
 ///   block 128 (H200: 97-100% of copy for relu, sin + cos and gelu, 1-2
 ///   points above block 256); V = 16 bytes / the widest element among the stores and the

@@ -475,6 +475,43 @@ CPPI_DEVICE cppi_arg<T> cppi_block_reduce_argmin(cppi_arg<T> v, cppi_arg<T>* scr
   return cppi_block_reduce(v, cppi_argmin_op(), cppi_arg_make(T(0), (int64_t)-1), scratch);
 }
 
+/// Exclusive scan over the threads of a 1-d block (scan rows, ir::ScanStage):
+/// thread t gets op over the `v` of threads 0..t-1 (`identity` for thread
+/// 0), and every thread the block's total in *total. Lanes combine with
+/// shuffles in a warp (Hillis-Steele), then the warps' totals the same way
+/// in warp 0, in a fixed order (deterministic). `scratch`: caller-provided
+/// __shared__ storage of 32 elements, free again when this returns.
+template <typename T, typename Op>
+CPPI_DEVICE T cppi_block_exclusive_scan(T v, Op op, T identity, T* scratch, T* total) {
+  const unsigned lane = threadIdx.x % 32u;
+  const unsigned warp = threadIdx.x / 32u;
+  const unsigned warps = (blockDim.x + 31u) / 32u;
+  T inclusive = v;
+#pragma unroll
+  for (unsigned offset = 1; offset < 32u; offset <<= 1) {
+    const T below = __shfl_up_sync(CPPI_FULL_WARP_MASK, inclusive, offset);
+    if (lane >= offset) inclusive = op(below, inclusive);
+  }
+  T exclusive = __shfl_up_sync(CPPI_FULL_WARP_MASK, inclusive, 1);
+  if (lane == 0) exclusive = identity;
+  if (lane == 31u) scratch[warp] = inclusive;
+  __syncthreads();
+  if (warp == 0) {
+    T w = lane < warps ? scratch[lane] : identity;
+#pragma unroll
+    for (unsigned offset = 1; offset < 32u; offset <<= 1) {
+      const T below = __shfl_up_sync(CPPI_FULL_WARP_MASK, w, offset);
+      if (lane >= offset) w = op(below, w);
+    }
+    scratch[lane] = w;  // the warps' inclusive prefixes
+  }
+  __syncthreads();
+  const T before = warp > 0 ? scratch[warp - 1] : identity;
+  *total = scratch[warps - 1];
+  __syncthreads();
+  return op(before, exclusive);
+}
+
 /// Combines the partials of the column groups of a block of 32 x S threads
 /// (S = blockDim.x / 32, a power of two): thread t holds a partial of column
 /// lane t % 32, slice t / 32. A fixed tree over the slices (deterministic);

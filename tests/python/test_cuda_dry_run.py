@@ -58,6 +58,9 @@ PROGRAMS = {
     "unfold_sum": (lambda x: x.unfold(2, 3, 2).sum(-1), False, "sum"),
     "fmax": (lambda x: torch.fmax(x, x[:, :1]), False, "fmax"),
     "angle": (lambda x: torch.angle(x), False, "angle"),
+    # A block scan along the contiguous dim, and a thread per column down dim 2.
+    "cumsum_rows": (lambda x: torch.cumsum(x.exp(), -1) * torch.cumprod(x, -1), True, "cumsum"),
+    "cumsum_columns": (lambda x: torch.cumsum(x, 2, dtype=torch.float64).sin(), True, "cumsum"),
 }
 
 

@@ -3,7 +3,9 @@
 transposed inputs, every dtype eager scans (integers and bool into int64,
 half precision through float32), dtype=, 0-d and empty inputs, and their
 gradients (a cumsum of the flipped gradient; cumprod's backward, which scans
-twice). A pointwise producer is computed inside the scan's kernel.
+twice). A pointwise producer is computed inside the scan's kernel. On
+CUDA, a few long contiguous rows stay with ATen (a block per row would
+leave the GPU idle).
 cummax, cummin and logcumsumexp run through ATen, with a reason.
 """
 
@@ -59,6 +61,28 @@ def test_scans_of_0d_and_empty_inputs(device):
         return torch.cumsum(x, 0), torch.cumprod(x, -1), torch.cumsum(e, 1), torch.cumsum(e, 0)
 
     check_model(f, (torch.tensor(2.5, device=device), torch.randn(3, 0, device=device)), options=NO_FALLBACK)
+
+
+@pytest.mark.parametrize("shape, dim", [((3, 5000), 1), ((300, 70), 0), ((2, 300, 70), 1), ((5000,), 0)])
+def test_scans_longer_than_a_chunk(shape, dim, device):
+    """A GPU walks rows in chunks of threads x 4 positions and columns in
+    chunks of slices x 4 rows, each carrying its running value into the
+    next: several chunks, a partial last one, 70 columns (a partial group
+    of 32)."""
+    x = 1 + torch.randn(shape, device=device) * 1e-3
+
+    def f(x):
+        return torch.cumsum(x, dim), torch.cumprod(x, dim), torch.cumsum(x.to(torch.float64), dim)
+
+    check_model(f, (x,), options=NO_FALLBACK, reduction=True)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_few_long_cuda_rows_stay_with_aten():
+    import cppinductor
+
+    (g,) = cppinductor.explain(lambda x: torch.cumsum(x, 0) + 1)(torch.randn(1 << 20, device="cuda")).graphs
+    assert any("cumsum" in fb["op"] and "idle" in fb["reason"] for fb in g.fallbacks), g.fallbacks
 
 
 def test_long_rows_accumulate_as_eager():
