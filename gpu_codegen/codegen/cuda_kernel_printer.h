@@ -179,6 +179,13 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// chunks of S x E rows, each slice folding its E, the slices' totals
   /// scanned in shared memory, the stores, the chunk's total carried on.
   void print_scan_columns();
+  /// Both block mappings of a scan, per chunk: each thread folds its E
+  /// positions from `pos` (those where `in_range` holds) into `own`,
+  /// keeping the running values in `prefix[slot]`; then, with `before`
+  /// what precedes them, stores each position up to the first where
+  /// `past_end` holds.
+  void print_scan_fold(const ScanStage& s, const std::string& in_range);
+  void print_scan_steps(const ScanStage& s, const std::string& past_end);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// Evaluates into `outer`, where the printer stands, the largest
   /// subexpressions of `roots` that use no variable named in `vars` (loop

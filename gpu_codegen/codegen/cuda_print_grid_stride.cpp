@@ -77,6 +77,38 @@ void CudaKernelPrinter::print_serial_scan(const ScanStage& s) {
   });
 }
 
+void CudaKernelPrinter::print_scan_fold(const ScanStage& s, const std::string& in_range) {
+  const DType t = s.body.dtype();
+  const int e = g_.elements_per_thread;
+  const std::string st = state_type(s.kind, t);
+  out_.line(cat(st, " prefix[", e, "];  // this thread's running values from its first position"));
+  out_.line(cat(st, " own = ", state_identity(s.kind, t), ";"));
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", var_name(s.loops[0]), " = pos + slot;"));
+  out_.open(cat("if (", in_range, ")"));
+  ValueScope scope;
+  const CValue value_here = scalar_value(s.body, scope);
+  out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
+  out_.close();
+  out_.line("prefix[slot] = own;");
+  out_.close();
+}
+
+void CudaKernelPrinter::print_scan_steps(const ScanStage& s, const std::string& past_end) {
+  const DType t = s.body.dtype();
+  const std::string acc = local_name(s.result);
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int slot = 0; slot < ", g_.elements_per_thread, "; ++slot)"));
+  out_.line(cat("const int64_t ", var_name(s.loops[0]), " = pos + slot;"));
+  out_.line(cat("if (", past_end, ") break;"));
+  out_.line(cat("const ", state_type(s.kind, t), " ", acc, " = ", combine_op(s.kind), "(before, prefix[slot]);"));
+  locals_[s.result] = CValue{acc, t, false, 0};
+  ValueScope scope;
+  print_stores(s.stores, scope);
+  out_.close();
+}
+
 void CudaKernelPrinter::print_scan_rows() {
   const ScanStage& s = *scan_of(k_);
   const DType t = s.body.dtype();
@@ -84,7 +116,6 @@ void CudaKernelPrinter::print_scan_rows() {
   const int e = g_.elements_per_thread, b = g_.block_size;
   const Loop& l = s.loops[0];
   const std::string v = var_name(l), length = extent_text(l.extent);
-  const std::string acc = local_name(s.result);
   auto combine = [&](const std::string& a, const std::string& x) { return cat(op, "(", a, ", ", x, ")"); };
   out_.line(cat("__shared__ ", st, " scan_scratch[32];"));
   out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
@@ -93,35 +124,12 @@ void CudaKernelPrinter::print_scan_rows() {
   out_.line(cat(st, " carry = ", identity, ";"));
   out_.open(cat("for (int64_t base = 0; base < ", length, "; base += ", e * b, ")"));
   out_.line(cat("const int64_t pos = base + (int64_t)threadIdx.x * ", e, ";"));
-  out_.line(cat(st, " prefix[", e, "];  // this thread's running values from the chunk's first position"));
-  out_.line(cat(st, " own = ", identity, ";"));
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", v, " = pos + slot;"));
-  out_.open(cat("if (", v, " < ", length, ")"));
-  {
-    ValueScope scope;
-    const CValue value_here = scalar_value(s.body, scope);
-    out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
-  }
-  out_.close();
-  out_.line("prefix[slot] = own;");
-  out_.close();
+  print_scan_fold(s, cat(v, " < ", length));
   out_.line(cat(st, " total;"));
   out_.line(cat("const ", st, " before = ", combine("carry", cat("cppi_block_exclusive_scan(own, ", op, ", ", identity,
                                                                  ", scan_scratch, &total)")),
                 ";"));
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", v, " = pos + slot;"));
-  out_.line(cat("if (", v, " >= ", length, ") break;"));
-  out_.line(cat("const ", st, " ", acc, " = ", combine("before", "prefix[slot]"), ";"));
-  locals_[s.result] = CValue{acc, t, false, 0};
-  {
-    ValueScope scope;
-    print_stores(s.stores, scope);
-  }
-  out_.close();
+  print_scan_steps(s, cat(v, " >= ", length));
   out_.line(cat("carry = ", combine("carry", "total"), ";"));
   out_.close();
   out_.close();
@@ -134,7 +142,6 @@ void CudaKernelPrinter::print_scan_columns() {
   const int e = g_.elements_per_thread, slices = g_.threads_per_column;
   const Loop& l = s.loops[0];
   const std::string v = var_name(l), length = extent_text(l.extent);
-  const std::string acc = local_name(s.result);
   auto combine = [&](const std::string& a, const std::string& x) { return cat(op, "(", a, ", ", x, ")"); };
   out_.line(cat("__shared__ ", st, " scan_scratch[", slices * 32, "];  // [slice][column]"));
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
@@ -146,20 +153,7 @@ void CudaKernelPrinter::print_scan_columns() {
   out_.line(cat(st, " carry = ", identity, ";"));
   out_.open(cat("for (int64_t base = 0; base < ", length, "; base += ", slices * e, ")"));
   out_.line(cat("const int64_t pos = base + (int64_t)tid * ", e, ";"));
-  out_.line(cat(st, " prefix[", e, "];  // this slice's running values from its first position"));
-  out_.line(cat(st, " own = ", identity, ";"));
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", v, " = pos + slot;"));
-  out_.open(cat("if (valid && ", v, " < ", length, ")"));
-  {
-    ValueScope scope;
-    const CValue value_here = scalar_value(s.body, scope);
-    out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
-  }
-  out_.close();
-  out_.line("prefix[slot] = own;");
-  out_.close();
+  print_scan_fold(s, cat("valid && ", v, " < ", length));
   // The slices' totals of this column, folded in slice order: the first
   // `tid` of them come before this slice, all of them make the chunk.
   out_.line("scan_scratch[tid * 32 + lane] = own;");
@@ -171,17 +165,7 @@ void CudaKernelPrinter::print_scan_columns() {
                 ";"));
   out_.line("__syncthreads();");
   out_.line("before = " + combine("carry", "before") + ";");
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", v, " = pos + slot;"));
-  out_.line(cat("if (!valid || ", v, " >= ", length, ") break;"));
-  out_.line(cat("const ", st, " ", acc, " = ", combine("before", "prefix[slot]"), ";"));
-  locals_[s.result] = CValue{acc, t, false, 0};
-  {
-    ValueScope scope;
-    print_stores(s.stores, scope);
-  }
-  out_.close();
+  print_scan_steps(s, cat("!valid || ", v, " >= ", length));
   out_.line(cat("carry = ", combine("carry", "total"), ";"));
   out_.close();
   out_.close();
