@@ -422,6 +422,32 @@ bool writes_outputs_densely(const Kernel& k, int64_t* min_output_bytes) {
   return any;
 }
 
+/// Collapses the fewest leading outer loops, at most `max_loops`, whose
+/// iterations reach 4 x threads into the parallel loop, with a grain that
+/// gives each chunk at least min_parallel_work of the kernel's `work`. The
+/// vectorised loop (InnermostOuter, among them only when it is the one outer
+/// loop) counts in vectors, the tiled one (transpose_tile) in tiles of rows.
+/// Returns why, for the schedule's remark.
+std::string split_outer_loops(const Kernel& k, const CpuTarget& target, int64_t work, size_t max_loops,
+                              CpuSchedule* cpu) {
+  const Estimator est{target};
+  const size_t n = k.outer.size();
+  size_t p = 0;
+  int64_t iters = 1;
+  while (p < max_loops && iters < 4 * static_cast<int64_t>(target.num_threads)) {
+    iters = Estimator::sat_mul(iters, est(k.outer[p].extent));
+    ++p;
+  }
+  if (p == 0) return "serial: the only outer loop is vectorised across several loops";
+  cpu->parallel_loops = static_cast<int>(p);
+  int64_t units = iters;
+  if ((cpu->vectorized == VectorizedLoop::InnermostOuter && p == n) || (cpu->transpose_tile && p == n - 1))
+    units = (iters + cpu->vector_width - 1) / cpu->vector_width;
+  const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
+  cpu->grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
+  return cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", cpu->grain_size);
+}
+
 /// A scan kernel: its outer points are independent, its one loop serial.
 /// The innermost outer loop is vectorised when the scan runs along another
 /// dim (cumsum over rows: each lane a column's running value); the outer
@@ -453,23 +479,7 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
     par_why = "serial: one scan";
   } else {
     const size_t n = k.outer.size();
-    size_t p = 0;
-    int64_t iters = 1;
-    while (p < n && iters < 4 * static_cast<int64_t>(target.num_threads)) {
-      iters = Estimator::sat_mul(iters, est(k.outer[p].extent));
-      ++p;
-    }
-    if (vec_outer && p == n && n > 1) --p;  // a vectorised loop is parallel only when alone
-    if (p > 0) {
-      d.cpu.parallel_loops = static_cast<int>(p);
-      int64_t units = est.product(k.outer, 0, p);
-      if (vec_outer && p == n) units = (units + d.cpu.vector_width - 1) / d.cpu.vector_width;
-      const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
-      d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
-      par_why = cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", d.cpu.grain_size);
-    } else {
-      par_why = "serial: the only outer loop is vectorised across several loops";
-    }
+    par_why = split_outer_loops(k, target, work, (vec_outer && n > 1) ? n - 1 : n, &d.cpu);
   }
   d.why = cat(par_why, "; ", vec_why, "; a running ", to_string(scan.kind), " along ", var_name(scan.loops[0]));
   return d;
@@ -599,25 +609,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     }
   } else if (!k.outer.empty()) {
     const size_t n = k.outer.size();
-    size_t max_p = std::min((vec_outer && n > 1) ? n - 1 : n, max_parallel);
-    size_t p = 0;
-    int64_t iters = 1;
-    while (p < max_p && iters < 4 * static_cast<int64_t>(target.num_threads)) {
-      iters = Estimator::sat_mul(iters, est(k.outer[p].extent));
-      ++p;
-    }
-    if (p > 0) {
-      d.cpu.parallel_loops = static_cast<int>(p);
-      int64_t units = iters;
-      // A vectorised loop counts in vectors, the tiled one in tiles of rows.
-      if ((vec_outer && p == n) || (d.cpu.transpose_tile && p == n - 1))
-        units = (iters + d.cpu.vector_width - 1) / d.cpu.vector_width;
-      const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
-      d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
-      par_why = cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", d.cpu.grain_size);
-    } else {
-      par_why = "serial: the only outer loop is vectorised across several loops";
-    }
+    par_why = split_outer_loops(k, target, work, std::min((vec_outer && n > 1) ? n - 1 : n, max_parallel), &d.cpu);
   } else {
     par_why = "serial: no outer loops";
   }

@@ -3,7 +3,8 @@
 /// (internal to gpu_codegen/codegen; the interface is cuda_printer.h):
 /// cuda_printer.cpp (the kernel's prologue, parameters, checks, the module),
 /// cuda_print_grid_stride.cpp (grid-stride pointwise and serial stages),
-/// cuda_print_rows.cpp (row and column-group mappings, split rows) and
+/// cuda_print_rows.cpp (row and column-group mappings, split rows),
+/// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
 ///
 /// It derives from the C printer (cpu_codegen/printer/c_printer.h) and

@@ -1,8 +1,8 @@
 // The CUDA printer's entry point (print_cuda_module) and the parts of a
 // kernel every mapping shares: schedule checks, header, parameters, the
 // kernel's frame and the launch facts it records. The mappings' bodies are
-// printed by cuda_print_grid_stride.cpp and cuda_print_rows.cpp; the class
-// is in cuda_kernel_printer.h.
+// printed by cuda_print_grid_stride.cpp, cuda_print_rows.cpp and
+// cuda_print_scans.cpp; the class is in cuda_kernel_printer.h.
 #include "gpu_codegen/codegen/cuda_printer.h"
 
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"

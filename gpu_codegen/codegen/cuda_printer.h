@@ -11,7 +11,7 @@
 /// CUDA's libdevice functions through cuda_support.h.
 /// The printer's class is cuda_kernel_printer.h; its parts are printed by
 /// cuda_printer.cpp (prologue, module), cuda_print_grid_stride.cpp,
-/// cuda_print_rows.cpp and cuda_print_reductions.cpp.
+/// cuda_print_rows.cpp, cuda_print_scans.cpp and cuda_print_reductions.cpp.
 ///
 /// A kernel looks like
 ///   // kernel: softmax_0

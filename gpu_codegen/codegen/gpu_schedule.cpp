@@ -45,12 +45,10 @@ constexpr int64_t kMaxColumnSplits = 32;
 // Blocks per multiprocessor a split row's grid is sized for.
 constexpr int kSplitRowBlocksPerSm = 2;
 
-std::vector<Expr> values_of(const Stage& s) { return stage_values(s); }
-
 /// Every Load node reachable from the stage's values.
 std::vector<const Load*> loads_of(const Stage& s) {
   std::vector<const Load*> out;
-  for (const Expr& e : post_order(values_of(s))) {
+  for (const Expr& e : post_order(stage_values(s))) {
     if (auto l = e.as<Load>()) out.push_back(l);
   }
   return out;
@@ -58,7 +56,7 @@ std::vector<const Load*> loads_of(const Stage& s) {
 
 bool has_random(const Kernel& k) {
   for (const auto& s : k.stages) {
-    for (const Expr& e : post_order(values_of(s))) {
+    for (const Expr& e : post_order(stage_values(s))) {
       if (e.kind() == ExprKind::Random) return true;
     }
   }

@@ -502,6 +502,15 @@ void run_kernel(const Kernel& k, const InterpreterArgs& given) {
     if (it == args.buffers.end() || !it->second) fail(cat("interpreter: no pointer for buffer ", b->name));
     return it->second;
   };
+  auto run_stores = [&](const std::vector<Store>& stores) {
+    for (const auto& s : stores) {
+      ev.clear();  // a store may feed a later load of the same iteration
+      ScalarValue v = ev.eval(stored_value(s));
+      int64_t i = ev.index(s.index);
+      ev.check_bounds(s.buffer->name, s.index, i);
+      write_element(pointer(s.buffer), s.buffer->dtype, i, v);
+    }
+  };
   for_each_point(k.outer, 0, &bindings, [&] {
     locals.clear();
     for (const auto& stage : k.stages) {
@@ -520,24 +529,11 @@ void run_kernel(const Kernel& k, const InterpreterArgs& given) {
           ev.clear();
           acc.add(ev.eval(sc->body), position++);
           locals[sc->result] = acc.results()[0];
-          for (const auto& s : sc->stores) {
-            ev.clear();
-            int64_t i = ev.index(s.index);
-            ev.check_bounds(s.buffer->name, s.index, i);
-            write_element(pointer(s.buffer), s.buffer->dtype, i, ev.eval(s.value));
-          }
+          run_stores(sc->stores);
         });
       } else {
         const auto& p = std::get<PointwiseStage>(stage);
-        for_each_point(p.loops, 0, &bindings, [&] {
-          for (const auto& s : p.stores) {
-            ev.clear();  // a store may feed a later load of the same iteration
-            ScalarValue v = ev.eval(stored_value(s));
-            int64_t i = ev.index(s.index);
-            ev.check_bounds(s.buffer->name, s.index, i);
-            write_element(pointer(s.buffer), s.buffer->dtype, i, v);
-          }
-        });
+        for_each_point(p.loops, 0, &bindings, [&] { run_stores(p.stores); });
       }
     }
   });

@@ -71,8 +71,6 @@ ScanStage ScanStage::make(Loop loop, ReductionKind kind, Expr body, std::string 
   return s;
 }
 
-Expr ScanStage::running() const { return LocalRef::make(result, body.dtype()); }
-
 namespace {
 
 #define CPPI_RETURN_IF_ERROR(expr) \

@@ -84,8 +84,6 @@ struct ScanStage {
   std::vector<Store> stores;
 
   static ScanStage make(Loop loop, ReductionKind kind, Expr body, std::string result, std::vector<Store> stores);
-  /// LocalRef to the running value.
-  Expr running() const;
 };
 
 using Stage = std::variant<ReductionStage, PointwiseStage, ScanStage>;

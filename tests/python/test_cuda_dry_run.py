@@ -274,3 +274,16 @@ def test_corrected_variance_sums_share_one_block_reduction():
     assert kernel.count("cppi_block_reduce_sum2(") == 1, kernel
     assert kernel.count("cppi_block_reduce(") == 1, kernel
     assert "(one pass with stages 1-2)" in kernel, kernel
+
+
+def test_scans_take_the_block_mappings():
+    """Along the contiguous dim a block per row combines its threads' totals
+    with cppi_block_exclusive_scan; down 70 columns of 300 rows, blocks of 32
+    columns x 32 row slices combine the slices' totals in shared memory."""
+    (src,) = dict(_cuda_sources(lambda x: (torch.cumsum(x, 1), torch.cumsum(x, 0) * 2), (torch.randn(300, 70),),
+                                grad=False)).values()
+    kernels = src.split("// kernel: ")[1:]
+    rows = next(k for k in kernels if re.search(r"// origins: cumsum\b(?!_)", k))
+    columns = next(k for k in kernels if "// origins: cumsum_1" in k)
+    assert "mapping=row_per_block" in rows and "cppi_block_exclusive_scan(" in rows, rows
+    assert "mapping=column_reduction block=1024" in columns and "scan_scratch[1024]" in columns, columns
