@@ -180,12 +180,33 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// chunks of S x E rows, each slice folding its E, the slices' totals
   /// scanned in shared memory, the stores, the chunk's total carried on.
   void print_scan_columns();
+  /// The chunk loops of the two mappings over [start, stop): folding only
+  /// (the share's total into `carry`), or with the stores.
+  void print_scan_row_chunks(bool store);
+  void print_scan_column_chunks(bool store);
+  /// The slices' `value`s of each column combined in slice order: `before`
+  /// (the slices before this one) and `total`.
+  void print_slice_totals(const std::string& value);
+  /// Split scans (row_splits P > 1): the block's ticket, `epoch` (which
+  /// launch) and `tile` (row or group x P + split) for `units` rows or
+  /// groups; then its share [start, stop) of the scan, whole chunks of
+  /// `chunk` positions (unsplit: the whole scan).
+  void print_scan_split_start(int64_t units, int64_t chunk);
+  void print_scan_share(int64_t chunk);
+  /// `writer` threads store `carry` at `total_slot` of the module's totals,
+  /// then the block's ready flag is set for this launch.
+  void print_scan_publish(const std::string& total_slot, const std::string& writer);
+  /// `earlier`: this thread's fold of the totals of splits `thread`,
+  /// `thread` + `threads`, ... before this one (tiles from `first_tile`),
+  /// each waited for; the caller combines the threads' in a fixed order.
+  void print_scan_look_back(const std::string& first_tile, const std::string& total_slot, const std::string& thread,
+                            int threads);
   /// Both block mappings of a scan, per chunk: each thread folds its E
   /// positions from `pos` (those where `in_range` holds) into `own`,
-  /// keeping the running values in `prefix[slot]`; then, with `before`
-  /// what precedes them, stores each position up to the first where
-  /// `past_end` holds.
-  void print_scan_fold(const ScanStage& s, const std::string& in_range);
+  /// keeping the running values in `prefix[slot]` (if `keep_prefix`); then,
+  /// with `before` what precedes them, stores each position up to the first
+  /// where `past_end` holds.
+  void print_scan_fold(const ScanStage& s, const std::string& in_range, bool keep_prefix);
   void print_scan_steps(const ScanStage& s, const std::string& past_end);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// Evaluates into `outer`, where the printer stands, the largest

@@ -35,9 +35,12 @@ void CudaKernelPrinter::check_schedule() const {
     const bool rows = g_.mapping == GpuMapping::RowPerBlock && v >= 1 && v <= 16 && slices == 1;
     const bool columns = g_.mapping == GpuMapping::ColumnReduction && v >= 1 && v <= 16 && slices >= 1 &&
                          slices <= 32 && (slices & (slices - 1)) == 0 && b == 32 * slices && !k_.outer.empty();
-    if ((!serial && !rows && !columns) || g_.row_splits != 1 || g_.cache_vector != 1 || g_.flat_vector) {
+    const bool split_ok = g_.row_splits == 1 || ((rows || columns) && g_.row_splits >= 2 &&
+                                                 product_of(k_.outer).constant().has_value());
+    if ((!serial && !rows && !columns) || !split_ok || g_.cache_vector != 1 || g_.flat_vector) {
       fail(cat("kernel ", k_.name, ": a scan runs as GridStridePointwise (one element a thread), RowPerBlock or "
-               "ColumnReduction (32 columns x a power of two of slices), elements_per_thread in [1, 16]"));
+               "ColumnReduction (32 columns x a power of two of slices), elements_per_thread in [1, 16]; split "
+               "across blocks (row_splits > 1) only as a block mapping with a constant outer extent"));
     }
     return;
   }
@@ -211,7 +214,8 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   info->schedule = g_;
   info->iterations = product_of(k_.outer);
   std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid", "split", "part",
-                                 "group"};
+                                 "group", "carry", "before", "total", "own", "prefix", "earlier", "start", "stop",
+                                 "span", "epoch", "tile"};
   for (const auto& [v, e] : ranges_) {
     if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
@@ -225,7 +229,16 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     // when the module loads); the runtime serialises this kernel's launches
     // across streams.
     const int64_t outer = *product_of(k_.outer).constant();
-    if (g_.mapping == GpuMapping::RowPerBlock) {
+    if (const ScanStage* scan = scan_of(k_)) {
+      // Blocks take tickets in arrival order; a block's total is ready for
+      // launch e once its flag is above e.
+      const bool rows = g_.mapping == GpuMapping::RowPerBlock;
+      const int64_t tiles = (rows ? outer : (outer + 31) / 32) * g_.row_splits;
+      out_.line(cat("__device__ unsigned long long ", name_, "_tickets;"));
+      out_.line(cat("__device__ unsigned long long ", name_, "_ready[", tiles, "];"));
+      out_.line(cat("__device__ ", state_type(scan->kind, scan->body.dtype()), " ", name_, "_totals[",
+                    tiles * (rows ? 1 : 32), "];"));
+    } else if (g_.mapping == GpuMapping::RowPerBlock) {
       const auto& red = std::get<ReductionStage>(k_.stages[0]);
       out_.line(cat("__device__ ", state_type(red.kind, red.body.dtype()), " ", name_, "_partials[",
                     outer * g_.row_splits, "];"));

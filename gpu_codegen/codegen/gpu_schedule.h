@@ -69,14 +69,29 @@
 ///   with S = threads_per_column and E: a block of 32 columns (the
 ///   innermost outer loop) x S row slices walks chunks of S x E positions,
 ///   slice s taking E consecutive ones, the slices' totals scanned per
-///   column in shared memory in slice order.
+///   column in shared memory in slice order. row_splits P > 1 (either block
+///   mapping, constant outer extent): exactly rows (or groups) x P blocks,
+///   block b taking ticket k (an atomic counter in the module: arrival
+///   order) and with it tile k % (rows x P), launch k / (rows x P), row (or
+///   group) tile / P and the tile % P-th share of whole chunks of the scan.
+///   Each but the last of a row's blocks folds its share (first pass),
+///   stores the total into a module-level array and sets its ready flag to
+///   launch + 1; every block then waits for the flags of the shares before
+///   its own (earlier tickets: they have started, and wait for nothing
+///   before publishing), folds their totals in a fixed order (thread t
+///   taking shares t, t + T, ..., then the block scan or the slices' fold),
+///   and scans its share from that (second pass). Deterministic; no reset
+///   between launches, which the runtime serialises (has_module_state).
 ///
 /// The rules, in order:
 /// - A scan along the dim its stores are contiguous in: RowPerBlock, E = 4,
 ///   T = the power of two in [32, 512] that covers the row in one chunk if
 ///   it can. A scan whose stores are contiguous in the innermost outer loop:
 ///   ColumnReduction, E = 4, S = the smallest power of two <= 32 that fills
-///   the resident threads (or 2 S E > the scan's length). Any other scan:
+///   the resident threads (or 2 S E > the scan's length). Either splits
+///   when its rows or groups fill at most a quarter of the resident
+///   threads: P = resident threads / (their threads), at most the scan's
+///   length / 4 chunks and 65536 blocks in all. Any other scan:
 ///   GridStridePointwise, block 128.
 /// - No stage has loops and there is no reduction: GridStridePointwise,
 ///   block 128 (H200: 97-100% of copy for relu, sin + cos and gelu, 1-2

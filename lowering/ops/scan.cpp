@@ -13,12 +13,6 @@
 namespace cppi::lowering {
 namespace {
 
-/// Contiguous CUDA scans of fewer rows than this, each longer than
-/// kLongRow (a single row: kLongSingleRow), stay with ATen.
-constexpr int64_t kFewRows = 128;
-constexpr int64_t kLongRow = 131072;
-constexpr int64_t kLongSingleRow = 8192;
-
 /// The running value's dtype for a scan whose result is `out` on `device`.
 DType scan_accumulation_type(DType out, ir::Device device) {
   if (!is_floating(out)) return DType::Int64;
@@ -49,18 +43,6 @@ LowerFn scan(ir::ReductionKind kind) {
       }
     }
     const ir::IndexExpr scan_range = rank > 0 ? x.sizes[dim] : ir::index_const(1);
-    if (out->device == ir::Device::CUDA && rank > 0 && out->layout.strides[dim].is_constant(1)) {
-      // The GPU scans a contiguous row with one block (gpu_schedule.h): a
-      // few long rows leave the GPU idle. H200, one row of 4M floats: 2.4
-      // ms, ATen's scan (which splits a single row) 0.014 ms; 32 rows of
-      // 65536 floats: 0.038 ms, ATen 0.084 (it scans batched rows slower).
-      const auto rows = ir::product(ranges).constant(), length = scan_range.constant();
-      const int64_t long_row = rows == 1 ? kLongSingleRow : kLongRow;
-      if (rows && length && *rows < kFewRows && *length > long_row) {
-        return Error::unsupported(cat("a CUDA scan of ", *rows, " row(s) of ", *length,
-                                      ": a block per row would leave the GPU idle (ATen's scan splits rows)"));
-      }
-    }
     const DType acc = scan_accumulation_type(out->dtype, out->device);
     // dtype= converts the input, then the scan runs in that dtype's accumulator.
     ir::Expr body = ir::cast(ir::cast(load(x, coords), out->dtype), acc);

@@ -287,3 +287,21 @@ def test_scans_take_the_block_mappings():
     columns = next(k for k in kernels if "// origins: cumsum_1" in k)
     assert "mapping=row_per_block" in rows and "cppi_block_exclusive_scan(" in rows, rows
     assert "mapping=column_reduction block=1024" in columns and "scan_scratch[1024]" in columns, columns
+
+
+def test_few_long_scans_split_across_blocks():
+    """One row of 1M and 40 columns of 20000 rows would each leave most of
+    the GPU idle as a block per row or group: they split across blocks,
+    which take tickets, publish their share's total and look back at those
+    of the blocks before them (module-level arrays sized by the grid)."""
+    (src,) = dict(_cuda_sources(lambda x, c: (torch.cumsum(x, 0), torch.cumsum(c, 0)),
+                                (torch.randn(1 << 20), torch.randn(20000, 40)), grad=False)).values()
+    kernels = src.split("// kernel: ")[1:]
+    rows = next(k for k in kernels if re.search(r"// origins: cumsum\b(?!_)", k))
+    columns = next(k for k in kernels if "// origins: cumsum_1" in k)
+    assert re.search(r"mapping=row_per_block block=512 .*row_splits=(\d+)", rows), rows
+    assert re.search(r"mapping=column_reduction block=1024 .*row_splits=(\d+)", columns), columns
+    for k in (rows, columns):
+        splits = int(re.search(r"row_splits=(\d+)", k).group(1))
+        tiles = splits * (1 if k is rows else 2)
+        assert f"_ready[{tiles}];" in k and "atomicAdd(&" in k and "<= epoch" in k, k
