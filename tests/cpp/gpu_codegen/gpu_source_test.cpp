@@ -132,6 +132,33 @@ TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
                               "row_sum_arrivals[row] = 0u;"});
 }
 
+TEST(GpuSchedule, FewLongScansSplitAcrossBlocks) {
+  // One row of 4M: a block of 512 threads alone would walk it.
+  auto row = scheduled(cumsum(1, 1 << 22, 1));
+  EXPECT_EQ(row->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_EQ(row->schedule.gpu.row_splits, 512);  // min(132 x 2048 / 512, 4M / (4 chunks x 2048))
+  // 64 columns of 65536: two groups of 32 columns x 32 slices.
+  auto columns = scheduled(cumsum(65536, 64, 0));
+  EXPECT_EQ(columns->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+  EXPECT_EQ(columns->schedule.gpu.row_splits, 128);  // min(132 x 2048 / 2048, 65536 / (4 x 128))
+  // Enough rows or groups already, too short a scan, or symbolic rows: no split.
+  EXPECT_EQ(scheduled(cumsum(256, 65536, 1))->schedule.gpu.row_splits, 1);  // 2 would not pay
+  EXPECT_EQ(scheduled(cumsum(4096, 4096, 0))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(cumsum(1, 4096, 1))->schedule.gpu.row_splits, 1);
+  EXPECT_EQ(scheduled(cumsum(sym("s0"), 1 << 22, 1))->schedule.gpu.row_splits, 1);
+  EXPECT_TRUE(has_module_state(row->schedule.gpu));
+  expect_in_order(source_of(row), {"__device__ unsigned long long cumsum_tickets;",
+                                   "__device__ unsigned long long cumsum_ready[512];", "__device__ float cumsum_totals[512];",
+                                   "ticket = atomicAdd(&cumsum_tickets, 1ull);", "const unsigned long long epoch = ticket / 512ull;",
+                                   "if (split + 1 < 512)", "cumsum_totals[tile] = carry;", "= epoch + 1;",
+                                   "for (int64_t part = threadIdx.x; part < split; part += 512)", "<= epoch) {}",
+                                   "cppi_block_exclusive_scan(earlier,", "out_out[r0 + 4194304*x0] ="});
+  expect_in_order(source_of(columns), {"__device__ float cumsum_totals[8192];", "const int64_t group = tile / 128;",
+                                       "cumsum_totals[tile * 32 + lane] = carry;",
+                                       "for (int64_t part = tid; part < split; part += 32)",
+                                       "scan_scratch[tid * 32 + lane] = earlier;", "out_out[64*r0 + x0] ="});
+}
+
 TEST(CudaPrinter, SinAndCosOfOneValueAreOneSincos) {
   auto m = print_cuda_module({scheduled(sin_plus_cos(sym("s0")))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;

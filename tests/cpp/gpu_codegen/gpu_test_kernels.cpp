@@ -151,6 +151,15 @@ KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols) {
                       {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
 }
 
+KernelPtr cumsum(const IndexExpr& rows, const IndexExpr& cols, int dim) {
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  const std::vector<IndexExpr> at = dim == 1 ? std::vector<IndexExpr>{x0, r0} : std::vector<IndexExpr>{r0, x0};
+  auto scan = ScanStage::make({r0, dim == 1 ? cols : rows}, ReductionKind::Sum, load(x, x->layout.index(at)), "acc",
+                              {Store::make(out, out->layout.index(at), LocalRef::make("acc", DType::Float32))});
+  return Kernel::make("cumsum", Device::CUDA, {{x0, dim == 1 ? rows : cols}}, {scan});
+}
+
 KernelPtr column_reduce(ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols) {
   auto x = input("x", DType::Float32, {rows, cols});
   IndexExpr x0 = var("x0"), r0 = var("r0");

@@ -57,6 +57,9 @@ KernelPtr row_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexE
 KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols);
 /// out[c] = reduce over r of x[r, c]; Welford stores var (population) and mean.
 KernelPtr column_reduce(ir::ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols);
+/// out = cumsum(x, dim) of a rows x cols float32 x (dim 1: along rows,
+/// contiguous; dim 0: down columns).
+KernelPtr cumsum(const IndexExpr& rows, const IndexExpr& cols, int dim);
 /// gw[c] = sum over r of g[r, c] * x[r, c] and gmax[c] = max over r of
 /// g[r, c]: two independent reductions over the same rows (layer_norm
 /// backward's weight and bias gradients), the second over its own loop
