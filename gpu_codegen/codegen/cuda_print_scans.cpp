@@ -10,15 +10,37 @@ namespace cppi::gpu::cuda_print {
 
 void CudaKernelPrinter::print_scan_fold(const ScanStage& s, const std::string& in_range, bool keep_prefix) {
   const DType t = s.body.dtype();
-  const int e = g_.elements_per_thread;
-  const std::string st = state_type(s.kind, t);
+  const int e = g_.elements_per_thread, v = g_.cache_vector;
+  const std::string st = state_type(s.kind, t), r = var_name(s.loops[0]);
+  // Vectors of V positions (cache_vector): loaded before the fold, whole
+  // ones or none (the scan's length is a multiple of V, checked at launch).
+  std::vector<std::pair<Expr, std::string>> vloads;
+  if (v > 1) {
+    for (const Expr& x : scan_vector_loads(k_)) {
+      vloads.emplace_back(x, fresh_name("v"));
+      out_.line(cat("cppi_vec<", dtype_ctype(x.dtype()), ", ", v, "> ", vloads.back().second, "[", e / v, "] = {};"));
+    }
+  }
+  if (!vloads.empty()) {
+    out_.line("#pragma unroll");
+    out_.open(cat("for (int group = 0; group < ", e / v, "; ++group)"));
+    out_.line(cat("const int64_t ", r, " = pos + group * ", v, ";"));
+    out_.line(cat("if (!(", in_range, ")) break;"));
+    for (const auto& [x, name] : vloads) {
+      const auto* l = x.as<Load>();
+      out_.line(cat(name, "[group] = *(const cppi_vec<", dtype_ctype(x.dtype()), ", ", v, ">*)(",
+                    pointer_name(l->buffer->name), " + ", index(l->index), ");"));
+    }
+    out_.close();
+  }
   if (keep_prefix) out_.line(cat(st, " prefix[", e, "];  // this thread's running values from its first position"));
   out_.line(cat(st, " own = ", state_identity(s.kind, t), ";"));
   out_.line("#pragma unroll");
   out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", var_name(s.loops[0]), " = pos + slot;"));
+  out_.line(cat("const int64_t ", r, " = pos + slot;"));
   out_.open(cat("if (", in_range, ")"));
   ValueScope scope;
+  for (const auto& [x, name] : vloads) scope.add(x, CValue{cat(name, "[slot / ", v, "].v[slot % ", v, "]"), x.dtype()});
   const CValue value_here = scalar_value(s.body, scope);
   out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
   out_.close();
@@ -28,15 +50,37 @@ void CudaKernelPrinter::print_scan_fold(const ScanStage& s, const std::string& i
 
 void CudaKernelPrinter::print_scan_steps(const ScanStage& s, const std::string& past_end) {
   const DType t = s.body.dtype();
-  const std::string acc = local_name(s.result);
+  const int e = g_.elements_per_thread, v = g_.cache_vector;
+  const std::string acc = local_name(s.result), r = var_name(s.loops[0]);
+  std::vector<std::string> values;  // cache_vector: each store's values, stored as vectors after
+  for (size_t j = 0; v > 1 && j < s.stores.size(); ++j) {
+    values.push_back(fresh_name("sv"));
+    out_.line(cat("cppi_vec<", dtype_ctype(s.stores[j].buffer->dtype), ", ", v, "> ", values.back(), "[", e / v, "];"));
+  }
   out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", g_.elements_per_thread, "; ++slot)"));
-  out_.line(cat("const int64_t ", var_name(s.loops[0]), " = pos + slot;"));
+  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
+  out_.line(cat("const int64_t ", r, " = pos + slot;"));
   out_.line(cat("if (", past_end, ") break;"));
   out_.line(cat("const ", state_type(s.kind, t), " ", acc, " = ", combine_op(s.kind), "(before, prefix[slot]);"));
   locals_[s.result] = CValue{acc, t, false, 0};
   ValueScope scope;
-  print_stores(s.stores, scope);
+  if (v == 1) {
+    print_stores(s.stores, scope);
+    out_.close();
+    return;
+  }
+  for (size_t j = 0; j < s.stores.size(); ++j) {
+    out_.line(cat(values[j], "[slot / ", v, "].v[slot % ", v, "] = ", scalar_value(s.stores[j].value, scope).text, ";"));
+  }
+  out_.close();
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int group = 0; group < ", e / v, "; ++group)"));
+  out_.line(cat("const int64_t ", r, " = pos + group * ", v, ";"));
+  out_.line(cat("if (", past_end, ") break;"));
+  for (size_t j = 0; j < s.stores.size(); ++j) {
+    const Store& st = s.stores[j];
+    out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", values[j], "[group]);"));
+  }
   out_.close();
 }
 

@@ -32,15 +32,18 @@ void CudaKernelPrinter::check_schedule() const {
   const int slices = g_.threads_per_column;
   if (scan_of(k_)) {
     const bool serial = g_.mapping == GpuMapping::GridStridePointwise && v == 1 && slices == 1;
-    const bool rows = g_.mapping == GpuMapping::RowPerBlock && v >= 1 && v <= 16 && slices == 1;
+    const int cv = g_.cache_vector;
+    const bool rows = g_.mapping == GpuMapping::RowPerBlock && v >= 1 && v <= 16 && slices == 1 &&
+                      (cv == 1 || (cv <= 16 && (cv & (cv - 1)) == 0 && v % cv == 0));
     const bool columns = g_.mapping == GpuMapping::ColumnReduction && v >= 1 && v <= 16 && slices >= 1 &&
                          slices <= 32 && (slices & (slices - 1)) == 0 && b == 32 * slices && !k_.outer.empty();
     const bool split_ok = g_.row_splits == 1 || ((rows || columns) && g_.row_splits >= 2 &&
                                                  product_of(k_.outer).constant().has_value());
-    if ((!serial && !rows && !columns) || !split_ok || g_.cache_vector != 1 || g_.flat_vector) {
-      fail(cat("kernel ", k_.name, ": a scan runs as GridStridePointwise (one element a thread), RowPerBlock or "
-               "ColumnReduction (32 columns x a power of two of slices), elements_per_thread in [1, 16]; split "
-               "across blocks (row_splits > 1) only as a block mapping with a constant outer extent"));
+    if ((!serial && !rows && !columns) || !split_ok || (cv != 1 && !rows) || g_.flat_vector) {
+      fail(cat("kernel ", k_.name, ": a scan runs as GridStridePointwise (one element a thread), RowPerBlock "
+               "(cache_vector a power of two dividing elements_per_thread) or ColumnReduction (32 columns x a power "
+               "of two of slices), elements_per_thread in [1, 16]; split across blocks (row_splits > 1) only as a "
+               "block mapping with a constant outer extent"));
     }
     return;
   }
@@ -256,9 +259,25 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
                 resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));
-  if (scan_of(k_) && g_.mapping != GpuMapping::GridStridePointwise) {
+  if (const ScanStage* scan = scan_of(k_); scan && g_.mapping != GpuMapping::GridStridePointwise) {
     g_.mapping == GpuMapping::RowPerBlock ? print_scan_rows() : print_scan_columns();
     out_.close();
+    if (g_.cache_vector > 1) {
+      // The vectors along the scan: its length, and each vector access's
+      // offset, outer strides and base pointer.
+      std::vector<IndexExpr> vars;
+      for (const auto& l : k_.outer) vars.push_back(l.var);
+      vars.push_back(scan->loops[0].var);
+      VectorCheck length_check;
+      length_check.divisor = g_.cache_vector;
+      length_check.multiples.push_back(scan->loops[0].extent);
+      info->vector_checks.push_back(length_check);
+      for (const Expr& x : scan_vector_loads(k_)) {
+        const auto* l = x.as<Load>();
+        add_vector_check(info, l->buffer, l->index, vars, g_.cache_vector);
+      }
+      for (const auto& st : scan->stores) add_vector_check(info, st.buffer, st.index, vars, g_.cache_vector);
+    }
     return out_.str();
   }
   if (is_row_mapping(g_.mapping)) {

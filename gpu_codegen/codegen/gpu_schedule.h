@@ -221,4 +221,10 @@ std::optional<std::vector<ir::IndexExpr>> uniform_mask_bounds(const ir::Kernel& 
 /// H200 0.450 ms with per-lane masked loads, 0.271 ms with vectors).
 bool is_vector_load(const ir::Kernel& kernel, const ir::GpuSchedule& g, const ir::Load& load);
 
+/// The loads a RowPerBlock scan with cache_vector V > 1 reads as vectors of
+/// V positions along the scan: in its body, unmasked, of buffers the kernel
+/// does not write, stride 1 along the scan loop and affine in it and the
+/// outer loops; each once, in first-use order.
+std::vector<ir::Expr> scan_vector_loads(const ir::Kernel& kernel);
+
 }  // namespace cppi::gpu

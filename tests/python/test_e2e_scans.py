@@ -78,6 +78,20 @@ def test_scans_longer_than_a_chunk(shape, dim, device):
     check_model(f, (x,), options=NO_FALLBACK, reduction=True)
 
 
+@pytest.mark.parametrize("offset, length", [(0, 4096), (1, 4096), (0, 4098), (2, 2050)])
+def test_row_scans_aligned_or_not(offset, length, device):
+    """A GPU row scan moves four positions a thread as one 16-byte vector
+    when the rows' length, start and stride allow; the launch checks, and an
+    input that starts one element in, or rows of 4098 or 2050, run the
+    kernel's scalar twin instead, with the same results."""
+    x = torch.randn(6, length + offset, device=device)[:, offset:]
+
+    def f(x):
+        return torch.cumsum(x.exp(), 1) / 8, torch.cumprod(1 + x * 1e-3, 1)
+
+    check_model(f, (x,), options=NO_FALLBACK, reduction=True)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("shape, dim", [((1 << 20,), 0), ((3, 200001), 1), ((20000, 40), 0), ((9000, 2, 33), 0)])
 def test_split_cuda_scans(shape, dim):

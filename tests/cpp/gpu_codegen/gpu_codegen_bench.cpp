@@ -190,6 +190,14 @@ int main(int argc, char** argv) {
                               }()),
                               reps, /*reschedule=*/false));
   rows.push_back(bench_kernel(h, "column_sum f32", "16384x4096", column_sum(16384, 4096), reps));
+  // Scans: along rows (16-byte vectors), down columns, and few long ones
+  // split across blocks (two passes and a look-back).
+  rows.push_back(bench_kernel(h, "cumsum rows f32", "16384x4096", cumsum(16384, 4096, 1), reps));
+  rows.push_back(bench_kernel(h, "cumsum rows f32", "65536x512", cumsum(65536, 512, 1), reps));
+  rows.push_back(bench_kernel(h, "cumsum columns f32", "16384x4096", cumsum(16384, 4096, 0), reps));
+  rows.push_back(bench_kernel(h, "cumsum rows f32 (split)", "8x8388608", cumsum(8, 8388608, 1), reps));
+  rows.push_back(bench_kernel(h, "cumsum 1-D f32 (split)", "67108864", cumsum(1, 67108864, 1), reps));
+  rows.push_back(bench_kernel(h, "cumsum columns f32 (split)", "1048576x64", cumsum(1048576, 64, 0), reps));
 
   // Long rows and wide columns (the Python benchmark's shapes), each with the
   // schedule's choice first and then forced variants for comparison.

@@ -152,11 +152,32 @@ TEST(GpuSchedule, FewLongScansSplitAcrossBlocks) {
                                    "ticket = atomicAdd(&cumsum_tickets, 1ull);", "const unsigned long long epoch = ticket / 512ull;",
                                    "if (split + 1 < 512)", "cumsum_totals[tile] = carry;", "= epoch + 1;",
                                    "for (int64_t part = threadIdx.x; part < split; part += 512)", "<= epoch) {}",
-                                   "cppi_block_exclusive_scan(earlier,", "out_out[r0 + 4194304*x0] ="});
+                                   "cppi_block_exclusive_scan(earlier,", "cppi_store_vec(out_out + r0 + 4194304*x0,"});
   expect_in_order(source_of(columns), {"__device__ float cumsum_totals[8192];", "const int64_t group = tile / 128;",
                                        "cumsum_totals[tile * 32 + lane] = carry;",
                                        "for (int64_t part = tid; part < split; part += 32)",
                                        "scan_scratch[tid * 32 + lane] = earlier;", "out_out[64*r0 + x0] ="});
+}
+
+TEST(CudaPrinter, RowScansMoveVectorsWithAScalarTwin) {
+  // Rows of 4096 floats: blocks of 128 threads x 4 positions, each thread's
+  // four loaded and stored as one 16-byte vector.
+  auto k = scheduled(cumsum(4096, 4096, 1));
+  EXPECT_EQ(k->schedule.gpu.block_size, 128);
+  EXPECT_EQ(k->schedule.gpu.cache_vector, 4);
+  auto m = print_cuda_module({k}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->source, {"cppi_vec<float, 4> v0[1] = {};", "v0[group] = *(const cppi_vec<float, 4>*)(in_x + r0 + 4096*x0);",
+                              "own = own + (float)v0[slot / 4].v[slot % 4];", "cppi_store_vec(out_out + r0 + 4096*x0, sv"});
+  // The launch checks the length and the accesses' alignment, else runs the
+  // scalar twin.
+  const auto& info = m->kernels[0];
+  EXPECT_EQ(info.scalar_twin, "cumsum_scalar");
+  EXPECT_EQ(info.scalar_twin_source.find("cppi_vec<float, 4> v0"), std::string::npos);
+  EXPECT_EQ(info.vector_checks.size(), 3u);  // the length, the load, the store
+  // Few rows widen the block; columns and strided rows move no vectors.
+  EXPECT_EQ(scheduled(cumsum(1024, 16384, 1))->schedule.gpu.block_size, 512);
+  EXPECT_EQ(scheduled(cumsum(4096, 4096, 0))->schedule.gpu.cache_vector, 1);
 }
 
 TEST(CudaPrinter, SinAndCosOfOneValueAreOneSincos) {
