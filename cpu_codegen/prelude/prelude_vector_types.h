@@ -233,13 +233,31 @@ CPPI_INLINE To cppi_vfloat_to_int(From v) {
   return (converted & ok_wide) | (lowest & ~ok_wide);
 }
 
-// Fixed-order horizontal reductions (lane 0 first), so results do not depend
-// on the compiler.
+// Fixed-order horizontal reductions, so results do not depend on the
+// compiler. A sum halves the vector, lane i + lane i + N/2, until two lanes
+// are left (log2 N shuffles and adds; lane by lane, 16 float lanes were a
+// chain of 15 dependent adds: sums over 508400 rows of 33 floats, two
+// threads, 6.15 -> 5.46 ms); max and min go lane by lane, lane 0 first.
+template <class V, int... J>
+CPPI_INLINE auto cppi_vlow_half(V v, cppi_ints<J...>) {
+  return __builtin_shufflevector(v, v, J...);
+}
+template <class V, int... J>
+CPPI_INLINE auto cppi_vhigh_half(V v, cppi_ints<J...>) {
+  return __builtin_shufflevector(v, v, (J + (int)sizeof...(J))...);
+}
+template <int N, class V>
+CPPI_INLINE auto cppi_vsum_halves(V v) {
+  if constexpr (N == 2) {
+    return v[0] + v[1];
+  } else {
+    typedef typename cppi_make_ints<N / 2>::type Half;
+    return cppi_vsum_halves<N / 2>(cppi_vlow_half(v, Half()) + cppi_vhigh_half(v, Half()));
+  }
+}
 template <class V>
 CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_add(V v) {
-  typename cppi_vec_traits<V>::element_type acc = v[0];
-  for (int i = 1; i < cppi_vec_traits<V>::lanes_v; ++i) acc = acc + v[i];
-  return acc;
+  return cppi_vsum_halves<cppi_vec_traits<V>::lanes_v>(v);
 }
 template <class V>
 CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_max(V v) {

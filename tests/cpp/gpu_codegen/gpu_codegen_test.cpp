@@ -381,6 +381,28 @@ TEST(CudaRun, SplitRowsMatchTheInterpreterLaunchAfterLaunch) {
   }
 }
 
+TEST(CudaRun, ScansMatchTheInterpreterLaunchAfterLaunch) {
+  REQUIRE_GPU();
+  // Eighths: every running sum is exact, whatever the order of the adds.
+  // Rows in vectors, rows of 4098 (the scalar twin: 4098 % 4 != 0),
+  // columns, and few long rows and columns split across blocks (each
+  // launch takes new tickets: three in a row).
+  const std::vector<std::pair<std::string, KernelPtr>> cases = {
+      {"rows", scheduled(cumsum(40, 5000, 1))},
+      {"rows of 4098", scheduled(cumsum(40, 4098, 1))},
+      {"columns", scheduled(cumsum(3000, 70, 0))},
+      {"split rows", scheduled(cumsum(3, 300000, 1))},
+      {"split columns", scheduled(cumsum(20000, 40, 0))},
+  };
+  ASSERT_GT(cases[3].second->schedule.gpu.row_splits, 1);
+  ASSERT_GT(cases[4].second->schedule.gpu.row_splits, 1);
+  unsigned seed = 40;
+  for (const auto& [name, k] : cases) {
+    run_and_compare(name, k, {}, /*specials=*/false, ++seed, /*launches=*/3, /*eighths=*/true);
+    run_and_compare(name + " (NaN/inf)", k, {}, /*specials=*/true, ++seed, /*launches=*/2, /*eighths=*/true);
+  }
+}
+
 TEST(CudaRun, SplitReductionWithPointwiseInItsPassMatchesTheInterpreter) {
   REQUIRE_GPU();
   // Exact sums (eighths): 40000 differences up to 6 stay below 2^18.
