@@ -427,6 +427,7 @@ void register_pointwise_lowerings(Registry& r) {
     r.add(cat("aten.mul.", o), lower_mul);
     r.add(cat("aten.div.", o), lower_div);
     r.add(cat("aten.div.", o, "_mode"), lower_div);
+    r.add(cat("aten.true_divide.", o), lower_div);  // div without rounding_mode
     r.add(cat("aten.fmod.", o), modulo(BinaryOp::Fmod));
     r.add(cat("aten.remainder.", o), modulo(BinaryOp::Remainder));
     r.add(cat("aten.copysign.", o), float_binary(BinaryOp::Copysign));

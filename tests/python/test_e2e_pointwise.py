@@ -124,6 +124,15 @@ def test_int_true_division_promotes_to_float(device):
     check_model(f, (torch.arange(1, 13, device=device), torch.full((12,), 7, device=device)), reduction=True)
 
 
+def test_true_divide_of_symbolic_sizes(device):
+    """Nearest interpolation over symbolic sizes divides with
+    aten.true_divide.Tensor (div without a rounding mode)."""
+    def f(x):
+        return torch.nn.functional.interpolate(x, scale_factor=2, mode="nearest") * 2
+
+    check_model(f, (torch.randn(8, 3, 5, device=device),), dynamic=True, options={"fallback": "error"})
+
+
 def test_bool_arithmetic(device):
     def f(x, y):
         m = x > 0
