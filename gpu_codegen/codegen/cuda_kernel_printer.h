@@ -188,10 +188,11 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// (the slices before this one) and `total`.
   void print_slice_totals(const std::string& value);
   /// Split scans (row_splits P > 1): the block's ticket, `epoch` (which
-  /// launch) and `tile` (row or group x P + split) for `units` rows or
-  /// groups; then its share [start, stop) of the scan, whole chunks of
-  /// `chunk` positions (unsplit: the whole scan).
-  void print_scan_split_start(int64_t units, int64_t chunk);
+  /// launch), `tile` (row or group x P + split) and `split` for `units`
+  /// rows or groups.
+  void print_scan_split_start(int64_t units);
+  /// The block's share [start, stop) of the scan: split, whole chunks of
+  /// `chunk` positions; unsplit, the whole scan.
   void print_scan_share(int64_t chunk);
   /// `writer` threads store `carry` at `total_slot` of the module's totals,
   /// then the block's ready flag is set for this launch.

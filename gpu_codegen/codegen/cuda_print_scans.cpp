@@ -84,7 +84,7 @@ void CudaKernelPrinter::print_scan_steps(const ScanStage& s, const std::string& 
   out_.close();
 }
 
-void CudaKernelPrinter::print_scan_split_start(int64_t units, int64_t chunk) {
+void CudaKernelPrinter::print_scan_split_start(int64_t units) {
   const int64_t tiles = units * g_.row_splits;
   out_.line("__shared__ unsigned long long ticket;");
   out_.line(cat("if (threadIdx.x == 0) ticket = atomicAdd(&", name_, "_tickets, 1ull);"));
@@ -94,7 +94,6 @@ void CudaKernelPrinter::print_scan_split_start(int64_t units, int64_t chunk) {
   out_.line(cat("const unsigned long long epoch = ticket / ", tiles, "ull;"));
   out_.line(cat("const int64_t tile = (int64_t)(ticket % ", tiles, "ull);"));
   out_.line(cat("const int64_t split = tile % ", g_.row_splits, ";"));
-  print_scan_share(chunk);
 }
 
 void CudaKernelPrinter::print_scan_share(int64_t chunk) {
@@ -173,7 +172,8 @@ void CudaKernelPrinter::print_scan_rows() {
     out_.close();
     return;
   }
-  print_scan_split_start(*product_of(k_.outer).constant(), chunk);
+  print_scan_split_start(*product_of(k_.outer).constant());
+  print_scan_share(chunk);
   out_.line(cat("const int64_t row = tile / ", splits, ";"));
   unravel_outer("row");
   out_.line(cat(st, " carry = ", identity, ";"));
@@ -232,13 +232,13 @@ void CudaKernelPrinter::print_scan_columns() {
   if (splits == 1) {
     out_.open("for (int64_t group = blockIdx.x; group * 32 < n; group += gridDim.x)");
   } else {
-    print_scan_split_start((*product_of(k_.outer).constant() + 31) / 32, chunk);
+    print_scan_split_start((*product_of(k_.outer).constant() + 31) / 32);
     out_.line(cat("const int64_t group = tile / ", splits, ";"));
   }
   out_.line("const int64_t idx = group * 32 + lane;");
   out_.line("const bool valid = idx < n;");
   unravel_outer("idx");
-  if (splits == 1) print_scan_share(chunk);
+  print_scan_share(chunk);
   out_.line(cat(st, " carry = ", identity, ";"));
   if (splits > 1) {
     out_.open(cat("if (split + 1 < ", splits, ")"));
@@ -246,11 +246,10 @@ void CudaKernelPrinter::print_scan_columns() {
     print_scan_publish("tile * 32 + lane", "tid == 0");
     out_.close();
     print_scan_look_back(cat("group * ", splits), cat("(group * ", splits, " + part) * 32 + lane"), "tid", slices);
-    out_.line("scan_scratch[tid * 32 + lane] = earlier;");
-    out_.line("__syncthreads();");
-    out_.line(cat("carry = ", identity, ";"));
-    out_.line(cat("for (int k = 0; k < ", slices, "; ++k) carry = ", combine_op(s.kind), "(carry, scan_scratch[k * 32 + lane]);"));
-    out_.line("__syncthreads();");
+    out_.open("");  // before and total are the chunk loop's names too
+    print_slice_totals("earlier");
+    out_.line("carry = total;");
+    out_.close();
   }
   print_scan_column_chunks(true);
   if (splits == 1) out_.close();

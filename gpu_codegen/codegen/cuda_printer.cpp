@@ -265,9 +265,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     if (g_.cache_vector > 1) {
       // The vectors along the scan: its length, and each vector access's
       // offset, outer strides and base pointer.
-      std::vector<IndexExpr> vars;
-      for (const auto& l : k_.outer) vars.push_back(l.var);
-      vars.push_back(scan->loops[0].var);
+      const std::vector<IndexExpr> vars = scan_access_vars(k_);
       VectorCheck length_check;
       length_check.divisor = g_.cache_vector;
       length_check.multiples.push_back(scan->loops[0].extent);

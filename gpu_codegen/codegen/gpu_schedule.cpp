@@ -330,9 +330,7 @@ int scan_splits(const GpuTarget& target, std::optional<int64_t> units, int threa
 /// over the widest of its stores and scan_vector_loads, when every store is
 /// stride 1 along the scan and affine; 1 for none.
 int scan_vector_width(const Kernel& k, const ScanStage& scan) {
-  std::vector<IndexExpr> vars;
-  for (const auto& l : k.outer) vars.push_back(l.var);
-  vars.push_back(scan.loops[0].var);
+  const std::vector<IndexExpr> vars = scan_access_vars(k);
   int widest = 1;
   for (const auto& st : scan.stores) {
     if (st.accumulate || !is_stride(st.index, vars.back(), 1) || !affine_form(st.index, vars)) return 1;
@@ -608,13 +606,18 @@ std::optional<std::vector<IndexExpr>> uniform_mask_bounds(const Kernel& k, const
   return bounds;
 }
 
+std::vector<IndexExpr> scan_access_vars(const Kernel& k) {
+  std::vector<IndexExpr> vars;
+  for (const auto& l : k.outer) vars.push_back(l.var);
+  if (const ScanStage* scan = scan_of(k)) vars.push_back(scan->loops[0].var);
+  return vars;
+}
+
 std::vector<Expr> scan_vector_loads(const Kernel& k) {
   std::vector<Expr> out;
   const ScanStage* scan = scan_of(k);
   if (!scan) return out;
-  std::vector<IndexExpr> vars;
-  for (const auto& l : k.outer) vars.push_back(l.var);
-  vars.push_back(scan->loops[0].var);
+  const std::vector<IndexExpr> vars = scan_access_vars(k);
   const std::set<std::string> written = written_buffers(k);
   for (const Expr& e : post_order({scan->body})) {
     const auto* l = e.as<Load>();

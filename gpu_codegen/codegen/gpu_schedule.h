@@ -69,7 +69,10 @@
 ///   with S = threads_per_column and E: a block of 32 columns (the
 ///   innermost outer loop) x S row slices walks chunks of S x E positions,
 ///   slice s taking E consecutive ones, the slices' totals scanned per
-///   column in shared memory in slice order. row_splits P > 1 (either block
+///   column in shared memory in slice order. RowPerBlock with cache_vector
+///   V > 1: the scan_vector_loads and the stores move V positions at a time
+///   as one vector (the scan's length and the accesses' alignment checked
+///   at launch, else the scalar twin runs). row_splits P > 1 (either block
 ///   mapping, constant outer extent): exactly rows (or groups) x P blocks,
 ///   block b taking ticket k (an atomic counter in the module: arrival
 ///   order) and with it tile k % (rows x P), launch k / (rows x P), row (or
@@ -85,8 +88,11 @@
 ///
 /// The rules, in order:
 /// - A scan along the dim its stores are contiguous in: RowPerBlock, E = 4,
-///   T = the power of two in [32, 512] that covers the row in one chunk if
-///   it can. A scan whose stores are contiguous in the innermost outer loop:
+///   T = the power of two in [32, 128] that covers the row in one chunk if
+///   it can, doubled up to 512 while the row needs more and rows x T leave
+///   resident threads idle; cache_vector = 16 bytes / the widest of the
+///   stores and scan_vector_loads (at most E) when every store is stride 1
+///   along the scan and affine, else 1. A scan whose stores are contiguous in the innermost outer loop:
 ///   ColumnReduction, E = 4, S = the smallest power of two <= 32 that fills
 ///   the resident threads (or 2 S E > the scan's length). Either splits
 ///   when its rows or groups fill at most a quarter of the resident
@@ -220,6 +226,10 @@ std::optional<std::vector<ir::IndexExpr>> uniform_mask_bounds(const ir::Kernel& 
 /// holds and are all zero where it fails (rotary embeddings' cat of halves:
 /// H200 0.450 ms with per-lane masked loads, 0.271 ms with vectors).
 bool is_vector_load(const ir::Kernel& kernel, const ir::GpuSchedule& g, const ir::Load& load);
+
+/// The variables a scan kernel's accesses are affine in: the outer loops'
+/// then the scan loop's (the last, along which vectors run).
+std::vector<ir::IndexExpr> scan_access_vars(const ir::Kernel& kernel);
 
 /// The loads a RowPerBlock scan with cache_vector V > 1 reads as vectors of
 /// V positions along the scan: in its body, unmasked, of buffers the kernel

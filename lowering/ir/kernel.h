@@ -205,13 +205,18 @@ struct GpuSchedule {
   /// partials in a fixed order (deterministic). 1 = a block per row.
   /// ColumnReduction with threads_per_column > 1: the same for each group of
   /// 32 columns (grid = groups x it), the rows split across the blocks.
+  /// A scan (either block mapping): each block takes a contiguous share of
+  /// the scan and looks back at the totals of the shares before it
+  /// (gpu_schedule.h).
   int row_splits = 1;
   /// Cached rows (RowPerWarp / RowPerBlock with elements_per_thread E > 0)
   /// whose cached loads and looped stores are stride 1 along the row: row
   /// positions a thread fills with one vector load of each cached load (16
   /// bytes), and stores with one vector store per group of V slots; a
   /// divisor of E. Slot s holds position (s / V) * T * V + tid * V + s % V.
-  /// 1 = scalar slots, s * T + tid.
+  /// 1 = scalar slots, s * T + tid. A RowPerBlock scan: its loads and
+  /// stores stride 1 along the scan move V of a thread's E positions as one
+  /// vector.
   int cache_vector = 1;
   /// GridStridePointwise with elements_per_thread V > 1: a thread's V
   /// consecutive iterations are taken over the flattened outer loops and may

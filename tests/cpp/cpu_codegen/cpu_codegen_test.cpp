@@ -218,6 +218,15 @@ TEST(CpuPrinter, RowSumKeepsFourVectorAccumulatorsAndAScalarTail) {
                                          }));
 }
 
+TEST(CpuSchedule, RowsShorterThanFourVectorsKeepOneAccumulator) {
+  // 33 floats fill two AVX-512 vectors: three more accumulators would only
+  // be combined. 64 fill all four.
+  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 33), avx512_target())
+                ->schedule.cpu.vector_accumulators, 1);
+  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 64), avx512_target())
+                ->schedule.cpu.vector_accumulators, 4);
+}
+
 TEST(CpuPrinter, RowMaxKeepsFourAccumulatorsMergedBeforeTheHorizontalStep) {
   auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Max, 512, 1000), avx512_target());
   EXPECT_EQ(k->schedule.cpu.vector_accumulators, 4);

@@ -255,6 +255,11 @@ TEST(PreludeMaxMin, NaNPropagatesLikeTorch) {
   EXPECT_EQ(cppi_vreduce_max(cppi_vload<cppi_f32x8>(c)), 5.0f);
   EXPECT_EQ(cppi_vreduce_min(cppi_vload<cppi_f32x8>(c)), -2.0f);
   EXPECT_EQ(cppi_vreduce_add(cppi_vload<cppi_f32x8>(c)), 14.0f);
+  // The sum's fixed order, halves: lane i + lane i + 4 pairs 1e8 with -1e8
+  // and keeps all six ones; lane by lane, the three ones after 1e8 would
+  // be lost (3).
+  float d[8] = {1e8f, 1, 1, 1, -1e8f, 1, 1, 1};
+  EXPECT_EQ(cppi_vreduce_add(cppi_vload<cppi_f32x8>(d)), 6.0f);
 }
 
 // dst[j * W + i] = src[j + i * stride]: checked element by element for
