@@ -24,8 +24,10 @@
 ///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
 ///   constant extent below the width, none below 4. Tail: a scalar loop.
 /// - Parallelism. Work below CpuTarget::min_parallel_work stays serial. A
-///   kernel whose outer iterations are fewer than the threads and that is a
-///   single reduction (plus loop-less stores) splits the reduction loop
+///   kernel that is a single reduction (plus loop-less stores) whose outer
+///   iterations are fewer than the threads, or do not divide among them
+///   (at most 4 per thread, each giving a thread 4 x min_parallel_work),
+///   splits the reduction loop of each outer iteration in turn
 ///   (parallel_reduction; partials combined in order). Otherwise the fewest
 ///   leading outer loops whose product reaches 4 x threads are collapsed into
 ///   cppi_parallel_for, with grain = min_parallel_work / work per iteration,

@@ -49,6 +49,22 @@ def test_large_reduction(device):
     check_model(f, (torch.randn(64, 4099, device=device),), reduction=True)
 
 
+def test_few_long_rows_split_across_threads_on_cpu():
+    """3 rows on 2 threads do not divide: each row's reduction is split across
+    the threads in turn (cppi_parallel_reduce per row). Values, NaN and the
+    epilogue as eager."""
+    x = torch.randn(3, 300001)
+    x[1, 123456] = float("nan")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for f in (lambda x: x.mean(1) * 2, lambda x: x.amax(1)):
+            kernels = _cpu_kernels(f, x, atol=1e-5, rtol=1e-5)
+            assert "parallel_reduction=yes" in kernels and "cppi_parallel_reduce" in kernels, kernels
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_reduction_with_pointwise_prologue_and_epilogue(device):
     def f(x, w):
         s = (torch.exp(x) * w).sum(1, keepdim=True)

@@ -65,6 +65,19 @@ TEST(CpuSchedule, FullReductionIsSplitAcrossThreads) {
   EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
 }
 
+TEST(CpuSchedule, FewLongRowsThatDoNotDivideAmongThreadsAreSplit) {
+  // 8 threads, min_parallel_work 4096: a row must give each thread 16384.
+  auto split = [](int64_t rows, int64_t cols) {
+    return schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, rows, cols), avx512_target())
+        ->schedule.cpu.parallel_reduction;
+  };
+  EXPECT_TRUE(split(5, 1 << 18));    // fewer rows than threads
+  EXPECT_TRUE(split(12, 1 << 18));   // 12 rows: the second round keeps half the threads idle
+  EXPECT_FALSE(split(16, 1 << 18));  // two full rounds
+  EXPECT_FALSE(split(40, 1 << 18));  // more than 4 rows per thread
+  EXPECT_FALSE(split(12, 1 << 16));  // 8192 per thread: not worth a region per row
+}
+
 TEST(CpuSchedule, TransposedStoresStayScalar) {
   auto in = input("arg0", DType::Float32, {64, 64});
   auto out = output("buf0", DType::Float32, {64, 64});
