@@ -99,6 +99,15 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
     if (it == locals_.end()) fail(cat("kernel ", k_.name, ": local ", ref.name, " used before its stage"));
     return it->second;
   }
+  /// In a vectorised kernel, a math function (exp, atan2, ...) on a scalar
+  /// runs the vector implementation on a splat and takes lane 0: SLEEF and
+  /// libm may differ in the last bit, and a scalar tail must give the bits
+  /// its vector body gives (eager's kernels run their tails through the
+  /// vector code too). argmax over atan2(x, x) of 5 elements, vector body of
+  /// 4 and a libm tail: the tail's pi/4 was one ulp above SLEEF's and won
+  /// the tie that eager gives to the first element.
+  std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x) const override;
+  std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b) const override;
   /// Out-of-range indices reach the runtime, which raises IndexError after
   /// the kernel as eager does (cppi_check_index, the prelude).
   void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) override {

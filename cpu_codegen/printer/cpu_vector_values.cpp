@@ -4,9 +4,40 @@
 
 #include "cpu_codegen/printer/op_tables.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::cpu::detail {
+
+// --- scalars through the vector implementation ---------------------------------------------
+
+namespace {
+
+/// Whether a scalar math call in this kernel goes through its vector form:
+/// the kernel has vector loops whose lanes compute it with SLEEF or libmvec,
+/// and a vector of `t` exists at the kernel's width.
+bool through_vector_form(const CpuSchedule& s, DType t, bool math, bool has_vector_form) {
+  if (!math || !has_vector_form || s.vectorized == VectorizedLoop::None) return false;
+  return t == DType::Float32 || (t == DType::Float64 && s.vector_width <= 8);
+}
+
+}  // namespace
+
+std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
+  const char* tmpl = codegen::vector_unary_template(op, codegen::OperandClass::Float);
+  if (!through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) return CPrinterBase::scalar_unary(op, t, x);
+  const std::string v = vtype(t);
+  return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", x, ")")}, scalar_type(t), v,
+                                        mask_type(dtype_size(t))) + ")[0]";
+}
+
+std::string CpuKernelPrinter::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
+  const char* tmpl = codegen::vector_binary_template(op, codegen::OperandClass::Float);
+  if (!through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) return CPrinterBase::scalar_binary(op, t, a, b);
+  const std::string v = vtype(t);
+  return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", a, ")"), cat("cppi_vsplat<", v, ">(", b, ")")},
+                                        scalar_type(t), v, mask_type(dtype_size(t))) + ")[0]";
+}
 
 // --- vector values -------------------------------------------------------------------------
 

@@ -165,3 +165,21 @@ def test_a_reduction_result_read_under_a_mask_in_its_own_kernel():
         return F.layer_norm(x, (33,))[31::2].expand(3) * 3
 
     check_model(f, (torch.randn(33),), grad=True, options=LOWERED)
+
+
+def test_argmax_ties_of_a_math_function_in_the_vector_body_and_its_tail():
+    """argmax over atan2(x, x) (pi/4 or -3pi/4 everywhere, ties) along rows of
+    5: the vector body of 4 lanes used SLEEF, the scalar tail libm, one ulp
+    higher, and the tail won ties eager gives to the first element (fuzzer
+    seed 1790). Scalar math in a vectorised kernel now runs the vector form.
+    Also checked: exp in a sum's tail and pow, with the same values in every
+    position of the row, reduce to the bits of the vector lanes."""
+
+    def f(x):
+        a = torch.atan2(x, x)
+        return torch.argmax(a, dim=1), torch.argmin(a, dim=1), torch.argmax(torch.exp(x.abs() * 0 + 0.3), dim=1)
+
+    x = torch.randn(33, 5)
+    check_model(f, (x,), options=LOWERED)
+    y = torch.full((7, 37), 0.7)
+    check_model(lambda y: (torch.exp(y) - torch.exp(y[:, :1])).abs().amax(1), (y,), options=LOWERED)
