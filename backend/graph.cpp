@@ -113,6 +113,7 @@ class Importer {
     return Error{kind, where + what};
   }
   Expected<SizeExpr> size_expr(const Desc& d);
+  Expected<FloatExpr> float_expr(const Desc& d);
   Expected<ValueInfo> value(const Desc& d);
   Expected<Arg> arg(const Desc& d);
 
@@ -150,6 +151,36 @@ Expected<SizeExpr> Importer::size_expr(const Desc& d) {
     return e;
   }
   return fail(Error::Kind::InvalidInput, cat("bad size expression: ", d.to_json())).error();
+}
+
+Expected<FloatExpr> Importer::float_expr(const Desc& d) {
+  const std::string& tag = d.tag();
+  FloatExpr e;
+  if (tag == "f") {
+    const Desc& x = d.tagged_value();
+    if (!x.is_float() && !x.is_int()) return fail(Error::Kind::InvalidInput, "'f' needs a number").error();
+    e.value = x.is_float() ? x.as_float() : static_cast<double>(x.as_int());
+    return e;
+  }
+  if (tag == "to_float") {
+    e.op = FloatExpr::Op::ToFloat;
+    CPPI_TRY_ASSIGN(size, size_expr(d.tagged_value()));
+    e.size = size;
+    return e;
+  }
+  if (tag == "fadd" || tag == "fmul" || tag == "fdiv") {
+    e.op = tag == "fadd" ? FloatExpr::Op::Add : tag == "fmul" ? FloatExpr::Op::Mul : FloatExpr::Op::Div;
+    const Desc& ops = d.tagged_value();
+    if (!ops.is_list() || ops.as_list().empty() || (e.op == FloatExpr::Op::Div && ops.as_list().size() != 2))
+      return fail(Error::Kind::InvalidInput, cat("'", tag, "' needs ", tag == "fdiv" ? "two operands" : "operands"))
+          .error();
+    for (const auto& operand : ops.as_list()) {
+      CPPI_TRY_ASSIGN(sub, float_expr(operand));
+      e.args.push_back(sub);
+    }
+    return e;
+  }
+  return fail(Error::Kind::InvalidInput, cat("bad float expression: ", d.to_json())).error();
 }
 
 Expected<ValueInfo> Importer::value(const Desc& d) {
@@ -206,7 +237,15 @@ Expected<ValueInfo> Importer::value(const Desc& d) {
   }
   if (tag == "symfloat" || tag == "float") {
     v.kind = tag == "float" ? ValueInfo::Kind::Float : ValueInfo::Kind::SymFloat;
-    v.number = body->is_float() ? body->as_float() : body->is_int() ? double(body->as_int()) : 0.0;
+    const Desc* number = body;
+    if (tag == "symfloat" && body->is_dict()) {  // {"hint": x, "expr": float-expr}
+      number = body->find("hint");
+      const Desc* expr = body->find("expr");
+      if (!number || !expr) return fail(Error::Kind::InvalidInput, "symfloat needs a hint and an expr").error();
+      CPPI_TRY_ASSIGN(e, float_expr(*expr));
+      v.fexpr = e;
+    }
+    v.number = number->is_float() ? number->as_float() : number->is_int() ? double(number->as_int()) : 0.0;
     return v;
   }
   if (tag == "symbool" || tag == "bool") {
@@ -421,6 +460,17 @@ Desc export_size(const SizeExpr& e) {
   return tagged(size_op_name(e.kind), ops);
 }
 
+Desc export_float(const FloatExpr& e) {
+  switch (e.op) {
+    case FloatExpr::Op::Const: return tagged("f", e.value);
+    case FloatExpr::Op::ToFloat: return tagged("to_float", export_size(e.size));
+    default: break;
+  }
+  Desc::List ops;
+  for (const auto& a : e.args) ops.push_back(export_float(a));
+  return tagged(e.op == FloatExpr::Op::Add ? "fadd" : e.op == FloatExpr::Op::Mul ? "fmul" : "fdiv", ops);
+}
+
 Desc export_value(const ValueInfo& v) {
   switch (v.kind) {
     case ValueInfo::Kind::None: return Desc();
@@ -437,7 +487,9 @@ Desc export_value(const ValueInfo& v) {
     }
     case ValueInfo::Kind::SymInt: return tagged("symint", export_size(v.sym));
     case ValueInfo::Kind::Int: return tagged("int", export_size(v.sym));
-    case ValueInfo::Kind::SymFloat: return tagged("symfloat", v.number);
+    case ValueInfo::Kind::SymFloat:
+      if (!v.fexpr) return tagged("symfloat", v.number);
+      return tagged("symfloat", Desc::Dict{{"hint", v.number}, {"expr", export_float(*v.fexpr)}});
     case ValueInfo::Kind::Float: return tagged("float", v.number);
     case ValueInfo::Kind::SymBool: return tagged("symbool", v.number != 0);
     case ValueInfo::Kind::Bool: return tagged("bool", v.number != 0);

@@ -53,6 +53,16 @@ struct TensorMeta {
   int rank() const { return static_cast<int>(sizes.size()); }
 };
 
+/// A SymFloat computed from sizes (var's backward scale 2 / (n - 1)): the
+/// float expressions of python/cppinductor/export.py, evaluated in double.
+struct FloatExpr {
+  enum class Op { Const, ToFloat, Add, Mul, Div };
+  Op op = Op::Const;
+  double value = 0;             // Const
+  SizeExpr size;                // ToFloat: the size converted to double
+  std::vector<FloatExpr> args;  // Add, Mul: one or more; Div: numerator, denominator
+};
+
 /// What an FX node produces.
 struct ValueInfo {
   enum class Kind { None, Tensor, SymInt, SymFloat, SymBool, Int, Float, Bool, Tuple };
@@ -60,6 +70,7 @@ struct ValueInfo {
   TensorMeta tensor;            // Tensor
   SizeExpr sym;                 // SymInt (the expression); Int as a constant
   double number = 0;            // Float / SymFloat hint
+  std::optional<FloatExpr> fexpr;  // SymFloat: its expression, when export could describe it
   std::vector<ValueInfo> items; // Tuple
 };
 

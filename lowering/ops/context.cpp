@@ -51,7 +51,8 @@ TensorRef TensorRef::view(std::vector<ir::IndexExpr> new_sizes, const std::vecto
 DType Scalar::category() const {
   switch (kind) {
     case Kind::Bool: return DType::Bool;
-    case Kind::Float: return DType::Float64;
+    case Kind::Float:
+    case Kind::SymbolicFloat: return DType::Float64;
     default: return DType::Int64;
   }
 }
@@ -64,6 +65,7 @@ ir::Expr Scalar::as_expr(DType dtype) const {
       return ir::Constant::make_int(dtype == DType::Bool ? (i != 0) : i, dtype);
     case Kind::Float: return ir::Constant::make(f, dtype);
     case Kind::Symbolic: return ir::cast(ir::IndexValue::make(sym), dtype);
+    case Kind::SymbolicFloat: return ir::cast(fexpr, dtype);
   }
   return ir::Constant::make(0, dtype);
 }

@@ -59,18 +59,26 @@ struct TensorRef {
 /// A Python scalar argument: a literal or a symbolic int (SymInt node or
 /// symexpr argument).
 struct Scalar {
-  enum class Kind { Bool, Int, Float, Symbolic };
+  /// Symbolic: a SymInt (`sym`). SymbolicFloat: a SymFloat computed from
+  /// sizes (`fexpr`, a float64 expression of IndexValues), which only
+  /// elementwise operands take (lowering/ops/elementwise.h); OpCall::scalar
+  /// refuses it, so no lowering reads a constant it does not have.
+  enum class Kind { Bool, Int, Float, Symbolic, SymbolicFloat };
   Kind kind = Kind::Int;
   int64_t i = 0;
   double f = 0;
   ir::IndexExpr sym;
+  ir::Expr fexpr;
 
   static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, 0, {}}; }
   static Scalar of_int(int64_t v) { return {Kind::Int, v, 0, {}}; }
   static Scalar of_float(double v) { return {Kind::Float, 0, v, {}}; }
   static Scalar of_sym(ir::IndexExpr e) { return {Kind::Symbolic, 0, 0, std::move(e)}; }
+  static Scalar of_float_expr(ir::Expr e) { return {Kind::SymbolicFloat, 0, 0, {}, std::move(e)}; }
+  bool is_symbolic() const { return kind == Kind::Symbolic || kind == Kind::SymbolicFloat; }
   /// Bool, Int64 or Float64: the category for type promotion.
   DType category() const;
+  /// The constant's value (not for symbolic scalars: check is_symbolic()).
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
   /// The value as an expression of `dtype` (a constant, or a cast IndexValue).
   ir::Expr as_expr(DType dtype) const;

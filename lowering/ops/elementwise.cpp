@@ -16,6 +16,13 @@ Expected<Operand> operand(const OpCall& call, size_t pos, std::string_view kw) {
     CPPI_ASSIGN_OR_RETURN(t, call.tensor(pos, kw));
     return Operand{t, {}};
   }
+  // A symbolic float (var's backward scale 2 / (n - 1)) is an expression
+  // like any other operand: promoted as a Python float, computed in the kernel.
+  if (int n = OpCall::node_of(a); n >= 0) {
+    const NodeValue& v = call.ctx.value(n);
+    if (v.kind == NodeValue::Kind::Scalar && v.scalar.kind == Scalar::Kind::SymbolicFloat)
+      return Operand{std::nullopt, v.scalar};
+  }
   CPPI_ASSIGN_OR_RETURN(s, call.scalar(pos, kw));
   return Operand{std::nullopt, s};
 }

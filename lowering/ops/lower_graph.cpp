@@ -113,6 +113,25 @@ bool is_symbolic_value(const ValueInfo& v) {
          v.kind == ValueInfo::Kind::Float || v.kind == ValueInfo::Kind::SymBool || v.kind == ValueInfo::Kind::Bool;
 }
 
+/// A SymFloat's expression (FloatExpr) as a float64 expression of the size
+/// symbols, evaluated in the order Python evaluated it.
+ir::Expr to_float_expr(const FloatExpr& e) {
+  switch (e.op) {
+    case FloatExpr::Op::Const: return ir::Constant::make(e.value, DType::Float64);
+    case FloatExpr::Op::ToFloat: return ir::cast(ir::IndexValue::make(to_index(e.size)), DType::Float64);
+    case FloatExpr::Op::Div:
+      return ir::binary(ir::BinaryOp::TrueDiv, to_float_expr(e.args.at(0)), to_float_expr(e.args.at(1)));
+    case FloatExpr::Op::Add:
+    case FloatExpr::Op::Mul: {
+      const auto op = e.op == FloatExpr::Op::Add ? ir::BinaryOp::Add : ir::BinaryOp::Mul;
+      ir::Expr acc = to_float_expr(e.args.at(0));
+      for (size_t k = 1; k < e.args.size(); ++k) acc = ir::binary(op, acc, to_float_expr(e.args[k]));
+      return acc;
+    }
+  }
+  return ir::Constant::make(0, DType::Float64);
+}
+
 /// sym_size, operator.mul, ...: the value is known symbolically; the runtime
 /// computes the slot only if an ATen item or the output needs it.
 void lower_symbolic(LoweringContext& ctx, int i) {
@@ -124,9 +143,12 @@ void lower_symbolic(LoweringContext& ctx, int i) {
     v.scalar = e.constant() ? Scalar::of_int(*e.constant()) : Scalar::of_sym(e);
   } else if (n.value.kind == ValueInfo::Kind::Float) {
     v.scalar = Scalar::of_float(n.value.number);
+  } else if (n.value.kind == ValueInfo::Kind::SymFloat && n.value.fexpr) {
+    v.scalar = Scalar::of_float_expr(to_float_expr(*n.value.fexpr));
   } else {
-    // SymFloat / SymBool / Bool: the meta holds a hint, not an expression, so
-    // a kernel must not bake it in; nodes reading it fall back to ATen.
+    // SymBool / Bool, and SymFloats export could not describe: the meta holds
+    // a hint, not an expression, so a kernel must not bake it in; nodes
+    // reading it fall back to ATen.
     v.kind = NodeValue::Kind::None;
   }
 }

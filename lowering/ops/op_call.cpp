@@ -57,8 +57,11 @@ Expected<Scalar> OpCall::scalar(size_t pos, std::string_view kw) const {
     }
     case Arg::Kind::Node: {
       NodeValue& v = ctx.value(static_cast<int>(a->i));
-      if (v.kind == NodeValue::Kind::Scalar) return v.scalar;
-      return Error::unsupported(cat(describe(pos, kw), " is not a scalar"));
+      if (v.kind != NodeValue::Kind::Scalar) return Error::unsupported(cat(describe(pos, kw), " is not a scalar"));
+      if (v.scalar.kind == Scalar::Kind::SymbolicFloat)
+        return Error::unsupported(cat(describe(pos, kw), " is a symbolic float (computed from sizes) where the lowering "
+                                      "needs a constant"));
+      return v.scalar;
     }
     default: return Error::unsupported(cat(describe(pos, kw), " is not a scalar"));
   }

@@ -154,9 +154,10 @@ LowerFn add_sub(BinaryOp op, bool reversed) {
       Expr x = a[0], y = a[1];
       if (t == DType::Bool) {
         if (op != BinaryOp::Add) return Error::unsupported("subtraction of bool tensors");
+        if (alpha && alpha->is_symbolic()) return Error::unsupported("a symbolic alpha on bool tensors");
         return ir::binary(BinaryOp::LogicalOr, x, alpha && alpha->as_double() == 0 ? ir::const_bool(false) : y);
       }
-      if (alpha && !(alpha->kind != Scalar::Kind::Symbolic && alpha->as_double() == 1)) {
+      if (alpha && !(!alpha->is_symbolic() && alpha->as_double() == 1)) {
         Expr scaled = alpha->as_expr(t);
         if (reversed) x = ir::binary(BinaryOp::Mul, x, scaled);
         else y = ir::binary(BinaryOp::Mul, y, scaled);
@@ -218,7 +219,7 @@ LowerFn modulo(BinaryOp op) {
 Status lower_pow(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}, {1, "exponent"}}));
   std::optional<double> exponent;
-  if (!ops[1].tensor && ops[1].scalar.kind != Scalar::Kind::Symbolic) exponent = ops[1].scalar.as_double();
+  if (!ops[1].tensor && !ops[1].scalar.is_symbolic()) exponent = ops[1].scalar.as_double();
   return lower_elementwise(c, ops, {}, [exponent](const Args& a, DType t) -> Expected<Expr> {
     if (t == DType::Bool) return Error::unsupported("pow of bool tensors");
     if (exponent) {

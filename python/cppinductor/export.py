@@ -13,8 +13,13 @@ The description is nested dicts/lists/scalars only (see backend/desc.h):
   {"device": "cpu"}, {"layout": ...}, {"memory_format": ...},
   {"symexpr": size-expr}, {"unsupported": repr}.
 - ``val``: {"tensor": {"dtype", "sizes", "strides", "offset", "device"}},
-  {"symint": e}, {"int": e}, {"symfloat"|"float": x}, {"symbool"|"bool": b},
+  {"symint": e}, {"int": e}, {"float": x}, {"symfloat": x} or
+  {"symfloat": {"hint": x, "expr": float-expr}}, {"symbool"|"bool": b},
   {"tuple": [val, ...]}, None, or {"unsupported": why}.
+- float expressions (a SymFloat computed from sizes, e.g. var's backward
+  scale 2 / (n - 1)): {"f": x}, {"to_float": size-expr},
+  {"fadd"|"fmul": [fe, ...]}, {"fdiv": [a, b]}; a SymFloat whose expression
+  has anything else carries only its hint, and nodes reading it fall back.
 - size expressions: ints, {"sym": "s0"}, {"add"|"mul"|"min"|"max": [e, ...]},
   {"floordiv"|"mod": [a, b]}, or {"unsupported": text}.
 
@@ -95,6 +100,34 @@ def _sympy_expr(e: sympy.Basic) -> Any:
     return {"unsupported": str(e)}
 
 
+def _float_expr(e: sympy.Basic) -> Any:
+    """A SymFloat's sympy expression as a float expression (see the module
+    docstring), or None where it holds something the core cannot evaluate."""
+    if isinstance(e, (sympy.Float, sympy.Integer, sympy.Rational)):
+        return {"f": float(e)}
+    if isinstance(e, symfn.ToFloat):
+        size = size_expr(e.args[0])
+        return None if isinstance(size, dict) and "unsupported" in size else {"to_float": size}
+    if isinstance(e, symfn.IntTrueDiv):
+        a, b = (_float_expr(symfn.ToFloat(x)) for x in e.args)
+        return None if a is None or b is None else {"fdiv": [a, b]}
+    if isinstance(e, symfn.FloatTrueDiv):
+        a, b = (_float_expr(x) for x in e.args)
+        return None if a is None or b is None else {"fdiv": [a, b]}
+    if isinstance(e, (sympy.Add, sympy.Mul)):
+        args = [_float_expr(x) for x in e.args]
+        if any(a is None for a in args):
+            return None
+        return {"fadd" if isinstance(e, sympy.Add) else "fmul": args}
+    if isinstance(e, sympy.Pow) and isinstance(e.args[1], sympy.Integer):
+        base, k = _float_expr(e.args[0]), int(e.args[1])
+        if base is None or k == 0 or abs(k) > 8:
+            return None
+        power = base if abs(k) == 1 else {"fmul": [base] * abs(k)}
+        return power if k > 0 else {"fdiv": [{"f": 1.0}, power]}
+    return None
+
+
 def tensor_val(t: torch.Tensor) -> Any:
     if t.layout != torch.strided:
         return {"unsupported": f"tensor layout {t.layout} is not supported"}
@@ -125,7 +158,9 @@ def value(v: Any) -> Any:
     if isinstance(v, torch.SymInt):
         return {"symint": size_expr(v)}
     if isinstance(v, torch.SymFloat):
-        return {"symfloat": float(v.node.hint) if v.node.hint is not None else 0.0}
+        hint = float(v.node.hint) if v.node.hint is not None else 0.0
+        expr = _float_expr(v.node.expr)
+        return {"symfloat": hint if expr is None else {"hint": hint, "expr": expr}}
     if isinstance(v, torch.SymBool):
         return {"symbool": bool(v.node.hint) if v.node.hint is not None else False}
     if isinstance(v, bool):

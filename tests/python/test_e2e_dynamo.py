@@ -113,6 +113,27 @@ def test_dynamic_python_float_is_not_recompiled(device, graph_count):
     assert graph_count() <= 2
 
 
+def test_floats_computed_from_sizes_are_lowered(device, graph_count):
+    """SymFloats computed from sizes (var's backward scale 2 / (n - 1), a
+    Python n / 3) are expressions of the size symbols evaluated in the
+    kernel: no fallback, and each size gets its own value, not the hint."""
+
+    def f(x):
+        n = x.shape[0]
+        return x.var(0) * 2 + x.std(1).sum(), x * (n / 3) + (x.shape[1] * 0.5 - 1) / (n + 2)
+
+    compiled = compile_fn(f, dynamic=True, options={"fallback": "error"})
+    for shape in ((5, 4), (9, 7), (3, 33)):
+        x = torch.randn(*shape, device=device, requires_grad=True)
+        out, ref = compiled(x), f(x)
+        for a, e in zip(out, ref):
+            torch.testing.assert_close(a, e)
+        (g,) = torch.autograd.grad(sum(o.sum() for o in out), x)
+        (r,) = torch.autograd.grad(sum(o.sum() for o in ref), x)
+        torch.testing.assert_close(g, r)
+    assert graph_count() == 1
+
+
 def test_no_tensor_ops_returns_input(device):
     check_model(lambda x: x, (torch.randn(3, device=device),))
 
