@@ -275,32 +275,28 @@ TEST(Lowering, SymFloatScalarsFallBackRatherThanBakingInAHint) {
 }
 
 TEST(Lowering, SymFloatsWithAnExpressionComputeFromTheSizes) {
-  // 2 / (float(n) - 1), var's backward scale: export gives the expression,
-  // so x * f lowers and reads n at run time, not the hint 0.5 (n = 5 then).
-  GraphBuilder b;
-  b.symbols = {"s0"};
-  Desc expr = tag("fdiv", Desc::List{tag("f", 2.0), tag("fadd", Desc::List{tag("f", -1.0),
-                                                                           tag("to_float", tag("sym", "s0"))})});
-  Graph g = b.input("x", tensor("float32", {tag("sym", "s0")}, {1}))
-                .call("n", "aten.sym_size.int", {ref("x"), 0}, tag("symint", tag("sym", "s0")))
-                .call("f", "operator.truediv", {2.0, ref("n")}, tag("symfloat", Desc::Dict{{"hint", 0.5}, {"expr", expr}}))
-                .call("y", "aten.mul.Tensor", {ref("x"), ref("f")}, tensor("float32", {tag("sym", "s0")}, {1}))
-                .output({ref("y")});
-  auto l = lower(g);
+  // f = 2 / (float(n) - 1), var's backward scale, with the expression export
+  // gives, read by `op`.
+  auto graph_reading_f = [](const std::string& op) {
+    GraphBuilder b;
+    b.symbols = {"s0"};
+    Desc expr = tag("fdiv", Desc::List{tag("f", 2.0), tag("fadd", Desc::List{tag("f", -1.0),
+                                                                             tag("to_float", tag("sym", "s0"))})});
+    return b.input("x", tensor("float32", {tag("sym", "s0")}, {1}))
+        .call("n", "aten.sym_size.int", {ref("x"), 0}, tag("symint", tag("sym", "s0")))
+        .call("f", "operator.truediv", {2.0, ref("n")}, tag("symfloat", Desc::Dict{{"hint", 0.5}, {"expr", expr}}))
+        .call("y", op, {ref("x"), ref("f")}, tensor("float32", {tag("sym", "s0")}, {1}))
+        .output({ref("y")});
+  };
+  // x * f lowers and reads n at run time, not the hint 0.5 (n = 5 then).
+  auto l = lower(graph_reading_f("aten.mul.Tensor"));
   expect_all_lowered(l);
   Memory m(l.lowered, {{"s0", 3}});
   m.set("x", {1, 2, 3});
   m.run();
   expect_near(m.get("y"), {1, 2, 3});  // 2 / (3 - 1) = 1
   // Where a lowering needs the constant itself (a random op's p), it still falls back.
-  GraphBuilder b2;
-  b2.symbols = {"s0"};
-  Graph g2 = b2.input("x", tensor("float32", {tag("sym", "s0")}, {1}))
-                 .call("n", "aten.sym_size.int", {ref("x"), 0}, tag("symint", tag("sym", "s0")))
-                 .call("f", "operator.truediv", {2.0, ref("n")}, tag("symfloat", Desc::Dict{{"hint", 0.5}, {"expr", expr}}))
-                 .call("y", "aten.bernoulli.p", {ref("x"), ref("f")}, tensor("float32", {tag("sym", "s0")}, {1}))
-                 .output({ref("y")});
-  auto l2 = lower(g2);
+  auto l2 = lower(graph_reading_f("aten.bernoulli.p"));
   ASSERT_EQ(fallbacks(l2).size(), 1u);
   EXPECT_NE(fallbacks(l2)[0]->reason.find("symbolic float"), std::string::npos) << fallbacks(l2)[0]->reason;
 }
