@@ -56,8 +56,8 @@ struct TensorRef {
   TensorRef view(std::vector<ir::IndexExpr> sizes, const std::vector<ir::IndexExpr>& base_coords) const;
 };
 
-/// A Python scalar argument: a literal or a symbolic int (SymInt node or
-/// symexpr argument).
+/// A Python scalar argument: a literal, a symbolic int (SymInt node or
+/// symexpr argument) or a float computed from sizes (SymFloat node).
 struct Scalar {
   /// Symbolic: a SymInt (`sym`). SymbolicFloat: a SymFloat computed from
   /// sizes (`fexpr`, a float64 expression of IndexValues), which only
@@ -80,7 +80,8 @@ struct Scalar {
   DType category() const;
   /// The constant's value (not for symbolic scalars: check is_symbolic()).
   double as_double() const { return kind == Kind::Float ? f : static_cast<double>(i); }
-  /// The value as an expression of `dtype` (a constant, or a cast IndexValue).
+  /// The value as an expression of `dtype` (a constant, a cast IndexValue or
+  /// the cast float expression).
   ir::Expr as_expr(DType dtype) const;
 };
 
