@@ -618,17 +618,22 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     par_why = "serial: an accumulating store whose outer iterations may add into one element";
   } else if (work < target.min_parallel_work) {
     par_why = cat("serial: ", work, " elements of work");
-  } else if (reductions == 1 && !pointwise_loops && !vec_outer &&
+  } else if (reductions >= 1 && !pointwise_loops && !vec_outer && signature(k).scratch.empty() &&
              few_long_rows(outer_iters, stage_work, target)) {
-    const ReductionStage* r = nullptr;
+    // Each reduction stage's loop is split in turn (a softmax row's max, then
+    // its sum of exp): the shortest sets the grain.
+    int64_t per_iter = INT64_MAX;
+    std::string over;
     for (const auto& s : k.stages) {
-      if (auto rs = std::get_if<ReductionStage>(&s)) r = rs;
+      auto r = std::get_if<ReductionStage>(&s);
+      if (!r || r->loops.empty()) continue;
+      per_iter = std::min(per_iter, est.product(r->loops, 1));
+      if (over.empty()) over = var_name(r->loops[0]);
     }
-    if (!r->loops.empty()) {
+    if (!over.empty()) {
       d.cpu.parallel_reduction = true;
-      const int64_t per_iter = est.product(r->loops, 1);
       d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_iter - 1) / per_iter);
-      par_why = cat("parallel reduction over ", var_name(r->loops[0]), " (", outer_iters, " outer iterations)");
+      par_why = cat("parallel reduction over ", over, " (", outer_iters, " outer iterations)");
     } else {
       par_why = "serial: nothing to split";
     }

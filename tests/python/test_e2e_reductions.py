@@ -65,6 +65,21 @@ def test_few_long_rows_split_across_threads_on_cpu():
         torch.set_num_threads(threads)
 
 
+def test_one_long_row_of_several_reductions_split_across_threads_on_cpu():
+    """softmax and layer_norm of one row of 300001: the statistics kernel has
+    no outer loop, so each of its reductions (max, then the sum of exp; the
+    mean, then the centred sums) is split across the threads in turn."""
+    x = torch.randn(1, 300001) * 3
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for f in (lambda x: torch.softmax(x, -1), lambda x: F.layer_norm(x, (300001,))):
+            kernels = _cpu_kernels(f, x, atol=1e-5, rtol=1e-4)
+            assert "parallel_reduction=yes" in kernels, kernels
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_reduction_with_pointwise_prologue_and_epilogue(device):
     def f(x, w):
         s = (torch.exp(x) * w).sum(1, keepdim=True)

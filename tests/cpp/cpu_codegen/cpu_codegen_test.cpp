@@ -78,6 +78,37 @@ TEST(CpuSchedule, FewLongRowsThatDoNotDivideAmongThreadsAreSplit) {
   EXPECT_FALSE(split(12, 1 << 16));  // 8192 per thread: not worth a region per row
 }
 
+/// A softmax row's statistics without its normalising loop: max, then the
+/// sum of exp(x - max), both stored per row (loop-less stores).
+KernelPtr softmax_statistics_kernel(const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("arg0", DType::Float32, {rows, cols});
+  auto amax_out = output("buf0", DType::Float32, {rows});
+  auto denom_out = output("buf1", DType::Float32, {rows});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr x = load(in, x0 * cols + r0);
+  auto amax = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Max, x, {"amax"});
+  auto denom = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum,
+                                    unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, amax.result())), {"denom"});
+  PointwiseStage store{{}, {Store::make(amax_out, x0, amax.result()), Store::make(denom_out, x0, denom.result())}};
+  return Kernel::make("softmax_stats_0", Device::CPU, {Loop{x0, rows}}, {amax, denom, store}, {},
+                      {"amax", "sub", "exp", "sum"});
+}
+
+TEST(CpuSchedule, FewRowsOfSeveralReductionsSplitEachInTurn) {
+  // One row of a softmax's max and sum of exp: both reductions split across
+  // the threads, one after the other (the sum needs the whole row's max).
+  auto k = schedule_for_cpu(softmax_statistics_kernel(1, 1 << 18), avx512_target());
+  EXPECT_TRUE(k->schedule.cpu.parallel_reduction);
+  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
+  const std::string src = print_one(k).source;
+  size_t regions = 0;
+  for (size_t at = src.find("cppi_parallel_reduce<"); at != std::string::npos; at = src.find("cppi_parallel_reduce<", at + 1))
+    ++regions;
+  EXPECT_EQ(regions, 2u) << src;
+  // A pointwise stage with loops (the normalising loop) keeps rows parallel.
+  EXPECT_FALSE(schedule_for_cpu(softmax_kernel(1, 1 << 18), avx512_target())->schedule.cpu.parallel_reduction);
+}
+
 TEST(CpuSchedule, TransposedStoresStayScalar) {
   auto in = input("arg0", DType::Float32, {64, 64});
   auto out = output("buf0", DType::Float32, {64, 64});
@@ -461,6 +492,21 @@ TEST_P(CpuNumerics, FullReductions) {
 
 // 64: exactly one group of the 4 max/min accumulators; 1023: groups, whole vectors after them, a tail.
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
+
+TEST(CpuNumerics, SoftmaxStatisticsOfFewLongRowsSplitAcrossThreads) {
+  // 1 and 3 rows long enough to split (parallel_reduction, checked by the
+  // schedule test above) against the serial schedule, NaN and inf included.
+  RunOptions o;
+  o.rtol = 1e-4;
+  o.atol = 1e-4;
+  for (int64_t rows : {1, 3}) {
+    for (int64_t cols : {(1 << 14) + 3, 100000}) {
+      ASSERT_TRUE(schedule_for_cpu(softmax_statistics_kernel(rows, cols), avx512_target())->schedule.cpu.parallel_reduction);
+      expect_matches(softmax_statistics_kernel(rows, cols), false, o);
+      expect_matches(softmax_statistics_kernel(rows, cols), true, o);
+    }
+  }
+}
 
 TEST(CpuNumerics, PrefaultedOutputs) {
   for (auto k : {broadcast_add_kernel(1024, 1100), pointwise_kernel((1 << 20) + 7), softmax_kernel(1024, 1100)}) {
