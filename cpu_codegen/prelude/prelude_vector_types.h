@@ -238,6 +238,9 @@ CPPI_INLINE To cppi_vfloat_to_int(From v) {
 // are left (log2 N shuffles and adds; lane by lane, 16 float lanes were a
 // chain of 15 dependent adds: sums over 508400 rows of 33 floats, two
 // threads, 6.15 -> 5.46 ms); max and min go lane by lane, lane 0 first.
+// The halves are shufflevectors, not cppi_vlow/cppi_vhigh (the vector
+// math's splits): those need a named half type, and a 4-lane float's halves
+// have none.
 template <class V, int... J>
 CPPI_INLINE auto cppi_vlow_half(V v, cppi_ints<J...>) {
   return __builtin_shufflevector(v, v, J...);

@@ -485,10 +485,10 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
   return d;
 }
 
-/// Whether a single reduction's outer iterations (rows) are too few to share
-/// evenly among the threads, so each row's reduction loop is split across
-/// them instead (parallel_reduction: one cppi_parallel_reduce per row, each
-/// a parallel region). Fewer rows than threads always; otherwise rows that
+/// Whether a kernel of reductions has too few outer iterations (rows) to
+/// share evenly among the threads, so each row's reduction loops are split
+/// across them instead (parallel_reduction: one cppi_parallel_reduce per
+/// reduction and row, each a parallel region). Fewer rows than threads always; otherwise rows that
 /// do not divide among the threads (3 rows on 2: one thread takes two), at
 /// most 4 per thread, each long enough that a thread's share of it (at least
 /// 4 x min_parallel_work) outweighs starting a region. x.mean(1) of 3 x 10^6

@@ -24,11 +24,12 @@
 ///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
 ///   constant extent below the width, none below 4. Tail: a scalar loop.
 /// - Parallelism. Work below CpuTarget::min_parallel_work stays serial. A
-///   kernel that is a single reduction (plus loop-less stores) whose outer
-///   iterations are fewer than the threads, or do not divide among them
-///   (at most 4 per thread, each giving a thread 4 x min_parallel_work),
-///   splits the reduction loop of each outer iteration in turn
-///   (parallel_reduction; partials combined in order). Otherwise the fewest
+///   kernel of reductions (plus loop-less stores; no pointwise stage with
+///   loops, no scratch) whose outer iterations are fewer than the threads,
+///   or do not divide among them (at most 4 per thread, each giving a
+///   thread 4 x min_parallel_work), splits each reduction loop of each
+///   outer iteration in turn (parallel_reduction: a softmax row's max, then
+///   its sum of exp; partials combined in order). Otherwise the fewest
 ///   leading outer loops whose product reaches 4 x threads are collapsed into
 ///   cppi_parallel_for, with grain = min_parallel_work / work per iteration,
 ///   so each chunk carries at least that much work. A vectorised outer loop is
