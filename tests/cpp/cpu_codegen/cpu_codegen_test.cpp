@@ -1,5 +1,6 @@
-// CPU schedule + printer: FileCheck-style checks of the generated source and
-// numerical runs against the reference interpreter.
+// CPU printer: FileCheck-style checks of the generated source and numerical
+// runs against the reference interpreter (the schedule's decisions:
+// cpu_schedule_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,131 +15,6 @@ namespace cppi::cpu::test {
 namespace {
 
 using namespace ir;
-
-// --- schedule ------------------------------------------------------------------------------
-
-TEST(CpuSchedule, PointwiseIsVectorisedAt16FloatsAndParallelInVectorBlocks) {
-  auto k = schedule_for_cpu(pointwise_kernel(100000), avx512_target());
-  const auto& s = k->schedule.cpu;
-  EXPECT_EQ(s.vectorized, VectorizedLoop::InnermostOuter);
-  EXPECT_EQ(s.vector_width, 16);
-  EXPECT_EQ(s.parallel_loops, 1);
-  EXPECT_EQ(s.tail, TailKind::ScalarLoop);
-  // 4096 elements per chunk = 256 vectors of 16.
-  EXPECT_EQ(s.grain_size, 256);
-}
-
-TEST(CpuSchedule, SmallKernelsStaySerial) {
-  auto k = schedule_for_cpu(pointwise_kernel(1000), avx512_target(32768));
-  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
-  EXPECT_FALSE(k->schedule.cpu.parallel_reduction);
-}
-
-TEST(CpuSchedule, Avx2AndDoublesHalveTheWidth) {
-  CpuTarget avx2 = avx512_target();
-  avx2.vector_bytes = 32;
-  EXPECT_EQ(schedule_for_cpu(pointwise_kernel(1000), avx2)->schedule.cpu.vector_width, 8);
-  auto argmax = schedule_for_cpu(row_reduction_kernel(ReductionKind::ArgMax, 64, 1000), avx512_target());
-  EXPECT_EQ(argmax->schedule.cpu.vector_width, 8);  // int64 indices
-  auto dbl = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 64, 1000, DType::Float64), avx512_target());
-  EXPECT_EQ(dbl->schedule.cpu.vector_width, 8);
-}
-
-TEST(CpuSchedule, RowReductionVectorisesTheReductionLoop) {
-  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 1000), avx512_target());
-  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
-  EXPECT_EQ(k->schedule.cpu.parallel_loops, 1);
-  EXPECT_FALSE(k->schedule.cpu.parallel_reduction);
-}
-
-TEST(CpuSchedule, ColumnReductionVectorisesAcrossOutputs) {
-  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 1000, 512), avx512_target());
-  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
-  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
-}
-
-TEST(CpuSchedule, FullReductionIsSplitAcrossThreads) {
-  auto k = schedule_for_cpu(full_reduction_kernel(ReductionKind::Sum, 1 << 20), avx512_target());
-  EXPECT_TRUE(k->schedule.cpu.parallel_reduction);
-  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
-  EXPECT_EQ(k->schedule.cpu.grain_size, 4096);
-  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
-}
-
-TEST(CpuSchedule, FewLongRowsThatDoNotDivideAmongThreadsAreSplit) {
-  // 8 threads, min_parallel_work 4096: a row must give each thread 16384.
-  auto split = [](int64_t rows, int64_t cols) {
-    return schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, rows, cols), avx512_target())
-        ->schedule.cpu.parallel_reduction;
-  };
-  EXPECT_TRUE(split(5, 1 << 18));    // fewer rows than threads
-  EXPECT_TRUE(split(12, 1 << 18));   // 12 rows: the second round keeps half the threads idle
-  EXPECT_FALSE(split(16, 1 << 18));  // two full rounds
-  EXPECT_FALSE(split(40, 1 << 18));  // more than 4 rows per thread
-  EXPECT_FALSE(split(12, 1 << 16));  // 8192 per thread: not worth a region per row
-}
-
-/// A softmax row's statistics without its normalising loop: max, then the
-/// sum of exp(x - max), both stored per row (loop-less stores).
-KernelPtr softmax_statistics_kernel(const IndexExpr& rows, const IndexExpr& cols) {
-  auto in = input("arg0", DType::Float32, {rows, cols});
-  auto amax_out = output("buf0", DType::Float32, {rows});
-  auto denom_out = output("buf1", DType::Float32, {rows});
-  IndexExpr x0 = var("x0"), r0 = var("r0");
-  Expr x = load(in, x0 * cols + r0);
-  auto amax = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Max, x, {"amax"});
-  auto denom = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum,
-                                    unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, amax.result())), {"denom"});
-  PointwiseStage store{{}, {Store::make(amax_out, x0, amax.result()), Store::make(denom_out, x0, denom.result())}};
-  return Kernel::make("softmax_stats_0", Device::CPU, {Loop{x0, rows}}, {amax, denom, store}, {},
-                      {"amax", "sub", "exp", "sum"});
-}
-
-TEST(CpuSchedule, FewRowsOfSeveralReductionsSplitEachInTurn) {
-  // One row of a softmax's max and sum of exp: both reductions split across
-  // the threads, one after the other (the sum needs the whole row's max).
-  auto k = schedule_for_cpu(softmax_statistics_kernel(1, 1 << 18), avx512_target());
-  EXPECT_TRUE(k->schedule.cpu.parallel_reduction);
-  EXPECT_EQ(k->schedule.cpu.parallel_loops, 0);
-  const std::string src = print_one(k).source;
-  size_t regions = 0;
-  for (size_t at = src.find("cppi_parallel_reduce<"); at != std::string::npos; at = src.find("cppi_parallel_reduce<", at + 1))
-    ++regions;
-  EXPECT_EQ(regions, 2u) << src;
-  // A pointwise stage with loops (the normalising loop) keeps rows parallel.
-  EXPECT_FALSE(schedule_for_cpu(softmax_kernel(1, 1 << 18), avx512_target())->schedule.cpu.parallel_reduction);
-}
-
-TEST(CpuSchedule, TransposedStoresStayScalar) {
-  auto in = input("arg0", DType::Float32, {64, 64});
-  auto out = output("buf0", DType::Float32, {64, 64});
-  IndexExpr x0 = var("x0"), x1 = var("x1");
-  auto k = Kernel::make("transpose_0", Device::CPU, {Loop{x0, 64}, Loop{x1, 64}},
-                        {PointwiseStage{{}, {Store::make(out, x1 * 64 + x0, load(in, x0 * 64 + x1))}}});
-  auto s = schedule_for_cpu(k, avx512_target());
-  EXPECT_EQ(s->schedule.cpu.vectorized, VectorizedLoop::None);
-  EXPECT_NE(explain_cpu_schedule(*k, avx512_target()).find("strided stores"), std::string::npos);
-}
-
-TEST(CpuSchedule, LargeDenseOutputsArePrefaultedPerChunk) {
-  // 1024 x 1100 floats: 4.4 MB, written densely in loop order.
-  EXPECT_TRUE(schedule_for_cpu(broadcast_add_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
-  EXPECT_TRUE(schedule_for_cpu(pointwise_kernel(1 << 21), avx512_target())->schedule.cpu.prefault_outputs);
-  EXPECT_NE(explain_cpu_schedule(*broadcast_add_kernel(1024, 1100), avx512_target()).find("prefaulted"), std::string::npos);
-  // A row kernel's pointwise stage writes rows densely too (softmax's output).
-  EXPECT_TRUE(schedule_for_cpu(softmax_kernel(1024, 1100), avx512_target())->schedule.cpu.prefault_outputs);
-  // Small outputs, symbolic sizes, reductions and transposed stores: no.
-  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(64, 1100), avx512_target())->schedule.cpu.prefault_outputs);
-  EXPECT_FALSE(schedule_for_cpu(broadcast_add_kernel(sym("s0"), 1100), avx512_target())->schedule.cpu.prefault_outputs);
-  EXPECT_FALSE(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 1024, 4096), avx512_target())
-                   ->schedule.cpu.prefault_outputs);
-  auto in = input("arg0", DType::Float32, {2048, 2048});
-  auto out = output("buf0", DType::Float32, {2048, 2048});
-  IndexExpr x0 = var("x0"), x1 = var("x1");
-  auto transpose = Kernel::make("transpose_0", Device::CPU, {Loop{x0, 2048}, Loop{x1, 2048}},
-                                {PointwiseStage{{}, {Store::make(out, x1 * 2048 + x0, load(in, x0 * 2048 + x1))}}});
-  EXPECT_FALSE(schedule_for_cpu(transpose, avx512_target())->schedule.cpu.prefault_outputs);
-}
 
 // --- generated source ---------------------------------------------------------------------------
 
@@ -260,15 +136,6 @@ TEST(CpuPrinter, RowSumKeepsFourVectorAccumulatorsAndAScalarTail) {
                                              "const float red = (cppi_vreduce_add(red_vacc) + red_acc);",
                                              "out_buf0[x0] = red;",
                                          }));
-}
-
-TEST(CpuSchedule, RowsShorterThanFourVectorsKeepOneAccumulator) {
-  // 33 floats fill two AVX-512 vectors: three more accumulators would only
-  // be combined. 64 fill all four.
-  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 33), avx512_target())
-                ->schedule.cpu.vector_accumulators, 1);
-  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 64), avx512_target())
-                ->schedule.cpu.vector_accumulators, 4);
 }
 
 TEST(CpuPrinter, RowMaxKeepsFourAccumulatorsMergedBeforeTheHorizontalStep) {

@@ -125,6 +125,20 @@ KernelPtr softmax_kernel(const IndexExpr& rows, const IndexExpr& cols) {
                       {"amax", "sub", "exp", "sum", "div"});
 }
 
+KernelPtr softmax_statistics_kernel(const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("arg0", DType::Float32, {rows, cols});
+  auto amax_out = output("buf0", DType::Float32, {rows});
+  auto denom_out = output("buf1", DType::Float32, {rows});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  Expr x = load(in, x0 * cols + r0);
+  auto amax = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Max, x, {"amax"});
+  auto denom = ReductionStage::make({Loop{r0, cols}}, ReductionKind::Sum,
+                                    unary(UnaryOp::Exp, binary(BinaryOp::Sub, x, amax.result())), {"denom"});
+  PointwiseStage store{{}, {Store::make(amax_out, x0, amax.result()), Store::make(denom_out, x0, denom.result())}};
+  return Kernel::make("softmax_stats_0", Device::CPU, {Loop{x0, rows}}, {amax, denom, store}, {},
+                      {"amax", "sub", "exp", "sum"});
+}
+
 KernelPtr two_pass_variance_kernel(const IndexExpr& rows, const IndexExpr& cols) {
   auto in = input("arg0", DType::Float32, {rows, cols});
   auto out = output("buf0", DType::Float32, {rows, cols});

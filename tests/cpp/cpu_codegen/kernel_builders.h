@@ -33,6 +33,9 @@ ir::KernelPtr row_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& 
 ir::KernelPtr column_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// Softmax over the last dim of [rows, cols]: max, sum of exp, normalise.
 ir::KernelPtr softmax_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
+/// A softmax row's statistics without its normalising loop: max, then the
+/// sum of exp(x - max), both stored per row (loop-less stores).
+ir::KernelPtr softmax_statistics_kernel(const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// Layer norm's corrected two-pass variance over the last dim of [rows, cols]:
 /// m = sum(x) / cols, then the two independent sums of d = x - m and of d * d
 /// (`s1`, `s2`), then out = d * s2 / cols + s1 / cols.
