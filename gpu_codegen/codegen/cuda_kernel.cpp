@@ -83,7 +83,9 @@ void CudaKernelHandle::run(void* const* buffers, const int64_t* symbols, uintptr
   const size_t nb = static_cast<size_t>(info_.buffer_args), ns = info_.symbol_positions.size();
   if (nb + ns > kMaxArgs) throw CompilerError(Error::internal(cat("cuda kernel ", info_.name, ": too many arguments")));
   void* args[kMaxArgs];
-  for (size_t i = 0; i < nb; ++i) args[i] = const_cast<void**>(&buffers[i]);
+  // A host scalar's argument is its value: the driver reads it through the
+  // host pointer now, at launch.
+  for (size_t i = 0; i < nb; ++i) args[i] = info_.by_value[i] ? buffers[i] : const_cast<void**>(&buffers[i]);
   for (size_t j = 0; j < ns; ++j) args[nb + j] = const_cast<int64_t*>(&symbols[info_.symbol_positions[j]]);
   std::optional<CudaKernel> twin;
   if (!l.vectorized && !info_.scalar_twin.empty()) {

@@ -140,6 +140,8 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void check_schedule() const;
   void print_header();
   std::string parameters(PrintedCudaKernel* info);
+  /// A pointer to each by-value parameter, so loads read it as any buffer.
+  void print_host_scalars();
   /// Declares the loop variables of `loops` (those in `used`, when given)
   /// from the row-major flat index `flat`.
   void unravel(const std::vector<Loop>& loops, const std::string& flat, const std::set<std::string>* used = nullptr);

@@ -146,7 +146,12 @@ std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
     const std::string type = std::string(dtype_ctype(a.buffer->dtype));
     const std::string name = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
     pointers_[a.buffer->name] = name;
-    params += (params.empty() ? "" : ", ") + (a.written ? type + "* " : "const " + type + "* ") + name;
+    const bool by_value = is_host_scalar(*a.buffer, Device::CUDA);
+    if (by_value && a.written) fail(cat("kernel ", k_.name, " writes ", a.buffer->name, " in CPU memory"));
+    info->by_value.push_back(by_value);
+    params += (params.empty() ? "" : ", ") +
+              (by_value ? "const " + type + " " + name + "_value"
+                        : (a.written ? type + "* " : "const " + type + "* ") + name);
   }
   info->buffer_args = static_cast<int>(sig_.buffers.size());
   for (const auto& s : sig_.symbols) {
@@ -162,6 +167,15 @@ std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
     params += (params.empty() ? "" : ", ") + std::string("int64_t ") + s;
   }
   return params;
+}
+
+void CudaKernelPrinter::print_host_scalars() {
+  for (const auto& a : sig_.buffers) {
+    if (!is_host_scalar(*a.buffer, Device::CUDA)) continue;
+    const std::string name = pointer_name(a.buffer->name);
+    // Loads index the value as the buffer's one element.
+    out_.line(cat("const ", dtype_ctype(a.buffer->dtype), "* ", name, " = &", name, "_value;"));
+  }
 }
 
 void CudaKernelPrinter::unravel(const std::vector<Loop>& loops, const std::string& flat,
@@ -259,6 +273,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
                 resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));
+  print_host_scalars();
   if (const ScanStage* scan = scan_of(k_); scan && g_.mapping != GpuMapping::GridStridePointwise) {
     g_.mapping == GpuMapping::RowPerBlock ? print_scan_rows() : print_scan_columns();
     out_.close();

@@ -20,7 +20,8 @@
 ///     for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) { ...stages... }
 ///   }
 /// Parameters: one pointer per buffer of ir::signature(kernel) (in that
-/// order), then one int64_t per size symbol the kernel uses (signature order).
+/// order; a host scalar's value instead of a pointer), then one int64_t per
+/// size symbol the kernel uses (signature order).
 #pragma once
 
 #include <map>
@@ -66,6 +67,10 @@ struct PrintedCudaKernel {
   std::vector<std::string> symbols;
   std::vector<int> symbol_positions;
   int buffer_args = 0;
+  /// Per buffer argument: a host scalar (ir::is_host_scalar), a parameter of
+  /// its dtype that the launcher passes as the host pointer to the value, which
+  /// the driver copies at launch. Other buffers are device pointers.
+  std::vector<bool> by_value;
   bool warp_reduction = false;   // uses warp shuffles
   bool block_reduction = false;  // uses the shared-memory block reduce
   bool row_cached = false;       // single pass with the row in registers

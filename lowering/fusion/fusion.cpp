@@ -212,13 +212,21 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
       }
     }
     if (refused) continue;
+    // A host scalar's arithmetic in a CUDA kernel costs a few instructions
+    // a thread; left on the CPU it is a kernel of its own, compiled for one
+    // element (g++ where the build has no JIT).
+    const bool host_scalar = fusion::computes_host_scalar(*p.nodes[i], ir::Device::CUDA) &&
+                             std::all_of(readers.begin(), readers.end(), [&](size_t r) {
+                               return fusion::device_of(*p.nodes[r]) == ir::Device::CUDA;
+                             });
     int cost = fusion::recompute_cost(producer->store.value);
     // CPU only: the GPU's column kernels have idle ALUs next to their loads,
     // and keep Inductor's rule.
     const bool outer_broadcast =
         producer->store.buffer->device == ir::Device::CPU &&
         any_outer_broadcast(p, readers, maps, heuristics.outer_broadcast_repeats);
-    if (auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast)) {
+    auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast);
+    if (why && !host_scalar) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;
     }

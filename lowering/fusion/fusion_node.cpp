@@ -39,6 +39,14 @@ ir::Device device_of(const ComputeNode& n) {
   return ir::Device::CPU;
 }
 
+bool computes_host_scalar(const ComputeNode& n, ir::Device device) {
+  const auto* p = std::get_if<ir::PointwiseNodePtr>(&n);
+  if (!p || (*p)->store.accumulate || !ir::is_host_scalar(*(*p)->store.buffer, device)) return false;
+  for (const auto& a : ir::reads(n))
+    if (!ir::is_host_scalar(*a.buffer, device)) return false;
+  return true;
+}
+
 ir::VarRanges var_ranges_of(const ComputeNode& n) {
   return std::visit([](const auto& p) { return p->var_ranges(); }, n);
 }

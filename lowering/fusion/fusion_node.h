@@ -25,6 +25,10 @@ bool accumulates(const ir::ComputeNode& n);
 const std::vector<ir::IndexExpr>& ranges_of(const ir::ComputeNode& n);
 const std::vector<std::string>& origins_of(const ir::ComputeNode& n);
 ir::Device device_of(const ir::ComputeNode& n);
+/// Whether `n` is pointwise and computes a host scalar from host scalars
+/// alone (ir::is_host_scalar: a 0-d CPU tensor from lifted Python scalars),
+/// so that a kernel on `device` can evaluate it wherever it reads the result.
+bool computes_host_scalar(const ir::ComputeNode& n, ir::Device device);
 ir::VarRanges var_ranges_of(const ir::ComputeNode& n);
 /// Names of the buffers a node loads / stores.
 std::set<std::string> read_buffers(const ir::ComputeNode& n);

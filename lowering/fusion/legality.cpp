@@ -203,7 +203,9 @@ bool is_identity(const std::vector<IndexExpr>& point, size_t depth) {
 std::optional<std::string> why_not_inline(const Program& p, size_t producer, size_t reader, ReadMap* map) {
   const auto& prod = *p.nodes[producer];
   const auto& read = *p.nodes[reader];
-  if (device_of(prod) != device_of(read)) return std::string("different devices");
+  if (device_of(prod) != device_of(read) && !computes_host_scalar(prod, device_of(read))) {
+    return std::string("different devices");
+  }
   if (accumulates(prod)) return std::string("the producer accumulates (a scatter-add): no element is final before it ends");
   // The reader would evaluate the producer's loads at its own position.
   for (size_t i = producer + 1; i < reader; ++i) {

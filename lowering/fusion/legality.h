@@ -68,6 +68,8 @@ bool is_identity(const std::vector<ir::IndexExpr>& point, size_t depth);
 
 /// Whether `reader` may recompute pointwise `producer` in place of loading
 /// its output (fills `map` for inline_producer). Heuristics are not asked.
+/// Both run on one device, except a CPU producer of a host scalar from host
+/// scalars (computes_host_scalar), which a CUDA reader evaluates itself.
 std::optional<std::string> why_not_inline(const Program& p, size_t producer, size_t reader, ReadMap* map);
 
 /// Outer loops of `group` with `node` added, or nullopt with `reason` set

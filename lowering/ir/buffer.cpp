@@ -12,6 +12,12 @@ const char* to_string(Device d) {
   return "?";
 }
 
+bool is_host_scalar(const Buffer& b, Device device) {
+  const auto numel = b.layout.numel().constant();
+  const auto offset = b.layout.offset.constant();
+  return device == Device::CUDA && b.device == Device::CPU && numel && *numel == 1 && offset && *offset == 0;
+}
+
 const char* to_string(BufferKind k) {
   switch (k) {
     case BufferKind::GraphInput: return "input";

@@ -93,4 +93,10 @@ class Buffer {
       : name(std::move(n)), dtype(t), device(d), kind(k), layout(std::move(l)), layout_fixed(fixed) {}
 };
 
+/// A CPU buffer of one element that a kernel on `device` reads. A CUDA
+/// kernel takes such a buffer's value as an argument, which the driver
+/// copies from host memory at launch, instead of a pointer: a lifted Python
+/// scalar (a 0-d CPU tensor) in a CUDA op, as eager reads it.
+bool is_host_scalar(const Buffer& b, Device device);
+
 }  // namespace cppi::ir

@@ -107,7 +107,7 @@ class DeviceChecker : public ExprVisitor {
 
  protected:
   void visit(const Load& node) override {
-    if (node.buffer->device != device_ && error.empty()) {
+    if (node.buffer->device != device_ && !is_host_scalar(*node.buffer, device_) && error.empty()) {
       error = cat("load from ", node.buffer->name, " on ", to_string(node.buffer->device));
     }
     ExprVisitor::visit(node);

@@ -23,7 +23,10 @@
 /// Scoping: outer loop variables are visible to every stage; a stage's loop
 /// variables only to that stage (two stages may reuse a name). Extents are
 /// free of loop variables. A LocalRef must name a result of an earlier
-/// ReductionStage with the same dtype. Kernel::make checks all of this.
+/// ReductionStage with the same dtype. Devices: a kernel stores to buffers
+/// on its device and loads from them, or from host scalars (is_host_scalar:
+/// one-element CPU buffers a CUDA kernel takes by value). Kernel::make checks
+/// all of this.
 ///
 /// Schedule: what codegen prints and never decides (parallel loops, grain,
 /// vectorised loop and width, tail handling, GPU thread mapping). The fusion

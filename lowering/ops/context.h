@@ -70,10 +70,10 @@ struct Scalar {
   ir::IndexExpr sym;
   ir::Expr fexpr;
 
-  static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, 0, {}}; }
-  static Scalar of_int(int64_t v) { return {Kind::Int, v, 0, {}}; }
-  static Scalar of_float(double v) { return {Kind::Float, 0, v, {}}; }
-  static Scalar of_sym(ir::IndexExpr e) { return {Kind::Symbolic, 0, 0, std::move(e)}; }
+  static Scalar of_bool(bool b) { return {Kind::Bool, b ? 1 : 0, 0, {}, {}}; }
+  static Scalar of_int(int64_t v) { return {Kind::Int, v, 0, {}, {}}; }
+  static Scalar of_float(double v) { return {Kind::Float, 0, v, {}, {}}; }
+  static Scalar of_sym(ir::IndexExpr e) { return {Kind::Symbolic, 0, 0, std::move(e), {}}; }
   static Scalar of_float_expr(ir::Expr e) { return {Kind::SymbolicFloat, 0, 0, {}, std::move(e)}; }
   bool is_symbolic() const { return kind == Kind::Symbolic || kind == Kind::SymbolicFloat; }
   /// Bool, Int64 or Float64: the category for type promotion.
@@ -109,6 +109,7 @@ class LoweringContext {
   const LoweringOptions& options() const { return options_; }
   Remarks& remarks() { return remarks_; }
   NodeValue& value(int node) { return values_[node]; }
+  const NodeValue& value(int node) const { return values_[node]; }
   bool is_graph_output(int node) const { return outputs_.count(node) > 0; }
   /// The getitem node reading item `k` of `node`, or -1.
   int getitem_node(int node, int k) const;
@@ -151,6 +152,8 @@ class LoweringContext {
     size_t seeds = 0;
   };
   Mark mark() const { return {result_.program.size(), used_names_, seeds_.size()}; }
+  /// The program so far (items after a mark are what a lowering emitted).
+  const std::vector<LoweredGraph::Item>& program() const { return result_.program; }
   void rollback(const Mark& m);
 
   /// The result; buffers are collected from the compute nodes.

@@ -153,11 +153,14 @@ void lower_symbolic(LoweringContext& ctx, int i) {
   }
 }
 
-/// A tensor argument on another device than the node's result (eager allows
-/// 0-d CPU tensors in CUDA ops: lifted Python scalars). A kernel reads one
-/// device's memory, so such a node runs through ATen. Returns the argument's
-/// node name, or "" when every tensor argument is on the result's device.
-std::string other_device_argument(const LoweringContext& ctx, const Node& n) {
+/// A tensor argument on another device than the node's result that no
+/// kernel can read. Eager lets CUDA ops read 0-d CPU tensors (lifted Python
+/// scalars); a CUDA kernel takes one by value when its value is one element
+/// of CPU memory (ir::is_host_scalar), so only other cases count. Returns the
+/// argument's node name, or "" when there is none. `host_scalars` is set
+/// when the node reads a host scalar.
+std::string other_device_argument(const LoweringContext& ctx, const Node& n, bool* host_scalars) {
+  *host_scalars = false;
   if (n.value.kind != ValueInfo::Kind::Tensor) return "";
   const Device device = n.value.tensor.device;
   std::string found;
@@ -165,13 +168,45 @@ std::string other_device_argument(const LoweringContext& ctx, const Node& n) {
     if (!found.empty()) return;
     if (a.kind == Arg::Kind::Node) {
       const Node& src = ctx.graph().nodes[a.i];
-      if (src.value.kind == ValueInfo::Kind::Tensor && src.value.tensor.device != device) found = src.name;
+      if (src.value.kind == ValueInfo::Kind::Tensor && src.value.tensor.device != device) {
+        const NodeValue& v = ctx.value(static_cast<int>(a.i));
+        const bool by_value = device == Device::CUDA && src.value.tensor.sizes.empty() &&
+                              v.kind == NodeValue::Kind::Tensor && v.tensor.buffer &&
+                              ir::is_host_scalar(*v.tensor.buffer, ir::Device::CUDA);
+        if (by_value) {
+          *host_scalars = true;
+        } else {
+          found = src.name;
+        }
+      }
     }
     for (const auto& e : a.list) visit(e);
   };
   for (const auto& a : n.args) visit(a);
   for (const auto& [k, a] : n.kwargs) visit(a);
   return found;
+}
+
+/// What a CUDA node that reads host scalars emitted must be: work on CUDA
+/// that reads CPU memory only through host scalars. A lowering that puts a
+/// temporary on its argument's device, or indexes the scalar as more than
+/// one element, would build a kernel no device can run.
+Status check_host_scalar_reads(const LoweringContext& ctx, size_t first_item) {
+  for (size_t k = first_item; k < ctx.program().size(); ++k) {
+    const auto* node = std::get_if<ir::ComputeNode>(&ctx.program()[k]);
+    if (!node) continue;
+    for (const ir::Access& w : ir::writes(*node)) {
+      if (w.buffer->device != ir::Device::CUDA) {
+        return Error::unsupported(cat("writes ", w.buffer->name, " on the CPU while reading a 0-d CPU tensor"));
+      }
+    }
+    for (const ir::Access& r : ir::reads(*node)) {
+      if (r.buffer->device != ir::Device::CUDA && !ir::is_host_scalar(*r.buffer, ir::Device::CUDA)) {
+        return Error::unsupported(cat("reads ", r.buffer->name, " in CPU memory as more than one element"));
+      }
+    }
+  }
+  return Status::success();
 }
 
 void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
@@ -183,10 +218,11 @@ void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
     return run_through_aten(ctx, i, is_extern_op(n.target), cat("no codegen for ", dev));
   }
   if (is_extern_op(n.target)) return run_through_aten(ctx, i, true, "calls the vendor library through ATen");
-  if (std::string other = other_device_argument(ctx, n); !other.empty())
+  bool host_scalars = false;
+  if (std::string other = other_device_argument(ctx, n, &host_scalars); !other.empty())
     return run_through_aten(ctx, i, false,
-                            cat("reads '", other, "' from another device (a 0-d CPU tensor in a CUDA op); a kernel "
-                                "reads one device's memory"));
+                            cat("reads '", other, "' from another device; a kernel reads one device's memory (and "
+                                "a CUDA kernel one-element CPU tensors by value)"));
   const Lowering* lowering = registry.find(n.target);
   if (!lowering) return run_through_aten(ctx, i, false, cat("no lowering for ", n.target));
   if (!lowering->fn) return run_through_aten(ctx, i, false, lowering->fallback_reason);
@@ -195,6 +231,7 @@ void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
   Status st;
   try {
     st = lowering->fn(OpCall(ctx, i));
+    if (st.ok() && host_scalars) st = check_host_scalar_reads(ctx, mark.program);
   } catch (const CompilerError& e) {
     st = Error::internal(e.what());
   }

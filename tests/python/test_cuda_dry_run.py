@@ -305,3 +305,38 @@ def test_few_long_scans_split_across_blocks():
         splits = int(re.search(r"row_splits=(\d+)", k).group(1))
         tiles = splits * (1 if k is rows else 2)
         assert f"_ready[{tiles}];" in k and "atomicAdd(&" in k and "<= epoch" in k, k
+
+
+def _on_cuda_but_scalars(desc):
+    """_on_cuda, except that 0-d tensors stay on the CPU (lifted Python scalars)."""
+    if isinstance(desc, dict):
+        if isinstance(desc.get("tensor"), dict) and desc["tensor"].get("sizes") == []:
+            return desc
+        return {k: ("cuda:0" if k == "device" and v == "cpu" else _on_cuda_but_scalars(v)) for k, v in desc.items()}
+    if isinstance(desc, list):
+        return [_on_cuda_but_scalars(v) for v in desc]
+    return desc
+
+
+def test_lifted_python_floats_are_kernel_arguments():
+    """A float argument that changes between calls arrives as a 0-d float64 CPU tensor, converted on the CPU.
+    The CUDA kernel takes its value by value and does the arithmetic itself: one kernel, no CPU kernel and
+    no ATen call for the mul that reads it."""
+
+    def f(x, a):
+        return torch.softmax(x * a, -1) + torch.relu(x * a + 1.0) * (a * 2)
+
+    compiled = torch.compile(f, backend="cppinductor")
+    x = torch.randn(8, 64)
+    with debug.recording() as records:
+        for a in (1.5, 2.5, 3.5):
+            torch.testing.assert_close(compiled(x, a), f(x, a))
+    desc = _on_cuda_but_scalars(export_graph(records[-1].gm))
+    scalars = [n for n in desc["nodes"] if n["op"] == "placeholder" and n["val"]["tensor"]["sizes"] == []]
+    assert len(scalars) == 1 and scalars[0]["val"]["tensor"]["device"] == "cpu", "Dynamo no longer lifts the float"
+    src = _C.generate_cuda_source(desc)
+    assert src.count("__global__") == 1, src
+    name = scalars[0]["name"]
+    assert re.search(rf"const double in_{name}_value\b", src) and f"= &in_{name}_value;" in src, src
+    if _nvrtc():
+        assert ".entry" in _C.compile_cuda_source(src)

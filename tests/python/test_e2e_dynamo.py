@@ -113,6 +113,26 @@ def test_dynamic_python_float_is_not_recompiled(device, graph_count):
     assert graph_count() <= 2
 
 
+def test_python_float_arguments_are_read_by_the_kernels(device, graph_count):
+    """A Python float that changes between calls becomes a 0-d float64 CPU
+    tensor (Dynamo's tensorified floats), converted and multiplied on the CPU.
+    On CUDA the kernels take its value as an argument and compute with it
+    themselves, forward and backward: no fallback."""
+
+    def f(x, a):
+        return torch.softmax(x * a, -1) + torch.relu(x * a + 1.0) * (a * 2)
+
+    compiled = compile_fn(f, options={"fallback": "error"})
+    for a in (0.5, 1.5, 2.25, -3.0):
+        x = torch.randn(6, 40, device=device, requires_grad=True)
+        out, ref = compiled(x, a), f(x, a)
+        torch.testing.assert_close(out, ref)
+        (g,) = torch.autograd.grad(out.sum(), x)
+        (r,) = torch.autograd.grad(ref.sum(), x)
+        torch.testing.assert_close(g, r)
+    assert graph_count() <= 2
+
+
 def test_floats_computed_from_sizes_are_lowered(device, graph_count):
     """SymFloats computed from sizes (var's backward scale 2 / (n - 1), a
     Python n / 3) are expressions of the size symbols evaluated in the

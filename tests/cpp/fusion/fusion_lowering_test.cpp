@@ -15,15 +15,15 @@ namespace {
 Desc tag(const std::string& t, Desc v) { return Desc(Desc::Dict{{t, std::move(v)}}); }
 Desc ref(const std::string& n) { return tag("node", n); }
 
-Desc tensor(Desc::List sizes) {
+Desc tensor(Desc::List sizes, const std::string& dtype = "float32", const std::string& device = "cpu") {
   Desc::List strides(sizes.size());
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = s;
     s *= sizes[i].as_int();
   }
-  return tag("tensor", Desc::Dict{{"dtype", "float32"}, {"sizes", sizes}, {"strides", strides}, {"offset", 0},
-                                  {"device", "cpu"}});
+  return tag("tensor", Desc::Dict{{"dtype", dtype}, {"sizes", sizes}, {"strides", strides}, {"offset", 0},
+                                  {"device", device}});
 }
 
 struct Builder {
@@ -53,9 +53,9 @@ struct Result {
   Remarks remarks;
 };
 
-Result lower_and_fuse(const Graph& g) {
+Result lower_and_fuse(const Graph& g, LoweringOptions options = {}) {
   Result r;
-  auto lowered = lower_graph(g, {}, r.remarks);
+  auto lowered = lower_graph(g, options, r.remarks);
   if (!lowered.ok()) throw std::runtime_error(lowered.error().message);
   r.lowered = std::move(*lowered);
   r.fused = fuse(r.lowered, {}, r.remarks);
@@ -148,6 +148,53 @@ TEST(FusionOfLowered, MlpEpilogues) {
   EXPECT_EQ(ks[1]->origins, (std::vector<std::string>{"add_1", "relu_1"}));
   // After the last matmul nothing else can read add_1: it is never stored.
   for (const auto& b : r.fused.buffers) EXPECT_NE(b.buffer->name, "add_1");
+}
+
+TEST(FusionOfLowered, HostScalarArithmeticRunsInTheCudaKernel) {
+  // f(x, a) = relu(x * a) * (a * 2) called with varying Python floats: Dynamo
+  // passes `a` as a 0-d float64 CPU tensor and converts it on the CPU. The
+  // conversions and the product are inlined into the CUDA kernel, which reads
+  // `a` by value: no CPU kernel, no ATen call.
+  Graph g = Builder()
+                .input("x", tensor({4, 8}, "float32", "cuda:0"))
+                .input("a", tensor({}, "float64"))
+                .call("a32", "prims.convert_element_type.default", {ref("a"), "float32"}, tensor({}))
+                .call("mul", "aten.mul.Tensor", {ref("x"), ref("a32")}, tensor({4, 8}, "float32", "cuda:0"))
+                .call("relu", "aten.relu.default", {ref("mul")}, tensor({4, 8}, "float32", "cuda:0"))
+                .call("twice", "aten.mul.Tensor", {ref("a"), 2.0}, tensor({}, "float64"))
+                .call("t32", "prims.convert_element_type.default", {ref("twice"), "float32"}, tensor({}))
+                .call("out", "aten.mul.Tensor", {ref("relu"), ref("t32")}, tensor({4, 8}, "float32", "cuda:0"))
+                .output({ref("out")});
+  LoweringOptions options;
+  options.cuda = true;
+  auto r = lower_and_fuse(g, options);
+  auto ks = kernels(r.fused);
+  ASSERT_EQ(ks.size(), 1u) << remark_text(r.remarks) << dump(r.fused);
+  EXPECT_EQ(ks[0]->device, ir::Device::CUDA);
+  EXPECT_EQ(r.fused.program.size(), 1u) << remark_text(r.remarks);
+  for (const auto& b : r.fused.buffers) {
+    if (b.buffer->device == ir::Device::CPU) EXPECT_EQ(b.buffer->name, "a");
+  }
+  EXPECT_EQ(compare_numerics(r.lowered, r.fused), "");
+}
+
+TEST(FusionOfLowered, HostScalarNeededOnTheCpuStaysThere) {
+  // The converted scalar is also a graph output: its CPU kernel stays, and
+  // the CUDA kernel reads its result by value.
+  Graph g = Builder()
+                .input("x", tensor({8}, "float32", "cuda:0"))
+                .input("a", tensor({}, "float64"))
+                .call("a32", "prims.convert_element_type.default", {ref("a"), "float32"}, tensor({}))
+                .call("mul", "aten.mul.Tensor", {ref("x"), ref("a32")}, tensor({8}, "float32", "cuda:0"))
+                .output({ref("mul"), ref("a32")});
+  LoweringOptions options;
+  options.cuda = true;
+  auto r = lower_and_fuse(g, options);
+  auto ks = kernels(r.fused);
+  ASSERT_EQ(ks.size(), 2u) << remark_text(r.remarks) << dump(r.fused);
+  EXPECT_EQ(ks[0]->device, ir::Device::CPU);
+  EXPECT_EQ(ks[1]->device, ir::Device::CUDA);
+  EXPECT_EQ(compare_numerics(r.lowered, r.fused), "");
 }
 
 }  // namespace

@@ -116,6 +116,8 @@ std::vector<Case> all_cases() {
       {"four_load_row_sums_cached", four_load_row_sums(37, 1000), {}},
       {"sum_and_halved_difference", sum_and_halved_difference(s0, s1), {7, 300}},
       {"add_relu_mul_const", add_relu_mul(64, 1024), {}},
+      {"host_scalar_scale", host_scalar_scale(s0, s1), {37, 1004}},
+      {"host_scalar_row_sum", host_scalar_row_sum(s0, s1), {67, 1003}},
   };
   return c;
 }
@@ -298,6 +300,12 @@ void run_and_compare(const std::string& label, const KernelPtr& k, const std::ve
   std::vector<void*> ptrs;
   for (auto& h : host) {
     auto b = DeviceBuffer::allocate(h.bytes.size());
+    if (is_host_scalar(*h.buffer, Device::CUDA)) {
+      ptrs.push_back(h.bytes.data());  // the argument is the value, read from host memory at launch
+      ASSERT_TRUE(b.ok()) << b.error().message;
+      dev.push_back(std::move(*b));    // unused: keeps dev[b] beside host[b]
+      continue;
+    }
     ASSERT_TRUE(b.ok()) << b.error().message;
     ASSERT_TRUE(b->upload(h.bytes.data(), h.bytes.size()).ok());
     ptrs.push_back(reinterpret_cast<void*>(static_cast<uintptr_t>(b->ptr())));

@@ -213,6 +213,22 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   EXPECT_GE(m->kernels[0].vector_checks.size(), 3u);
 }
 
+TEST(CudaPrinter, HostScalarsAreArgumentsByValue) {
+  // A one-element CPU buffer (a lifted Python float) is a parameter of its
+  // dtype; loads read it through a pointer to the parameter.
+  auto m = print_cuda_module({scheduled(host_scalar_scale(sym("s0"), sym("s1")))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  ASSERT_EQ(m->kernels.size(), 1u);
+  expect_in_order(m->source, {"host_scalar_scale(float* out_out, const double in_s_value, const float* in_x,",
+                              "const double* in_s = &in_s_value;", "in_s[0]"});
+  EXPECT_EQ(m->kernels[0].by_value, (std::vector<bool>{false, true, false}));
+  for (const auto& c : m->kernels[0].vector_checks) EXPECT_NE(c.buffer_arg, 1);  // no alignment to check
+  expect_in_order(m->kernels[0].scalar_twin_source, {"const double in_s_value", "= &in_s_value;"});
+  auto rows = print_cuda_module({scheduled(host_scalar_row_sum(sym("s0"), sym("s1")))}, kSymbols);
+  ASSERT_TRUE(rows.ok()) << rows.error().message;
+  expect_in_order(rows->source, {"const float in_s_value", "const float* in_s = &in_s_value;"});
+}
+
 /// The condition of the where() that kernel `k`'s one store writes.
 Expr where_condition(const KernelPtr& k) {
   const auto* w = std::get<PointwiseStage>(k->stages[0]).stores[0].value.as<Where>();

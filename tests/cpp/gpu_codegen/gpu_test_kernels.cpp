@@ -143,6 +143,27 @@ KernelPtr row_reduce(ReductionKind kind, const IndexExpr& rows, const IndexExpr&
                       {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
 }
 
+KernelPtr host_scalar_scale(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows, cols});
+  auto s = Buffer::make_contiguous("s", DType::Float64, Device::CPU, BufferKind::GraphInput, {});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr scale = f32(load(s, index_const(0)));
+  Expr v = mul(load(x, x->layout.index({x0, x1})), scale);
+  v = add(binary(BinaryOp::Maximum, v, const_float(0)), f32(mul(load(s, index_const(0)), const_float(2, DType::Float64))));
+  return Kernel::make("host_scalar_scale", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), v)}}}, {}, {"mul", "relu"});
+}
+
+KernelPtr host_scalar_row_sum(const IndexExpr& rows, const IndexExpr& cols) {
+  auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {rows});
+  auto s = Buffer::make_contiguous("s", DType::Float32, Device::CPU, BufferKind::GraphInput, {});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto red = ReductionStage::make({{r0, cols}}, ReductionKind::Sum,
+                                  mul(load(x, x->layout.index({x0, r0})), load(s, index_const(0))), {"acc"});
+  return Kernel::make("host_scalar_row_sum", Device::CUDA, {{x0, rows}},
+                      {red, PointwiseStage{{}, {Store::make(out, x0, red.result())}}});
+}
+
 KernelPtr column_sum(const IndexExpr& rows, const IndexExpr& cols) {
   auto x = input("x", DType::Float32, {rows, cols}), out = output("out", DType::Float32, {cols});
   IndexExpr x0 = var("x0"), r0 = var("r0");

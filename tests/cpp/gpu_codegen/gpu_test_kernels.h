@@ -31,6 +31,11 @@ KernelPtr sum_and_halved_difference(const IndexExpr& rows, const IndexExpr& cols
 
 /// out[i, j] = relu(x[i, j] + b[j]) * 2 over (rows, cols).
 KernelPtr add_relu_mul(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// out[i, j] = relu(x[i, j] * s) + s * 2, `s` a float64 host scalar (a
+/// one-element CPU buffer, taken by value).
+KernelPtr host_scalar_scale(const IndexExpr& rows, const IndexExpr& cols);
+/// out[i] = sum over j of x[i, j] * s, `s` a float32 host scalar.
+KernelPtr host_scalar_row_sum(const IndexExpr& rows, const IndexExpr& cols);
 /// out = sin(x) + cos(x), 1-D.
 KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
 /// out[i, j] = gelu(x[i, j] + b[j]) (erf form).

@@ -180,15 +180,43 @@ TEST(Lowering, CudaNodesHaveNoCodegenYet) {
   EXPECT_EQ(fb[0]->reason, "no codegen for cuda");
 }
 
-TEST(Lowering, CudaOpReadingACpuScalarTensorFallsBackAlone) {
-  // A lifted Python float arrives as a 0-d CPU tensor; eager lets CUDA ops
-  // read it, a CUDA kernel cannot. Only that node goes to ATen.
+TEST(Lowering, CudaOpReadingACpuScalarTensorTakesItByValue) {
+  // A lifted Python float arrives as a 0-d CPU tensor, which eager lets CUDA
+  // ops read. A CUDA kernel loads it as a host scalar: its argument is the
+  // value, copied from CPU memory at launch.
   LoweringOptions o;
   o.cuda = true;
   Graph g = GraphBuilder()
                 .input("x", tensor("float32", {4}, {}, "cuda:0"))
                 .input("s", tensor("float32", {}, {}, "cpu"))
                 .call("y", "aten.mul.Tensor", {ref("x"), ref("s")}, tensor("float32", {4}, {}, "cuda:0"))
+                .call("z", "aten.relu.default", {ref("y")}, tensor("float32", {4}, {}, "cuda:0"))
+                .output({ref("z")});
+  auto l = lower(g, o);
+  expect_all_lowered(l);
+  const auto& mul = std::get<ir::PointwiseNodePtr>(std::get<ir::ComputeNode>(l.lowered.program[0]));
+  EXPECT_EQ(mul->store.buffer->device, ir::Device::CUDA);
+  bool reads_s = false;
+  for (const auto& a : ir::reads(ir::ComputeNode(mul))) {
+    if (a.buffer->device == ir::Device::CPU) {
+      reads_s = true;
+      EXPECT_TRUE(ir::is_host_scalar(*a.buffer, ir::Device::CUDA)) << a.buffer->name;
+    }
+  }
+  EXPECT_TRUE(reads_s);
+}
+
+TEST(Lowering, CudaOpReadingCpuMemoryAsATensorFallsBackAlone) {
+  // A 0-d view into a CPU tensor of several elements is no host scalar, and
+  // a CPU tensor with dims is no argument a CUDA kernel can take: only those
+  // nodes go to ATen.
+  LoweringOptions o;
+  o.cuda = true;
+  Graph g = GraphBuilder()
+                .input("x", tensor("float32", {4}, {}, "cuda:0"))
+                .input("t", tensor("float32", {3}, {}, "cpu"))
+                .call("e", "aten.select.int", {ref("t"), 0, 1}, tensor("float32", {}, {}, "cpu"))
+                .call("y", "aten.mul.Tensor", {ref("x"), ref("e")}, tensor("float32", {4}, {}, "cuda:0"))
                 .call("z", "aten.relu.default", {ref("y")}, tensor("float32", {4}, {}, "cuda:0"))
                 .output({ref("z")});
   auto l = lower(g, o);
