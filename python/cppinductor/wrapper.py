@@ -68,7 +68,8 @@ HELPER_NAMES = (
     "threads_in_use",  # runtime._threads_in_use
     "sync_num_threads",
     "buffer_counts",  # runtime._buffer_counts
-    "cuda_current_stream",  # torch.cuda.current_stream
+    "cuda_raw_stream",  # torch._C._cuda_getCurrentRawStream
+    "cuda_device",  # torch._C._cuda_getDevice
     "observe",  # the observed variant's: memory.track_live_bytes's observer
 )
 # ATen ops whose result is a view of their first argument with its dtype, at
@@ -249,7 +250,7 @@ class _Printer:
                 sources.append(f"int({name})" if dim < 0 else f"{name}.size({dim})")
             self.emit(f"symbols = [{', '.join(sources)}]")
         if "cuda" in devices:
-            self.emit("stream = cuda_current_stream().cuda_stream")
+            self.emit("stream = cuda_raw_stream(cuda_device())")
         counts = compiled.allocation_counts
         self.emit("buffer_counts[0] += 1")
         for i, key in ((1, "fresh"), (2, "reused")):
