@@ -174,6 +174,17 @@ Status lower_mul(const OpCall& c) {
   });
 }
 
+/// prims.fma(a, b, c): Dynamo's form of addcmul_ / addcdiv_ with a value
+/// and add_ with a tensor alpha. Computed as the prim's eager implementation
+/// does, (a * b) + c, each operation rounded.
+Status lower_fma(const OpCall& c) {
+  CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "a"}, {1, "b"}, {2, "c"}}));
+  return lower_elementwise(c, ops, {}, [](const Args& a, DType t) -> Expected<Expr> {
+    if (t == DType::Bool) return Error::unsupported("fma of bool tensors");
+    return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::Mul, a[0], a[1]), a[2]);
+  });
+}
+
 /// torch.div: true division, or rounding_mode "trunc" / "floor".
 Status lower_div(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(ops, operands(c, {{0, "self"}, {1, "other"}}));
@@ -470,6 +481,7 @@ void register_pointwise_lowerings(Registry& r) {
   r.add("aten.logical_and.default", logical(BinaryOp::LogicalAnd));
   r.add("aten.logical_or.default", logical(BinaryOp::LogicalOr));
   r.add("aten.logical_xor.default", logical(BinaryOp::LogicalXor));
+  r.add("prims.fma.default", lower_fma);
   r.add("aten.where.self", lower_where);
   r.add("aten.where.ScalarSelf", lower_where);
   r.add("aten.where.ScalarOther", lower_where);

@@ -108,6 +108,84 @@ def _transformer_encoder_layer_fwd(
     return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
 
 
+# --- foreach ops -------------------------------------------------------------------------
+#
+# Optimizers (Adam, AdamW, SGD with foreach=True, the default on CUDA) and
+# clip_grad_norm_ run their math as _foreach_* ops over lists of tensors.
+# Each is the per-tensor op applied item by item, so it decomposes into those
+# ops, which the lowering fuses like any other: the chain of one parameter's
+# update becomes one kernel. (Overloads with a tensor of scalars for
+# addcmul/addcdiv stay whole: eager reads its values as Python numbers.)
+
+_FOREACH_UNARY = (
+    "abs", "acos", "asin", "atan", "ceil", "clone", "cos", "cosh", "erf", "erfc", "exp", "expm1", "floor", "frac",
+    "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal", "round", "rsqrt", "sigmoid", "sign", "sin",
+    "sinh", "sqrt", "tan", "tanh", "trunc", "zero",
+)
+
+# name: (the op with a scalar, the op with a tensor); alpha only for add/sub.
+_FOREACH_BINARY = {
+    "add": (aten.add.Tensor, aten.add.Tensor),
+    "sub": (aten.sub.Tensor, aten.sub.Tensor),
+    "mul": (aten.mul.Tensor, aten.mul.Tensor),
+    "div": (aten.div.Tensor, aten.div.Tensor),
+    "pow": (aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor),
+    "clamp_min": (aten.clamp_min.default, aten.clamp_min.Tensor),
+    "clamp_max": (aten.clamp_max.default, aten.clamp_max.Tensor),
+    "maximum": (aten.clamp_min.default, aten.maximum.default),
+    "minimum": (aten.clamp_max.default, aten.minimum.default),
+}
+
+
+def _foreach_decompositions() -> dict:
+    table = {}
+
+    def overload(name: str, kind: str):
+        packet = getattr(aten, f"_foreach_{name}", None)
+        return getattr(packet, kind, None) if packet is not None else None
+
+    def add(name: str, kind: str, fn) -> None:
+        op = overload(name, kind)
+        if op is not None:
+            table[op] = fn
+
+    for name in _FOREACH_UNARY:
+        op = getattr(aten, name).default
+        add(name, "default", lambda self, op=op: [op(t) for t in self])
+
+    for name, (with_scalar, with_tensor) in _FOREACH_BINARY.items():
+        add(name, "Scalar", lambda self, scalar, op=with_scalar: [op(t, scalar) for t in self])
+        add(name, "ScalarList", lambda self, scalars, op=with_scalar: [op(t, s) for t, s in zip(self, scalars)])
+        if name in ("add", "sub"):
+            add(name, "List", lambda self, other, *, alpha=1, op=with_tensor: [
+                op(t, o, alpha=alpha) if alpha != 1 else op(t, o) for t, o in zip(self, other)])
+            add(name, "Tensor", lambda self, other, *, alpha=1, op=with_tensor: [
+                op(t, other, alpha=alpha) if alpha != 1 else op(t, other) for t in self])
+        else:
+            add(name, "List", lambda self, other, op=with_tensor: [op(t, o) for t, o in zip(self, other)])
+            add(name, "Tensor", lambda self, other, op=with_tensor: [op(t, other) for t in self])
+    add("pow", "ScalarAndTensor", lambda self, exponent: [aten.pow.Scalar(self, e) for e in exponent])
+
+    for name in ("addcmul", "addcdiv"):
+        op = getattr(aten, name).default
+        add(name, "Scalar", lambda self, t1, t2, value=1, op=op: [
+            op(s, a, b, value=value) for s, a, b in zip(self, t1, t2)])
+        add(name, "ScalarList", lambda self, t1, t2, scalars, op=op: [
+            op(s, a, b, value=v) for s, a, b, v in zip(self, t1, t2, scalars)])
+
+    add("lerp", "Scalar", lambda self, ends, weight: [aten.lerp.Scalar(s, e, weight) for s, e in zip(self, ends)])
+    add("lerp", "ScalarList", lambda self, ends, weights: [
+        aten.lerp.Scalar(s, e, w) for s, e, w in zip(self, ends, weights)])
+    add("lerp", "List", lambda self, ends, weights: [
+        aten.lerp.Tensor(s, e, w) for s, e, w in zip(self, ends, weights)])
+    add("copy", "default", lambda self, src, non_blocking=False: [
+        aten.copy.default(t, s, non_blocking) for t, s in zip(self, src)])
+    add("norm", "Scalar", lambda self, ord=2, dtype=None: [
+        aten.linalg_vector_norm.default(t, ord, dtype=dtype) for t in self])
+    add("max", "default", lambda self: [aten.max.default(t) for t in self])
+    return table
+
+
 @functools.lru_cache(maxsize=1)
 def decomposition_table() -> dict:
     table = dict(core_aten_decompositions())
@@ -115,4 +193,5 @@ def decomposition_table() -> dict:
     for op in _KEEP:
         table.pop(op, None)
     table[aten._transformer_encoder_layer_fwd.default] = _transformer_encoder_layer_fwd
+    table.update(_foreach_decompositions())
     return table
