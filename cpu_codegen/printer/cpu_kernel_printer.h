@@ -118,6 +118,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   // --- prologue ------------------------------------------------------------------
   void print_header();
   void print_arguments();
+  /// Values that depend on no loop variable and read nothing the kernel
+  /// writes (an optimizer's bias correction from a 0-d step: pow, sqrt and
+  /// divisions on one element), computed once before the loops into
+  /// invariants_, which every loop's scope has as its parent. The C compiler
+  /// cannot hoist them itself: its stores might alias the loads.
+  void print_invariants();
   std::string local_name(const std::string& result);
 
   // --- loops -------------------------------------------------------------------------
@@ -265,6 +271,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   KernelSignature sig_;
   std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
+  ValueScope invariants_;
+  /// While print_invariants prints: math on one value runs as eager runs it
+  /// on a 0-d tensor (libm), not through the vector form of the kernel's lanes.
+  bool hoisting_ = false;
   std::set<std::string> reserved_;
   std::string vvar_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;

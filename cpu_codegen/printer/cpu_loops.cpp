@@ -529,7 +529,7 @@ void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t ind
     out_.open(cat("for (int64_t ", inner, " = 0; ", inner, " < ", extent(s.loops[l]).text, "; ++", inner, ")"));
   }
   {
-    ValueScope scope;
+    ValueScope scope(&invariants_);
     print_stores(s.stores, scope);
   }
   for (size_t l = 0; l < s.loops.size(); ++l) out_.close();
@@ -568,7 +568,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
   const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
   std::function<void(size_t)> loops = [&](size_t level) {
     if (level == s.loops.size()) {
-      ValueScope scope;
+      ValueScope scope(&invariants_);
       print_stores(s.stores, scope);
       return;
     }
@@ -579,12 +579,12 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
           v, Bound{"0", 0}, extent(l),
           [&] {
             enter_vector(v);
-            ValueScope scope;
+            ValueScope scope(&invariants_);
             print_stores(s.stores, scope);
             leave_vector();
           },
           [&] {
-            ValueScope scope;
+            ValueScope scope(&invariants_);
             print_stores(s.stores, scope);
           });
       return;
@@ -594,7 +594,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     out_.close();
   };
   if (s.loops.empty()) {
-    ValueScope scope;
+    ValueScope scope(&invariants_);
     print_stores(s.stores, scope);
   } else {
     loops(0);
@@ -616,7 +616,7 @@ void CpuKernelPrinter::print_scan(const ScanStage& s) {
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
   }
   out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
-  ValueScope scope;
+  ValueScope scope(&invariants_);
   const CValue value_here = value(s.body, scope);
   out_.line(cat(lanes ? vector_update(s.kind, t, acc, value_here, "") : scalar_update(s.kind, t, acc, value_here.text, ""),
                 ";"));

@@ -7,6 +7,7 @@
 
 #include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
+#include "lowering/ir/expr_visitor.h"
 
 namespace cppi::cpu {
 
@@ -38,6 +39,7 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   print_header();
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();
+  print_invariants();
   print_outer();
   out_.close();
   info->name = k_.name;
@@ -109,6 +111,64 @@ void CpuKernelPrinter::print_arguments() {
   }
   if (sig_.symbols.empty()) out_.line("(void)symbols;");
   if (sig_.buffers.empty()) out_.line("(void)buffers;");
+}
+
+namespace {
+
+/// Whether `e` may be computed once at the kernel's entry, and is worth it:
+/// no loop variable or reduction result, no random draw, no load of a buffer
+/// in `written`, and a load or a math call to save.
+bool hoistable(const Expr& e, const std::set<std::string>& written) {
+  if (e.kind() == ExprKind::Constant || !ir::free_vars(e).empty()) return false;
+  bool worth = false;
+  for (const Expr& n : ir::post_order({e})) {
+    switch (n.kind()) {
+      case ExprKind::Random:
+      case ExprKind::LocalRef: return false;
+      case ExprKind::Load:
+        if (written.count(n.as<Load>()->buffer->name)) return false;
+        worth = true;
+        break;
+      case ExprKind::Unary: worth = worth || ir::is_math_function(n.as<Unary>()->op); break;
+      case ExprKind::Binary: worth = worth || ir::is_math_function(n.as<Binary>()->op); break;
+      default: break;
+    }
+  }
+  return worth;
+}
+
+}  // namespace
+
+void CpuKernelPrinter::print_invariants() {
+  std::set<std::string> written;
+  for (const auto& a : sig_.buffers)
+    if (a.written) written.insert(a.buffer->name);
+  for (const auto& b : sig_.scratch) written.insert(b->name);
+  std::vector<Expr> found;
+  std::set<const ir::ExprNode*> seen;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    if (!seen.insert(e.get()).second) return;
+    if (hoistable(e, written)) {
+      found.push_back(e);
+      return;
+    }
+    for (const Expr& o : ir::operands(e)) visit(o);
+  };
+  for (const auto& stage : k_.stages) {
+    if (const auto* r = std::get_if<ReductionStage>(&stage)) {
+      visit(r->body);
+    } else if (const auto* scan = std::get_if<ScanStage>(&stage)) {
+      visit(scan->body);
+      for (const auto& st : scan->stores) visit(st.value);
+    } else {
+      for (const auto& st : std::get<PointwiseStage>(stage).stores) visit(st.value);
+    }
+  }
+  if (found.empty()) return;
+  out_.line("// loop-invariant values, computed once");
+  hoisting_ = true;
+  for (const Expr& e : found) scalar_value(e, invariants_);
+  hoisting_ = false;
 }
 
 std::string CpuKernelPrinter::local_name(const std::string& result) {

@@ -231,14 +231,14 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
   // One position: every stage's body in one scope, so a value two stages
   // share (the element, x - mean) is computed once.
   auto scalar_step = [&] {
-    ValueScope scope;
+    ValueScope scope(&invariants_);
     for (const auto& a : accs) {
       const CValue v = value(a.s->body, scope);
       out_.line(scalar_update(a.s->kind, a.t, a.acc, v.text, index(pos)) + ";");
     }
   };
   auto lane_step = [&] {
-    ValueScope scope;
+    ValueScope scope(&invariants_);
     for (const auto& a : accs) {
       const CValue v = value(a.s->body, scope);
       out_.line(vector_update(a.s->kind, a.t, a.vacc, v, cat("cppi_vsplat<cppi_i64x", width(), ">(", index(pos), ")")) +
@@ -271,7 +271,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
       // Vector k of a group goes to each stage's accumulator k.
       auto vector_step = [&](int k) {
         enter_vector(v);
-        ValueScope scope;
+        ValueScope scope(&invariants_);
         for (const auto& a : accs) {
           const CValue val = value(a.s->body, scope);
           out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), val,

@@ -25,7 +25,9 @@ bool through_vector_form(const CpuSchedule& s, DType t, bool math, bool has_vect
 
 std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
   const char* tmpl = codegen::vector_unary_template(op, codegen::OperandClass::Float);
-  if (!through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) return CPrinterBase::scalar_unary(op, t, x);
+  if (hoisting_ || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+    return CPrinterBase::scalar_unary(op, t, x);
+  }
   const std::string v = vtype(t);
   return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", x, ")")}, scalar_type(t), v,
                                         mask_type(dtype_size(t))) + ")[0]";
@@ -33,7 +35,9 @@ std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::strin
 
 std::string CpuKernelPrinter::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
   const char* tmpl = codegen::vector_binary_template(op, codegen::OperandClass::Float);
-  if (!through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) return CPrinterBase::scalar_binary(op, t, a, b);
+  if (hoisting_ || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+    return CPrinterBase::scalar_binary(op, t, a, b);
+  }
   const std::string v = vtype(t);
   return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", a, ")"), cat("cppi_vsplat<", v, ">(", b, ")")},
                                         scalar_type(t), v, mask_type(dtype_size(t))) + ")[0]";

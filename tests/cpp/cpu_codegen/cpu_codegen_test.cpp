@@ -322,6 +322,40 @@ TEST(CpuNumerics, InvariantInt64ScalarsDoNotNarrowTheVector) {
   expect_matches(k, false);
 }
 
+/// out[i] = x[i] / sqrt(1 - pow(0.999, step[0] + 1)): an optimizer's bias
+/// correction on a 0-d step. With `write_step`, the kernel also stores
+/// step + 1 into `step` (so its loads are not invariant).
+KernelPtr bias_corrected_kernel(int64_t n, bool write_step) {
+  auto x = input("x", DType::Float32, {n});
+  auto step = write_step ? output("step", DType::Float32, {}) : input("step", DType::Float32, {});
+  auto out = output("buf0", DType::Float32, {n});
+  IndexExpr x0 = var("x0");
+  Expr next = binary(BinaryOp::Add, load(step, index_const(0)), const_float(1));
+  Expr correction = unary(UnaryOp::Sqrt, binary(BinaryOp::Sub, const_float(1), binary(BinaryOp::Pow, const_float(0.999), next)));
+  std::vector<Store> stores = {Store::make(out, x0, binary(BinaryOp::TrueDiv, load(x, x0), correction))};
+  std::vector<Stage> stages = {PointwiseStage{{}, stores}};
+  if (write_step) stages.push_back(PointwiseStage{{}, {Store::make(step, index_const(0), next)}});
+  return Kernel::make("bias_corrected_0", Device::CPU, {Loop{x0, n}}, stages, {}, {"pow", "sqrt", "div"});
+}
+
+TEST(CpuPrinter, LoopInvariantMathRunsOnceBeforeTheLoops) {
+  auto k = schedule_for_cpu(bias_corrected_kernel(1 << 16, false), avx512_target());
+  const std::string text = kernel_text(print_one(k));
+  // Once, as eager computes it on a 0-d tensor (libm's pow, not a vector's lane 0).
+  EXPECT_TRUE(file_check(text, {"// loop-invariant values, computed once", "= in_step[0];", "cppi_pow(0.999000013f, ",
+                                "cppi_sqrt(", "cppi_parallel_for("}))
+      << text;
+  EXPECT_EQ(text.find("cppi_pow"), text.rfind("cppi_pow")) << text;  // not again in the loops
+  expect_matches(bias_corrected_kernel(1000, false), false);
+}
+
+TEST(CpuPrinter, ValuesOfBuffersTheKernelWritesAreNotHoisted) {
+  auto k = bias_corrected_kernel(100, true);
+  const std::string text = kernel_text(print_one(schedule_for_cpu(k, avx512_target())));
+  EXPECT_EQ(text.find("loop-invariant"), std::string::npos) << text;
+  expect_matches(k, false);
+}
+
 TEST(CpuNumerics, TiledColumnReductionsOverSeveralBlocks) {
   // 2100 columns: two blocks of 64 vectors and a partial one, then a scalar
   // tail of 4; 45 rows: two row blocks of 16 and a partial one.
