@@ -47,7 +47,9 @@ def test_compiled_optimizer_step_matches_eager(device, name):
             torch.testing.assert_close(p, r)
         for p, r in zip(params, ref_params):
             for key, value in ref_opt.state[r].items():
-                torch.testing.assert_close(opt.state[p][key], value, msg=lambda m, key=key: f"state {key}: {m}")
+                # Compiled on CUDA, Dynamo makes the optimizer capturable: its step counts live on the GPU.
+                torch.testing.assert_close(opt.state[p][key], value, check_device=False,
+                                           msg=lambda m, key=key: f"state {key}: {m}")
 
 
 @pytest.mark.parametrize("foreach", [True, False])
