@@ -56,6 +56,12 @@ _EXTRA = [
     aten.dist,
     aten.as_strided_copy,
     aten.unfold_copy,
+    # Outside core ATen, decomposed into gathers and pointwise math: grid
+    # sampling (bilinear and nearest, zeros/border/reflection padding) and
+    # bucketize's binary search (a fixed number of steps: log2 of the
+    # boundaries' length).
+    aten.grid_sampler_2d,
+    aten.bucketize,
 ]
 
 # Kept whole: extern calls (see lowering/ops/externs.h). CPU flash attention

@@ -318,3 +318,17 @@ def test_diagonal_scatter_and_writes_through_diagonal(device):
     check_model(scatter, (x, s, s2), options=options)
     check_model(write_through, (x,), options=options)
     check_model(lambda x: x.diagonal(-1).exp(), (x.clone().requires_grad_(),), grad=True, options=options)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_bucketize(right, device):
+    """bucketize decomposes into a binary search of fixed length (log2 of the
+    boundaries): gathers and comparisons, lowered. Values on the boundaries
+    check the side `right` picks."""
+    boundaries = torch.linspace(-2, 2, 9, device=device)
+    x = torch.randn(5, 40, device=device)
+    x[0, :9] = boundaries
+    check_model(lambda a: torch.bucketize(a, boundaries, right=right), (x,), options={"fallback": "error"})
+    ints = torch.arange(-4, 5, 2, device=device)
+    check_model(lambda a: torch.bucketize(a, ints, right=right, out_int32=True),
+                (torch.randint(-6, 6, (50,), device=device),), options={"fallback": "error"})

@@ -169,6 +169,32 @@ def test_upsample_gradients(device):
     check_model(f, (_input(2, 3, 8, 10, device=device),), grad=True, options=LOWERED)
 
 
+# (mode, padding_mode, align_corners): every mode and padding once, both corner conventions.
+GRID_SAMPLE_CASES = [
+    ("bilinear", "zeros", False), ("bilinear", "reflection", True), ("nearest", "border", True),
+    ("nearest", "reflection", False), ("bicubic", "zeros", True), ("bicubic", "border", False),
+]
+
+
+@pytest.mark.parametrize("case", GRID_SAMPLE_CASES, ids=lambda c: "-".join(map(str, c)))
+def test_grid_sample(case, device):
+    """grid_sampler_2d decomposes into gathers and weights (torch._decomp's
+    decomposition, as Inductor's): lowered, not an ATen call. Its backward
+    is the op AOTAutograd differentiates it into, grid_sampler_2d_backward,
+    which runs in ATen (as in Inductor). The grid reaches past [-1, 1] so
+    padding matters."""
+    mode, padding_mode, align_corners = case
+    x = torch.randn(2, 3, 9, 11, device=device)
+    grid = torch.rand(2, 5, 7, 2, device=device) * 2.4 - 1.2
+
+    def f(a, g):
+        return F.grid_sample(a, g, mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+
+    check_model(f, (x, grid), options={"fallback": "error"})
+    if mode == "bilinear":
+        check_model(f, (x.clone().requires_grad_(), grid.clone().requires_grad_()), grad=True)
+
+
 def test_bilinear_backward_reads_the_gradient_once():
     """Bilinear's backward adds the gradient into four buffers (one per
     corner): its four scatters share one kernel, the only one that reads
