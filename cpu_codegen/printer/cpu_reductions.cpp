@@ -178,7 +178,11 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     accs.push_back(a);
   }
   for (const auto& a : accs) {
-    const std::string vst = vstate_type(a.s->kind, a.t), vid = vstate_identity(a.s->kind, a.t);
+    // Vector states only where vectors run: a loop-less stage in scalar mode
+    // may be of a dtype with no vector at the kernel's width (an int64 prod
+    // after an int32 amin's 16 lanes).
+    const bool vectors = lanes || horizontal_mode;
+    const std::string vst = vectors ? vstate_type(a.s->kind, a.t) : "", vid = vectors ? vstate_identity(a.s->kind, a.t) : "";
     if (lanes) {
       out_.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
     } else {

@@ -183,3 +183,17 @@ def test_argmax_ties_of_a_math_function_in_the_vector_body_and_its_tail():
     check_model(f, (x,), options=LOWERED)
     y = torch.full((7, 37), 0.7)
     check_model(lambda y: (torch.exp(y) - torch.exp(y[:, :1])).abs().amax(1), (y,), options=LOWERED)
+
+
+def test_a_loop_less_int64_reduction_after_a_wider_vectorised_one():
+    """amin of int32 over rows, then prod of the int64 result over a dim of
+    1: one kernel whose looped stage vectorises 16 int32 lanes and whose
+    loop-less prod is scalar. The printer built a vector state for the prod
+    anyway, and AVX-512 has no 16-lane int64, so the whole graph fell back
+    with an internal error (fuzzer seed 2082)."""
+
+    def f(a):
+        v = torch.prod(torch.amin(a, dim=(-1, 1), keepdim=True), dim=2, keepdim=True)
+        return v > 0, torch.clamp(v, 0, None)
+
+    check_model(f, ((torch.randn(1, 40, 50) * 10).to(torch.int32),), options=LOWERED)
