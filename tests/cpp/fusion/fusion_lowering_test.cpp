@@ -62,6 +62,13 @@ Result lower_and_fuse(const Graph& g, LoweringOptions options = {}) {
   return r;
 }
 
+/// With CUDA codegen on: CUDA nodes lower to kernels instead of falling back.
+Result lower_and_fuse_with_cuda(const Graph& g) {
+  LoweringOptions options;
+  options.cuda = true;
+  return lower_and_fuse(g, options);
+}
+
 std::string dump(const FusedGraph& f) {
   std::string out;
   for (const auto& k : kernels(f)) out += ir::to_string(*k);
@@ -165,9 +172,7 @@ TEST(FusionOfLowered, HostScalarArithmeticRunsInTheCudaKernel) {
                 .call("t32", "prims.convert_element_type.default", {ref("twice"), "float32"}, tensor({}))
                 .call("out", "aten.mul.Tensor", {ref("relu"), ref("t32")}, tensor({4, 8}, "float32", "cuda:0"))
                 .output({ref("out")});
-  LoweringOptions options;
-  options.cuda = true;
-  auto r = lower_and_fuse(g, options);
+  auto r = lower_and_fuse_with_cuda(g);
   auto ks = kernels(r.fused);
   ASSERT_EQ(ks.size(), 1u) << remark_text(r.remarks) << dump(r.fused);
   EXPECT_EQ(ks[0]->device, ir::Device::CUDA);
@@ -187,9 +192,7 @@ TEST(FusionOfLowered, HostScalarNeededOnTheCpuStaysThere) {
                 .call("a32", "prims.convert_element_type.default", {ref("a"), "float32"}, tensor({}))
                 .call("mul", "aten.mul.Tensor", {ref("x"), ref("a32")}, tensor({8}, "float32", "cuda:0"))
                 .output({ref("mul"), ref("a32")});
-  LoweringOptions options;
-  options.cuda = true;
-  auto r = lower_and_fuse(g, options);
+  auto r = lower_and_fuse_with_cuda(g);
   auto ks = kernels(r.fused);
   ASSERT_EQ(ks.size(), 2u) << remark_text(r.remarks) << dump(r.fused);
   EXPECT_EQ(ks[0]->device, ir::Device::CPU);
