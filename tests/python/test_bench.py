@@ -17,7 +17,7 @@ from cppinductor.bench.bandwidth import gbps
 from cppinductor.bench.cli import main
 from cppinductor.bench.correctness import mismatch
 from cppinductor.bench.report import format_table, read_json
-from cppinductor.bench.workloads import BY_NAME, WORKLOADS, select, sizes_for
+from cppinductor.bench.workloads import BY_NAME, MLP, WORKLOADS, select, sizes_for
 
 needs_inductor = pytest.mark.skipif(
     os.environ.get("CPPINDUCTOR_TEST_INDUCTOR") != "1", reason="slow: set CPPINDUCTOR_TEST_INDUCTOR=1"
@@ -89,6 +89,8 @@ def test_bytes_moved_is_inputs_read_plus_outputs_written():
         "var_mean": n + 2 * s.rows,
         "row_sum": n + s.rows,
         "col_sum": n + c,
+        # AdamW: param, grad and both moments read; param and both moments written
+        "adamw_step": 7 * sum(p.numel() for p in MLP(s.mlp[1], s.mlp[2]).parameters()),
     }
     for name, elements in expected.items():
         case = BY_NAME[name].build(s, "cpu", torch.float32)

@@ -365,6 +365,34 @@ def _build_transformer_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
     return Case(f"{batch}x{seq}x{d} h{heads}", _training(model, x, target))
 
 
+def _build_adamw_step(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    """torch.compile(optimizer.step) of AdamW (foreach, the default on CUDA) over the MLP's parameters.
+
+    Each backend starts from the same seeded parameters and gradients; one
+    step returns the parameters, so the check compares them after a step.
+    """
+    batch, d, h = s.mlp
+    model = _seeded(lambda: MLP(d, h), device, dtype)
+    gen = _generator(device)
+    for p in model.parameters():
+        p.grad = _randn(gen, p.shape, device, dtype)
+    params = list(model.parameters())
+    moved = sum(p.numel() for p in params) * 7  # reads param, grad and both moments; writes param and moments
+    optimizer = torch.optim.AdamW(params, lr=1e-3, weight_decay=1e-2, foreach=True)
+
+    def make_step(compile: Compile) -> Callable[[], Any]:
+        compiled = compile(optimizer.step)
+
+        def step() -> List[torch.Tensor]:
+            compiled()
+            return [p.detach() for p in params]
+
+        return step
+
+    return Case(f"{len(params)} tensors {sum(p.numel() for p in params) / 1e6:.1f}M", make_step,
+                bytes_moved=moved * params[0].element_size(), largest_input=max(params, key=lambda p: p.numel()))
+
+
 _REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
 # A float32 sum of 16384 randn values moves by ~7e-5 between summation orders
 # (measured against float64), and sums near zero get no help from rtol.
@@ -388,6 +416,8 @@ WORKLOADS: List[Workload] = [
     Workload("mlp_train", "train", "MLP forward + backward + SGD step", _build_mlp_train, False, _REDUCTION_TOL),
     Workload("transformer_train", "train", "transformer block forward + backward + SGD step",
              _build_transformer_train, False, (1e-4, 2e-4)),
+    Workload("adamw_step", "memory", "compiled AdamW step (foreach) over the MLP's parameters", _build_adamw_step,
+             False, _REDUCTION_TOL),
 ]
 
 BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}
