@@ -116,8 +116,11 @@ void CpuKernelPrinter::print_arguments() {
 namespace {
 
 /// Whether `e` may be computed once at the kernel's entry, and is worth it:
-/// no loop variable or reduction result, no random draw, no load of a buffer
-/// in `written`, and a load or a math call to save.
+/// no loop variable or reduction result, no random draw, and a load or a
+/// math call to save. Its loads read buffers the kernel does not write, of a
+/// constant, nonzero number of elements, at plain indices: the entry runs
+/// even when the loops do not, and must not touch an empty buffer or check
+/// an indirect index eager would never have read.
 bool hoistable(const Expr& e, const std::set<std::string>& written) {
   if (e.kind() == ExprKind::Constant || !ir::free_vars(e).empty()) return false;
   bool worth = false;
@@ -125,10 +128,15 @@ bool hoistable(const Expr& e, const std::set<std::string>& written) {
     switch (n.kind()) {
       case ExprKind::Random:
       case ExprKind::LocalRef: return false;
-      case ExprKind::Load:
-        if (written.count(n.as<Load>()->buffer->name)) return false;
+      case ExprKind::Load: {
+        const Load* l = n.as<Load>();
+        const auto numel = l->buffer->layout.numel().constant();
+        if (written.count(l->buffer->name) || !numel || *numel < 1 || !ir::indirect_values(l->index).empty()) {
+          return false;
+        }
         worth = true;
         break;
+      }
       case ExprKind::Unary: worth = worth || ir::is_math_function(n.as<Unary>()->op); break;
       case ExprKind::Binary: worth = worth || ir::is_math_function(n.as<Binary>()->op); break;
       default: break;

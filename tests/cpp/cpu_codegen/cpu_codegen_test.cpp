@@ -324,10 +324,11 @@ TEST(CpuNumerics, InvariantInt64ScalarsDoNotNarrowTheVector) {
 
 /// out[i] = x[i] / sqrt(1 - pow(0.999, step[0] + 1)): an optimizer's bias
 /// correction on a 0-d step. With `write_step`, the kernel also stores
-/// step + 1 into `step` (so its loads are not invariant).
-KernelPtr bias_corrected_kernel(int64_t n, bool write_step) {
+/// step + 1 into `step` (so its loads are not invariant); `step_sizes` gives
+/// the step buffer other sizes (its element 0 is read all the same).
+KernelPtr bias_corrected_kernel(int64_t n, bool write_step, std::vector<IndexExpr> step_sizes = {}) {
   auto x = input("x", DType::Float32, {n});
-  auto step = write_step ? output("step", DType::Float32, {}) : input("step", DType::Float32, {});
+  auto step = write_step ? output("step", DType::Float32, step_sizes) : input("step", DType::Float32, step_sizes);
   auto out = output("buf0", DType::Float32, {n});
   IndexExpr x0 = var("x0");
   Expr next = binary(BinaryOp::Add, load(step, index_const(0)), const_float(1));
@@ -354,6 +355,11 @@ TEST(CpuPrinter, ValuesOfBuffersTheKernelWritesAreNotHoisted) {
   const std::string text = kernel_text(print_one(schedule_for_cpu(k, avx512_target())));
   EXPECT_EQ(text.find("loop-invariant"), std::string::npos) << text;
   expect_matches(k, false);
+  // Nor loads of a buffer that may be empty: the entry runs even when the
+  // loops do not, and must not read it.
+  auto maybe_empty = bias_corrected_kernel(100, false, {sym("s0")});
+  const std::string text2 = kernel_text(print_one(schedule_for_cpu(maybe_empty, avx512_target())));
+  EXPECT_EQ(text2.find("loop-invariant"), std::string::npos) << text2;
 }
 
 TEST(CpuNumerics, TiledColumnReductionsOverSeveralBlocks) {
