@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from check import compile_fn
+from check import check_model, compile_fn
 
 SHAPES = [(8, 5), (5,), (3, 8), (3,)]
 
@@ -68,3 +68,25 @@ def test_compiled_gradient_clipping_matches_eager(device, foreach):
     torch.testing.assert_close(total, ref_total)
     for p, r in zip(params, ref_params):
         torch.testing.assert_close(p.grad, r.grad)
+
+
+def test_foreach_overloads_beyond_the_optimizers(device):
+    """Overloads the optimizers above do not reach, each checked against eager in one compiled graph."""
+    xs = [torch.randn(s, device=device) for s in SHAPES]
+    ys = [torch.randn(s, device=device) for s in SHAPES]
+
+    def f(xs, ys):
+        scalars = [0.5, -1.0, 2.0, 3.0]
+        return (
+            torch._foreach_add(xs, ys, alpha=0.25),
+            torch._foreach_mul(xs, scalars),
+            torch._foreach_pow(2.0, [y.abs() for y in ys]),
+            torch._foreach_clamp_min(xs, ys),
+            torch._foreach_maximum(xs, 0.1),
+            torch._foreach_lerp(xs, ys, [0.1, 0.9, 0.5, 0.3]),
+            torch._foreach_addcdiv(xs, xs, [y.abs() + 1 for y in ys], scalars),
+            torch._foreach_norm(xs, 3),
+            torch._foreach_exp(torch._foreach_sigmoid(xs)),
+        )
+
+    check_model(f, (xs, ys), options={"fallback": "error"})
