@@ -118,11 +118,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   // --- prologue ------------------------------------------------------------------
   void print_header();
   void print_arguments();
-  /// Values that depend on no loop variable and read nothing the kernel
-  /// writes (an optimizer's bias correction from a 0-d step: pow, sqrt and
-  /// divisions on one element), computed once before the loops into
-  /// invariants_, which every loop's scope has as its parent. The C compiler
-  /// cannot hoist them itself: its stores might alias the loads.
+  /// Values that depend on no loop variable and read only what the kernel
+  /// does not write, from buffers that cannot be empty (an optimizer's bias
+  /// correction from a 0-d step: pow, sqrt and divisions on one element),
+  /// computed once before the loops into invariants_, which every loop's
+  /// scope has as its parent. The C compiler cannot hoist them itself: its
+  /// stores might alias the loads.
   void print_invariants();
   std::string local_name(const std::string& result);
 

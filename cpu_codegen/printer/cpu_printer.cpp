@@ -162,16 +162,8 @@ void CpuKernelPrinter::print_invariants() {
     }
     for (const Expr& o : ir::operands(e)) visit(o);
   };
-  for (const auto& stage : k_.stages) {
-    if (const auto* r = std::get_if<ReductionStage>(&stage)) {
-      visit(r->body);
-    } else if (const auto* scan = std::get_if<ScanStage>(&stage)) {
-      visit(scan->body);
-      for (const auto& st : scan->stores) visit(st.value);
-    } else {
-      for (const auto& st : std::get<PointwiseStage>(stage).stores) visit(st.value);
-    }
-  }
+  for (const auto& stage : k_.stages)
+    for (const Expr& v : ir::stage_values(stage)) visit(v);
   if (found.empty()) return;
   out_.line("// loop-invariant values, computed once");
   hoisting_ = true;

@@ -140,8 +140,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void check_schedule() const;
   void print_header();
   std::string parameters(PrintedCudaKernel* info);
-  /// A pointer to each by-value parameter, so loads read it as any buffer.
-  void print_host_scalars();
+  /// A pointer to each by-value parameter (info.by_value, which parameters()
+  /// fills), so loads read it as any buffer.
+  void print_host_scalars(const PrintedCudaKernel& info);
   /// Declares the loop variables of `loops` (those in `used`, when given)
   /// from the row-major flat index `flat`.
   void unravel(const std::vector<Loop>& loops, const std::string& flat, const std::set<std::string>* used = nullptr);

@@ -169,9 +169,10 @@ std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
   return params;
 }
 
-void CudaKernelPrinter::print_host_scalars() {
-  for (const auto& a : sig_.buffers) {
-    if (!is_host_scalar(*a.buffer, Device::CUDA)) continue;
+void CudaKernelPrinter::print_host_scalars(const PrintedCudaKernel& info) {
+  for (size_t i = 0; i < sig_.buffers.size(); ++i) {
+    if (!info.by_value[i]) continue;
+    const auto& a = sig_.buffers[i];
     const std::string name = pointer_name(a.buffer->name);
     // Loads index the value as the buffer's one element.
     out_.line(cat("const ", dtype_ctype(a.buffer->dtype), "* ", name, " = &", name, "_value;"));
@@ -273,7 +274,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
                 resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));
-  print_host_scalars();
+  print_host_scalars(*info);
   if (const ScanStage* scan = scan_of(k_); scan && g_.mapping != GpuMapping::GridStridePointwise) {
     g_.mapping == GpuMapping::RowPerBlock ? print_scan_rows() : print_scan_columns();
     out_.close();
