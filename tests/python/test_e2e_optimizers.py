@@ -11,6 +11,8 @@ import pytest
 import torch
 
 from check import check_model, compile_fn
+from cppinductor import debug
+from cppinductor.report import graph_report
 
 SHAPES = [(8, 5), (5,), (3, 8), (3,)]
 
@@ -50,6 +52,22 @@ def test_compiled_optimizer_step_matches_eager(device, name):
                 # Compiled on CUDA, Dynamo makes the optimizer capturable: its step counts live on the GPU.
                 torch.testing.assert_close(opt.state[p][key], value, check_device=False,
                                            msg=lambda m, key=key: f"state {key}: {m}")
+
+
+def test_each_parameters_update_is_one_kernel(device):
+    """The foreach ops' per-tensor pieces fuse: AdamW's whole update of one parameter (weight decay, both
+    moments, the bias-corrected step) is one kernel, plus one for the step counters."""
+    params = _params(device)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt = OPTIMIZERS["adam_foreach"](params)
+    step = compile_fn(opt.step, options={"fallback": "error"})
+    with debug.recording() as records:
+        for _ in range(2):  # the first call also creates the state
+            step()
+    report = graph_report(records[-1])
+    kernels = [k for k in report.kernels if k["kind"] in ("pointwise", "reduction")]
+    assert len(kernels) == len(set(SHAPES)) + 1, [k["origins"] for k in kernels]
 
 
 @pytest.mark.parametrize("foreach", [True, False])
