@@ -273,8 +273,11 @@ Expected<std::pair<ir::BufferPtr, ir::BufferPtr>> two_pass_moments(const OpCall&
   const TensorRef s1 = TensorRef::of_buffer(s1s[0]), s2 = TensorRef::of_buffer(s2s[0]);
   ir::BufferPtr mean = c.ctx.temp_buffer(cat(c.node.name, "_mean"), acc, in.x.device, out_sizes);
   emit_pointwise(c.ctx, c.node.name, mean, [&](const std::vector<IndexExpr>& x) {
-    return ir::binary(BinaryOp::Add, ir::binary(BinaryOp::TrueDiv, load(sum, x), n),
-                      ir::binary(BinaryOp::TrueDiv, load(s1, x), n));
+    // A row holding inf has an infinite m and a NaN s1 (inf - inf): its
+    // mean is m, as eager's (a NaN row's m is NaN either way).
+    const Expr m = ir::binary(BinaryOp::TrueDiv, load(sum, x), n);
+    return ir::where(ir::unary(ir::UnaryOp::IsFinite, m),
+                     ir::binary(BinaryOp::Add, m, ir::binary(BinaryOp::TrueDiv, load(s1, x), n)), m);
   });
   ir::BufferPtr m2 = c.ctx.temp_buffer(cat(c.node.name, "_m2"), acc, in.x.device, out_sizes);
   emit_pointwise(c.ctx, c.node.name, m2, [&](const std::vector<IndexExpr>& x) {
