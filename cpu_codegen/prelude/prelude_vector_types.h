@@ -69,9 +69,12 @@ template <class V>
 CPPI_INLINE void cppi_vstore(void* p, V v) {
   __builtin_memcpy(p, &v, sizeof(V));
 }
-// Loads the first n lanes (0 <= n <= lanes) and zero-fills the rest: for tails.
+// Loads the first n lanes (0 <= n <= lanes) and zero-fills the rest, and
+// stores the first n: a masked tail's memory (TailKind::Masked), which must
+// not touch an element past the loop. Lane by lane, or with AVX-512BW/VL one
+// masked move of n * sizeof(lane) bytes for vectors of 16 bytes and more.
 template <class V>
-CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
+CPPI_INLINE V cppi_vload_lanes(const void* p, int64_t n) {
   typedef typename cppi_vec_traits<V>::element_type E;
   V v = {};
   const E* e = (const E*)p;
@@ -79,11 +82,64 @@ CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
   return v;
 }
 template <class V>
-CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
+CPPI_INLINE void cppi_vstore_lanes(void* p, V v, int64_t n) {
   typedef typename cppi_vec_traits<V>::element_type E;
   E* e = (E*)p;
   for (int64_t i = 0; i < n; ++i) e[i] = v[i];
 }
+#if defined(__AVX512BW__) && defined(__AVX512VL__)
+typedef char cppi_bytes16 __attribute__((vector_size(16)));
+typedef char cppi_bytes32 __attribute__((vector_size(32)));
+typedef char cppi_bytes64 __attribute__((vector_size(64)));
+// The builtins' pointer argument: a byte vector's for clang, char's for g++.
+#if defined(__clang__)
+#define CPPI_BYTES_AT(B, p) ((B*)(p))
+#else
+#define CPPI_BYTES_AT(B, p) ((char*)(p))
+#endif
+CPPI_INLINE unsigned long long cppi_byte_mask(int64_t bytes) {
+  return bytes >= 64 ? ~0ull : (1ull << bytes) - 1;
+}
+template <class V>
+CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
+  const unsigned long long m = cppi_byte_mask(n * (int64_t)sizeof(typename cppi_vec_traits<V>::element_type));
+  char* c = (char*)p;
+  if constexpr (sizeof(V) == 64) {
+    return cppi_bit_cast<V>(__builtin_ia32_loaddquqi512_mask(CPPI_BYTES_AT(cppi_bytes64, c), cppi_bytes64{}, m));
+  } else if constexpr (sizeof(V) == 32) {
+    return cppi_bit_cast<V>(__builtin_ia32_loaddquqi256_mask(CPPI_BYTES_AT(cppi_bytes32, c), cppi_bytes32{}, (unsigned)m));
+  } else if constexpr (sizeof(V) == 16) {
+    return cppi_bit_cast<V>(
+        __builtin_ia32_loaddquqi128_mask(CPPI_BYTES_AT(cppi_bytes16, c), cppi_bytes16{}, (unsigned short)m));
+  } else {
+    return cppi_vload_lanes<V>(p, n);
+  }
+}
+template <class V>
+CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
+  const unsigned long long m = cppi_byte_mask(n * (int64_t)sizeof(typename cppi_vec_traits<V>::element_type));
+  char* c = (char*)p;
+  if constexpr (sizeof(V) == 64) {
+    __builtin_ia32_storedquqi512_mask(CPPI_BYTES_AT(cppi_bytes64, c), cppi_bit_cast<cppi_bytes64>(v), m);
+  } else if constexpr (sizeof(V) == 32) {
+    __builtin_ia32_storedquqi256_mask(CPPI_BYTES_AT(cppi_bytes32, c), cppi_bit_cast<cppi_bytes32>(v), (unsigned)m);
+  } else if constexpr (sizeof(V) == 16) {
+    __builtin_ia32_storedquqi128_mask(CPPI_BYTES_AT(cppi_bytes16, c), cppi_bit_cast<cppi_bytes16>(v), (unsigned short)m);
+  } else {
+    cppi_vstore_lanes(p, v, n);
+  }
+}
+#undef CPPI_BYTES_AT
+#else
+template <class V>
+CPPI_INLINE V cppi_vload_partial(const void* p, int64_t n) {
+  return cppi_vload_lanes<V>(p, n);
+}
+template <class V>
+CPPI_INLINE void cppi_vstore_partial(void* p, V v, int64_t n) {
+  cppi_vstore_lanes(p, v, n);
+}
+#endif
 // ---------------------------------------------------------------------------
 // Transposed tiles (CpuSchedule::transpose_tile): dst[j * W + i] =
 // src[j + i * stride] for i, j < W, elements of Bytes bytes moved as
@@ -193,6 +249,12 @@ CPPI_INLINE V cppi_viota(typename cppi_vec_traits<V>::element_type start) {
   V v;
   for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i;
   return v;
+}
+// Lanes below n on (all bits set), the rest off: the lanes of a masked tail
+// (TailKind::Masked) that lie inside the loop.
+template <class M>
+CPPI_INLINE M cppi_vlanes_below(int64_t n) {
+  return (M)(cppi_viota<M>(0) < cppi_vsplat<M>((typename cppi_vec_traits<M>::element_type)n));
 }
 // start, start + step, start + 2 * step, ...: an index that moves by a
 // constant step along the vectorised loop (a pooling window's column).

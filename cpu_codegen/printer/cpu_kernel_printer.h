@@ -149,6 +149,16 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_split_loop_with_rest(const std::string& var, const Bound& lo, const Bound& hi,
                                   const std::function<void(const std::string&, const std::string&)>& main,
                                   const std::function<void(const std::string&, const std::string&)>& rest);
+  /// A stage's innermost loop (InnermostOfEachStage) over [lo, hi):
+  /// `main(from, to)` over the whole vectors, then the rest as one vector of
+  /// `vector_step` with its lanes past the end off (TailKind::Masked), or
+  /// else `scalar_step` in a loop.
+  void print_stage_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
+                              const std::function<void(const std::string&, const std::string&)>& main,
+                              const std::function<void()>& vector_step, const std::function<void()>& scalar_step);
+  /// print_stage_split_loop whose whole vectors are `vector_step` in a loop.
+  void print_stage_vector_loop(const std::string& var, const Bound& lo, const Bound& hi,
+                               const std::function<void()>& vector_step, const std::function<void()>& scalar_step);
   /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// vector_loop_splits: the vectorised loop `l` over [lo, hi) (all of it)
@@ -234,6 +244,23 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::string vector_cast(DType from, DType to, const CValue& x);
   std::string lane_lambda(const std::string& body_expr) const;
 
+  /// Whether scalar math printed here computes what vector lanes of this
+  /// kernel compute at other positions, and so goes through the vector form
+  /// on a splat (the same bits at every position; fuzzer seed 1790): inside a
+  /// stage's innermost loop (its scalar tail) and anywhere in a kernel whose
+  /// outer loop is vectorised (its scalar remainder). Elsewhere (a row's
+  /// loop-less stages, the hoisted invariants) every row computes it alike,
+  /// so it calls libm: log of a row sum through a splat of 16 lanes took
+  /// 17 ns, logf 7.
+  bool scalar_math_beside_lanes() const;
+  /// In a masked tail: a mask of `bytes`-wide lanes, on for the lanes
+  /// below tail_lanes_.
+  std::string tail_mask(int bytes) const;
+  /// A load in a masked tail: only the lanes that are on read memory.
+  std::string masked_tail_load(const Load& n, const std::string& mem_type, bool contiguous, ValueScope& scope);
+  /// A reduction's value in a masked tail: the identity in the lanes that are off.
+  CValue identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v);
+
   // --- types ---------------------------------------------------------------------------
   std::string width() const { return std::to_string(sched_.vector_width); }
   /// Vector type of a value dtype (bool: not a value type, see mask_type).
@@ -276,8 +303,13 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// While print_invariants prints: math on one value runs as eager runs it
   /// on a 0-d tensor (libm), not through the vector form of the kernel's lanes.
   bool hoisting_ = false;
+  /// While a stage's innermost loop prints (print_stage_split_loop).
+  bool in_stage_loop_ = false;
   std::set<std::string> reserved_;
   std::string vvar_;
+  /// While a masked tail's vector prints (TailKind::Masked): how many of its
+  /// lanes are on, as C text; empty otherwise.
+  std::string tail_lanes_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
   /// transpose_tile: the transposed loads, each with the tile it is read
   /// from (print_transposed_tile), and, while a whole tile's rows print, the

@@ -300,6 +300,45 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
       tail_body);
 }
 
+void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
+                                              const std::function<void(const std::string&, const std::string&)>& main,
+                                              const std::function<void()>& vector_step,
+                                              const std::function<void()>& scalar_step) {
+  const bool enclosing = in_stage_loop_;
+  in_stage_loop_ = true;
+  if (sched_.tail != TailKind::Masked) {
+    print_split_loop(v, lo, hi, main, scalar_step);
+  } else {
+    print_split_loop_with_rest(v, lo, hi, main, [&](const std::string& vend, const std::string& end) {
+      const bool known = lo.value && hi.value;  // then vend < end
+      out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
+      out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
+      out_.line(cat("const int64_t ", v, " = ", vend, ";"));
+      tail_lanes_ = known ? std::to_string(*hi.value - (*lo.value + (*hi.value - *lo.value) / sched_.vector_width *
+                                                                      sched_.vector_width))
+                          : cat("(", end, " - ", vend, ")");
+      vector_step();
+      tail_lanes_.clear();
+      out_.close();
+    });
+  }
+  in_stage_loop_ = enclosing;
+}
+
+void CpuKernelPrinter::print_stage_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
+                                               const std::function<void()>& vector_step,
+                                               const std::function<void()>& scalar_step) {
+  print_stage_split_loop(
+      v, lo, hi,
+      [&](const std::string& from, const std::string& to) {
+        out_.line("CPPI_NO_AUTOVEC");
+        out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", sched_.vector_width, ")"));
+        vector_step();
+        out_.close();
+      },
+      vector_step, scalar_step);
+}
+
 void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
                                         const std::function<void(const std::string&, const std::string&)>& main,
                                         const std::function<void()>& tail_body) {
@@ -575,7 +614,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     const Loop& l = s.loops[level];
     const std::string v = var_name(l);
     if (level + 1 == s.loops.size() && vector_stage) {
-      print_vector_loop(
+      print_stage_vector_loop(
           v, Bound{"0", 0}, extent(l),
           [&] {
             enter_vector(v);
@@ -648,7 +687,11 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       } else {
         data = as_vector(v);
       }
-      out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
+      if (tail_lanes_.empty()) {
+        out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
+      } else {
+        out_.line(cat("cppi_vstore_partial(&", ptr, "[", idx, "], ", data, ", ", tail_lanes_, ");"));
+      }
     }
     scope.forget_loads_of(st.buffer->name);
   }

@@ -30,6 +30,9 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
       fail(cat("kernel ", k_.name, ": an overlapped tail needs a vectorised innermost outer loop of at least one vector"));
     }
   }
+  if (sched_.tail == TailKind::Masked && sched_.vectorized != VectorizedLoop::InnermostOfEachStage) {
+    fail(cat("kernel ", k_.name, ": a masked tail needs vectorised stage loops"));
+  }
   if (sched_.vectorized != VectorizedLoop::None) {
     const int w = sched_.vector_width;
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));

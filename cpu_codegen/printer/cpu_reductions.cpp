@@ -277,7 +277,8 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
         enter_vector(v);
         ValueScope scope(&invariants_);
         for (const auto& a : accs) {
-          const CValue val = value(a.s->body, scope);
+          CValue val = value(a.s->body, scope);
+          if (!tail_lanes_.empty()) val = identity_where_tail_is_off(a.s->kind, a.t, val);
           out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), val,
                                   cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
                     ";");
@@ -285,13 +286,13 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
         leave_vector();
       };
       if (group == 1) {
-        print_vector_loop(v, lo, hi, [&] { vector_step(0); }, scalar_step);
+        print_stage_vector_loop(v, lo, hi, [&] { vector_step(0); }, scalar_step);
         return;
       }
       // Groups of `group` vectors; the whole vectors after the last group go
       // to the first accumulators.
       const int64_t span = int64_t{group} * sched_.vector_width;
-      print_split_loop(
+      print_stage_split_loop(
           v, lo, hi,
           [&](const std::string& from, const std::string& to) {
             const std::string g = v + "_grp", g_end = v + "_grp_end";
@@ -312,7 +313,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
             out_.close();
             out_.close();
           },
-          scalar_step);
+          [&] { vector_step(0); }, scalar_step);
     };
     if (!any_cascade) {
       innermost(lo, hi);
@@ -489,6 +490,18 @@ std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const 
   if (kind == ReductionKind::Sum && is_floating(t)) return cat("(", a, " + ", b, ")");
   if (kind == ReductionKind::Welford) return cat("cppi_vwelford_combine(", a, ", ", b, ")");
   fail(cat("lane-wise combine of ", to_string(kind), " over ", dtype_name(t)));
+}
+
+CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v) {
+  if (t == DType::Bool) {
+    // Off lanes: false for any and max, true for all and min.
+    const bool ones = kind == ReductionKind::All || kind == ReductionKind::Min;
+    const std::string m = as_mask(v, 4), on = tail_mask(4);
+    return CValue{ones ? cat("(", m, " | ~", on, ")") : cat("(", m, " & ", on, ")"), DType::Bool, true, 4};
+  }
+  return CValue{cat("cppi_vselect(", tail_mask(lane_bytes(t)), ", ", as_vector(v), ", cppi_vsplat<", vtype(t), ">(",
+                    identity_value(kind, t), "))"),
+                t, true};
 }
 
 std::string CpuKernelPrinter::horizontal(ReductionKind kind, DType t, const std::string& acc) const {

@@ -23,9 +23,14 @@ bool through_vector_form(const CpuSchedule& s, DType t, bool math, bool has_vect
 
 }  // namespace
 
+bool CpuKernelPrinter::scalar_math_beside_lanes() const {
+  if (hoisting_) return false;
+  return sched_.vectorized == VectorizedLoop::InnermostOuter || in_stage_loop_;
+}
+
 std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
   const char* tmpl = codegen::vector_unary_template(op, codegen::OperandClass::Float);
-  if (hoisting_ || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+  if (!scalar_math_beside_lanes() || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
     return CPrinterBase::scalar_unary(op, t, x);
   }
   const std::string v = vtype(t);
@@ -35,7 +40,7 @@ std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::strin
 
 std::string CpuKernelPrinter::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
   const char* tmpl = codegen::vector_binary_template(op, codegen::OperandClass::Float);
-  if (hoisting_ || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+  if (!scalar_math_beside_lanes() || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
     return CPrinterBase::scalar_binary(op, t, a, b);
   }
   const std::string v = vtype(t);
@@ -149,6 +154,23 @@ std::string CpuKernelPrinter::vector_cast(DType from, DType to, const CValue& x)
   return cat("cppi_vconvert<", vtype(to), ">(", as_vector(x), ")");
 }
 
+std::string CpuKernelPrinter::tail_mask(int bytes) const {
+  return cat("cppi_vlanes_below<", mask_type(bytes), ">(", tail_lanes_, ")");
+}
+
+std::string CpuKernelPrinter::masked_tail_load(const Load& n, const std::string& mem_type, bool contiguous,
+                                               ValueScope& scope) {
+  UncheckedIndices unchecked(*this, n.mask.defined());
+  if (contiguous && !n.mask.defined()) {
+    return cat("cppi_vload_partial<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope),
+               "], ", tail_lanes_, ")");
+  }
+  // Strided, repeated or gathered lanes, or a load's own mask: lane by lane.
+  std::string on = tail_mask(4);
+  if (n.mask.defined()) on = cat("(", as_mask(value(n.mask, scope), 4), " & ", on, ")");
+  return cat("cppi_vgen_masked<", mem_type, ">(", on, ", ", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+}
+
 std::string CpuKernelPrinter::lane_lambda(const std::string& body_expr) const {
   return cat("[&](int64_t ", vvar_, ") { return ", body_expr, "; }");
 }
@@ -184,7 +206,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       std::string loaded;
       auto stride = coefficient(n->index, var(vvar_));
       const bool contiguous = stride && stride->is_constant(1);
-      if (n->mask.defined()) {
+      if (!tail_lanes_.empty()) {
+        loaded = masked_tail_load(*n, mem_type, contiguous, scope);
+      } else if (n->mask.defined()) {
         UncheckedIndices unchecked(*this, true);
         const CValue m = value(n->mask, scope);
         const std::string mask = m.vector ? m.text : as_mask(m, 4);

@@ -22,6 +22,7 @@ const char* to_string(TailKind t) {
   switch (t) {
     case TailKind::ScalarLoop: return "scalar_loop";
     case TailKind::Overlapped: return "overlapped";
+    case TailKind::Masked: return "masked";
   }
   return "?";
 }

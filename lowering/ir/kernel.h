@@ -104,6 +104,12 @@ enum class TailKind : uint8_t {
   // overlapping the one before. Its lanes are independent columns, so the
   // ones computed twice store the same values again (see CpuSchedule::tail).
   Overlapped,
+  // InnermostOfEachStage only: a stage loop's last extent % vector_width
+  // iterations run as one vector whose lanes past the end are off: loads
+  // read only the lanes that are on (zeros elsewhere), stores write only
+  // those, and reductions take their identity in the others. One call of a
+  // vector exp for a softmax row's 7 elements, not one per element.
+  Masked,
 };
 enum class GpuMapping : uint8_t {
   None,                 // not scheduled for a GPU

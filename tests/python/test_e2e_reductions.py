@@ -120,7 +120,7 @@ def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu():
     """layer_norm's variance sums x - mean and its square: two independent
     reductions over the row, folded into one loop that loads each element
     once, each sum with four vector accumulators. 1000 columns: groups of 4
-    vectors, whole vectors after them and a scalar tail; NaN and inf rows give
+    vectors, whole vectors after them and the tail; NaN and inf rows give
     eager's results."""
     x = torch.randn(37, 1000) * 3 + 2
     x[3, 999] = float("nan")
@@ -131,7 +131,7 @@ def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu():
     one_pass = kernels[kernels.index("fold in one pass"):]
     one_pass = one_pass[:one_pass.index("// stage", 1)]
     # Each element of the row is loaded once per position in the one pass:
-    # 4 in a group, 1 after the groups, 1 in the scalar tail.
+    # 4 in a group, 1 after the groups, 1 in the tail.
     assert len(re.findall(r"\w+\[r0 \+ 1000\*x0\]", one_pass)) == 6, one_pass
     assert len(re.findall(r"cppi_f32x\d+ \w+_vacc_3 = ", one_pass)) == 2, one_pass
 
@@ -147,6 +147,30 @@ def test_softmax_rows_compute_exp_once_on_cpu():
     x[5] = -float("inf")
     kernels = _cpu_kernels(lambda x: torch.softmax(x, -1), x)
     assert kernels.count("cppi_exp(") == 2, kernels
+
+
+@pytest.mark.parametrize("cols", [7, 33])
+def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
+    """A row's stages end in one vector whose lanes past the row are off
+    (rows of 7: 8 lanes; of 33: two vectors of 16 and a third): exp and log
+    run once per vector, not once per element of a scalar tail, and the lanes
+    that are off reach no max, sum or store. Eager's results on rows holding
+    NaN and infinities."""
+    x = torch.randn(300, cols) * 3
+    x[3, cols - 1] = float("nan")
+    x[5, 0] = float("inf")
+    x[6] = -float("inf")
+    x[7, cols - 1] = float("inf")
+    for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), lambda x: torch.logsumexp(x, -1)):
+        kernels = _cpu_kernels(f, x)
+        assert "tail=masked" in kernels, kernels
+        assert "cppi_vload_partial<" in kernels and "++r0" not in kernels and "++x1" not in kernels, kernels
+    # Eager's Welford mean of a row holding inf is inf or NaN by where the inf
+    # sits (inf - inf once it is the running mean); the moments take NaN only.
+    with_nan = torch.where(x.isinf(), 0.5, x)
+    _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (cols,)), with_nan, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
 
 
 def test_softmax_over_columns_tiles_both_reductions_on_cpu():
@@ -235,6 +259,21 @@ def test_var_mean(device):
         return var, mean, var0, mean0, x.var(), x.std(2)
 
     check_model(f, (torch.randn(4, 19, 6, device=device) + 3,), reduction=True)
+
+
+def test_the_mean_of_a_row_holding_inf_is_inf_on_cpu():
+    """The two-pass moments (rows of up to 1024 on the CPU) correct the mean
+    by the deviations' sum, which is NaN once the row's sum is infinite (inf
+    - inf): the mean is then the sum over N, inf as eager's where the inf
+    ends the row, not NaN. The variance stays NaN."""
+    x = torch.randn(4, 9)
+    x[1, 8] = float("inf")
+    x[2, 8] = -float("inf")
+    var, mean = torch.compile(lambda x: torch.var_mean(x, -1), backend="cppinductor", options={"fallback": "error"})(x)
+    ref_var, ref_mean = torch.var_mean(x, -1)
+    assert mean[1] == float("inf") and mean[2] == -float("inf"), mean
+    torch.testing.assert_close(mean, ref_mean)
+    torch.testing.assert_close(var, ref_var, equal_nan=True)
 
 
 def test_layer_norm_functional(device):
@@ -402,4 +441,5 @@ def test_per_channel_statistics_reduce_the_spatial_dims_as_one_loop(shape, devic
     if device == "cpu":  # the CUDA row mappings flatten a stage's loops anyway
         torch._dynamo.reset()
         _, sources = run_and_get_code(torch.compile(stats, backend="cppinductor"), x)
-        assert any(f"< {shape[2] * shape[3]};" in s for s in sources), sources
+        hw = shape[2] * shape[3]  # one loop to H * W: its end, or where a masked last vector stops
+        assert any(f"< {hw};" in s or f"its lanes from {hw} on" in s for s in sources), sources

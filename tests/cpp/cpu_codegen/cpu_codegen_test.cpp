@@ -115,7 +115,7 @@ TEST(CpuPrinter, ProvenanceCommentsCarrySourceLines) {
   EXPECT_TRUE(file_check(m.source, {"// origins: mul add relu", "//   relu: model.py:12 | y = torch.relu(x)"}));
 }
 
-TEST(CpuPrinter, RowSumKeepsFourVectorAccumulatorsAndAScalarTail) {
+TEST(CpuPrinter, RowSumKeepsFourVectorAccumulatorsAndAMaskedTail) {
   auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 1000), avx512_target());
   auto m = print_one(k);
   EXPECT_TRUE(file_check(kernel_text(m), {
@@ -128,8 +128,9 @@ TEST(CpuPrinter, RowSumKeepsFourVectorAccumulatorsAndAScalarTail) {
                                              "red_vacc = red_vacc + tmp",
                                              "red_vacc_3 = red_vacc_3 + tmp",
                                              "for (int64_t r0 = r0_grp_end; r0 < 992; r0 += 16) {",
-                                             "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
-                                             "red_acc = (red_acc + tmp",
+                                             "const int64_t r0 = 992;",
+                                             "cppi_vload_partial<cppi_f32x16>(&in_arg0[r0 + 1000*x0], 8)",
+                                             "red_vacc = red_vacc + cppi_vselect(cppi_vlanes_below<cppi_i32x16>(8), tmp",
                                              "red_vacc = red_vacc + red_vacc_1;",
                                              "red_vacc_2 = red_vacc_2 + red_vacc_3;",
                                              "red_vacc = red_vacc + red_vacc_2;",
@@ -152,7 +153,7 @@ TEST(CpuPrinter, RowMaxKeepsFourAccumulatorsMergedBeforeTheHorizontalStep) {
                                              "const int64_t r0 = r0_grp + 48;",
                                              "red_vacc_3 = cppi_max(red_vacc_3, tmp",
                                              "for (int64_t r0 = r0_grp_end; r0 < 992; r0 += 16) {",
-                                             "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
+                                             "const int64_t r0 = 992;",
                                              "red_vacc = cppi_max(red_vacc, red_vacc_1);",
                                              "red_vacc_2 = cppi_max(red_vacc_2, red_vacc_3);",
                                              "red_vacc = cppi_max(red_vacc, red_vacc_2);",
@@ -189,6 +190,38 @@ TEST(CpuPrinter, ColumnReductionVectorisesOverTheContiguousOutputs) {
                                              "cppi_vstore(&out_buf0[x0], red);",
                                              "NOT:cppi_vreduce_add",
                                          }));
+}
+
+TEST(CpuPrinter, AMaskedTailIsOneVectorOfPartialLoadsAndStores) {
+  // Rows of 7: each stage is one 8-lane vector whose 8th lane is off. The
+  // max takes -inf there and the sum 0; nothing runs a scalar tail.
+  const std::string text = kernel_text(print_one(schedule_for_cpu(softmax_kernel(512, 7), avx512_target())));
+  EXPECT_TRUE(file_check(text, {"cppi_vload_partial<cppi_f32x8>(&in_arg0[r0 + 7*x0], 7)",
+                                "cppi_max(amax_vacc, cppi_vselect(cppi_vlanes_below<cppi_i32x8>(7), ",
+                                "cppi_vsplat<cppi_f32x8>((-__builtin_inff()))", "cppi_exp(",
+                                "cppi_vselect(cppi_vlanes_below<cppi_i32x8>(7), ", "cppi_vsplat<cppi_f32x8>(0.0f)",
+                                "cppi_vstore_partial(&out_buf0[", ", 7);", "NOT:++r0"}))
+      << text;
+  // A symbolic row length masks what is left after the whole vectors, if anything is.
+  const std::string sym_text =
+      kernel_text(print_one(schedule_for_cpu(softmax_kernel(512, sym("s0")), avx512_target()), {"s0"}));
+  EXPECT_TRUE(file_check(sym_text, {"if (r0_vec_end < r0_end)", "cppi_vload_partial<cppi_f32x16>(", "(r0_end - r0_vec_end))"}))
+      << sym_text;
+}
+
+TEST(CpuPrinter, MathOnARowsOwnValuesCallsLibm) {
+  // log of a row's sum runs once per row, the same way for every row: libm,
+  // not lane 0 of a 16-lane SLEEF call. The stage loop's tail keeps the
+  // vector form (its lanes are positions of the vector body).
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  auto in = input("arg0", DType::Float32, {512, 33});
+  auto out = output("buf0", DType::Float32, {512});
+  auto sum = ReductionStage::make({Loop{r0, 33}}, ReductionKind::Sum, load(in, x0 * 33 + r0), {"s"});
+  auto k = Kernel::make("row_log_0", Device::CPU, {Loop{x0, 512}},
+                        {sum, PointwiseStage{{}, {Store::make(out, x0, unary(UnaryOp::Log, sum.result()))}}}, {}, {});
+  const std::string text = kernel_text(print_one(schedule_for_cpu(k, avx512_target())));
+  EXPECT_TRUE(file_check(text, {"cppi_log(s)", "NOT:cppi_log(cppi_vsplat"})) << text;
+  expect_matches(k, true);
 }
 
 TEST(CpuPrinter, SoftmaxHasThreeVectorisedStages) {
@@ -397,6 +430,26 @@ TEST_P(CpuNumerics, FullReductions) {
   }
 }
 
+TEST_P(CpuNumerics, MaskedTails) {
+  // Every kind a masked tail takes, NaN and infinities included; the stage
+  // loop of 1 is too short to vectorise.
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::Min, ReductionKind::Prod, ReductionKind::Any,
+                    ReductionKind::All}) {
+    RunOptions o;
+    o.rtol = 1e-4;
+    o.atol = 1e-4;
+    const KernelPtr k = masked_tail_kernel(kind, 5, GetParam());
+    const CpuSchedule s = schedule_for_cpu(k, avx512_target())->schedule.cpu;
+    if (GetParam() == 1) {
+      EXPECT_NE(s.vectorized, VectorizedLoop::InnermostOfEachStage);
+    } else {
+      EXPECT_EQ(s.tail, GetParam() % s.vector_width == 0 ? TailKind::ScalarLoop : TailKind::Masked);
+    }
+    expect_matches(k, false, o);
+    expect_matches(k, true, o);
+  }
+}
+
 // 64: exactly one group of the 4 max/min accumulators; 1023: groups, whole vectors after them, a tail.
 INSTANTIATE_TEST_SUITE_P(Sizes, CpuNumerics, ::testing::Values(1, 7, 16, 17, 64, 100, 1023));
 
@@ -428,6 +481,9 @@ TEST(CpuNumerics, SymbolicSizes) {
   o.graph_symbols = {"s0", "s1"};
   o.symbols = {{"s0", 5}, {"s1", 203}};
   expect_matches(softmax_kernel(sym("s0"), sym("s1")), false, o);
+  o.symbols = {{"s0", 5}, {"s1", 7}};  // the masked tail alone
+  expect_matches(softmax_kernel(sym("s0"), sym("s1")), false, o);
+  o.symbols = {{"s0", 5}, {"s1", 203}};
   expect_matches(pointwise_kernel(sym("s1")), true, o);
   o.rtol = o.atol = 1e-4;
   expect_matches(column_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), true, o);
@@ -455,7 +511,8 @@ TEST(CpuNumerics, GxxCompilesTheSameSource) {
   o.rtol = o.atol = 1e-4;
   for (auto k : {softmax_kernel(3, 77), op_zoo_kernel(45), row_reduction_kernel(ReductionKind::Welford, 3, 77),
                  column_reduction_kernel(ReductionKind::ArgMax, 9, 45), half_kernel(45, DType::BFloat16),
-                 full_reduction_kernel(ReductionKind::Sum, 100000), sin_cos_kernel(45)}) {
+                 full_reduction_kernel(ReductionKind::Sum, 100000), sin_cos_kernel(45),
+                 masked_tail_kernel(ReductionKind::All, 3, 7), masked_tail_kernel(ReductionKind::Max, 3, 45)}) {
     EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target()), o), "") << k->name;
   }
 }
@@ -585,7 +642,8 @@ TEST(CpuPrinter, CascadedRowSumRunsInBlocksAndMergesIntoATotal) {
                                              "r0_cblk += 65536) {",
                                              "const int64_t r0_cblk_end = cppi_min_i<int64_t>(r0_cblk + 65536,",
                                              "red_vacc = red_vacc + tmp",
-                                             "red_acc = (red_acc + tmp",
+                                             "if (r0_vec_end < r0_end) {",
+                                             "cppi_vlanes_below<cppi_i32x16>((r0_end - r0_vec_end))",
                                              "red_terms += r0_cblk_end - r0_cblk;",
                                              "if (red_terms >= 65536) {",
                                              "red_vacc = red_vacc + red_vacc_1;",
@@ -614,9 +672,9 @@ TEST(CpuPrinter, IndependentSumsOverOneRowFoldInOnePass) {
                                    "cppi_vload<cppi_f32x16>(&in_arg0[r0 + 1000*x0])",
                                    "s1_vacc = s1_vacc + tmp",
                                    "s2_vacc = s2_vacc + tmp",
-                                   "for (int64_t r0 = 992; r0 < 1000; ++r0) {",
-                                   "s1_acc = (s1_acc + tmp",
-                                   "s2_acc = (s2_acc + tmp",
+                                   "const int64_t r0 = 992;",
+                                   "s1_vacc = s1_vacc + cppi_vselect(",
+                                   "s2_vacc = s2_vacc + cppi_vselect(",
                                    "const float s1 = (cppi_vreduce_add(s1_vacc) + s1_acc);",
                                    "const float s2 = (cppi_vreduce_add(s2_vacc) + s2_acc);",
                                    "// stage 3: store buf0 over r0",

@@ -129,5 +129,63 @@ TEST(CpuSchedule, RowsShorterThanFourVectorsKeepOneAccumulator) {
                 ->schedule.cpu.vector_accumulators, 4);
 }
 
+TEST(CpuSchedule, StageLoopsThatCallMathFunctionsMaskTheirLastVector) {
+  auto sched = [](const KernelPtr& k) { return schedule_for_cpu(k, avx512_target())->schedule.cpu; };
+  // Softmax over rows of 7: one 8-lane vector per stage, its 8th lane off.
+  const CpuSchedule seven = sched(softmax_kernel(512, 7));
+  EXPECT_EQ(seven.vectorized, VectorizedLoop::InnermostOfEachStage);
+  EXPECT_EQ(seven.vector_width, 8);
+  EXPECT_EQ(seven.tail, TailKind::Masked);
+  EXPECT_EQ(sched(softmax_kernel(512, 33)).vector_width, 16);
+  EXPECT_EQ(sched(softmax_kernel(512, 33)).tail, TailKind::Masked);
+  EXPECT_EQ(sched(softmax_kernel(512, 3)).vector_width, 4);
+  EXPECT_EQ(sched(softmax_kernel(512, sym("s0"))).tail, TailKind::Masked);
+  // Whole vectors leave nothing to mask.
+  EXPECT_EQ(sched(softmax_kernel(512, 64)).tail, TailKind::ScalarLoop);
+  // AVX-512 masks arithmetic too (a masked move per tail); AVX2 moves the
+  // lanes one by one, so arithmetic alone keeps the scalar tail there, and
+  // 4 lanes for rows of 7.
+  EXPECT_EQ(sched(row_reduction_kernel(ReductionKind::Sum, 512, 33)).tail, TailKind::Masked);
+  EXPECT_EQ(sched(row_reduction_kernel(ReductionKind::Max, 512, 7)).vector_width, 8);
+  CpuTarget avx2 = avx512_target();
+  avx2.vector_bytes = 32;
+  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, 512, 33), avx2)->schedule.cpu.tail,
+            TailKind::ScalarLoop);
+  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Max, 512, 7), avx2)->schedule.cpu.vector_width, 4);
+  EXPECT_EQ(schedule_for_cpu(softmax_kernel(512, 7), avx2)->schedule.cpu.tail, TailKind::Masked);
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Prod, ReductionKind::Max, ReductionKind::Min, ReductionKind::Any,
+                    ReductionKind::All}) {
+    EXPECT_EQ(sched(masked_tail_kernel(kind, 512, 33)).tail, TailKind::Masked) << to_string(kind);
+  }
+}
+
+TEST(CpuSchedule, NoMaskedTailWhereTheLanesTurnedOffCouldFault) {
+  auto sched = [](const KernelPtr& k) { return schedule_for_cpu(k, avx512_target())->schedule.cpu; };
+  // Welford counts its lanes and an arg reduction's lanes carry positions.
+  for (auto kind : {ReductionKind::Welford, ReductionKind::ArgMax}) {
+    IndexExpr x0 = var("x0"), r0 = var("r0");
+    auto in = input("arg0", DType::Float32, {512, 33});
+    auto red = ReductionStage::make({Loop{r0, 33}}, kind, unary(UnaryOp::Exp, load(in, x0 * 33 + r0)),
+                                    kind == ReductionKind::Welford ? std::vector<std::string>{"m", "m2", "w"}
+                                                                    : std::vector<std::string>{"i"});
+    auto out = output("buf0", red.result_dtypes[0], {512});
+    auto k = Kernel::make("k", Device::CPU, {Loop{x0, 512}}, {red, PointwiseStage{{}, {Store::make(out, x0, red.result(0))}}},
+                          {}, {});
+    EXPECT_EQ(sched(k).tail, TailKind::ScalarLoop) << to_string(kind);
+  }
+  // The lanes that are off load zeros: an integer division by a loaded value
+  // would trap there.
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  auto a = input("arg0", DType::Int32, {512, 33}), d = input("arg1", DType::Int32, {512, 33});
+  auto out = output("buf0", DType::Float32, {512, 33});
+  const Expr q = binary(BinaryOp::FloorDiv, load(a, x0 * 33 + x1), load(d, x0 * 33 + x1));
+  auto k = Kernel::make("k", Device::CPU, {Loop{x0, 512}},
+                        {PointwiseStage{{Loop{x1, 33}}, {Store::make(out, x0 * 33 + x1, unary(UnaryOp::Exp, cast(q, DType::Float32)))}}},
+                        {}, {});
+  const CpuSchedule s = sched(k);
+  EXPECT_EQ(s.vectorized, VectorizedLoop::InnermostOfEachStage);
+  EXPECT_EQ(s.tail, TailKind::ScalarLoop);
+}
+
 }  // namespace
 }  // namespace cppi::cpu::test

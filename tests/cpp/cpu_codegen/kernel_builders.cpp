@@ -111,6 +111,25 @@ KernelPtr full_reduction_kernel(ReductionKind kind, const IndexExpr& n) {
   return Kernel::make(cat("full_", to_string(kind), "_0"), Device::CPU, {}, {stage, store}, {}, {"sum"});
 }
 
+KernelPtr masked_tail_kernel(ReductionKind kind, const IndexExpr& rows, const IndexExpr& cols) {
+  auto in = input("arg0", DType::Float32, {rows, cols});
+  auto out = output("buf0", DType::Float32, {rows, cols});
+  auto pos = output("buf1", DType::Bool, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  const Expr t = unary(UnaryOp::Tanh, load(in, x0 * cols + r0));
+  const bool logical = kind == ReductionKind::Any || kind == ReductionKind::All;
+  const Expr body = logical ? compare(CompareOp::Gt, t, f32(0.3)) : reduction_body(kind, t);
+  auto red = ReductionStage::make({Loop{r0, cols}}, kind, body, {"red"});
+  const Expr shift = logical ? where(red.result(), f32(1), f32(0)) : red.result();
+  const Expr inside = compare(CompareOp::Lt, IndexValue::make(r0 + 1), IndexValue::make(cols));
+  const Expr y = load(in, x0 * cols + r0 + 1, inside);
+  PointwiseStage store{{Loop{r0, cols}},
+                       {Store::make(out, x0 * cols + r0, unary(UnaryOp::Exp, binary(BinaryOp::Sub, y, shift))),
+                        Store::make(pos, x0 * cols + r0, compare(CompareOp::Gt, t, f32(0)))}};
+  return Kernel::make(cat("masked_tail_", to_string(kind), "_0"), Device::CPU, {Loop{x0, rows}}, {red, store}, {},
+                      {"tanh", std::string(to_string(kind)), "exp"});
+}
+
 KernelPtr softmax_kernel(const IndexExpr& rows, const IndexExpr& cols) {
   auto in = input("arg0", DType::Float32, {rows, cols});
   auto out = output("buf0", DType::Float32, {rows, cols});

@@ -45,6 +45,12 @@ ir::KernelPtr half_kernel(const ir::IndexExpr& n, DType half = DType::Float16);
 /// A kernel exercising many ops (unary math, integer ops, compare/where, casts,
 /// masked loads, iota) on `n` elements; stores several outputs.
 ir::KernelPtr op_zoo_kernel(const ir::IndexExpr& n);
+/// Row stages that call math functions, so the schedule masks their tails:
+/// red = reduce(kind) over r0 of body(tanh(x)), then, over r0 again,
+/// out[x0, r0] = exp(y - red) with y = in[x0, r0 + 1] loaded under its own
+/// mask r0 + 1 < cols, and pos[x0, r0] = tanh(x) > 0 stored as bool. Any
+/// and all reduce tanh(x) > 0.3 and subtract 1 where it holds.
+ir::KernelPtr masked_tail_kernel(ir::ReductionKind kind, const ir::IndexExpr& rows, const ir::IndexExpr& cols);
 /// A full reduction of a 1-D tensor (no outer loops).
 ir::KernelPtr full_reduction_kernel(ir::ReductionKind kind, const ir::IndexExpr& n);
 
