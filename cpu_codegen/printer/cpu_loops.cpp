@@ -314,9 +314,7 @@ void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound&
       out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
       out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
       out_.line(cat("const int64_t ", v, " = ", vend, ";"));
-      tail_lanes_ = known ? std::to_string(*hi.value - (*lo.value + (*hi.value - *lo.value) / sched_.vector_width *
-                                                                      sched_.vector_width))
-                          : cat("(", end, " - ", vend, ")");
+      tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
       vector_step();
       tail_lanes_.clear();
       out_.close();
