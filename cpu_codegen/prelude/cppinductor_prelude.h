@@ -371,7 +371,9 @@ static inline T cppi_parallel_reduce(int64_t begin, int64_t end, int64_t grain, 
   if (num_chunks == 1 || !CPPI_RT.parallel) return partial(begin, end, identity);
   const int64_t chunk = cppi_div_up(end - begin, num_chunks);
   const int64_t used_chunks = cppi_div_up(end - begin, chunk);
-  T* partials = (T*)__builtin_alloca(sizeof(T) * (size_t)used_chunks);
+  // Aligned for T: a vector state (a column reduction's lanes) is stored
+  // with aligned moves, and plain alloca aligns to 16 bytes only.
+  T* partials = (T*)__builtin_alloca_with_align(sizeof(T) * (size_t)used_chunks, 8 * alignof(T));
   const int64_t begin0 = begin;
   auto body = [&](int64_t b, int64_t e) { partials[(b - begin0) / chunk] = partial(b, e, identity); };
   cppi_parallel_ctx<decltype(body)> ctx = {&body, begin, end, chunk, used_chunks};

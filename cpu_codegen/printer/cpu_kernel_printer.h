@@ -218,6 +218,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
                                    const std::string& result_name = "", const std::string& lane_init = "");
+  /// parallel_reduction: the stage's first loop in chunks on the threads,
+  /// one cppi_parallel_reduce (scalar states, or vector states in lane
+  /// mode); returns the name of the combined state.
+  std::string print_parallel_reduction(const ReductionStage& s);
   /// Lane mode: declares the stage's results as vector locals read from the
   /// vector state `state`, for the expressions after it.
   void bind_lane_results(const ReductionStage& s, const std::string& state);

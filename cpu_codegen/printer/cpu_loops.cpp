@@ -397,6 +397,30 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     });
     return;
   }
+  if (sched_.tail == TailKind::Masked) {
+    // Whole vectors, then one vector whose lanes from the loop's end on are
+    // off (x.sum(0) of n x 7: one 8-lane vector per row).
+    auto vectors = [&](const std::string& from, const std::string& to) {
+      if (sched_.column_block > 0) {
+        print_tiled_columns(v, from, to);
+        return;
+      }
+      out_.line("CPPI_NO_AUTOVEC");
+      out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", sched_.vector_width, ")"));
+      print_stages(true);
+      out_.close();
+    };
+    print_split_loop_with_rest(v, lo, hi, vectors, [&](const std::string& vend, const std::string& end) {
+      const bool known = lo.value && hi.value;  // then vend < end
+      out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
+      out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
+      tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
+      vectors(vend, end);
+      tail_lanes_.clear();
+      out_.close();
+    });
+    return;
+  }
   auto tail = [&] { print_stages(false); };
   if (sched_.column_block <= 0) {
     print_vector_loop(v, lo, hi, [&] { print_stages(true); }, tail);

@@ -30,8 +30,10 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
       fail(cat("kernel ", k_.name, ": an overlapped tail needs a vectorised innermost outer loop of at least one vector"));
     }
   }
-  if (sched_.tail == TailKind::Masked && sched_.vectorized != VectorizedLoop::InnermostOfEachStage) {
-    fail(cat("kernel ", k_.name, ": a masked tail needs vectorised stage loops"));
+  if (sched_.tail == TailKind::Masked &&
+      (sched_.vectorized == VectorizedLoop::None || sched_.transpose_tile || !sched_.vector_loop_splits.empty())) {
+    fail(cat("kernel ", k_.name, ": a masked tail needs vectorised stage loops or a vectorised outer loop, untiled and "
+             "in one piece"));
   }
   if (sched_.vectorized != VectorizedLoop::None) {
     const int w = sched_.vector_width;

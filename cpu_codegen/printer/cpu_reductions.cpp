@@ -51,9 +51,10 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
   if (in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
     if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
-    if (sched_.parallel_reduction) fail(cat("kernel ", k_.name, ": parallel_reduction inside a vectorised outer loop"));
     const std::string state =
-        print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
+        sched_.parallel_reduction && !head.loops.empty()
+            ? print_parallel_reduction(head)
+            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
     bind_lane_results(head, state);
     return;
   }
@@ -61,20 +62,7 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
   std::vector<std::string> states;
   if (sched_.parallel_reduction && !head.loops.empty()) {
     if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in a parallel reduction"));
-    const DType t = head.body.dtype();
-    const Loop& loop = head.loops[0];
-    const std::string st = state_type(head.kind, t);
-    const std::string identity = state_identity(head.kind, t);
-    const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
-    const std::string state = local_name(head.results[0]) + "_state";
-    const std::string b = var_name(loop) + "_chunk_begin", e = var_name(loop) + "_chunk_end";
-    out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
-                  std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [&](int64_t ",
-                  b, ", int64_t ", e, ", ", st, ") -> ", st));
-    const std::string partial = print_reduction_core(head, Bound{b, std::nullopt}, Bound{e, std::nullopt});
-    out_.line("return " + partial + ";");
-    out_.close(cat("}, [](", st, " a, ", st, " b) { return ", state_combine(head.kind, t, "a", "b"), "; });"));
-    states.push_back(state);
+    states.push_back(print_parallel_reduction(head));
   } else {
     // A one-value reduction's combined result is declared under its own name.
     std::vector<std::string> result_names;
@@ -95,6 +83,28 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
       locals_[s.results[i]] = CValue{name, s.result_dtypes[i]};
     }
   }
+}
+
+std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s) {
+  // Chunks of the first loop run on the threads, each from the identity;
+  // their states combine in chunk order. Under a vectorised outer loop the
+  // states are vectors, a lane per outer iteration.
+  const bool lanes = in_vector();
+  const DType t = s.body.dtype();
+  const Loop& loop = s.loops[0];
+  const std::string st = lanes ? vstate_type(s.kind, t) : state_type(s.kind, t);
+  const std::string identity = lanes ? vstate_identity(s.kind, t) : state_identity(s.kind, t);
+  const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
+  const std::string combined = lanes ? vstate_combine(s.kind, t, "a", "b") : state_combine(s.kind, t, "a", "b");
+  const std::string state = local_name(s.results[0]) + "_state";
+  const std::string b = var_name(loop) + "_chunk_begin", e = var_name(loop) + "_chunk_end";
+  out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
+                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [&](int64_t ", b, ", int64_t ",
+                e, ", ", st, ") -> ", st));
+  const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt});
+  out_.line("return " + partial + ";");
+  out_.close(cat("}, [](", st, " a, ", st, " b) { return ", combined, "; });"));
+  return state;
 }
 
 void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::string& state) {
@@ -487,8 +497,29 @@ std::string CpuKernelPrinter::vector_update(ReductionKind kind, DType t, const s
 
 std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const std::string& a,
                                              const std::string& b) const {
-  if (kind == ReductionKind::Sum && is_floating(t)) return cat("(", a, " + ", b, ")");
-  if (kind == ReductionKind::Welford) return cat("cppi_vwelford_combine(", a, ", ", b, ")");
+  const bool fl = codegen::operand_class(t) == codegen::OperandClass::Float;
+  if (t == DType::Bool) {
+    switch (kind) {
+      case ReductionKind::Max:
+      case ReductionKind::Any: return cat("(", a, " | ", b, ")");
+      case ReductionKind::Min:
+      case ReductionKind::All: return cat("(", a, " & ", b, ")");
+      default: fail(cat("lane-wise combine of ", to_string(kind), " over bool"));
+    }
+  }
+  switch (kind) {
+    case ReductionKind::Sum: return cat("(", a, " + ", b, ")");
+    case ReductionKind::Prod: return cat("(", a, " * ", b, ")");
+    case ReductionKind::Max: return cat(fl ? "cppi_max(" : "cppi_vmax_int(", a, ", ", b, ")");
+    case ReductionKind::Min: return cat(fl ? "cppi_min(" : "cppi_vmin_int(", a, ", ", b, ")");
+    // `a` holds the earlier positions: `b` replaces it where an update with
+    // b's value would (greater, or the first NaN), ties keep a's position.
+    case ReductionKind::ArgMax: return cat("cppi_vargmax_update(", a, ", (", b, ").value, (", b, ").index)");
+    case ReductionKind::ArgMin: return cat("cppi_vargmin_update(", a, ", (", b, ").value, (", b, ").index)");
+    case ReductionKind::Welford: return cat("cppi_vwelford_combine(", a, ", ", b, ")");
+    case ReductionKind::Any:
+    case ReductionKind::All: break;
+  }
   fail(cat("lane-wise combine of ", to_string(kind), " over ", dtype_name(t)));
 }
 

@@ -307,6 +307,14 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
 /// most 4 per thread, each long enough that a thread's share of it (at least
 /// 4 x min_parallel_work) outweighs starting a region. x.mean(1) of 3 x 10^6
 /// floats on two threads: 0.56 ms by rows (eager 0.50), 0.40 split.
+/// The outer iterations of a kernel whose innermost outer loop is
+/// vectorised `width` lanes wide, counting a vector of that loop as one.
+int64_t outer_vectors(const Kernel& k, const Estimator& est, int width) {
+  const size_t n = k.outer.size();
+  const int64_t last = est(k.outer[n - 1].extent);
+  return Estimator::sat_mul(est.product(k.outer, 0, n - 1), (last + width - 1) / width);
+}
+
 bool few_long_rows(int64_t rows, int64_t row_work, const CpuTarget& target) {
   const int64_t threads = target.num_threads;
   if (rows < threads) return true;
@@ -334,7 +342,8 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   std::string vec_why = "scalar: no contiguous loop";
   int inner_width = 0;
   std::string inner_why;
-  bool masked_tail = false;
+  bool masked_tail = false;   // the stage loops' last vectors
+  bool outer_masked = false;  // the vectorised outer loop's last vector
   auto vectorize_stage_loops = [&] {
     d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
     d.cpu.vector_width = inner_width;
@@ -372,7 +381,12 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     // once and stores them whole. x.unfold(-1, 4, 4).sum(-1) over 2048 x
     // 4096 floats, two threads: 1.58 ms four lanes wide, Inductor 1.12.
     const bool narrow = inner_width > 0 && inner_width < pick_width(target, counts.max_lane_bytes, {});
-    if (inner_width > 0 && !narrow) vectorize_stage_loops();
+    // Stage loops that read only strided vectors (a stride of 2 to 4) pass
+    // over the same lines once per outer iteration; the outer loop, where it
+    // reads whole vectors, passes once. x.sum(0) of 10^6 x 4 floats, two
+    // threads: 1.69 ms column by column, 0.81 across the columns (eager 2.8).
+    const bool strided_only = counts.contiguous == 0 && counts.strided > 0;
+    if (inner_width > 0 && !narrow && !strided_only) vectorize_stage_loops();
   }
   if (d.cpu.vectorized == VectorizedLoop::None && !k.outer.empty()) {
     AccessCounts counts;
@@ -400,9 +414,16 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
       }
       counts.gathers += counts.transposed;  // as the plain vector loop would read them
     }
+    // An outer loop shorter than a host vector, or of symbolic extent, may
+    // end in one masked vector where masked moves exist (AVX-512): x.sum(0)
+    // of 10^6 x 7 floats was a 4-lane vector and a second one overlapping
+    // it, two passes over the rows; now one 8-lane pass.
+    const auto extent = k.outer.back().extent.constant();
+    outer_masked = target.vector_bytes >= 64 && masked_tail_safe(k, /*lanes_combine=*/false) &&
+                   (!extent || *extent < pick_width(target, counts.max_lane_bytes, {}));
     int w = d.cpu.transpose_tile || !worth_vectorizing(counts)
                 ? 0
-                : pick_width(target, counts.max_lane_bytes, {k.outer.back().extent});
+                : pick_width(target, counts.max_lane_bytes, {k.outer.back().extent}, outer_masked);
     if (w) {
       d.cpu.vectorized = VectorizedLoop::InnermostOuter;
       d.cpu.vector_width = w;
@@ -429,7 +450,10 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   if (d.cpu.vectorized == VectorizedLoop::InnermostOuter && !d.cpu.transpose_tile) {
     auto extent = k.outer.back().extent.constant();
     const int64_t w = d.cpu.vector_width;
-    if (extent && *extent > w && *extent % w != 0 && !reads_a_buffer_it_writes(k)) {
+    if (outer_masked && (!extent || *extent % w != 0)) {
+      d.cpu.tail = TailKind::Masked;
+      vec_why += cat("; the last partial vector of ", var_name(k.outer.back()), " masked");
+    } else if (extent && *extent > w && *extent % w != 0 && !reads_a_buffer_it_writes(k)) {
       d.cpu.tail = TailKind::Overlapped;
       vec_why += cat("; the last ", *extent % w, " iterations in a vector overlapping the one before");
     }
@@ -446,16 +470,20 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     par_why = "serial: an accumulating store whose outer iterations may add into one element";
   } else if (work < target.min_parallel_work) {
     par_why = cat("serial: ", work, " elements of work");
-  } else if (reductions >= 1 && !pointwise_loops && !vec_outer && signature(k).scratch.empty() &&
-             few_long_rows(outer_iters, stage_work, target)) {
+  } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && signature(k).scratch.empty() &&
+             few_long_rows(vec_outer ? outer_vectors(k, est, d.cpu.vector_width) : outer_iters,
+                           Estimator::sat_mul(stage_work, vec_outer ? d.cpu.vector_width : 1), target)) {
     // Each reduction stage's loop is split in turn (a softmax row's max, then
-    // its sum of exp): the shortest sets the grain.
+    // its sum of exp): the shortest sets the grain. Under a vectorised outer
+    // loop each step of a reduction loop is a vector of outer iterations,
+    // and each thread keeps a vector of partial states: x.sum(0) of 10^6 x 7
+    // floats ran on one thread.
     int64_t per_iter = INT64_MAX;
     std::string over;
     for (const auto& s : k.stages) {
       auto r = std::get_if<ReductionStage>(&s);
       if (!r || r->loops.empty()) continue;
-      per_iter = std::min(per_iter, est.product(r->loops, 1));
+      per_iter = std::min(per_iter, Estimator::sat_mul(est.product(r->loops, 1), vec_outer ? d.cpu.vector_width : 1));
       if (over.empty()) over = var_name(r->loops[0]);
     }
     if (!over.empty()) {
@@ -560,17 +588,18 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // more than kCascadeBlock terms (or a symbolic number) merges into a total
   // every kCascadeBlock terms; the error then grows with n / kCascadeBlock.
   //
-  // A tiled column reduction's accumulators are its columns, one per lane, so
+  // A column reduction's accumulators are its columns, one per lane, so
   // each adds one term per row, and a column sum over a batch of rows (a
   // Linear layer's bias gradient) is exactly the case worth the most: 4096
   // rows summed in one float were 14x further from float64 than eager's
-  // cascade (3x with blocks of 256 rows, 1.6x with 64). Its tiles restart
-  // every kColumnCascadeBlock rows instead; the merge, one add per 64 rows,
+  // cascade (3x with blocks of 256 rows, 1.6x with 64). Its tiles (or its
+  // lane accumulators, untiled) restart every kColumnCascadeBlock rows
+  // instead; the merge, one add per 64 rows,
   // did not show in a 4096^2 column sum (2.68 ms either way, one thread).
   // Row reductions are within 2-3x of eager at these lengths and keep the
   // longer block.
   constexpr int64_t kCascadeBlock = 4096, kColumnCascadeBlock = 64;
-  const int64_t cascade_block = d.cpu.column_block > 0 ? kColumnCascadeBlock : kCascadeBlock;
+  const int64_t cascade_block = vec_outer ? kColumnCascadeBlock : kCascadeBlock;
   for (const auto& s : k.stages) {
     const auto* r = std::get_if<ReductionStage>(&s);
     if (!r || r->loops.empty() || !accumulates_in_cascade(r->kind, r->body.dtype())) continue;

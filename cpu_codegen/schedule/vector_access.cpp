@@ -201,10 +201,10 @@ int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<In
   return w;
 }
 
-bool masked_tail_safe(const Kernel& k) {
+bool masked_tail_safe(const Kernel& k, bool lanes_combine) {
   for (const auto& s : k.stages) {
-    if (std::holds_alternative<ScanStage>(s)) return false;
-    if (const auto* r = std::get_if<ReductionStage>(&s)) {
+    if (lanes_combine && std::holds_alternative<ScanStage>(s)) return false;
+    if (const auto* r = std::get_if<ReductionStage>(&s); r && lanes_combine) {
       switch (r->kind) {
         case ReductionKind::Sum:
         case ReductionKind::Prod:

@@ -52,11 +52,13 @@ int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<ir
 /// Whether the lanes a masked tail turns off (TailKind::Masked) can compute
 /// whatever they like. They load zeros: an integer division by a value
 /// loaded there would trap, and nonzero_divisor would report a zero that
-/// the program never divides by. Only reductions whose identity can stand in
-/// for a lane that is off (sum, prod, max, min, any, all) take part: welford
-/// counts its lanes, and an arg reduction's lanes carry positions. A scan
-/// runs in order along its loop and has no tail.
-bool masked_tail_safe(const ir::Kernel& k);
+/// the program never divides by. Where the lanes combine (`lanes_combine`:
+/// a stage loop's vector, reduced horizontally) only reductions whose
+/// identity can stand in for a lane that is off (sum, prod, max, min, any,
+/// all) take part: welford counts its lanes, and an arg reduction's lanes
+/// carry positions; a scan runs in order along its loop and has no tail.
+/// A vectorised outer loop's lanes are separate outputs and never combine.
+bool masked_tail_safe(const ir::Kernel& k, bool lanes_combine = true);
 /// Whether a stage loop's last partial vector is worth running as one masked
 /// vector. With AVX-512 (masked moves: one load or store of the lanes that
 /// are on) it always is: a row of 7 floats was 4 lanes and 3 scalar steps

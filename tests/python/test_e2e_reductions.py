@@ -173,6 +173,30 @@ def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
 
 
+def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():
+    """Column statistics of 7 columns over many rows: one 8-lane vector whose
+    last lane is off, each thread summing a share of the rows into a vector of
+    partials, combined in order (10^6 x 7 floats ran on one thread, in a
+    4-lane vector and a second one overlapping it). Eager's results with NaN
+    and infinities, for every reduction kind."""
+    x = torch.randn(20000, 7) * 3
+    x[3, 6] = float("nan")
+    x[15000, 2] = float("inf")
+    x[:, 4] = -float("inf")
+    finite = torch.where(x.isfinite(), x, 0.5)
+    for f, inp in (
+        (lambda x: x.sum(0), x),
+        (lambda x: x.mean(0), finite),
+        (lambda x: (x.amax(0), x.amin(0), x.argmax(0), x.argmin(0)), x),
+        (lambda x: torch.var_mean(x, 0), finite),
+        (lambda x: ((x > 0).all(0), (x > 8).any(0), (1 + x / 1000).prod(0)), x),
+    ):
+        kernels = _cpu_kernels(f, inp, atol=1e-4, rtol=1e-4)
+        assert "tail=masked" in kernels and "cppi_vload_partial<cppi_f32x8>" in kernels, kernels
+        if torch.get_num_threads() > 1:
+            assert "parallel_reduction=yes" in kernels and "cppi_parallel_reduce<" in kernels, kernels
+
+
 def test_softmax_over_columns_tiles_both_reductions_on_cpu():
     """Softmax over dim 0 reduces down the columns twice (max, then the sum of
     exp(x - max)): both reductions run over blocks of columns a few rows at a

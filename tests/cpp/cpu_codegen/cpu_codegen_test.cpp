@@ -340,6 +340,40 @@ TEST_P(CpuNumerics, ColumnReductions) {
   }
 }
 
+TEST(CpuPrinter, FewColumnsSplitTheirRowsIntoVectorPartials) {
+  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 100000, 7), avx512_target());
+  EXPECT_TRUE(file_check(kernel_text(print_one(k)),
+                         {
+                             "// x0 from 0: one vector, its lanes from 7 on turned off",
+                             "const cppi_f32x8 red_state = cppi_parallel_reduce<cppi_f32x8>(0, 100000, ",
+                             "[&](int64_t r0_chunk_begin, int64_t r0_chunk_end, cppi_f32x8) -> cppi_f32x8 {",
+                             "cppi_vload_partial<cppi_f32x8>(&in_arg0[7*r0 + x0], 7)",
+                             "[](cppi_f32x8 a, cppi_f32x8 b) { return (a + b); });",
+                             "cppi_vstore_partial(&out_buf0[x0], red, 7);",
+                             "NOT:cppi_parallel_for",
+                         }));
+}
+
+TEST(CpuNumerics, ColumnReductionsOfFewColumnsSplitTheirRows) {
+  // Rows split among the threads, each thread a vector of partial states
+  // combined in order: every kind, masked (1-15 columns) and overlapped (17,
+  // 40) vectors, NaN and infinities.
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max, ReductionKind::Min, ReductionKind::Prod,
+                    ReductionKind::ArgMax, ReductionKind::ArgMin, ReductionKind::Any, ReductionKind::All,
+                    ReductionKind::Welford}) {
+    for (int64_t cols : {2, 3, 7, 9, 17, 40}) {
+      auto k = schedule_for_cpu(column_reduction_kernel(kind, 3000, cols), avx512_target());
+      ASSERT_TRUE(k->schedule.cpu.parallel_reduction) << to_string(kind) << " " << cols;
+      RunOptions o;
+      o.rtol = 1e-4;
+      o.atol = 1e-4;
+      EXPECT_EQ(run_and_compare(k, o), "") << to_string(kind) << " " << cols;
+      o.specials = true;
+      EXPECT_EQ(run_and_compare(k, o), "") << to_string(kind) << " " << cols;
+    }
+  }
+}
+
 TEST(CpuNumerics, InvariantInt64ScalarsDoNotNarrowTheVector) {
   // x0 (an int64 index value) is a scalar in the loop over x1: the float
   // vectors stay 16 wide (layer_norm's n - correction did this: width 8).

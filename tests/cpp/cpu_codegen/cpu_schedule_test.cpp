@@ -187,5 +187,44 @@ TEST(CpuSchedule, NoMaskedTailWhereTheLanesTurnedOffCouldFault) {
   EXPECT_EQ(s.tail, TailKind::ScalarLoop);
 }
 
+TEST(CpuSchedule, ColumnsFewerThanAVectorAreOneMaskedVectorWithTheRowsSplit) {
+  auto sched = [](const KernelPtr& k) { return schedule_for_cpu(k, avx512_target())->schedule.cpu; };
+  // 10^5 rows of 7 columns: one 8-lane vector, its rows split among the threads.
+  const CpuSchedule seven = sched(column_reduction_kernel(ReductionKind::Sum, 100000, 7));
+  EXPECT_EQ(seven.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(seven.vector_width, 8);
+  EXPECT_EQ(seven.tail, TailKind::Masked);
+  EXPECT_TRUE(seven.parallel_reduction);
+  EXPECT_EQ(seven.parallel_loops, 0);
+  EXPECT_EQ(seven.column_block, 0);
+  // Each lane adds a term per row: the lane accumulators cascade as a tiled
+  // column's do.
+  EXPECT_EQ(seven.cascade_block, 64);
+  // The lanes never combine, so welford and arg reductions mask too.
+  for (auto kind : {ReductionKind::Welford, ReductionKind::ArgMax, ReductionKind::Any}) {
+    EXPECT_EQ(sched(column_reduction_kernel(kind, 100000, 7)).tail, TailKind::Masked) << to_string(kind);
+  }
+  // 3 columns: the rows' loop reads stride-3 vectors, once per column; the
+  // columns' loop reads each row once, in a 4-lane masked vector.
+  const CpuSchedule three = sched(column_reduction_kernel(ReductionKind::Sum, 100000, 3));
+  EXPECT_EQ(three.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(three.vector_width, 4);
+  EXPECT_EQ(three.tail, TailKind::Masked);
+  // Symbolic columns mask their last vector; whole vectors need no mask;
+  // without masked moves (AVX2) 7 columns are 4 lanes and an overlapping 4.
+  EXPECT_EQ(sched(column_reduction_kernel(ReductionKind::Sum, 100000, sym("s0"))).tail, TailKind::Masked);
+  EXPECT_EQ(sched(column_reduction_kernel(ReductionKind::Sum, 100000, 16)).tail, TailKind::ScalarLoop);
+  CpuTarget avx2 = avx512_target();
+  avx2.vector_bytes = 32;
+  const CpuSchedule seven_avx2 = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 100000, 7), avx2)->schedule.cpu;
+  EXPECT_EQ(seven_avx2.vector_width, 4);
+  EXPECT_EQ(seven_avx2.tail, TailKind::Overlapped);
+  // Many columns stay parallel over their vectors, tiled.
+  const CpuSchedule wide = sched(column_reduction_kernel(ReductionKind::Sum, 100000, 1024));
+  EXPECT_FALSE(wide.parallel_reduction);
+  EXPECT_EQ(wide.parallel_loops, 1);
+  EXPECT_GT(wide.column_block, 0);
+}
+
 }  // namespace
 }  // namespace cppi::cpu::test

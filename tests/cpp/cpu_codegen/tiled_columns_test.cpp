@@ -150,7 +150,8 @@ TEST(TiledColumns, PointwiseStagesWithLoopsAreTiledToo) {
 TEST(TiledColumns, CascadedSecondPassReadsTheMergedFirst) {
   // 300 symbolic rows: both sums cascade (tiled columns merge into their
   // totals every 64 rows); the second pass must see the first's whole sum.
-  auto k = column_two_pass_variance_kernel(sym("s0"), 40);
+  // 520 columns: 33 vectors, too many to split each one's rows among 8 threads.
+  auto k = column_two_pass_variance_kernel(sym("s0"), 520);
   EXPECT_EQ(schedule_for_cpu(k, avx512_target(4096))->schedule.cpu.cascade_block, 64);
   RunOptions o;
   o.graph_symbols = {"s0"};
