@@ -193,12 +193,23 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   // --- stages --------------------------------------------------------------------------
   void print_stages(bool vector_outer);
   void print_pointwise(const PointwiseStage& s, size_t index);
+  /// The values of a stage's body that stay the same across its loops and
+  /// call a math function (free of its loop variables, loads and random
+  /// numbers), computed once before the loops into `scope`, which the loop
+  /// bodies then take as their parent (stage_scope_): log_softmax's
+  /// log(sum) was a 16-lane log in every vector of its row. Computed
+  /// outside the stage's loops, such math on a row's own values calls libm.
+  void hoist_stage_invariants(const Stage& s, ValueScope& scope);
+  /// Declares the forward_slots_ of stage `stage` (see forwarded_).
+  void declare_forward_slots(const PointwiseStage& s, size_t stage);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// A scan stage: its running value (one per lane in a vector loop) from
   /// the identity, updated and stored at every step of its serial loop.
   void print_scan(const ScanStage& s);
   /// Reduction stages [first, end): one stage, or a run of one_pass_end.
   void print_reductions(size_t first, size_t end);
+  /// print_reductions' loops and results, after the stages' invariants.
+  void print_reduction_run(const std::vector<const ReductionStage*>& run);
   /// One past the last reduction stage that folds in one pass with stage
   /// `first`: in horizontal mode (InnermostOfEachStage, not a parallel
   /// reduction), the stages of ir::reduction_run_end whose loops are named as
@@ -304,6 +315,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
   ValueScope invariants_;
+  /// The parent of a stage's loop-body scopes: invariants_, or the scope
+  /// of its hoisted values while it prints (hoist_stage_invariants).
+  const ValueScope* stage_scope_ = &invariants_;
   /// While print_invariants prints: math on one value runs as eager runs it
   /// on a 0-d tensor (libm), not through the vector form of the kernel's lanes.
   bool hoisting_ = false;
@@ -314,6 +328,31 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// While a masked tail's vector prints (TailKind::Masked): how many of its
   /// lanes are on, as C text; empty otherwise.
   std::string tail_lanes_;
+  /// While the masked last vector of a stage loop of constant bounds prints:
+  /// "v=first/lanes", which fixes the elements its accesses touch.
+  std::string masked_rest_;
+  int64_t masked_rest_first_ = 0;
+  /// While the whole vectors of a stage loop of constant bounds print: the
+  /// loop's variable and where its masked last vector starts.
+  std::string whole_vectors_var_;
+  int64_t whole_vectors_end_ = 0;
+  /// Store forwarding between the masked last vectors of one outer
+  /// iteration's stages (print_pointwise, print_stores, vector_node): a
+  /// store that a later stage loads again at the same elements also goes
+  /// into a vector variable, which the later load reads instead of memory.
+  /// The core does not forward a masked store to a masked load of it:
+  /// softmax over rows of 7 stalled a third of its time on the reload of
+  /// exp(x - max). Slots: declared for the stage printing now, by
+  /// "buffer[index]". Forwarded: by "buffer[index]@masked_rest_"; any other
+  /// store forgets them, except a whole vector's store through the same
+  /// index before the masked vector's first element.
+  struct Forwarded {
+    std::string var;  // the stage loop's variable
+    int64_t first;    // the masked vector's first iteration
+    CValue value;
+  };
+  std::map<std::string, std::string> forward_slots_;
+  std::map<std::string, Forwarded> forwarded_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
   /// transpose_tile: the transposed loads, each with the tile it is read
   /// from (print_transposed_tile), and, while a whole tile's rows print, the

@@ -4,6 +4,7 @@
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "cpu_codegen/schedule/index_conditions.h"
+#include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
 
@@ -309,14 +310,27 @@ void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound&
   if (sched_.tail != TailKind::Masked) {
     print_split_loop(v, lo, hi, main, scalar_step);
   } else {
-    print_split_loop_with_rest(v, lo, hi, main, [&](const std::string& vend, const std::string& end) {
+    auto whole_vectors = [&](const std::string& from, const std::string& to) {
+      if (lo.value && hi.value) {
+        whole_vectors_var_ = v;
+        whole_vectors_end_ = std::stoll(to);
+      }
+      main(from, to);
+      whole_vectors_var_.clear();
+    };
+    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
       const bool known = lo.value && hi.value;  // then vend < end
       out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
       out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
       out_.line(cat("const int64_t ", v, " = ", vend, ";"));
       tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
+      if (known) {
+        masked_rest_ = cat(v, "=", vend, "/", tail_lanes_);
+        masked_rest_first_ = std::stoll(vend);
+      }
       vector_step();
       tail_lanes_.clear();
+      masked_rest_.clear();
       out_.close();
     });
   }
@@ -590,7 +604,7 @@ void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t ind
     out_.open(cat("for (int64_t ", inner, " = 0; ", inner, " < ", extent(s.loops[l]).text, "; ++", inner, ")"));
   }
   {
-    ValueScope scope(&invariants_);
+    ValueScope scope(stage_scope_);
     print_stores(s.stores, scope);
   }
   for (size_t l = 0; l < s.loops.size(); ++l) out_.close();
@@ -601,6 +615,7 @@ void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t ind
 
 void CpuKernelPrinter::print_stages(bool vector_outer) {
   locals_.clear();
+  forwarded_.clear();
   if (vector_outer) enter_vector(var_name(k_.outer.back()));
   for (size_t i = 0; i < k_.stages.size();) {
     if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
@@ -616,6 +631,79 @@ void CpuKernelPrinter::print_stages(bool vector_outer) {
     }
   }
   if (vector_outer) leave_vector();
+  forwarded_.clear();
+}
+
+void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope) {
+  const auto& loops = loops_of(s);
+  if (loops.empty()) return;
+  std::set<std::string> stage_vars;
+  for (const auto& l : loops) stage_vars.insert(l.var.as<IndexVar>()->name);
+  // Nothing that could raise, unless the loops run: no integer division.
+  auto hoistable = [&](const Expr& e) {
+    if (e.kind() == ExprKind::Constant || e.kind() == ExprKind::LocalRef) return false;
+    for (const auto& v : ir::free_vars(e)) {
+      if (stage_vars.count(v)) return false;
+    }
+    bool worth = false;
+    for (const Expr& n : ir::post_order({e})) {
+      switch (n.kind()) {
+        case ExprKind::Load:
+        case ExprKind::Random: return false;
+        case ExprKind::Unary:
+          if (n.as<Unary>()->op == UnaryOp::NonzeroDivisor) return false;
+          worth = worth || ir::is_math_function(n.as<Unary>()->op);
+          break;
+        case ExprKind::Binary: {
+          const Binary* b = n.as<Binary>();
+          if (is_integral(b->lhs.dtype()) && (b->op == BinaryOp::FloorDiv || b->op == BinaryOp::TruncDiv ||
+                                              b->op == BinaryOp::Fmod || b->op == BinaryOp::Remainder)) {
+            return false;
+          }
+          worth = worth || ir::is_math_function(b->op);
+          break;
+        }
+        default: break;
+      }
+    }
+    return worth;
+  };
+  std::set<const ir::ExprNode*> seen;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    if (!seen.insert(e.get()).second) return;
+    if (hoistable(e)) {
+      value(e, scope);
+      return;
+    }
+    for (const Expr& o : ir::operands(e)) visit(o);
+  };
+  for (const Expr& v : ir::stage_values(s)) visit(v);
+}
+
+void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {
+  forward_slots_.clear();
+  // One stage loop of constant extent whose last vector is masked: that
+  // vector runs once per outer iteration, at fixed elements.
+  if (sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.tail != TailKind::Masked ||
+      s.loops.size() != 1) {
+    return;
+  }
+  const auto n = s.loops[0].extent.constant();
+  if (!n || *n % sched_.vector_width == 0) return;
+  std::set<std::string> read_later;
+  for (size_t j = stage + 1; j < k_.stages.size(); ++j) {
+    for (const auto& a : reads(k_.stages[j])) read_later.insert(a.buffer->name);
+  }
+  for (const auto& st : s.stores) {
+    const DType t = st.buffer->dtype;
+    const bool plain = t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
+    if (!plain || !read_later.count(st.buffer->name) || !indirect_terms(st.index).empty()) continue;
+    const std::string key = cat(st.buffer->name, "[", index(st.index), "]");
+    if (forward_slots_.count(key)) continue;
+    const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", forward_slots_.size());
+    out_.line(cat(vtype(t), " ", slot, ";  // its masked last vector, for the stages after"));
+    forward_slots_[key] = slot;
+  }
 }
 
 void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
@@ -626,10 +714,15 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     for (const auto& l : s.loops) comment += " " + var_name(l);
   }
   out_.line(comment);
+  declare_forward_slots(s, index);
+  ValueScope hoisted(&invariants_);
+  hoist_stage_invariants(s, hoisted);
+  const ValueScope* enclosing = stage_scope_;
+  stage_scope_ = &hoisted;
   const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
   std::function<void(size_t)> loops = [&](size_t level) {
     if (level == s.loops.size()) {
-      ValueScope scope(&invariants_);
+      ValueScope scope(stage_scope_);
       print_stores(s.stores, scope);
       return;
     }
@@ -640,12 +733,12 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
           v, Bound{"0", 0}, extent(l),
           [&] {
             enter_vector(v);
-            ValueScope scope(&invariants_);
+            ValueScope scope(stage_scope_);
             print_stores(s.stores, scope);
             leave_vector();
           },
           [&] {
-            ValueScope scope(&invariants_);
+            ValueScope scope(stage_scope_);
             print_stores(s.stores, scope);
           });
       return;
@@ -655,11 +748,13 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     out_.close();
   };
   if (s.loops.empty()) {
-    ValueScope scope(&invariants_);
+    ValueScope scope(stage_scope_);
     print_stores(s.stores, scope);
   } else {
     loops(0);
   }
+  stage_scope_ = enclosing;
+  forward_slots_.clear();
 }
 
 void CpuKernelPrinter::print_scan(const ScanStage& s) {
@@ -677,7 +772,7 @@ void CpuKernelPrinter::print_scan(const ScanStage& s) {
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
   }
   out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
-  ValueScope scope(&invariants_);
+  ValueScope scope(stage_scope_);
   const CValue value_here = value(s.body, scope);
   out_.line(cat(lanes ? vector_update(s.kind, t, acc, value_here, "") : scalar_update(s.kind, t, acc, value_here.text, ""),
                 ";"));
@@ -716,6 +811,24 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       }
     }
     scope.forget_loads_of(st.buffer->name);
+    // Any store may overwrite what was forwarded (buffers of other names
+    // may share memory), except a whole vector's through the same
+    // contiguous index before a forwarded masked vector; this one's masked
+    // vector is forwarded in turn.
+    const bool direct = indirect_terms(st.index).empty();
+    const std::string key = direct ? cat(st.buffer->name, "[", index(st.index), "]") : std::string();
+    for (auto it = forwarded_.begin(); it != forwarded_.end();) {
+      const bool before = direct && in_vector() && tail_lanes_.empty() && whole_vectors_var_ == vvar_ &&
+                          it->second.var == vvar_ && whole_vectors_end_ <= it->second.first &&
+                          it->first.compare(0, key.size() + 1, key + "@") == 0;
+      it = before ? std::next(it) : forwarded_.erase(it);
+    }
+    if (!direct || !in_vector() || masked_rest_.empty() || !forward_slots_.count(key) || v.dtype != st.buffer->dtype) {
+      continue;
+    }
+    const std::string& slot = forward_slots_.at(key);
+    out_.line(cat(slot, " = ", as_vector(v), ";"));
+    forwarded_[cat(key, "@", masked_rest_)] = Forwarded{vvar_, masked_rest_first_, CValue{slot, v.dtype, true}};
   }
 }
 

@@ -47,6 +47,16 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
   }
   if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
   const ReductionStage& head = *run.front();
+  ValueScope hoisted(&invariants_);
+  for (const ReductionStage* s : run) hoist_stage_invariants(*s, hoisted);
+  const ValueScope* enclosing = stage_scope_;
+  stage_scope_ = &hoisted;
+  print_reduction_run(run);
+  stage_scope_ = enclosing;
+}
+
+void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStage*>& run) {
+  const ReductionStage& head = *run.front();
 
   if (in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
@@ -245,14 +255,14 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
   // One position: every stage's body in one scope, so a value two stages
   // share (the element, x - mean) is computed once.
   auto scalar_step = [&] {
-    ValueScope scope(&invariants_);
+    ValueScope scope(stage_scope_);
     for (const auto& a : accs) {
       const CValue v = value(a.s->body, scope);
       out_.line(scalar_update(a.s->kind, a.t, a.acc, v.text, index(pos)) + ";");
     }
   };
   auto lane_step = [&] {
-    ValueScope scope(&invariants_);
+    ValueScope scope(stage_scope_);
     for (const auto& a : accs) {
       const CValue v = value(a.s->body, scope);
       out_.line(vector_update(a.s->kind, a.t, a.vacc, v, cat("cppi_vsplat<cppi_i64x", width(), ">(", index(pos), ")")) +
@@ -285,7 +295,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
       // Vector k of a group goes to each stage's accumulator k.
       auto vector_step = [&](int k) {
         enter_vector(v);
-        ValueScope scope(&invariants_);
+        ValueScope scope(stage_scope_);
         for (const auto& a : accs) {
           CValue val = value(a.s->body, scope);
           if (!tail_lanes_.empty()) val = identity_where_tail_is_off(a.s->kind, a.t, val);

@@ -224,6 +224,26 @@ TEST(CpuPrinter, MathOnARowsOwnValuesCallsLibm) {
   expect_matches(k, true);
 }
 
+TEST(CpuPrinter, MathOnARowsOwnValuesInsideAStageLoopRunsOnceBeforeIt) {
+  // log_softmax's last stage: out = x - log(sum). log(sum) is the same in
+  // every vector of the row: computed once before the loop, with libm.
+  IndexExpr x0 = var("x0"), r0 = var("r0"), x1 = var("x1");
+  auto in = input("arg0", DType::Float32, {512, 33});
+  auto out = output("buf0", DType::Float32, {512, 33});
+  auto sum = ReductionStage::make({Loop{r0, 33}}, ReductionKind::Sum, unary(UnaryOp::Exp, load(in, x0 * 33 + r0)), {"s"});
+  const Expr shifted = binary(BinaryOp::Sub, load(in, x0 * 33 + x1), unary(UnaryOp::Log, sum.result()));
+  auto k = Kernel::make("row_log_softmax_0", Device::CPU, {Loop{x0, 512}},
+                        {sum, PointwiseStage{{Loop{x1, 33}}, {Store::make(out, x0 * 33 + x1, shifted)}}}, {}, {});
+  const std::string text = kernel_text(print_one(schedule_for_cpu(k, avx512_target())));
+  EXPECT_TRUE(file_check(text, {"// stage 1: store buf0 over x1", "= cppi_log(s);", "for (int64_t x1 = 0; x1 < 32;",
+                                "NOT:cppi_log(cppi_vsplat"}))
+      << text;
+  size_t logs = 0;
+  for (size_t at = text.find("cppi_log("); at != std::string::npos; at = text.find("cppi_log(", at + 1)) ++logs;
+  EXPECT_EQ(logs, 1u) << text;
+  expect_matches(k, true);
+}
+
 TEST(CpuPrinter, SoftmaxHasThreeVectorisedStages) {
   auto k = schedule_for_cpu(softmax_kernel(256, 1000), avx512_target());
   auto m = print_one(k);

@@ -89,6 +89,31 @@ TEST(StashReductionBodies, SoftmaxComputesExpOnceAndKeepsItsResults) {
   EXPECT_EQ(run_and_compare(schedule_for_cpu(stash_reduction_bodies(softmax_like(5, 3)), target()), o), "");
 }
 
+TEST(StashReductionBodies, ARowInOneMaskedVectorForwardsTheStashedExpToTheStagesAfter) {
+  // Rows of 7: the sum and the normalisation read exp(x - max) from the
+  // vector the first pass stored, not from memory again (a masked load of
+  // a masked store's elements waits for the store to retire).
+  const auto k = schedule_for_cpu(stash_reduction_bodies(softmax_like(300, 7)), target());
+  ASSERT_EQ(k->schedule.cpu.tail, TailKind::Masked);
+  auto m = print_cpu_module({k}, {});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const std::string text = m->source.substr(m->source.find("// kernel: "));
+  EXPECT_TRUE(file_check(text, {"cppi_f32x8 out_buf0_fwd0;", "cppi_vstore_partial(&out_buf0[", "out_buf0_fwd0 = ",
+                                "// stage 2: reduce sum", "= out_buf0_fwd0;", "// stage 3:", "= out_buf0_fwd0;",
+                                "cppi_vstore_partial(&out_buf0["}))
+      << text;
+  EXPECT_EQ(count(text, "cppi_vload_partial<cppi_f32x8>(&out_buf0"), 0u) << text;
+  // Rows of 33: whole vectors reload from memory; the masked last one is forwarded.
+  auto m33 = print_cpu_module({schedule_for_cpu(stash_reduction_bodies(softmax_like(300, 33)), target())}, {});
+  ASSERT_TRUE(m33.ok());
+  EXPECT_EQ(count(m33->source, "= out_buf0_fwd0;"), 2u) << m33->source;
+  RunOptions o;
+  o.specials = true;
+  for (int64_t cols : {2, 7, 9, 33}) {
+    EXPECT_EQ(run_and_compare(schedule_for_cpu(stash_reduction_bodies(softmax_like(300, cols)), target()), o), "") << cols;
+  }
+}
+
 TEST(StashReductionBodies, DividesWhenTheSumIsNotKnownToBeAtLeastOne) {
   Variant v;
   v.shift_by_max = false;  // exp(x - 1) may sum to a subnormal: 1 / sum could overflow
