@@ -163,10 +163,12 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
   if (run.size() > 1 && !horizontal_mode) fail(cat("kernel ", k_.name, ": a one-pass run outside horizontal mode"));
   // The run's stages share their loops (one_pass_end), hence the position.
   const IndexExpr pos = reduction_position(head);
+  // A masked tail (TailKind::Masked) leaves no scalar steps in horizontal mode.
+  const bool scalar_acc = !horizontal_mode || sched_.tail != TailKind::Masked;
 
   // One stage's accumulation: a scalar state `acc` (scalar mode, and the
-  // tail in horizontal mode), vector states `vacc`, `vacc_1`, ... (lane and
-  // horizontal modes), and with a cascade a `total`.
+  // scalar tail in horizontal mode), vector states `vacc`, `vacc_1`, ...
+  // (lane and horizontal modes), and with a cascade a `total`.
   struct Accumulation {
     const ReductionStage* s;
     DType t;
@@ -206,7 +208,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     if (lanes) {
       out_.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
     } else {
-      out_.line(cat(state_type(a.s->kind, a.t), " ", a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
+      if (scalar_acc) out_.line(cat(state_type(a.s->kind, a.t), " ", a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
       if (horizontal_mode) {
         for (int k = 0; k < a.accumulators; ++k) out_.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
       }
@@ -236,9 +238,9 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
   };
   // The block so far, as one state (accumulators merged).
   auto block_state = [&](const Accumulation& a) {
-    return horizontal_mode ? state_combine(a.s->kind, a.t, horizontal(a.s->kind, a.t, a.vacc), a.acc)
-           : lanes         ? a.vacc
-                           : a.acc;
+    if (!horizontal_mode) return lanes ? a.vacc : a.acc;
+    const std::string h = horizontal(a.s->kind, a.t, a.vacc);
+    return scalar_acc ? state_combine(a.s->kind, a.t, h, a.acc) : h;
   };
   auto flush = [&] {
     for (const auto& a : accs) {
@@ -249,7 +251,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
                           : state_combine(a.s->kind, a.t, a.total, block_state(a)),
                     ";"));
       if (lanes || horizontal_mode) out_.line(cat(a.vacc, " = ", vstate_identity(a.s->kind, a.t), ";"));
-      if (!lanes) out_.line(cat(a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
+      if (!lanes && scalar_acc) out_.line(cat(a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
     }
   };
   // One position: every stage's body in one scope, so a value two stages

@@ -251,6 +251,15 @@ TEST(PreludeMaxMin, NaNPropagatesLikeTorch) {
     }
   }
   EXPECT_TRUE(std::isnan(cppi_vreduce_max(mx)));
+  // A NaN in any one lane is the max and the min, beside infinities too.
+  for (int at = 0; at < 16; ++at) {
+    float e[16];
+    for (int i = 0; i < 16; ++i) e[i] = i % 3 ? inf : -inf;
+    e[at] = nan;
+    EXPECT_TRUE(std::isnan(cppi_vreduce_max(cppi_vload<cppi_f32x16>(e)))) << at;
+    EXPECT_TRUE(std::isnan(cppi_vreduce_min(cppi_vload<cppi_f32x16>(e)))) << at;
+    if (at < 8) EXPECT_TRUE(std::isnan(cppi_vreduce_max(cppi_vload<cppi_f32x8>(e)))) << at;
+  }
   float c[8] = {1, 5, -2, 4, 3, 0, 2, 1};
   EXPECT_EQ(cppi_vreduce_max(cppi_vload<cppi_f32x8>(c)), 5.0f);
   EXPECT_EQ(cppi_vreduce_min(cppi_vload<cppi_f32x8>(c)), -2.0f);
