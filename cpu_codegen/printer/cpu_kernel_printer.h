@@ -149,6 +149,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_split_loop_with_rest(const std::string& var, const Bound& lo, const Bound& hi,
                                   const std::function<void(const std::string&, const std::string&)>& main,
                                   const std::function<void(const std::string&, const std::string&)>& rest);
+  /// The block of a loop's masked last vector from `vend` to `end` (C
+  /// text; `known`: constants): opens it (under `if (vend < end)` unless
+  /// known), says so in a comment, and sets tail_lanes_; close_masked_rest
+  /// clears it and closes the block.
+  void open_masked_rest(const std::string& v, const std::string& vend, const std::string& end, bool known);
+  void close_masked_rest();
   /// A stage's innermost loop (InnermostOfEachStage) over [lo, hi):
   /// `main(from, to)` over the whole vectors, then the rest as one vector of
   /// `vector_step` with its lanes past the end off (TailKind::Masked), or

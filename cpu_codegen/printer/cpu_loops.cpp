@@ -319,22 +319,31 @@ void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound&
       whole_vectors_var_.clear();
     };
     print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      const bool known = lo.value && hi.value;  // then vend < end
-      out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
-      out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
+      const bool known = lo.value && hi.value;
+      open_masked_rest(v, vend, end, known);
       out_.line(cat("const int64_t ", v, " = ", vend, ";"));
-      tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
       if (known) {
         masked_rest_ = cat(v, "=", vend, "/", tail_lanes_);
         masked_rest_first_ = std::stoll(vend);
       }
       vector_step();
-      tail_lanes_.clear();
       masked_rest_.clear();
-      out_.close();
+      close_masked_rest();
     });
   }
   in_stage_loop_ = enclosing;
+}
+
+void CpuKernelPrinter::open_masked_rest(const std::string& v, const std::string& vend, const std::string& end,
+                                        bool known) {
+  out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));  // known: then vend < end
+  out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
+  tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
+}
+
+void CpuKernelPrinter::close_masked_rest() {
+  tail_lanes_.clear();
+  out_.close();
 }
 
 void CpuKernelPrinter::print_stage_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
@@ -389,19 +398,19 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     print_vector_loop_pieces(l, lo, hi);
     return;
   }
+  const int64_t w = sched_.vector_width;
+  auto whole_vectors = [&](const std::string& from, const std::string& to) {
+    if (sched_.column_block > 0) {
+      print_tiled_columns(v, from, to);
+      return;
+    }
+    out_.line("CPPI_NO_AUTOVEC");
+    out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
+    print_stages(true);
+    out_.close();
+  };
   if (sched_.tail == TailKind::Overlapped) {
     // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
-    const int64_t w = sched_.vector_width;
-    auto whole_vectors = [&](const std::string& from, const std::string& to) {
-      if (sched_.column_block > 0) {
-        print_tiled_columns(v, from, to);
-        return;
-      }
-      out_.line("CPPI_NO_AUTOVEC");
-      out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
-      print_stages(true);
-      out_.close();
-    };
     print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
       const bool known = lo.value && hi.value;  // then vend < end
       if (!known) out_.open(cat("if (", vend, " < ", end, ")"));
@@ -414,24 +423,10 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
   if (sched_.tail == TailKind::Masked) {
     // Whole vectors, then one vector whose lanes from the loop's end on are
     // off (x.sum(0) of n x 7: one 8-lane vector per row).
-    auto vectors = [&](const std::string& from, const std::string& to) {
-      if (sched_.column_block > 0) {
-        print_tiled_columns(v, from, to);
-        return;
-      }
-      out_.line("CPPI_NO_AUTOVEC");
-      out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", sched_.vector_width, ")"));
-      print_stages(true);
-      out_.close();
-    };
-    print_split_loop_with_rest(v, lo, hi, vectors, [&](const std::string& vend, const std::string& end) {
-      const bool known = lo.value && hi.value;  // then vend < end
-      out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));
-      out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
-      tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
-      vectors(vend, end);
-      tail_lanes_.clear();
-      out_.close();
+    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
+      open_masked_rest(v, vend, end, lo.value && hi.value);
+      whole_vectors(vend, end);
+      close_masked_rest();
     });
     return;
   }

@@ -299,14 +299,6 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
   return d;
 }
 
-/// Whether a kernel of reductions has too few outer iterations (rows) to
-/// share evenly among the threads, so each row's reduction loops are split
-/// across them instead (parallel_reduction: one cppi_parallel_reduce per
-/// reduction and row, each a parallel region). Fewer rows than threads always; otherwise rows that
-/// do not divide among the threads (3 rows on 2: one thread takes two), at
-/// most 4 per thread, each long enough that a thread's share of it (at least
-/// 4 x min_parallel_work) outweighs starting a region. x.mean(1) of 3 x 10^6
-/// floats on two threads: 0.56 ms by rows (eager 0.50), 0.40 split.
 /// The outer iterations of a kernel whose innermost outer loop is
 /// vectorised `width` lanes wide, counting a vector of that loop as one.
 int64_t outer_vectors(const Kernel& k, const Estimator& est, int width) {
@@ -315,6 +307,14 @@ int64_t outer_vectors(const Kernel& k, const Estimator& est, int width) {
   return Estimator::sat_mul(est.product(k.outer, 0, n - 1), (last + width - 1) / width);
 }
 
+/// Whether a kernel of reductions has too few outer iterations (rows) to
+/// share evenly among the threads, so each row's reduction loops are split
+/// across them instead (parallel_reduction: one cppi_parallel_reduce per
+/// reduction and row, each a parallel region). Fewer rows than threads always; otherwise rows that
+/// do not divide among the threads (3 rows on 2: one thread takes two), at
+/// most 4 per thread, each long enough that a thread's share of it (at least
+/// 4 x min_parallel_work) outweighs starting a region. x.mean(1) of 3 x 10^6
+/// floats on two threads: 0.56 ms by rows (eager 0.50), 0.40 split.
 bool few_long_rows(int64_t rows, int64_t row_work, const CpuTarget& target) {
   const int64_t threads = target.num_threads;
   if (rows < threads) return true;

@@ -104,11 +104,14 @@ enum class TailKind : uint8_t {
   // overlapping the one before. Its lanes are independent columns, so the
   // ones computed twice store the same values again (see CpuSchedule::tail).
   Overlapped,
-  // InnermostOfEachStage only: a stage loop's last extent % vector_width
-  // iterations run as one vector whose lanes past the end are off: loads
-  // read only the lanes that are on (zeros elsewhere), stores write only
-  // those, and reductions take their identity in the others. One call of a
-  // vector exp for a softmax row's 7 elements, not one per element.
+  // The vectorised loop's (each stage loop's, or the innermost outer
+  // loop's) last extent % vector_width iterations run as one vector whose
+  // lanes past the end are off: loads read only the lanes that are on
+  // (zeros elsewhere), stores write only those, and a stage loop's
+  // reductions take their identity in the others. One call of a vector exp
+  // for a softmax row's 7 elements, not one per element; one 8-lane pass
+  // down the rows of a 7-column sum. Not with transpose_tile or
+  // vector_loop_splits.
   Masked,
 };
 enum class GpuMapping : uint8_t {
