@@ -209,6 +209,13 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// Declares the forward_slots_ of stage `stage` (see forwarded_).
   void declare_forward_slots(const PointwiseStage& s, size_t stage);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
+  /// "buffer[index]" of a direct access; "" for an indirect one.
+  std::string access_key(const BufferPtr& buffer, const IndexExpr& at);
+  /// After a store of `v`: forgets the forwarded vectors it may overwrite and
+  /// forwards its own, where it is a masked last vector with a slot.
+  void forward_store(const Store& st, const CValue& v);
+  /// The forwarded vector a load in a masked last vector reads, if any.
+  const CValue* forwarded_load(const Load& n);
   /// A scan stage: its running value (one per lane in a vector loop) from
   /// the identity, updated and stored at every step of its serial loop.
   void print_scan(const ScanStage& s);
@@ -308,7 +315,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::string vector_update(ReductionKind kind, DType t, const std::string& acc, const CValue& v,
                             const std::string& pos);
   std::string horizontal(ReductionKind kind, DType t, const std::string& acc) const;
-  /// Lane-wise merge of two vector states (the kinds that cascade).
+  /// Lane-wise merge of two vector states, `a` holding the earlier
+  /// positions (cascade totals, parallel_reduction's per-thread states).
   std::string vstate_combine(ReductionKind kind, DType t, const std::string& a, const std::string& b) const;
   std::string identity_value(ReductionKind kind, DType t) const;
   IndexExpr reduction_position(const ReductionStage& s) const;
@@ -334,27 +342,25 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// While a masked tail's vector prints (TailKind::Masked): how many of its
   /// lanes are on, as C text; empty otherwise.
   std::string tail_lanes_;
-  /// While the masked last vector of a stage loop of constant bounds prints:
-  /// "v=first/lanes", which fixes the elements its accesses touch.
-  std::string masked_rest_;
-  int64_t masked_rest_first_ = 0;
-  /// While the whole vectors of a stage loop of constant bounds print: the
-  /// loop's variable and where its masked last vector starts.
-  std::string whole_vectors_var_;
-  int64_t whole_vectors_end_ = 0;
+  /// While the masked last vector of a stage loop of constant bounds prints
+  /// (its variable vvar_, its lanes tail_lanes_): its first iteration.
+  std::optional<int64_t> masked_rest_first_;
+  /// While the whole vectors of a stage loop of constant bounds print: where
+  /// its masked last vector starts.
+  std::optional<int64_t> whole_vectors_end_;
   /// Store forwarding between the masked last vectors of one outer
-  /// iteration's stages (print_pointwise, print_stores, vector_node): a
-  /// store that a later stage loads again at the same elements also goes
-  /// into a vector variable, which the later load reads instead of memory.
-  /// The core does not forward a masked store to a masked load of it:
-  /// softmax over rows of 7 stalled a third of its time on the reload of
-  /// exp(x - max). Slots: declared for the stage printing now, by
-  /// "buffer[index]". Forwarded: by "buffer[index]@masked_rest_"; any other
-  /// store forgets them, except a whole vector's store through the same
-  /// index before the masked vector's first element.
+  /// iteration's stages (declare_forward_slots, forward_store,
+  /// forwarded_load): a store that a later stage loads again at the same
+  /// elements also goes into a vector variable, which the later load reads
+  /// instead of memory. The core does not forward a masked store to a
+  /// masked load of it: softmax over rows of 7 stalled a third of its time
+  /// on the reload of exp(x - max). Both maps are keyed by access_key.
+  /// Slots: declared for the stage printing now. Forwarded: what a masked
+  /// last vector stored, and where.
   struct Forwarded {
-    std::string var;  // the stage loop's variable
-    int64_t first;    // the masked vector's first iteration
+    std::string var;    // the stage loop's variable
+    int64_t first;      // the masked vector's first iteration
+    std::string lanes;  // how many of its lanes are on
     CValue value;
   };
   std::map<std::string, std::string> forward_slots_;

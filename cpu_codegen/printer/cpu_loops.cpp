@@ -310,24 +310,18 @@ void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound&
   if (sched_.tail != TailKind::Masked) {
     print_split_loop(v, lo, hi, main, scalar_step);
   } else {
+    const bool known = lo.value && hi.value;
     auto whole_vectors = [&](const std::string& from, const std::string& to) {
-      if (lo.value && hi.value) {
-        whole_vectors_var_ = v;
-        whole_vectors_end_ = std::stoll(to);
-      }
+      if (known) whole_vectors_end_ = std::stoll(to);
       main(from, to);
-      whole_vectors_var_.clear();
+      whole_vectors_end_.reset();
     };
     print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      const bool known = lo.value && hi.value;
       open_masked_rest(v, vend, end, known);
       out_.line(cat("const int64_t ", v, " = ", vend, ";"));
-      if (known) {
-        masked_rest_ = cat(v, "=", vend, "/", tail_lanes_);
-        masked_rest_first_ = std::stoll(vend);
-      }
+      if (known) masked_rest_first_ = std::stoll(vend);
       vector_step();
-      masked_rest_.clear();
+      masked_rest_first_.reset();
       close_masked_rest();
     });
   }
@@ -692,9 +686,8 @@ void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t sta
   for (const auto& st : s.stores) {
     const DType t = st.buffer->dtype;
     const bool plain = t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
-    if (!plain || !read_later.count(st.buffer->name) || !indirect_terms(st.index).empty()) continue;
-    const std::string key = cat(st.buffer->name, "[", index(st.index), "]");
-    if (forward_slots_.count(key)) continue;
+    const std::string key = access_key(st.buffer, st.index);
+    if (!plain || !read_later.count(st.buffer->name) || key.empty() || forward_slots_.count(key)) continue;
     const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", forward_slots_.size());
     out_.line(cat(vtype(t), " ", slot, ";  // its masked last vector, for the stages after"));
     forward_slots_[key] = slot;
@@ -806,25 +799,43 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       }
     }
     scope.forget_loads_of(st.buffer->name);
-    // Any store may overwrite what was forwarded (buffers of other names
-    // may share memory), except a whole vector's through the same
-    // contiguous index before a forwarded masked vector; this one's masked
-    // vector is forwarded in turn.
-    const bool direct = indirect_terms(st.index).empty();
-    const std::string key = direct ? cat(st.buffer->name, "[", index(st.index), "]") : std::string();
-    for (auto it = forwarded_.begin(); it != forwarded_.end();) {
-      const bool before = direct && in_vector() && tail_lanes_.empty() && whole_vectors_var_ == vvar_ &&
-                          it->second.var == vvar_ && whole_vectors_end_ <= it->second.first &&
-                          it->first.compare(0, key.size() + 1, key + "@") == 0;
-      it = before ? std::next(it) : forwarded_.erase(it);
-    }
-    if (!direct || !in_vector() || masked_rest_.empty() || !forward_slots_.count(key) || v.dtype != st.buffer->dtype) {
-      continue;
-    }
-    const std::string& slot = forward_slots_.at(key);
-    out_.line(cat(slot, " = ", as_vector(v), ";"));
-    forwarded_[cat(key, "@", masked_rest_)] = Forwarded{vvar_, masked_rest_first_, CValue{slot, v.dtype, true}};
+    forward_store(st, v);
   }
+}
+
+std::string CpuKernelPrinter::access_key(const BufferPtr& buffer, const IndexExpr& at) {
+  return indirect_terms(at).empty() ? cat(buffer->name, "[", index(at), "]") : std::string();
+}
+
+void CpuKernelPrinter::forward_store(const Store& st, const CValue& v) {
+  // Any store may overwrite what was forwarded (buffers of other names may
+  // share memory), except a whole vector's through the same contiguous
+  // index before a forwarded masked vector.
+  const std::string key = access_key(st.buffer, st.index);
+  const bool whole_vector_before = !key.empty() && in_vector() && tail_lanes_.empty() && whole_vectors_end_;
+  for (auto it = forwarded_.begin(); it != forwarded_.end();) {
+    const bool keep = whole_vector_before && it->first == key && it->second.var == vvar_ &&
+                      *whole_vectors_end_ <= it->second.first;
+    it = keep ? std::next(it) : forwarded_.erase(it);
+  }
+  // A masked last vector of constant bounds that a later stage loads again
+  // is forwarded in turn.
+  const auto slot = forward_slots_.find(key);
+  if (key.empty() || !in_vector() || !masked_rest_first_ || slot == forward_slots_.end() || v.dtype != st.buffer->dtype) {
+    return;
+  }
+  out_.line(cat(slot->second, " = ", as_vector(v), ";"));
+  forwarded_[key] = Forwarded{vvar_, *masked_rest_first_, tail_lanes_, CValue{slot->second, v.dtype, true}};
+}
+
+const CValue* CpuKernelPrinter::forwarded_load(const Load& n) {
+  if (!masked_rest_first_ || n.mask.defined()) return nullptr;
+  const std::string key = access_key(n.buffer, n.index);
+  const auto it = key.empty() ? forwarded_.end() : forwarded_.find(key);
+  if (it == forwarded_.end()) return nullptr;
+  const Forwarded& f = it->second;
+  const bool same_lanes = f.var == vvar_ && f.first == *masked_rest_first_ && f.lanes == tail_lanes_;
+  return same_lanes && f.value.dtype == n.dtype ? &f.value : nullptr;
 }
 
 }  // namespace cppi::cpu::detail

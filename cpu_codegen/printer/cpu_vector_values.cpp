@@ -206,12 +206,8 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       std::string loaded;
       auto stride = coefficient(n->index, var(vvar_));
       const bool contiguous = stride && stride->is_constant(1);
-      const auto forwarded =
-          masked_rest_.empty() || n->mask.defined() || !indirect_terms(n->index).empty()
-              ? forwarded_.end()
-              : forwarded_.find(cat(n->buffer->name, "[", index(n->index), "]@", masked_rest_));
-      if (forwarded != forwarded_.end() && forwarded->second.value.dtype == n->dtype) {
-        loaded = forwarded->second.value.text;
+      if (const CValue* forwarded = forwarded_load(*n)) {
+        loaded = forwarded->text;
       } else if (!tail_lanes_.empty()) {
         loaded = masked_tail_load(*n, mem_type, contiguous, scope);
       } else if (n->mask.defined()) {
