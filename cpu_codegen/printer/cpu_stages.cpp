@@ -1,0 +1,251 @@
+/// CPU kernel printer: the stages inside the loops (pointwise stores, scans
+/// and the order of a kernel's stages), the values a stage hoists before its
+/// loops, and store forwarding between the masked last vectors of a row's
+/// stages.
+#include "cpu_codegen/printer/cpu_kernel_printer.h"
+
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_affine.h"
+#include "lowering/ir/stage_loops.h"
+
+namespace cppi::cpu::detail {
+
+// --- stages ------------------------------------------------------------------------------
+
+void CpuKernelPrinter::print_stages(bool vector_outer) {
+  locals_.clear();
+  forwarded_.clear();
+  if (vector_outer) enter_vector(var_name(k_.outer.back()));
+  for (size_t i = 0; i < k_.stages.size();) {
+    if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
+      const size_t end = one_pass_end(i, vector_outer);
+      print_reductions(i, end);
+      i = end;
+    } else if (const auto* scan = std::get_if<ScanStage>(&k_.stages[i])) {
+      print_scan(*scan);
+      ++i;
+    } else {
+      print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+      ++i;
+    }
+  }
+  if (vector_outer) leave_vector();
+  forwarded_.clear();
+}
+
+void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope) {
+  const auto& loops = loops_of(s);
+  if (loops.empty()) return;
+  std::set<std::string> stage_vars;
+  for (const auto& l : loops) stage_vars.insert(l.var.as<IndexVar>()->name);
+  // Nothing that could raise, unless the loops run: no integer division.
+  auto hoistable = [&](const Expr& e) {
+    if (e.kind() == ExprKind::Constant || e.kind() == ExprKind::LocalRef) return false;
+    for (const auto& v : ir::free_vars(e)) {
+      if (stage_vars.count(v)) return false;
+    }
+    bool worth = false;
+    for (const Expr& n : ir::post_order({e})) {
+      switch (n.kind()) {
+        case ExprKind::Load:
+        case ExprKind::Random: return false;
+        case ExprKind::Unary:
+          if (n.as<Unary>()->op == UnaryOp::NonzeroDivisor) return false;
+          worth = worth || ir::is_math_function(n.as<Unary>()->op);
+          break;
+        case ExprKind::Binary: {
+          const Binary* b = n.as<Binary>();
+          if (is_integral(b->lhs.dtype()) && (b->op == BinaryOp::FloorDiv || b->op == BinaryOp::TruncDiv ||
+                                              b->op == BinaryOp::Fmod || b->op == BinaryOp::Remainder)) {
+            return false;
+          }
+          worth = worth || ir::is_math_function(b->op);
+          break;
+        }
+        default: break;
+      }
+    }
+    return worth;
+  };
+  std::set<const ir::ExprNode*> seen;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    if (!seen.insert(e.get()).second) return;
+    if (hoistable(e)) {
+      value(e, scope);
+      return;
+    }
+    for (const Expr& o : ir::operands(e)) visit(o);
+  };
+  for (const Expr& v : ir::stage_values(s)) visit(v);
+}
+
+void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {
+  forward_slots_.clear();
+  // One stage loop of constant extent whose last vector is masked: that
+  // vector runs once per outer iteration, at fixed elements.
+  if (sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.tail != TailKind::Masked ||
+      s.loops.size() != 1) {
+    return;
+  }
+  const auto n = s.loops[0].extent.constant();
+  if (!n || *n % sched_.vector_width == 0) return;
+  std::set<std::string> read_later;
+  for (size_t j = stage + 1; j < k_.stages.size(); ++j) {
+    for (const auto& a : reads(k_.stages[j])) read_later.insert(a.buffer->name);
+  }
+  for (const auto& st : s.stores) {
+    const DType t = st.buffer->dtype;
+    const bool plain = t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
+    const std::string key = access_key(st.buffer, st.index);
+    if (!plain || !read_later.count(st.buffer->name) || key.empty() || forward_slots_.count(key)) continue;
+    const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", forward_slots_.size());
+    out_.line(cat(vtype(t), " ", slot, ";  // its masked last vector, for the stages after"));
+    forward_slots_[key] = slot;
+  }
+}
+
+void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
+  std::string comment = cat("// stage ", index, ": store");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  if (!s.loops.empty()) {
+    comment += " over";
+    for (const auto& l : s.loops) comment += " " + var_name(l);
+  }
+  out_.line(comment);
+  declare_forward_slots(s, index);
+  ValueScope hoisted(&invariants_);
+  hoist_stage_invariants(s, hoisted);
+  const ValueScope* enclosing = stage_scope_;
+  stage_scope_ = &hoisted;
+  const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
+  std::function<void(size_t)> loops = [&](size_t level) {
+    if (level == s.loops.size()) {
+      ValueScope scope(stage_scope_);
+      print_stores(s.stores, scope);
+      return;
+    }
+    const Loop& l = s.loops[level];
+    const std::string v = var_name(l);
+    if (level + 1 == s.loops.size() && vector_stage) {
+      print_stage_vector_loop(
+          v, Bound{"0", 0}, extent(l),
+          [&] {
+            enter_vector(v);
+            ValueScope scope(stage_scope_);
+            print_stores(s.stores, scope);
+            leave_vector();
+          },
+          [&] {
+            ValueScope scope(stage_scope_);
+            print_stores(s.stores, scope);
+          });
+      return;
+    }
+    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
+    loops(level + 1);
+    out_.close();
+  };
+  if (s.loops.empty()) {
+    ValueScope scope(stage_scope_);
+    print_stores(s.stores, scope);
+  } else {
+    loops(0);
+  }
+  stage_scope_ = enclosing;
+  forward_slots_.clear();
+}
+
+void CpuKernelPrinter::print_scan(const ScanStage& s) {
+  const Loop& l = s.loops[0];
+  const std::string v = var_name(l);
+  std::string comment = cat("// running ", to_string(s.kind), " over ", v, ", stored at every step to");
+  for (const auto& st : s.stores) comment += " " + st.buffer->name;
+  out_.line(comment);
+  const DType t = s.body.dtype();
+  const bool lanes = in_vector();  // one running value per lane: a scan down columns
+  const std::string acc = local_name(s.result);
+  if (lanes) {
+    out_.line(cat(vstate_type(s.kind, t), " ", acc, " = ", vstate_identity(s.kind, t), ";"));
+  } else {
+    out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
+  }
+  out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
+  ValueScope scope(stage_scope_);
+  const CValue value_here = value(s.body, scope);
+  out_.line(cat(lanes ? vector_update(s.kind, t, acc, value_here, "") : scalar_update(s.kind, t, acc, value_here.text, ""),
+                ";"));
+  locals_[s.result] = CValue{acc, t, lanes};
+  print_stores(s.stores, scope);
+  out_.close();
+}
+
+void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
+  for (const auto& st : stores) {
+    // An accumulating store: no other thread adds into its elements (checked
+    // in print_outer) and its vector lanes are distinct elements (stride 1),
+    // so a load, an add and a store.
+    const CValue v = value(stored_value(st), scope);
+    const std::string ptr = pointer_name(st.buffer->name);
+    const std::string idx = access_index(st.index, scope);
+    if (!in_vector()) {
+      out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
+    } else {
+      auto stride = coefficient(st.index, var(vvar_));
+      if (!stride || !stride->is_constant(1)) {
+        fail(cat("kernel ", k_.name, ": vectorised store to ", st.buffer->name, "[", st.index,
+                 "] is not contiguous in ", vvar_));
+      }
+      std::string data;
+      if (st.buffer->dtype == DType::Bool) {
+        const std::string m = as_mask(v, 1);
+        data = cat("cppi_vconvert<cppi_u8x", width(), ">(", m, " & cppi_vsplat<", mask_type(1), ">(1))");
+      } else {
+        data = as_vector(v);
+      }
+      if (tail_lanes_.empty()) {
+        out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
+      } else {
+        out_.line(cat("cppi_vstore_partial(&", ptr, "[", idx, "], ", data, ", ", tail_lanes_, ");"));
+      }
+    }
+    scope.forget_loads_of(st.buffer->name);
+    forward_store(st, v);
+  }
+}
+
+std::string CpuKernelPrinter::access_key(const BufferPtr& buffer, const IndexExpr& at) {
+  return indirect_terms(at).empty() ? cat(buffer->name, "[", index(at), "]") : std::string();
+}
+
+void CpuKernelPrinter::forward_store(const Store& st, const CValue& v) {
+  // Any store may overwrite what was forwarded (buffers of other names may
+  // share memory), except a whole vector's through the same contiguous
+  // index before a forwarded masked vector.
+  const std::string key = access_key(st.buffer, st.index);
+  const bool whole_vector_before = !key.empty() && in_vector() && tail_lanes_.empty() && whole_vectors_end_;
+  for (auto it = forwarded_.begin(); it != forwarded_.end();) {
+    const bool keep = whole_vector_before && it->first == key && it->second.var == vvar_ &&
+                      *whole_vectors_end_ <= it->second.first;
+    it = keep ? std::next(it) : forwarded_.erase(it);
+  }
+  // A masked last vector of constant bounds that a later stage loads again
+  // is forwarded in turn.
+  const auto slot = forward_slots_.find(key);
+  if (key.empty() || !in_vector() || !masked_rest_first_ || slot == forward_slots_.end() || v.dtype != st.buffer->dtype) {
+    return;
+  }
+  out_.line(cat(slot->second, " = ", as_vector(v), ";"));
+  forwarded_[key] = Forwarded{vvar_, *masked_rest_first_, tail_lanes_, CValue{slot->second, v.dtype, true}};
+}
+
+const CValue* CpuKernelPrinter::forwarded_load(const Load& n) {
+  if (!masked_rest_first_ || n.mask.defined()) return nullptr;
+  const std::string key = access_key(n.buffer, n.index);
+  const auto it = key.empty() ? forwarded_.end() : forwarded_.find(key);
+  if (it == forwarded_.end()) return nullptr;
+  const Forwarded& f = it->second;
+  const bool same_lanes = f.var == vvar_ && f.first == *masked_rest_first_ && f.lanes == tail_lanes_;
+  return same_lanes && f.value.dtype == n.dtype ? &f.value : nullptr;
+}
+
+}  // namespace cppi::cpu::detail
