@@ -38,34 +38,16 @@ void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope)
   if (loops.empty()) return;
   std::set<std::string> stage_vars;
   for (const auto& l : loops) stage_vars.insert(l.var.as<IndexVar>()->name);
-  // Nothing that could raise, unless the loops run: no integer division.
+  // Nothing that could raise where the loops would not have run.
   auto hoistable = [&](const Expr& e) {
     if (e.kind() == ExprKind::Constant || e.kind() == ExprKind::LocalRef) return false;
     for (const auto& v : ir::free_vars(e)) {
       if (stage_vars.count(v)) return false;
     }
-    bool worth = false;
     for (const Expr& n : ir::post_order({e})) {
-      switch (n.kind()) {
-        case ExprKind::Load:
-        case ExprKind::Random: return false;
-        case ExprKind::Unary:
-          if (n.as<Unary>()->op == UnaryOp::NonzeroDivisor) return false;
-          worth = worth || ir::is_math_function(n.as<Unary>()->op);
-          break;
-        case ExprKind::Binary: {
-          const Binary* b = n.as<Binary>();
-          if (is_integral(b->lhs.dtype()) && (b->op == BinaryOp::FloorDiv || b->op == BinaryOp::TruncDiv ||
-                                              b->op == BinaryOp::Fmod || b->op == BinaryOp::Remainder)) {
-            return false;
-          }
-          worth = worth || ir::is_math_function(b->op);
-          break;
-        }
-        default: break;
-      }
+      if (n.kind() == ExprKind::Load || n.kind() == ExprKind::Random) return false;
     }
-    return worth;
+    return ir::calls_math_function(e) && !ir::may_raise(e);
   };
   std::set<const ir::ExprNode*> seen;
   std::function<void(const Expr&)> visit = [&](const Expr& e) {

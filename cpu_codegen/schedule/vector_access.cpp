@@ -215,14 +215,8 @@ bool masked_tail_safe(const Kernel& k, bool lanes_combine) {
         default: return false;
       }
     }
-    for (const Expr& e : post_order(stage_values(s))) {
-      if (auto u = e.as<Unary>(); u && u->op == UnaryOp::NonzeroDivisor) return false;
-      auto b = e.as<Binary>();
-      if (!b || !is_integral(b->lhs.dtype()) || b->rhs.kind() == ExprKind::Constant) continue;
-      if (b->op == BinaryOp::FloorDiv || b->op == BinaryOp::TruncDiv || b->op == BinaryOp::Fmod ||
-          b->op == BinaryOp::Remainder) {
-        return false;
-      }
+    for (const Expr& e : stage_values(s)) {
+      if (may_raise(e)) return false;
     }
   }
   return true;

@@ -312,6 +312,21 @@ bool calls_math_function(const Expr& e) {
   return false;
 }
 
+bool may_raise(const Expr& e) {
+  for (const Expr& n : post_order({e})) {
+    if (auto u = n.as<Unary>(); u && u->op == UnaryOp::NonzeroDivisor) return true;
+    auto b = n.as<Binary>();
+    if (!b || !is_integral(b->lhs.dtype())) continue;
+    if (b->op != BinaryOp::FloorDiv && b->op != BinaryOp::TruncDiv && b->op != BinaryOp::Fmod &&
+        b->op != BinaryOp::Remainder) {
+      continue;
+    }
+    const Constant* c = b->rhs.as<Constant>();
+    if (!c || c->int_value == 0) return true;
+  }
+  return false;
+}
+
 std::vector<Expr> cse(const std::vector<Expr>& roots) {
   struct Cse : ExprMutator {
     std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> table;

@@ -180,5 +180,11 @@ bool is_math_function(UnaryOp op);
 bool is_math_function(BinaryOp op);
 /// Whether `e` calls one of them.
 bool calls_math_function(const Expr& e);
+/// Whether `e` may raise on the values it reads: an integer division or
+/// remainder by anything but a nonzero constant (a zero traps), or a
+/// divisor check (nonzero_divisor reports ZeroDivisionError). Code that
+/// runs such an expression where the program would not (lanes that are
+/// off, a value hoisted out of a loop that may not run) must not.
+bool may_raise(const Expr& e);
 
 }  // namespace cppi::ir

@@ -257,6 +257,18 @@ TEST_F(ExprTest, ReadsCollectsDistinctLoads) {
   EXPECT_TRUE(r[1].masked);
 }
 
+TEST_F(ExprTest, MayRaiseOnIntegerDivisionByAVariableAndDivisorChecks) {
+  Expr n = load(i, x0);
+  EXPECT_TRUE(may_raise(binary(BinaryOp::FloorDiv, n, n)));
+  EXPECT_TRUE(may_raise(binary(BinaryOp::Remainder, const_int(7), n)));
+  EXPECT_TRUE(may_raise(binary(BinaryOp::TruncDiv, n, const_int(0))));
+  EXPECT_TRUE(may_raise(unary(UnaryOp::NonzeroDivisor, n)));
+  EXPECT_FALSE(may_raise(binary(BinaryOp::FloorDiv, n, const_int(3))));
+  Expr x = load(a, x0);
+  EXPECT_FALSE(may_raise(binary(BinaryOp::FloorDiv, x, x)));  // float: inf or NaN, no trap
+  EXPECT_FALSE(may_raise(unary(UnaryOp::Log, x)));
+}
+
 TEST_F(ExprTest, ReductionTyping) {
   EXPECT_TRUE(reduction_result_dtypes(ReductionKind::Sum, DType::Float32).ok());
   EXPECT_FALSE(reduction_result_dtypes(ReductionKind::Sum, DType::Float16).ok());
