@@ -237,6 +237,111 @@ CPPI_INLINE V cppi_vload_strided(const void* p) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Rows in lanes (CpuSchedule::row_blocks): W rows of R elements laid one
+// after another (R * W elements from p) as R vectors, vector k holding
+// element k of every row: lane l of out[k] is p[l * R + k]. The R vectors
+// loaded whole hold element e at lane e % W of vector e / W; each result
+// takes its lanes from every pair of them with one two-source shuffle, and
+// the pairs' picks merge with constant blends (R = 7, 16 lanes: 28 vpermt2ps
+// for 16 rows). cppi_vstore_rows is the inverse. The _partial forms move
+// only the first `rows` rows (a masked last vector of rows); the other lanes
+// load zeros. A pick names lane 0 for the lanes its blend does not take:
+// g++ 12 mis-shuffled a -1 ("any lane") in these templates.
+template <int R, int W, int K, int P>
+constexpr int cppi_row_pick(int l) {
+  return (l * R + K) / W / 2 == P ? l * R + K - 2 * P * W : 0;
+}
+template <int R, int W, int K, int P>
+constexpr int cppi_row_merge(int l) {
+  return (l * R + K) / W / 2 == P ? l : l + W;
+}
+template <int R, int K, int P, class V, int... J>
+CPPI_INLINE V cppi_row_of(const V* in, cppi_ints<J...> lanes) {
+  constexpr int W = sizeof...(J);
+  const V picked = __builtin_shufflevector(in[2 * P], in[2 * P + 1 < R ? 2 * P + 1 : 2 * P], cppi_row_pick<R, W, K, P>(J)...);
+  if constexpr (2 * P + 2 < R) {
+    return __builtin_shufflevector(picked, cppi_row_of<R, K, P + 1>(in, lanes), cppi_row_merge<R, W, K, P>(J)...);
+  } else {
+    return picked;
+  }
+}
+// Memory vector J's lane m holds element J * W + m: row (J * W + m) / R's
+// element (J * W + m) % R, lane (J * W + m) / R of out[(J * W + m) % R].
+template <int R, int W, int J, int P>
+constexpr int cppi_row_unpick(int m) {
+  return (J * W + m) % R / 2 == P ? (J * W + m) % R % 2 * W + (J * W + m) / R : 0;
+}
+template <int R, int W, int J, int P>
+constexpr int cppi_row_unmerge(int m) {
+  return (J * W + m) % R / 2 == P ? m : m + W;
+}
+template <int R, int J, int P, class V, int... M>
+CPPI_INLINE V cppi_memory_of_rows(const V* rows, cppi_ints<M...> lanes) {
+  constexpr int W = sizeof...(M);
+  const V picked =
+      __builtin_shufflevector(rows[2 * P], rows[2 * P + 1 < R ? 2 * P + 1 : 2 * P], cppi_row_unpick<R, W, J, P>(M)...);
+  if constexpr (2 * P + 2 < R) {
+    return __builtin_shufflevector(picked, cppi_memory_of_rows<R, J, P + 1>(rows, lanes), cppi_row_unmerge<R, W, J, P>(M)...);
+  } else {
+    return picked;
+  }
+}
+template <int R, int K = 0, class V>
+CPPI_INLINE void cppi_rows_from_memory(const V* in, V* out) {
+  if constexpr (K < R) {
+    out[K] = cppi_row_of<R, K, 0>(in, typename cppi_make_ints<cppi_vec_traits<V>::lanes_v>::type());
+    cppi_rows_from_memory<R, K + 1>(in, out);
+  }
+}
+template <int R, int J = 0, class V>
+CPPI_INLINE void cppi_memory_from_rows(const V* rows, V* mem) {
+  if constexpr (J < R) {
+    mem[J] = cppi_memory_of_rows<R, J, 0>(rows, typename cppi_make_ints<cppi_vec_traits<V>::lanes_v>::type());
+    cppi_memory_from_rows<R, J + 1>(rows, mem);
+  }
+}
+template <class V, int R>
+CPPI_INLINE void cppi_vload_rows(const void* p, V* out) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  V in[R];
+  for (int j = 0; j < R; ++j) in[j] = cppi_vload<V>((const E*)p + j * cppi_vec_traits<V>::lanes_v);
+  cppi_rows_from_memory<R>(in, out);
+}
+template <class V, int R>
+CPPI_INLINE void cppi_vload_rows_partial(const void* p, int64_t rows, V* out) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  V in[R];
+  for (int j = 0; j < R; ++j) {
+    const int64_t n = rows * R - (int64_t)j * W;
+    in[j] = n >= W ? cppi_vload<V>((const E*)p + j * W) : n > 0 ? cppi_vload_partial<V>((const E*)p + j * W, n) : V{};
+  }
+  cppi_rows_from_memory<R>(in, out);
+}
+template <class V, int R>
+CPPI_INLINE void cppi_vstore_rows(void* p, const V* rows) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  V mem[R];
+  cppi_memory_from_rows<R>(rows, mem);
+  for (int j = 0; j < R; ++j) cppi_vstore((E*)p + j * cppi_vec_traits<V>::lanes_v, mem[j]);
+}
+template <class V, int R>
+CPPI_INLINE void cppi_vstore_rows_partial(void* p, const V* rows, int64_t n_rows) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  V mem[R];
+  cppi_memory_from_rows<R>(rows, mem);
+  for (int j = 0; j < R; ++j) {
+    const int64_t n = n_rows * R - (int64_t)j * W;
+    if (n >= W) {
+      cppi_vstore((E*)p + j * W, mem[j]);
+    } else if (n > 0) {
+      cppi_vstore_partial((E*)p + j * W, mem[j], n);
+    }
+  }
+}
+
 template <class V>
 CPPI_INLINE V cppi_vsplat(typename cppi_vec_traits<V>::element_type s) {
   V v;

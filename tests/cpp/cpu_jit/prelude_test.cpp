@@ -334,6 +334,65 @@ TEST(PreludeVector, StridedLoadsStayInsideTheirElements) {
   munmap(m, 2 * page);
 }
 
+// W rows of R elements as R vectors of element k of every row, and back;
+// the partial forms touch only the first `rows` rows, which end exactly
+// where a page with no access begins.
+template <class V, int R>
+void check_rows(char* page_end) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  for (int rows = 1; rows <= W; ++rows) {
+    E* p = reinterpret_cast<E*>(page_end) - rows * R;
+    for (int i = 0; i < rows * R; ++i) p[i] = static_cast<E>(i * 3 + 1);
+    V out[R];
+    if (rows == W) {
+      cppi_vload_rows<V, R>(p, out);
+    } else {
+      cppi_vload_rows_partial<V, R>(p, rows, out);
+    }
+    for (int k = 0; k < R; ++k) {
+      for (int l = 0; l < W; ++l) {
+        ASSERT_EQ(out[k][l], l < rows ? p[l * R + k] : E(0)) << "W=" << W << " R=" << R << " rows=" << rows;
+      }
+    }
+    for (int k = 0; k < R; ++k) out[k] = out[k] + cppi_vsplat<V>(E(1));
+    if (rows == W) {
+      cppi_vstore_rows<V, R>(p, out);
+    } else {
+      cppi_vstore_rows_partial<V, R>(p, out, rows);
+    }
+    for (int i = 0; i < rows * R; ++i) ASSERT_EQ(p[i], static_cast<E>(i * 3 + 2)) << "W=" << W << " R=" << R << " rows=" << rows << " i=" << i;
+  }
+}
+
+template <class V>
+void check_row_lengths(char* page_end) {
+  check_rows<V, 2>(page_end);
+  check_rows<V, 3>(page_end);
+  check_rows<V, 5>(page_end);
+  check_rows<V, 7>(page_end);
+  if constexpr (cppi_vec_traits<V>::lanes_v > 8) {
+    check_rows<V, 8>(page_end);
+    check_rows<V, 12>(page_end);
+    check_rows<V, 15>(page_end);
+  }
+}
+
+TEST(PreludeVector, RowsInLanesRoundTripAndStayInsideTheirRows) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  char* guard = static_cast<char*>(m) + page;
+  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  check_row_lengths<cppi_f32x4>(guard);
+  check_row_lengths<cppi_f32x8>(guard);
+  check_row_lengths<cppi_f32x16>(guard);
+  check_row_lengths<cppi_f64x8>(guard);
+  check_row_lengths<cppi_i64x8>(guard);
+  check_row_lengths<cppi_i32x16>(guard);
+  munmap(m, 2 * page);
+}
+
 TEST(PreludeVector, AbsSelectSplatPartial) {
   float a[8] = {-1.0f, -0.0f, 2.0f, -INFINITY, NAN, -3.5f, 0.0f, 7.0f};
   cppi_f32x8 r = cppi_abs(cppi_vload<cppi_f32x8>(a));
