@@ -181,6 +181,19 @@ struct CpuSchedule {
   /// loads gathered. The tiled loop's iterations count in tiles where it is
   /// parallel.
   bool transpose_tile = false;
+  /// InnermostOuter kernels whose stage loops walk rows shorter than a
+  /// vector (softmax, layer_norm, var_mean over rows of 7): a vector of W
+  /// outer iterations reads each cpu::row_block_access load (x[7*x0 + r0])
+  /// as R vectors before its stage's loop, element r of every row in vector
+  /// r (cppi_vload_rows: R whole loads turned in registers), and the loop
+  /// reads vector r at step r; a row-block store writes vector r and the W
+  /// rows go back to memory in R whole stores after the last stage
+  /// (cppi_vstore_rows). A later stage's load of what a stage stored reads
+  /// the vectors (softmax's stashed exp). The schedule checks that every
+  /// buffer so stored is stored and loaded as the same rows only, loaded
+  /// only after its first store. Each row then reduces lane-wise, W rows at
+  /// once, with no horizontal step.
+  bool row_blocks = false;
   /// InnermostOuter kernels of loop-less pointwise stages whose vectorised
   /// loop is not parallel and has a constant extent: the loop runs as one
   /// vector loop (with its scalar tail) per piece [0, s0), [s0, s1), ...,

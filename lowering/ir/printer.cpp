@@ -205,6 +205,7 @@ std::string to_string(const Schedule& s) {
   if (c.cascade_block > 0) os << " cascade_block=" << c.cascade_block;
   if (c.vector_accumulators != 1) os << " vector_accumulators=" << c.vector_accumulators;
   if (c.transpose_tile) os << " transpose_tile=true";
+  if (c.row_blocks) os << " row_blocks=true";
   if (!c.vector_loop_splits.empty()) {
     os << " vector_loop_splits=";
     for (size_t i = 0; i < c.vector_loop_splits.size(); ++i) os << (i ? "," : "") << c.vector_loop_splits[i];
