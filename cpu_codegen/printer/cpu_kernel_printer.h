@@ -3,7 +3,10 @@
 /// (private to cpu_codegen/printer; the public entry is cpu_printer.h):
 ///   cpu_printer.cpp         module, kernel prologue (header comment, arguments)
 ///   cpu_loops.cpp           outer/parallel loops, vector loops with tails,
-///                           tiled column reductions, stages and stores
+///                           transposed tiles, tiled column reductions
+///   cpu_stages.cpp          the stages inside them: pointwise stores,
+///                           scans, hoisted invariants, store forwarding,
+///                           row blocks
 ///   cpu_reductions.cpp      reduction stages: accumulation loops, states,
 ///                           updates, combines, horizontal steps
 ///   cpu_vector_values.cpp   expressions in vector form (the vector op table
@@ -33,7 +36,13 @@
 ///     stages with loops run one after another over the block (a softmax
 ///     over columns: the max tile, exp(x - max) stored, the sum tile over
 ///     it, the stored values scaled), and the loop-less stages after them
-///     run per vector on the results.
+///     run per vector on the results. With row_blocks, a stage first reads
+///     each row-block load as an array of R vectors (`rows0_in_x[R]`,
+///     cppi_vload_rows: element r of the W rows in vector r) unless an
+///     earlier stage opened it; its loop reads and stores array element r at
+///     step r, and after the last stage the stored arrays go back to memory
+///     (cppi_vstore_rows). The masked last vector of rows uses the
+///     _partial forms.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
 ///     reduction keeps vector accumulators (vector_accumulators of them for
 ///     sum, max and min) plus a scalar one for the tail and combines them
@@ -216,6 +225,16 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void forward_store(const Store& st, const CValue& v);
   /// The forwarded vector a load in a masked last vector reads, if any.
   const CValue* forwarded_load(const Load& n);
+  /// row_blocks: before stage `s`'s loop, declares the row blocks its
+  /// accesses need that no earlier stage of this outer iteration opened
+  /// (row_blocks_), loading those it loads, and sets row_loop_ to its loop.
+  void open_row_blocks(const Stage& s);
+  struct RowBlock;
+  /// The open row block a load or store at `index` of `buffer` in the
+  /// stage printing now walks, if any.
+  RowBlock* row_block_of(const BufferPtr& buffer, const IndexExpr& index, bool masked);
+  /// After the last stage: the stored row blocks back to memory.
+  void flush_row_blocks();
   /// A scan stage: its running value (one per lane in a vector loop) from
   /// the identity, updated and stored at every step of its serial loop.
   void print_scan(const ScanStage& s);
@@ -365,6 +384,20 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   };
   std::map<std::string, std::string> forward_slots_;
   std::map<std::string, Forwarded> forwarded_;
+  /// CpuSchedule::row_blocks: the row blocks of the outer iteration printing
+  /// now (open_row_blocks), keyed by buffer, start and length: an array of
+  /// `rows` vectors, vector r holding element r of the vector's rows, and
+  /// whether a stage stored it (it goes back to memory after the last stage).
+  struct RowBlock {
+    std::string array;
+    BufferPtr buffer;
+    IndexExpr start;
+    int64_t rows = 0;
+    bool stored = false;
+  };
+  std::map<std::string, RowBlock> row_blocks_;
+  /// While a stage's loop prints under row_blocks: that loop.
+  std::optional<Loop> row_loop_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
   /// transpose_tile: the transposed loads, each with the tile it is read
   /// from (print_transposed_tile), and, while a whole tile's rows print, the

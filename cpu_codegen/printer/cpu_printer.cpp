@@ -35,6 +35,11 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
     fail(cat("kernel ", k_.name, ": a masked tail needs vectorised stage loops or a vectorised outer loop, untiled and "
              "in one piece"));
   }
+  if (sched_.row_blocks && (sched_.vectorized != VectorizedLoop::InnermostOuter || sched_.transpose_tile ||
+                            sched_.column_block > 0 || sched_.parallel_reduction || !sched_.vector_loop_splits.empty())) {
+    fail(cat("kernel ", k_.name, ": row blocks need a vectorised outer loop, untiled, in one piece, not split across "
+             "threads"));
+  }
   if (sched_.vectorized != VectorizedLoop::None) {
     const int w = sched_.vector_width;
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));
@@ -73,6 +78,7 @@ void CpuKernelPrinter::print_header() {
   if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
   if (sched_.vector_accumulators != 1) s += cat(" vector_accumulators=", sched_.vector_accumulators);
   if (sched_.transpose_tile) s += " transpose_tile=yes";
+  if (sched_.row_blocks) s += " row_blocks=yes";
   if (!sched_.vector_loop_splits.empty()) {
     s += " vector_loop_splits=";
     for (size_t i = 0; i < sched_.vector_loop_splits.size(); ++i) s += cat(i ? "," : "", sched_.vector_loop_splits[i]);

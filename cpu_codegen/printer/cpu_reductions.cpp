@@ -46,12 +46,14 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
     run.push_back(&s);
   }
   if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
+  if (run.size() == 1) open_row_blocks(k_.stages[first]);
   ValueScope hoisted(&invariants_);
   for (const ReductionStage* s : run) hoist_stage_invariants(*s, hoisted);
   const ValueScope* enclosing = stage_scope_;
   stage_scope_ = &hoisted;
   print_reduction_run(run);
   stage_scope_ = enclosing;
+  row_loop_.reset();
 }
 
 void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStage*>& run) {

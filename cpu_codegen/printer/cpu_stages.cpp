@@ -1,9 +1,10 @@
 /// CPU kernel printer: the stages inside the loops (pointwise stores, scans
 /// and the order of a kernel's stages), the values a stage hoists before its
-/// loops, and store forwarding between the masked last vectors of a row's
-/// stages.
+/// loops, store forwarding between the masked last vectors of a row's
+/// stages, and the row blocks of rows in lanes.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
+#include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
@@ -15,6 +16,7 @@ namespace cppi::cpu::detail {
 void CpuKernelPrinter::print_stages(bool vector_outer) {
   locals_.clear();
   forwarded_.clear();
+  row_blocks_.clear();
   if (vector_outer) enter_vector(var_name(k_.outer.back()));
   for (size_t i = 0; i < k_.stages.size();) {
     if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
@@ -29,8 +31,61 @@ void CpuKernelPrinter::print_stages(bool vector_outer) {
       ++i;
     }
   }
+  flush_row_blocks();
   if (vector_outer) leave_vector();
   forwarded_.clear();
+  row_blocks_.clear();
+}
+
+void CpuKernelPrinter::open_row_blocks(const Stage& s) {
+  row_loop_.reset();
+  const auto& loops = loops_of(s);
+  if (!sched_.row_blocks || !in_vector() || loops.size() != 1) return;
+  row_loop_ = loops[0];
+  auto open = [&](const Access& a, bool load) {
+    const auto rows = row_block_access(a.buffer->dtype, a.index, a.masked, vvar_, loops[0]);
+    if (!rows) return;
+    const IndexExpr start = row_block_start(a.index, loops[0]);
+    const std::string key = cat(a.buffer->name, "[", index(start), "] x ", *rows);
+    if (row_blocks_.count(key)) return;
+    // The schedule checked that a stored block is first stored, then read.
+    if (load && written_buffers(k_).count(a.buffer->name)) {
+      fail(cat("kernel ", k_.name, ": row block ", key, " loaded before a stage stores it"));
+    }
+    const std::string array = cat("rows", row_blocks_.size(), "_", pointer_name(a.buffer->name));
+    const std::string v = vtype(a.buffer->dtype), at = cat("&", pointer_name(a.buffer->name), "[", index(start), "]");
+    out_.line(cat(v, " ", array, "[", *rows, "];  // element r of rows ", vvar_, " .. ", vvar_, " + ", width(),
+                  " - 1 in vector r"));
+    if (load && tail_lanes_.empty()) {
+      out_.line(cat("cppi_vload_rows<", v, ", ", *rows, ">(", at, ", ", array, ");"));
+    } else if (load) {
+      out_.line(cat("cppi_vload_rows_partial<", v, ", ", *rows, ">(", at, ", ", tail_lanes_, ", ", array, ");"));
+    }
+    row_blocks_[key] = RowBlock{array, a.buffer, start, *rows, !load};
+  };
+  for (const auto& a : reads(s)) open(a, true);
+  for (const auto& a : writes(s)) open(a, false);
+}
+
+CpuKernelPrinter::RowBlock* CpuKernelPrinter::row_block_of(const BufferPtr& buffer, const IndexExpr& at, bool masked) {
+  if (!row_loop_ || !in_vector()) return nullptr;
+  const auto rows = row_block_access(buffer->dtype, at, masked, vvar_, *row_loop_);
+  if (!rows) return nullptr;
+  const auto it = row_blocks_.find(cat(buffer->name, "[", index(row_block_start(at, *row_loop_)), "] x ", *rows));
+  if (it == row_blocks_.end()) fail(cat("kernel ", k_.name, ": a row block of ", buffer->name, " that no stage opened"));
+  return &it->second;
+}
+
+void CpuKernelPrinter::flush_row_blocks() {
+  for (const auto& [key, b] : row_blocks_) {
+    if (!b.stored) continue;
+    const std::string v = vtype(b.buffer->dtype), at = cat("&", pointer_name(b.buffer->name), "[", index(b.start), "]");
+    if (tail_lanes_.empty()) {
+      out_.line(cat("cppi_vstore_rows<", v, ", ", b.rows, ">(", at, ", ", b.array, ");"));
+    } else {
+      out_.line(cat("cppi_vstore_rows_partial<", v, ", ", b.rows, ">(", at, ", ", b.array, ", ", tail_lanes_, ");"));
+    }
+  }
 }
 
 void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope) {
@@ -95,6 +150,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
   }
   out_.line(comment);
   declare_forward_slots(s, index);
+  open_row_blocks(s);
   ValueScope hoisted(&invariants_);
   hoist_stage_invariants(s, hoisted);
   const ValueScope* enclosing = stage_scope_;
@@ -135,6 +191,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
   }
   stage_scope_ = enclosing;
   forward_slots_.clear();
+  row_loop_.reset();
 }
 
 void CpuKernelPrinter::print_scan(const ScanStage& s) {
@@ -171,6 +228,9 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
     const std::string idx = access_index(st.index, scope);
     if (!in_vector()) {
       out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
+    } else if (RowBlock* b = st.accumulate ? nullptr : row_block_of(st.buffer, st.index, false)) {
+      out_.line(cat(b->array, "[", var_name(*row_loop_), "] = ", as_vector(v), ";"));
+      b->stored = true;
     } else {
       auto stride = coefficient(st.index, var(vvar_));
       if (!stride || !stride->is_constant(1)) {

@@ -206,7 +206,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       std::string loaded;
       auto stride = coefficient(n->index, var(vvar_));
       const bool contiguous = stride && stride->is_constant(1);
-      if (const CValue* forwarded = forwarded_load(*n)) {
+      if (const RowBlock* b = row_block_of(n->buffer, n->index, n->mask.defined())) {
+        loaded = cat(b->array, "[", var_name(*row_loop_), "]");
+      } else if (const CValue* forwarded = forwarded_load(*n)) {
         loaded = forwarded->text;
       } else if (!tail_lanes_.empty()) {
         loaded = masked_tail_load(*n, mem_type, contiguous, scope);

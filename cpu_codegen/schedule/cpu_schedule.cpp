@@ -11,6 +11,7 @@
 #include "cpu_codegen/schedule/vector_access.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
+#include "lowering/ir/index_simplify.h"
 #include "lowering/ir/stage_loops.h"
 
 namespace cppi::cpu {
@@ -64,6 +65,21 @@ std::optional<int> strided_load(const IndexExpr& index, bool masked, const std::
   auto stride = c ? c->constant() : std::nullopt;
   if (!stride || *stride < 2 || *stride > 4) return std::nullopt;
   return static_cast<int>(*stride);
+}
+
+std::optional<int64_t> row_block_access(DType element, const IndexExpr& index, bool masked,
+                                        const std::string& vector_var, const Loop& row_loop) {
+  const bool whole = element == DType::Float32 || element == DType::Float64 || element == DType::Int32 ||
+                     element == DType::Int64;
+  const auto rows = row_loop.extent.constant();
+  if (!whole || masked || !rows || *rows < 2 || !indirect_terms(index).empty()) return std::nullopt;
+  auto form = affine_form(index, {ir::var(vector_var), row_loop.var});
+  if (!form || !form->strides[1].is_constant(1) || !form->strides[0].is_constant(*rows)) return std::nullopt;
+  return *rows;
+}
+
+IndexExpr row_block_start(const IndexExpr& index, const Loop& row_loop) {
+  return simplify(substitute(index, {{row_loop.var.as<IndexVar>()->name, index_const(0)}}));
 }
 
 std::optional<int> repeated_load(const IndexExpr& index, bool masked, const std::string& vector_var) {
@@ -175,6 +191,67 @@ bool reads_a_buffer_it_writes(const Kernel& k) {
 }
 
 std::string var_name(const Loop& l) { return l.var.as<IndexVar>()->name; }
+
+/// Whether `k`'s stage loops may walk rows in lanes (CpuSchedule::row_blocks):
+/// every stage with loops is a reduction or pointwise stage with one loop of
+/// constant extent from 2 to fewer than a host vector of floats, and no store
+/// accumulates.
+bool rows_shorter_than_a_vector(const Kernel& k, const CpuTarget& target) {
+  if (accumulates(k)) return false;
+  bool any = false;
+  for (const auto& s : k.stages) {
+    const auto& loops = loops_of(s);
+    if (loops.empty()) continue;
+    const auto n = loops[0].extent.constant();
+    if (std::holds_alternative<ScanStage>(s) || loops.size() != 1 || !n || *n < 2 || *n >= target.vector_bytes / 4) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
+}
+
+/// Whether every buffer that `k` stores as row blocks along `v` may live in
+/// registers from its first store to the end of the outer iteration: all
+/// its stores and loads are the same rows (one start, one length), and no
+/// stage loads it before the first stage that stores it. A buffer stored
+/// otherwise is not read as row blocks (they would load what the kernel has
+/// not stored yet).
+bool row_blocks_stay_in_registers(const Kernel& k, const std::string& v) {
+  struct Rows {
+    IndexExpr start;
+    int64_t length = 0;
+    bool operator==(const Rows& o) const { return length == o.length && start == o.start; }
+  };
+  auto rows_of = [&](const Stage& s, const Access& a) -> std::optional<Rows> {
+    const auto& loops = loops_of(s);
+    if (loops.size() != 1) return std::nullopt;
+    const auto r = row_block_access(a.buffer->dtype, a.index, a.masked, v, loops[0]);
+    if (!r) return std::nullopt;
+    return Rows{row_block_start(a.index, loops[0]), *r};
+  };
+  std::map<std::string, std::vector<std::pair<size_t, std::optional<Rows>>>> stores;
+  for (size_t i = 0; i < k.stages.size(); ++i) {
+    for (const auto& w : writes(k.stages[i])) stores[w.buffer->name].emplace_back(i, rows_of(k.stages[i], w));
+  }
+  for (const auto& [buffer, list] : stores) {
+    bool as_rows = false;
+    for (const auto& st : list) as_rows = as_rows || st.second.has_value();
+    for (size_t i = 0; i < k.stages.size(); ++i) {
+      for (const auto& a : reads(k.stages[i])) {
+        if (a.buffer->name != buffer) continue;
+        const auto rows = rows_of(k.stages[i], a);
+        if (!as_rows && rows) return false;
+        if (as_rows && (!rows || !(*rows == *list[0].second) || i <= list[0].first)) return false;
+      }
+    }
+    if (!as_rows) continue;
+    for (const auto& st : list) {
+      if (!st.second || !(*st.second == *list[0].second)) return false;
+    }
+  }
+  return true;
+}
 
 struct Estimator {
   const CpuTarget& target;
@@ -344,6 +421,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   std::string inner_why;
   bool masked_tail = false;   // the stage loops' last vectors
   bool outer_masked = false;  // the vectorised outer loop's last vector
+  bool stage_loops_win = false;  // full stage-loop vectors, unless rows go in lanes
   auto vectorize_stage_loops = [&] {
     d.cpu.vectorized = VectorizedLoop::InnermostOfEachStage;
     d.cpu.vector_width = inner_width;
@@ -386,7 +464,15 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     // reads whole vectors, passes once. x.sum(0) of 10^6 x 4 floats, two
     // threads: 1.69 ms column by column, 0.81 across the columns (eager 2.8).
     const bool strided_only = counts.contiguous == 0 && counts.strided > 0;
-    if (inner_width > 0 && !narrow && !strided_only) vectorize_stage_loops();
+    // Rows shorter than a vector try rows in lanes first, also where their
+    // stage loops would take full masked vectors (rows of 9 to 15 floats):
+    // var_mean over 10^6 rows of 9, 12, 15 floats, two threads, 10.95,
+    // 8.14, 8.56 ms as masked rows, 3.08, 4.82, 5.76 in lanes (Inductor
+    // 6.74, 8.37, 8.92).
+    if (inner_width > 0 && !narrow && !strided_only && !rows_shorter_than_a_vector(k, target)) {
+      vectorize_stage_loops();
+    }
+    stage_loops_win = inner_width > 0 && !narrow && !strided_only;
   }
   if (d.cpu.vectorized == VectorizedLoop::None && !k.outer.empty()) {
     AccessCounts counts;
@@ -394,7 +480,25 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     // Transposed tiles: plain pointwise kernels over two or more loops.
     const bool tileable = k.outer.size() >= 2 && !any_stage_loops && reductions == 0;
     const std::string tile_var = tileable ? var_name(k.outer[k.outer.size() - 2]) : "";
-    for (const auto& s : k.stages) scan_stage(s, v, &counts, tile_var);
+    // Rows shorter than a vector: a vector of W rows reads each stage's
+    // rows as R vectors turned in registers (row_blocks), where each row was
+    // one narrow vector, a horizontal step and a serial chain of divisions
+    // (var_mean over 10^6 rows of 7 floats, two threads: see the schedule
+    // header).
+    bool rows = any_stage_loops && rows_shorter_than_a_vector(k, target);
+    for (const auto& s : k.stages) scan_stage(s, v, &counts, tile_var, rows);
+    if (rows) {
+      const int full = pick_width(target, counts.max_lane_bytes, {});
+      bool fit = counts.row_blocks + counts.row_block_stores > 0 && row_blocks_stay_in_registers(k, v);
+      for (const auto& s : k.stages) {
+        if (!loops_of(s).empty()) fit = fit && *loops_of(s)[0].extent.constant() < full;
+      }
+      if (!fit) {
+        rows = false;
+        counts = AccessCounts{};
+        for (const auto& s : k.stages) scan_stage(s, v, &counts, tile_var);
+      }
+    }
     if (counts.transposed > 0) {
       AccessCounts tiled = counts;
       tiled.contiguous += counts.transposed;
@@ -421,13 +525,15 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     const auto extent = k.outer.back().extent.constant();
     outer_masked = target.vector_bytes >= 64 && masked_tail_safe(k, /*lanes_combine=*/false) &&
                    (!extent || *extent < pick_width(target, counts.max_lane_bytes, {}));
-    int w = d.cpu.transpose_tile || !worth_vectorizing(counts)
+    // Without rows in lanes, full stage-loop vectors beat the outer loop.
+    int w = d.cpu.transpose_tile || !worth_vectorizing(counts) || (!rows && stage_loops_win)
                 ? 0
                 : pick_width(target, counts.max_lane_bytes, {k.outer.back().extent}, outer_masked);
     if (w) {
       d.cpu.vectorized = VectorizedLoop::InnermostOuter;
       d.cpu.vector_width = w;
-      vec_why = cat("vectorised outer loop ", v, " (", describe_loads(counts), ")");
+      d.cpu.row_blocks = rows;
+      vec_why = cat("vectorised outer loop ", v, rows ? ", rows in lanes" : "", " (", describe_loads(counts), ")");
     } else if (!d.cpu.transpose_tile && (counts.bad_stores || counts.gathers)) {
       vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ", counts.contiguous,
                     " contiguous loads in ", v);
@@ -470,7 +576,8 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     par_why = "serial: an accumulating store whose outer iterations may add into one element";
   } else if (work < target.min_parallel_work) {
     par_why = cat("serial: ", work, " elements of work");
-  } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && signature(k).scratch.empty() &&
+  } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && !d.cpu.row_blocks &&
+             signature(k).scratch.empty() &&
              few_long_rows(vec_outer ? outer_vectors(k, est, d.cpu.vector_width) : outer_iters,
                            Estimator::sat_mul(stage_work, vec_outer ? d.cpu.vector_width : 1), target)) {
     // Each reduction stage's loop is split in turn (a softmax row's max, then
@@ -555,7 +662,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // its sum, and the stored values scaled), so none of them walks one vector
   // per row: a reduction folds row blocks into the block's accumulators, a
   // pointwise stage walks the block's vectors of each row in turn.
-  if (vec_outer && !d.cpu.parallel_reduction) {
+  if (vec_outer && !d.cpu.parallel_reduction && !d.cpu.row_blocks) {
     const size_t tiled = ir::leading_looped_reductions(k.stages);
     if (tiled > 0) {
       constexpr int64_t kRowBlock = 16, kBlockBytes = 4096, kRepassBlockBytes = 1024;

@@ -19,15 +19,20 @@ class AccessScanner : public ExprVisitor {
  public:
   /// `tile_var`: when set, loads that are transposed_load along var and it
   /// count as `transposed` instead of gathers.
-  AccessScanner(std::string var, AccessCounts* counts, std::string tile_var = "")
-      : var_(std::move(var)), tile_var_(std::move(tile_var)), counts_(counts) {}
+  /// `row_loop`: the stage's one loop, when row blocks are asked for.
+  AccessScanner(std::string var, AccessCounts* counts, std::string tile_var = "", const Loop* row_loop = nullptr)
+      : var_(std::move(var)), tile_var_(std::move(tile_var)), counts_(counts), row_loop_(row_loop) {}
 
   void store(const Store& s) {
     ++counts_->stores;
     note_indirect(s.index);
     for (const auto& v : indirect_values(s.index)) walk(v);
     auto c = coefficient(s.index, ir::var(var_));
-    if (!c || !c->is_constant(1)) ++counts_->bad_stores;
+    if (!s.accumulate && row_block(s.index, false, s.buffer->dtype)) {
+      ++counts_->row_block_stores;
+    } else if (!c || !c->is_constant(1)) {
+      ++counts_->bad_stores;
+    }
     note_dtype(s.buffer->dtype);
     walk(stored_value(s));  // an accumulating store loads its old value too
   }
@@ -38,6 +43,10 @@ class AccessScanner : public ExprVisitor {
     for (const auto& leaf : indirect_terms(index)) {
       if (depends_on(leaf, var_)) counts_->unsupported = true;
     }
+  }
+  /// A row_block_access along the stage's loop.
+  bool row_block(const IndexExpr& index, bool masked, DType t) const {
+    return row_loop_ && row_block_access(t, index, masked, var_, *row_loop_).has_value();
   }
   void note_dtype(DType t) {
     if (t != DType::Bool) counts_->max_lane_bytes = std::max(counts_->max_lane_bytes, dtype_size(t));
@@ -78,6 +87,11 @@ class AccessScanner : public ExprVisitor {
     if (depends_on(n.index, var_) || (n.mask.defined() && varies(n.mask))) note_dtype(n.dtype);
     note_indirect(n.index);
     auto c = coefficient(n.index, ir::var(var_));
+    if (row_block(n.index, n.mask.defined(), n.buffer->dtype)) {
+      ++counts_->row_blocks;
+      ExprVisitor::visit(n);
+      return;
+    }
     if (!tile_var_.empty() && transposed_load(n.index, n.mask.defined(), var_, tile_var_)) {
       ++counts_->transposed;
       counts_->transposed_buffers.insert(n.buffer->name);
@@ -147,13 +161,16 @@ class AccessScanner : public ExprVisitor {
   std::string var_;
   std::string tile_var_;
   AccessCounts* counts_;
+  const Loop* row_loop_;
   std::unordered_map<const ExprNode*, bool> varies_memo_;
 };
 
 }  // namespace
 
-void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var) {
-  AccessScanner scanner(var, counts, tile_var);
+void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var,
+                bool row_blocks) {
+  const auto& loops = loops_of(stage);
+  AccessScanner scanner(var, counts, tile_var, row_blocks && loops.size() == 1 ? &loops[0] : nullptr);
   if (auto r = std::get_if<ReductionStage>(&stage)) {
     scanner.walk(r->body);
     for (DType t : r->result_dtypes) scanner.note_dtype(t);
@@ -172,12 +189,14 @@ void scan_stage(const Stage& stage, const std::string& var, AccessCounts* counts
 
 bool worth_vectorizing(const AccessCounts& c) {
   if (c.unsupported || c.bad_stores > 0) return false;
-  if (c.contiguous + c.strided + c.repeated + c.stores == 0) return false;
-  return c.gathers * 2 <= c.contiguous + c.strided + c.repeated;
+  const int whole = c.contiguous + c.strided + c.repeated + c.row_blocks;
+  if (whole + c.stores == 0) return false;
+  return c.gathers * 2 <= whole;
 }
 
 std::string describe_loads(const AccessCounts& c) {
-  return cat(c.contiguous, " contiguous, ", c.strided ? cat(c.strided, " strided, ") : std::string(),
+  return cat(c.contiguous, " contiguous, ", c.row_blocks ? cat(c.row_blocks, " row-block, ") : std::string(),
+             c.strided ? cat(c.strided, " strided, ") : std::string(),
              c.repeated ? cat(c.repeated, " repeated, ") : std::string(), c.broadcast,
              " broadcast, ", c.gathers, " gathered loads");
 }

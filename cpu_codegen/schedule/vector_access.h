@@ -23,6 +23,8 @@ struct AccessCounts {
   int broadcast = 0;   // loads that do not move with the variable
   int gathers = 0;     // lane-by-lane work: other strides, masked, random, non-affine
   int transposed = 0;  // transposed_load along the scanner's tile variable (not in gathers)
+  int row_blocks = 0;        // row_block_access loads of 4- or 8-byte elements, when asked
+  int row_block_stores = 0;  // row_block_access stores of them (in `stores`, not in bad_stores)
   std::set<std::string> transposed_buffers;
   int bad_stores = 0;  // stores that are not stride 1
   int stores = 0;
@@ -32,10 +34,14 @@ struct AccessCounts {
 
 /// Adds the accesses of `stage` along `var` to `counts`. `tile_var`: when
 /// set, loads that are transposed_load along var and it count as
-/// `transposed` instead of gathers.
-void scan_stage(const ir::Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var = "");
+/// `transposed` instead of gathers. `row_blocks`: accesses of 4- or 8-byte
+/// elements that are row_block_access along var and the stage's one loop
+/// count as row_blocks / row_block_stores.
+void scan_stage(const ir::Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var = "",
+                bool row_blocks = false);
 /// Whether loads and stores so counted run well in vectors: every store
-/// stride 1, and at most one gathered load per two whole-vector ones.
+/// stride 1 (or a row block), and at most one gathered load per two
+/// whole-vector ones.
 bool worth_vectorizing(const AccessCounts& c);
 /// "3 contiguous, 1 broadcast, 0 gathered loads" for the schedule's reasons.
 std::string describe_loads(const AccessCounts& c);

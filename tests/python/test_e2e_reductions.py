@@ -149,10 +149,10 @@ def test_softmax_rows_compute_exp_once_on_cpu():
     assert kernels.count("cppi_exp(") == 2, kernels
 
 
-@pytest.mark.parametrize("cols", [7, 33])
+@pytest.mark.parametrize("cols", [23, 33])
 def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     """A row's stages end in one vector whose lanes past the row are off
-    (rows of 7: 8 lanes; of 33: two vectors of 16 and a third): exp and log
+    (rows of 23: a vector of 16 and a second; of 33: two and a third): exp and log
     run once per vector, not once per element of a scalar tail, and the lanes
     that are off reach no max, sum or store. Eager's results on rows holding
     NaN and infinities."""
@@ -171,6 +171,31 @@ def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (cols,)), with_nan, atol=1e-5, rtol=1e-5)
     _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan, atol=1e-5, rtol=1e-5)
     _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
+
+
+@pytest.mark.parametrize("cols", [3, 7, 12])
+def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cols):
+    """Rows shorter than a host vector: a vector of 16 (AVX-512) or 8 rows is
+    read as `cols` vectors turned in registers, lane l holding row x0 + l, so
+    every reduction is a vertical one and no row has a horizontal step. 301
+    rows end in a partial vector of rows. Eager's results on rows holding NaN
+    and infinities, for every reduction kind."""
+    x = torch.randn(301, cols) * 3
+    x[3, cols - 1] = float("nan")
+    x[5, 0] = float("inf")
+    x[6] = -float("inf")
+    x[7, cols - 1] = float("inf")
+    for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), lambda x: torch.logsumexp(x, -1)):
+        kernels = _cpu_kernels(f, x)
+        assert "row_blocks=yes" in kernels and "cppi_vload_rows<" in kernels, kernels
+        assert "cppi_vreduce" not in kernels, kernels
+    with_nan = torch.where(x.isinf(), 0.5, x)
+    _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (cols,)), with_nan, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), x.argmax(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
+    _cpu_kernels(lambda x: x.double().sum(-1), x)
+    _cpu_kernels(lambda x: x.long().sum(-1), x.nan_to_num(0.0, 1000.0, -1000.0))
+    _cpu_kernels(lambda x: x - x.mean(-1, keepdim=True), x)
 
 
 def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():

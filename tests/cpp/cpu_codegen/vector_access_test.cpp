@@ -225,10 +225,12 @@ TEST(CpuSchedule, AReductionShorterThanAVectorIsVectorisedAcrossItsOutputs) {
     EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter) << group;
     EXPECT_EQ(k->schedule.cpu.vector_width, 16) << group;
   }
-  // Groups of 8 would be gathered across the outputs: eight lanes along the group.
+  // Groups of 8 would be gathered across the outputs: they go in lanes,
+  // eight vectors of sixteen groups turned in registers.
   auto k = schedule_for_cpu(group_sum_kernel(1000, 8), avx512_target());
-  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOfEachStage);
-  EXPECT_EQ(k->schedule.cpu.vector_width, 8);
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_TRUE(k->schedule.cpu.row_blocks);
+  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
   // A full vector along the group stays there.
   EXPECT_EQ(schedule_for_cpu(group_sum_kernel(100, 64), avx512_target())->schedule.cpu.vectorized,
             VectorizedLoop::InnermostOfEachStage);
