@@ -339,6 +339,18 @@ std::string split_outer_loops(const Kernel& k, const CpuTarget& target, int64_t 
   return cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", cpu->grain_size);
 }
 
+/// Whether an outer loop's extent is a size symbol. The kernel's work is then
+/// only an estimate (symbols count as CpuTarget::symbol_hint), so it is not
+/// made serial at compile time: the grain, which cppi_parallel_for checks at
+/// run time (a range of at most `grain` iterations runs inline), keeps small
+/// sizes on one thread. relu(x) * 2 of a dynamic 16M floats ran on one thread.
+bool symbolic_outer(const Kernel& k) {
+  for (const auto& l : k.outer) {
+    if (!l.extent.constant()) return true;
+  }
+  return false;
+}
+
 /// A scan kernel: its outer points are independent, its one loop serial.
 /// The innermost outer loop is vectorised when the scan runs along another
 /// dim (cumsum over rows: each lane a column's running value); the outer
@@ -364,7 +376,7 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
   }
   const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
   std::string par_why;
-  if (work < target.min_parallel_work) {
+  if (work < target.min_parallel_work && !symbolic_outer(k)) {
     par_why = cat("serial: ", work, " elements of work");
   } else if (k.outer.empty()) {
     par_why = "serial: one scan";
@@ -574,7 +586,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     // with a repeated index): on one thread the adds cannot race, and they
     // land in iteration order, as eager's serial CPU kernel adds them.
     par_why = "serial: an accumulating store whose outer iterations may add into one element";
-  } else if (work < target.min_parallel_work) {
+  } else if (work < target.min_parallel_work && !symbolic_outer(k)) {
     par_why = cat("serial: ", work, " elements of work");
   } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && !d.cpu.row_blocks &&
              signature(k).scratch.empty() &&

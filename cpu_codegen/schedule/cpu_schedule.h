@@ -43,8 +43,10 @@
 ///   horizontal step, 2.36 in lanes (Inductor 4.60); softmax 9.91 -> 6.38
 ///   (Inductor 11.3); rows of 9, 12, 15: var_mean 10.95, 8.14, 8.56 ms ->
 ///   3.08, 4.82, 5.76 (Inductor 6.74, 8.37, 8.92).
-/// - Parallelism. Work below CpuTarget::min_parallel_work stays serial. A
-///   kernel of reductions (plus loop-less stores; no pointwise stage with
+/// - Parallelism. Work below CpuTarget::min_parallel_work stays serial,
+///   unless an outer extent is a size symbol: the work is then a guess and
+///   the grain decides at run time (a dynamic 16M-float relu ran on one
+///   thread). A kernel of reductions (plus loop-less stores; no pointwise stage with
 ///   loops, no scratch) whose outer iterations are fewer than the threads,
 ///   or do not divide among them (at most 4 per thread, each giving a
 ///   thread 4 x min_parallel_work), splits each reduction loop of each

@@ -30,6 +30,17 @@ TEST(CpuSchedule, SmallKernelsStaySerial) {
   EXPECT_FALSE(k->schedule.cpu.parallel_reduction);
 }
 
+TEST(CpuSchedule, SymbolicRowCountsLeaveSerialToTheRuntimeGrain) {
+  // s0 elements are only guessed (symbol_hint): the kernel is parallel and
+  // its grain, checked at run time, keeps a small s0 on one thread.
+  auto pointwise = schedule_for_cpu(pointwise_kernel(sym("s0")), avx512_target(32768));
+  EXPECT_EQ(pointwise->schedule.cpu.parallel_loops, 1);
+  EXPECT_EQ(pointwise->schedule.cpu.grain_size, 2048);  // 32768 floats in vectors of 16
+  auto softmax = schedule_for_cpu(softmax_kernel(sym("s0"), 7), avx512_target(32768));
+  EXPECT_EQ(softmax->schedule.cpu.parallel_loops, 1);
+  EXPECT_GT(softmax->schedule.cpu.grain_size, 1);
+}
+
 TEST(CpuSchedule, Avx2AndDoublesHalveTheWidth) {
   CpuTarget avx2 = avx512_target();
   avx2.vector_bytes = 32;
