@@ -87,6 +87,7 @@ struct KernelInfo {
   std::string kind;    // pointwise | reduction | scan | template | extern | fallback
   std::vector<std::string> nodes;  // FX nodes it computes
   bool vectorized = false;
+  std::string schedule;  // the scheduler's why (Schedule::why); empty for ATen calls
 };
 
 struct CompiledGraph {

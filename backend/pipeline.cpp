@@ -197,7 +197,8 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
   }
   for (size_t i = 0; i < kernels.size(); ++i)
     cg.kernel_infos.push_back({kernels[i]->name, kernels[i]->device == ir::Device::CUDA ? "cuda" : "cpu",
-                               kernel_kind(*kernels[i]), kernels[i]->origins, vectorized[i]});
+                               kernel_kind(*kernels[i]), kernels[i]->origins, vectorized[i],
+                               kernels[i]->schedule.why});
   return Status::success();
 }
 

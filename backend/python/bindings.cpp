@@ -172,6 +172,7 @@ PYBIND11_MODULE(_C, m) {
                                  d["kind"] = k.kind;
                                  d["nodes"] = k.nodes;
                                  d["vectorized"] = k.vectorized;
+                                 d["schedule"] = k.schedule;
                                  out.append(d);
                                }
                                return out;

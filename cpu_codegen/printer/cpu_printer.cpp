@@ -85,6 +85,7 @@ void CpuKernelPrinter::print_header() {
   }
   if (sched_.prefault_outputs) s += " prefault_outputs=yes";
   out_.line(s);
+  if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
 }
 
 void CpuKernelPrinter::print_arguments() {

@@ -741,7 +741,9 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
 
 KernelPtr schedule_for_cpu(const KernelPtr& kernel, const CpuTarget& target) {
   Schedule s = kernel->schedule;
-  s.cpu = decide(*kernel, target).cpu;
+  Decision d = decide(*kernel, target);
+  s.cpu = d.cpu;
+  s.why = d.why;
   return kernel->with_schedule(s);
 }
 

@@ -138,6 +138,7 @@ void CudaKernelPrinter::print_header() {
                 g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string(),
                 g_.cache_vector != 1 ? cat(" cache_vector=", g_.cache_vector) : std::string(),
                 g_.flat_vector ? " flat_vector=true" : ""));
+  if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
 }
 
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {

@@ -687,6 +687,7 @@ KernelPtr schedule_for_gpu(const KernelPtr& kernel, const GpuTarget& target) {
   std::string why;
   Schedule s = kernel->schedule;
   s.gpu = decide(*kernel, target, &why);
+  s.why = why;
   return kernel->with_schedule(s);
 }
 

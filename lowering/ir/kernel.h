@@ -253,6 +253,10 @@ struct GpuSchedule {
 struct Schedule {
   CpuSchedule cpu;
   GpuSchedule gpu;
+  /// Why the scheduler chose as it did, in a line ("parallel over 1 outer
+  /// loop, grain 2048; vectorised outer loop x0 ..."): explain's kernel list
+  /// and the printed kernel's header show it. Empty before scheduling.
+  std::string why;
 };
 
 // --- kernel ---------------------------------------------------------------------------

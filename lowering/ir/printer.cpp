@@ -233,7 +233,8 @@ bool is_default(const Schedule& s) {
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
          a.row_block == b.row_block && a.cascade_block == b.cascade_block &&
          a.vector_accumulators == b.vector_accumulators && a.prefault_outputs == b.prefault_outputs &&
-         g.mapping == h.mapping &&
+         a.transpose_tile == b.transpose_tile && a.row_blocks == b.row_blocks &&
+         a.vector_loop_splits == b.vector_loop_splits && g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
          g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits &&
          g.cache_vector == h.cache_vector && g.flat_vector == h.flat_vector;

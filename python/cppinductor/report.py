@@ -87,7 +87,8 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
         # The whole graph runs in eager: every op is a fallback with the graph's reason.
         fallbacks = [{"op": str(n.target), "reason": record.graph_fallback} for n in ops]
         kernels = [
-            {"name": n.name, "device": _device_of(n), "kind": "fallback", "nodes": [n.name], "vectorized": False}
+            {"name": n.name, "device": _device_of(n), "kind": "fallback", "nodes": [n.name], "vectorized": False,
+             "schedule": ""}
             for n in ops
         ]
         times["total"] = sum(times.values())
@@ -244,6 +245,8 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     for k in g.kernels:
         vec = " vectorized" if k["vectorized"] else ""
         lines.append(f"  {k['kind']:10} {k['name']} [{k['device']}{vec}] <- {', '.join(k['nodes'])}")
+        if k.get("schedule"):
+            lines.append(f"             schedule: {k['schedule']}")
     for f in g.fallbacks:
         lines.append(f"  fallback {f['op']}: {f['reason']}")
     for r in g.fusion_refusals:

@@ -53,7 +53,7 @@ def test_to_dict_has_exactly_the_documented_keys():
     sort = [f for f in g["fallbacks"] if f["op"] == "aten.sort.default"]
     assert sort and sort[0]["reason"]
     for k in g["kernels"]:
-        assert set(k) == {"name", "device", "kind", "nodes", "vectorized"}
+        assert set(k) == {"name", "device", "kind", "nodes", "vectorized", "schedule"}
         assert k["kind"] in {"pointwise", "reduction", "scan", "template", "extern", "fallback"}
         assert k["nodes"], k
     assert all(f["reason"] for f in g["fallbacks"])
@@ -139,6 +139,23 @@ def test_pointwise_chain_is_one_vectorized_kernel():
     (k,) = g.kernels
     assert k["kind"] == "pointwise" and k["vectorized"] and k["device"] == "cpu"
     assert set(k["nodes"]) >= {"add", "relu", "mul"}
+
+
+def test_each_kernel_says_why_it_was_scheduled_so():
+    # The scheduler's reasons reach explain and the generated source: a large
+    # elementwise kernel is split among threads, a small one is not.
+    fn = lambda x: x.relu() * 2
+    big = cppinductor.explain(fn, options={"fallback": "error"})(torch.randn(1 << 20))
+    (k,) = big.graphs[0].kernels
+    assert "parallel over 1 outer loop" in k["schedule"] and "vectorised" in k["schedule"], k["schedule"]
+    small = cppinductor.explain(fn, options={"fallback": "error"})(torch.randn(100))
+    (k,) = small.graphs[0].kernels
+    assert k["schedule"].startswith("serial: 100 elements of work"), k["schedule"]
+    assert "schedule: serial: 100 elements of work" in str(small)
+    externs = cppinductor.explain(lambda a: a @ a)(torch.randn(8, 8)).graphs[0].kernels
+    assert [k["schedule"] for k in externs] == [""]
+    _, sources = run_and_get_code(torch.compile(fn, backend="cppinductor"), torch.randn(100))
+    assert "// why: serial: 100 elements of work" in sources[0]
 
 
 def test_softmax_is_one_vectorized_reduction_kernel():
