@@ -46,7 +46,7 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
     run.push_back(&s);
   }
   if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
-  if (run.size() == 1) open_row_blocks(k_.stages[first]);
+  open_row_blocks(k_.stages[first]);  // row blocks are vector_outer: a run of one
   ValueScope hoisted(&invariants_);
   for (const ReductionStage* s : run) hoist_stage_invariants(*s, hoisted);
   const ValueScope* enclosing = stage_scope_;

@@ -61,7 +61,7 @@ void CpuKernelPrinter::open_row_blocks(const Stage& s) {
     } else if (load) {
       out_.line(cat("cppi_vload_rows_partial<", v, ", ", *rows, ">(", at, ", ", tail_lanes_, ", ", array, ");"));
     }
-    row_blocks_[key] = RowBlock{array, a.buffer, start, *rows, !load};
+    row_blocks_[key] = RowBlock{array, a.buffer, start, *rows};
   };
   for (const auto& a : reads(s)) open(a, true);
   for (const auto& a : writes(s)) open(a, false);

@@ -235,19 +235,18 @@ bool row_blocks_stay_in_registers(const Kernel& k, const std::string& v) {
     for (const auto& w : writes(k.stages[i])) stores[w.buffer->name].emplace_back(i, rows_of(k.stages[i], w));
   }
   for (const auto& [buffer, list] : stores) {
-    bool as_rows = false;
-    for (const auto& st : list) as_rows = as_rows || st.second.has_value();
+    // Stored as rows: every store the first one's rows; otherwise none as rows.
+    const auto& [first_stage, first] = list[0];
+    for (const auto& st : list) {
+      if (st.second.has_value() != first.has_value() || (first && !(*st.second == *first))) return false;
+    }
     for (size_t i = 0; i < k.stages.size(); ++i) {
       for (const auto& a : reads(k.stages[i])) {
         if (a.buffer->name != buffer) continue;
         const auto rows = rows_of(k.stages[i], a);
-        if (!as_rows && rows) return false;
-        if (as_rows && (!rows || !(*rows == *list[0].second) || i <= list[0].first)) return false;
+        if (!first && rows) return false;
+        if (first && (!rows || !(*rows == *first) || i <= first_stage)) return false;
       }
-    }
-    if (!as_rows) continue;
-    for (const auto& st : list) {
-      if (!st.second || !(*st.second == *list[0].second)) return false;
     }
   }
   return true;
