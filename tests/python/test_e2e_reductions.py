@@ -149,6 +149,17 @@ def test_softmax_rows_compute_exp_once_on_cpu():
     assert kernels.count("cppi_exp(") == 2, kernels
 
 
+def _rows_with_specials(rows, cols):
+    """randn rows with a NaN ending row 3, inf starting row 5, row 6 all -inf
+    and inf ending row 7."""
+    x = torch.randn(rows, cols) * 3
+    x[3, cols - 1] = float("nan")
+    x[5, 0] = float("inf")
+    x[6] = -float("inf")
+    x[7, cols - 1] = float("inf")
+    return x
+
+
 @pytest.mark.parametrize("cols", [23, 33])
 def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     """A row's stages end in one vector whose lanes past the row are off
@@ -156,11 +167,7 @@ def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     run once per vector, not once per element of a scalar tail, and the lanes
     that are off reach no max, sum or store. Eager's results on rows holding
     NaN and infinities."""
-    x = torch.randn(300, cols) * 3
-    x[3, cols - 1] = float("nan")
-    x[5, 0] = float("inf")
-    x[6] = -float("inf")
-    x[7, cols - 1] = float("inf")
+    x = _rows_with_specials(300, cols)
     for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), lambda x: torch.logsumexp(x, -1)):
         kernels = _cpu_kernels(f, x)
         assert "tail=masked" in kernels, kernels
@@ -180,11 +187,7 @@ def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cols):
     every reduction is a vertical one and no row has a horizontal step. 301
     rows end in a partial vector of rows. Eager's results on rows holding NaN
     and infinities, for every reduction kind."""
-    x = torch.randn(301, cols) * 3
-    x[3, cols - 1] = float("nan")
-    x[5, 0] = float("inf")
-    x[6] = -float("inf")
-    x[7, cols - 1] = float("inf")
+    x = _rows_with_specials(301, cols)
     for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), lambda x: torch.logsumexp(x, -1)):
         kernels = _cpu_kernels(f, x)
         assert "row_blocks=yes" in kernels and "cppi_vload_rows<" in kernels, kernels

@@ -318,12 +318,32 @@ void check_strides(char* page_end) {
   check_strided_load<V, 4>(page_end);
 }
 
+/// A page that may be read and written followed by one with no access: a
+/// load or store past `end` (the guard page's start) faults.
+class GuardedPage {
+ public:
+  GuardedPage() : page_(static_cast<size_t>(sysconf(_SC_PAGESIZE))) {
+    void* m = mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return;
+    base_ = static_cast<char*>(m);
+    if (mprotect(base_ + page_, page_, PROT_NONE) == 0) end = base_ + page_;
+  }
+  ~GuardedPage() {
+    if (base_) munmap(base_, 2 * page_);
+  }
+  GuardedPage(const GuardedPage&) = delete;
+  GuardedPage& operator=(const GuardedPage&) = delete;
+  char* end = nullptr;  // null when the pages could not be set up
+
+ private:
+  size_t page_;
+  char* base_ = nullptr;
+};
+
 TEST(PreludeVector, StridedLoadsStayInsideTheirElements) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  char* guard = static_cast<char*>(m) + page;
-  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  GuardedPage g;
+  ASSERT_NE(g.end, nullptr);
+  char* guard = g.end;
   check_strides<cppi_f32x4>(guard);
   check_strides<cppi_f32x8>(guard);
   check_strides<cppi_f32x16>(guard);
@@ -331,7 +351,6 @@ TEST(PreludeVector, StridedLoadsStayInsideTheirElements) {
   check_strides<cppi_i64x8>(guard);
   check_strides<cppi_u16x16>(guard);
   check_strides<cppi_u8x16>(guard);
-  munmap(m, 2 * page);
 }
 
 // W rows of R elements as R vectors of element k of every row, and back;
@@ -379,18 +398,15 @@ void check_row_lengths(char* page_end) {
 }
 
 TEST(PreludeVector, RowsInLanesRoundTripAndStayInsideTheirRows) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  void* m = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(m, MAP_FAILED);
-  char* guard = static_cast<char*>(m) + page;
-  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  GuardedPage g;
+  ASSERT_NE(g.end, nullptr);
+  char* guard = g.end;
   check_row_lengths<cppi_f32x4>(guard);
   check_row_lengths<cppi_f32x8>(guard);
   check_row_lengths<cppi_f32x16>(guard);
   check_row_lengths<cppi_f64x8>(guard);
   check_row_lengths<cppi_i64x8>(guard);
   check_row_lengths<cppi_i32x16>(guard);
-  munmap(m, 2 * page);
 }
 
 TEST(PreludeVector, AbsSelectSplatPartial) {
