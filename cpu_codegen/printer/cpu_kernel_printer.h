@@ -207,6 +207,14 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
 
   // --- stages --------------------------------------------------------------------------
   void print_stages(bool vector_outer);
+  /// Stages [first, end) of one outer iteration (or of a vector of them).
+  void print_stage_range(size_t first, size_t end, bool vector_outer);
+  /// CpuSchedule::epilogue_in_lanes: the innermost outer loop `l` over
+  /// [lo, hi) in blocks of W rows; each row of a block runs the stages before
+  /// the epilogue (cpu::epilogue_start) and leaves the scalars the epilogue
+  /// reads in arrays (`name_rows[W]`), then the epilogue runs once as a
+  /// vector of the block's rows (masked in a partial block).
+  void print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi);
   void print_pointwise(const PointwiseStage& s, size_t index);
   /// The values of a stage's body that stay the same across its loops and
   /// call a math function (free of its loop variables, loads and random

@@ -86,11 +86,16 @@ void CpuKernelPrinter::print_outer() {
   std::vector<IndexExpr> inner_extents;
   for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
   print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
-  std::vector<std::pair<std::string, IndexExpr>> units;
-  for (size_t i = 0; i < p; ++i) units.emplace_back(var_name(k_.outer[i]), k_.outer[i].extent);
-  open_collapsed_loop(units);
-  print_outer_loops(p);
-  out_.close();
+  if (sched_.epilogue_in_lanes && p == n) {
+    if (n != 1) fail(cat("kernel ", k_.name, ": an epilogue in lanes under ", n, " collapsed parallel loops"));
+    print_epilogue_in_lanes(k_.outer[0], Bound{"begin", std::nullopt}, Bound{"end", std::nullopt});
+  } else {
+    std::vector<std::pair<std::string, IndexExpr>> units;
+    for (size_t i = 0; i < p; ++i) units.emplace_back(var_name(k_.outer[i]), k_.outer[i].extent);
+    open_collapsed_loop(units);
+    print_outer_loops(p);
+    out_.close();
+  }
   print_scratch_free();
   out_.close("});");
 }
@@ -278,6 +283,10 @@ void CpuKernelPrinter::print_outer_loops(size_t level) {
   const Loop& l = k_.outer[level];
   if (level == n - 1 && sched_.vectorized == VectorizedLoop::InnermostOuter) {
     print_outer_vector_loop(l, Bound{"0", 0}, extent(l));
+    return;
+  }
+  if (level == n - 1 && sched_.epilogue_in_lanes) {
+    print_epilogue_in_lanes(l, Bound{"0", 0}, extent(l));
     return;
   }
   const std::string v = var_name(l);

@@ -15,14 +15,19 @@ namespace cppi::cpu::detail {
 
 void CpuKernelPrinter::print_stages(bool vector_outer) {
   locals_.clear();
+  if (vector_outer) enter_vector(var_name(k_.outer.back()));
+  print_stage_range(0, k_.stages.size(), vector_outer);
+  if (vector_outer) leave_vector();
+}
+
+void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_outer) {
   forwarded_.clear();
   row_blocks_.clear();
-  if (vector_outer) enter_vector(var_name(k_.outer.back()));
-  for (size_t i = 0; i < k_.stages.size();) {
+  for (size_t i = first; i < end;) {
     if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
-      const size_t end = one_pass_end(i, vector_outer);
-      print_reductions(i, end);
-      i = end;
+      const size_t run_end = std::min(end, one_pass_end(i, vector_outer));
+      print_reductions(i, run_end);
+      i = run_end;
     } else if (const auto* scan = std::get_if<ScanStage>(&k_.stages[i])) {
       print_scan(*scan);
       ++i;
@@ -32,9 +37,60 @@ void CpuKernelPrinter::print_stages(bool vector_outer) {
     }
   }
   flush_row_blocks();
-  if (vector_outer) leave_vector();
   forwarded_.clear();
   row_blocks_.clear();
+}
+
+void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi) {
+  const size_t first = epilogue_start(k_);
+  if (first == k_.stages.size() || sched_.vectorized != VectorizedLoop::InnermostOfEachStage) {
+    fail(cat("kernel ", k_.name, ": epilogue_in_lanes needs vectorised stage loops and loop-less last stages"));
+  }
+  const std::string v = var_name(l), block = v + "_block", rows = v + "_rows";
+  const std::string w = width();
+  // The scalars the epilogue reads (the row's reductions), an element per row.
+  std::map<std::string, std::pair<DType, std::string>> handed;  // name -> dtype, array
+  for (size_t i = first; i < k_.stages.size(); ++i) {
+    for (const Expr& e : post_order(stage_values(k_.stages[i]))) {
+      if (const auto* ref = e.as<LocalRef>()) handed[ref->name] = {e.dtype(), local_name(ref->name) + "_rows"};
+    }
+  }
+  out_.open(cat("for (int64_t ", block, " = ", lo.text, "; ", block, " < ", hi.text, "; ", block, " += ", w, ")"));
+  out_.line(cat("const int64_t ", rows, " = cppi_min_i<int64_t>(", w, ", ", hi.text, " - ", block, ");"));
+  for (const auto& [name, h] : handed) out_.line(cat(scalar_type(h.first), " ", h.second, "[", w, "];"));
+  out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
+  locals_.clear();
+  print_stage_range(0, first, false);
+  for (const auto& [name, h] : handed) {
+    out_.line(cat(h.second, "[", v, " - ", block, "] = ", local_value(LocalRef(name, h.first)).text, ";"));
+  }
+  out_.close();
+  // Then the epilogue of the block's rows, a row per lane; a partial last
+  // block stores only its rows.
+  auto epilogue = [&](bool partial) {
+    out_.line(cat("const int64_t ", v, " = ", block, ";"));
+    enter_vector(v);
+    if (partial) tail_lanes_ = rows;
+    for (const auto& [name, h] : handed) {
+      const std::string vt = vtype(h.first), lanes = h.second + "_v";
+      out_.line(cat("const ", vt, " ", lanes, " = ",
+                    partial ? cat("cppi_vload_partial<", vt, ">(", h.second, ", ", rows, ")")
+                            : cat("cppi_vload<", vt, ">(", h.second, ")"),
+                    ";"));
+      locals_[name] = CValue{lanes, h.first, true};
+    }
+    print_stage_range(first, k_.stages.size(), false);
+    tail_lanes_.clear();
+    leave_vector();
+  };
+  out_.line(cat("// stages ", first, "-", k_.stages.size() - 1, ": the ", w, " rows' epilogue, a row per lane"));
+  out_.open(cat("if (", rows, " == ", w, ")"));
+  epilogue(false);
+  out_.close();
+  out_.open("else");
+  epilogue(true);
+  out_.close();
+  out_.close();
 }
 
 void CpuKernelPrinter::open_row_blocks(const Stage& s) {

@@ -127,6 +127,16 @@ size_t parallel_loops_without_races(const Kernel& k) {
   return 0;
 }
 
+size_t epilogue_start(const Kernel& k) {
+  size_t first = k.stages.size();
+  while (first > 0) {
+    const auto* p = std::get_if<PointwiseStage>(&k.stages[first - 1]);
+    if (!p || !p->loops.empty()) break;
+    --first;
+  }
+  return first == 0 ? k.stages.size() : first;
+}
+
 namespace {
 
 /// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
@@ -191,6 +201,46 @@ bool reads_a_buffer_it_writes(const Kernel& k) {
 }
 
 std::string var_name(const Loop& l) { return l.var.as<IndexVar>()->name; }
+
+/// Whether `k` may run its epilogue (epilogue_start) a vector of `width` rows
+/// at a time (CpuSchedule::epilogue_in_lanes), and gains by it: the epilogue
+/// calls a math function; rows are independent (no store accumulates, the
+/// epilogue writes nothing the stages before it read, which the block runs
+/// first for all its rows); every store is contiguous along the innermost
+/// outer loop; every value has a vector at `width` (no bf16/fp16 or bool
+/// values the stages before hand over, no 8-byte lanes beyond 8) and none
+/// may raise or index through memory where a partial block's lanes are off.
+bool epilogue_in_lanes_fits(const Kernel& k, int width) {
+  const size_t first = epilogue_start(k);
+  if (first == k.stages.size() || k.outer.empty() || width < 2 || accumulates(k)) return false;
+  if (auto rows = k.outer.back().extent.constant(); rows && *rows < width) return false;
+  const std::string v = var_name(k.outer.back());
+  std::set<std::string> read_before;
+  for (size_t i = 0; i < first; ++i) {
+    for (const auto& a : reads(k.stages[i])) read_before.insert(a.buffer->name);
+  }
+  auto has_vector = [&](DType t) {
+    if (t == DType::Float16 || t == DType::BFloat16) return false;
+    return dtype_size(t) < 8 || width <= 8;
+  };
+  bool math = false;
+  std::vector<Expr> values;
+  for (size_t i = first; i < k.stages.size(); ++i) {
+    for (const auto& st : std::get<PointwiseStage>(k.stages[i]).stores) {
+      if (read_before.count(st.buffer->name) || !has_vector(st.buffer->dtype)) return false;
+      const auto stride = coefficient(st.index, var(v));
+      if (!stride || !stride->is_constant(1) || !indirect_terms(st.index).empty()) return false;
+    }
+    for (const auto& e : stage_values(k.stages[i])) values.push_back(e);
+  }
+  for (const Expr& e : post_order(values)) {
+    if (!has_vector(e.dtype()) || may_raise(e)) return false;
+    if (const auto* l = e.as<LocalRef>(); l && e.dtype() == DType::Bool) return false;
+    if (const auto* n = e.as<Load>(); n && !indirect_terms(n->index).empty()) return false;
+    math = math || calls_math_function(e);
+  }
+  return math;
+}
 
 /// Whether `k`'s stage loops may walk rows in lanes (CpuSchedule::row_blocks):
 /// every stage with loops is a reduction or pointwise stage with one loop of
@@ -699,6 +749,17 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
       }
     }
   }
+  // --- the epilogue of W rows in lanes --------------------------------------------------------
+  // logsumexp over 10^6 rows of 16 floats, one thread: the row's libm logf
+  // took 18% of the time, as long as the kernel's own loops (Inductor runs
+  // the log in a loop of its own, a vector of rows at a time).
+  if (d.cpu.vectorized == VectorizedLoop::InnermostOfEachStage && !d.cpu.parallel_reduction &&
+      (d.cpu.parallel_loops < static_cast<int>(n_outer) || n_outer == 1) &&
+      epilogue_in_lanes_fits(k, d.cpu.vector_width)) {
+    d.cpu.epilogue_in_lanes = true;
+    d.why += cat("; the epilogue of every ", d.cpu.vector_width, " ", var_name(k.outer.back()), " in lanes");
+  }
+
   // --- cascaded accumulation ------------------------------------------------------------
   // Naive float accumulation loses terms once the running total is ~2^24
   // times them: x.mean(0) over 16M rows came out 13% high, x.sum() over 2^28

@@ -194,6 +194,17 @@ struct CpuSchedule {
   /// only after its first store. Each row then reduces lane-wise, W rows at
   /// once, with no horizontal step.
   bool row_blocks = false;
+  /// InnermostOfEachStage kernels whose last stages are loop-less stores
+  /// calling a math function on a row's reductions (logsumexp's log of the
+  /// row sum): the innermost outer loop runs in blocks of vector_width rows.
+  /// Each row of a block runs the stages before those (its epilogue), the
+  /// values the epilogue reads kept in an array, one element per row; then
+  /// the epilogue runs once per block with a row in each lane (one vector
+  /// log for W rows, not a libm call per row) and stores the W results whole
+  /// (masked in a partial last block). cpu::epilogue_start says where the
+  /// epilogue starts. Not where the rows' loop is collapsed with others into
+  /// one parallel loop.
+  bool epilogue_in_lanes = false;
   /// InnermostOuter kernels of loop-less pointwise stages whose vectorised
   /// loop is not parallel and has a constant extent: the loop runs as one
   /// vector loop (with its scalar tail) per piece [0, s0), [s0, s1), ...,

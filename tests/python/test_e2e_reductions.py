@@ -201,6 +201,22 @@ def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cols):
     _cpu_kernels(lambda x: x - x.mean(-1, keepdim=True), x)
 
 
+@pytest.mark.parametrize("cols", [16, 33])
+def test_the_math_after_row_reductions_runs_a_vector_of_rows_at_a_time_on_cpu(cols):
+    """logsumexp over rows of a vector or more: each row reduces in its own
+    vector loop, and the log after the sum runs once per block of 16 (AVX-512)
+    or 8 rows, a row per lane, with one whole store of the block's results (a
+    libm logf per row took as long as the row's own loops). 301 rows end in a
+    partial block. Eager's results on rows holding NaN and infinities."""
+    x = _rows_with_specials(301, cols)
+    for f in (lambda x: torch.logsumexp(x, -1), lambda x: torch.logsumexp(x, -1) + x.amax(-1).sqrt().exp()):
+        kernels = _cpu_kernels(f, x)
+        assert "epilogue_in_lanes=yes" in kernels and "_rows[x0 - x0_block] = " in kernels, kernels
+        assert "cppi_vstore_partial(&out_" in kernels, kernels
+    _cpu_kernels(lambda x: torch.logsumexp(x.view(7, 43, cols), -1), x)
+    _cpu_kernels(lambda x: torch.logsumexp(x.double(), -1), x)
+
+
 def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():
     """Column statistics of 7 columns over many rows: one 8-lane vector whose
     last lane is off, each thread summing a share of the rows into a vector of
