@@ -223,13 +223,13 @@ std::string CPrinterBase::index_text(const IndexExpr& e,
     }
     if (auto d = x.as<IndexFloorDiv>()) {
       if (prove_nonnegative(d->lhs, ranges_) && is_positive_constant_or_symbolic(d->rhs)) {
-        return "(" + print(d->lhs, true) + " / " + print(d->rhs, true) + ")";
+        return nonnegative_div(print(d->lhs, true), d->rhs, print(d->rhs, true));
       }
       return "cppi_floordiv_i64(" + print(d->lhs, false) + ", " + print(d->rhs, false) + ")";
     }
     if (auto d = x.as<IndexMod>()) {
       if (prove_nonnegative(d->lhs, ranges_) && is_positive_constant_or_symbolic(d->rhs)) {
-        return "(" + print(d->lhs, true) + " % " + print(d->rhs, true) + ")";
+        return nonnegative_mod(print(d->lhs, true), d->rhs, print(d->rhs, true));
       }
       return "cppi_mod_i64(" + print(d->lhs, false) + ", " + print(d->rhs, false) + ")";
     }

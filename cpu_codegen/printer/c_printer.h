@@ -113,6 +113,17 @@ class CPrinterBase {
   virtual void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) {
     (void)value, (void)lowest, (void)size;
   }
+  /// `x / d` and `x % d` of an index `x` proven nonnegative by a divisor
+  /// that is a positive constant or size symbol (C's truncating division is
+  /// floor division there). `x` and `d` are C texts, each an operand.
+  virtual std::string nonnegative_div(const std::string& x, const ir::IndexExpr& d, const std::string& d_text) const {
+    (void)d;
+    return "(" + x + " / " + d_text + ")";
+  }
+  virtual std::string nonnegative_mod(const std::string& x, const ir::IndexExpr& d, const std::string& d_text) const {
+    (void)d;
+    return "(" + x + " % " + d_text + ")";
+  }
   /// While alive, indirect indices print without print_index_check.
   class UncheckedIndices {
    public:

@@ -127,6 +127,11 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
     if (it == locals_.end()) fail(cat("kernel ", k_.name, ": local ", ref.name, " used before its stage"));
     return it->second;
   }
+  /// By a constant: a shift and a mask for powers of two, cppi_udiv_magic
+  /// otherwise, so no unravelled index relies on NVVM to strength-reduce
+  /// its division (it does not under --Ofast-compile).
+  std::string nonnegative_div(const std::string& x, const IndexExpr& d, const std::string& d_text) const override;
+  std::string nonnegative_mod(const std::string& x, const IndexExpr& d, const std::string& d_text) const override;
   /// sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) are one
   /// sincos: one argument reduction instead of two, and half the libdevice
   /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).

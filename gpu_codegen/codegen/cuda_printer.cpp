@@ -191,11 +191,30 @@ void CudaKernelPrinter::unravel(const std::vector<Loop>& loops, const std::strin
     if (!any_upto[i]) return;
     const std::string q = fresh_name("q");
     const std::string e = extent_text(loops[i].extent);
-    out_.line(cat("const int64_t ", q, " = ", rest, " / ", e, ";"));
+    out_.line(cat("const int64_t ", q, " = ", nonnegative_div(rest, loops[i].extent, e), ";"));
     if (needed(i)) out_.line(cat("const int64_t ", var_name(loops[i]), " = ", rest, " - ", q, " * ", e, ";"));
     rest = q;
   }
   if (needed(0)) out_.line(cat("const int64_t ", var_name(loops[0]), " = ", rest, ";"));
+}
+
+std::string CudaKernelPrinter::nonnegative_div(const std::string& x, const IndexExpr& d,
+                                               const std::string& d_text) const {
+  const std::optional<int64_t> c = d.constant();
+  if (!c) return CPrinterBase::nonnegative_div(x, d, d_text);  // a size symbol: divided at run time
+  if (*c == 1) return x;
+  if ((*c & (*c - 1)) == 0) return cat("((int64_t)((uint64_t)", x, " >> ", __builtin_ctzll(*c), "))");
+  const DivisionMagic m = division_magic(*c);
+  return cat("cppi_udiv_magic(", x, ", ", m.magic, "ull, ", m.shift, ")");
+}
+
+std::string CudaKernelPrinter::nonnegative_mod(const std::string& x, const IndexExpr& d,
+                                               const std::string& d_text) const {
+  const std::optional<int64_t> c = d.constant();
+  if (!c) return CPrinterBase::nonnegative_mod(x, d, d_text);
+  if (*c == 1) return "((int64_t)0)";
+  if ((*c & (*c - 1)) == 0) return cat("(", x, " & ", *c - 1, ")");
+  return cat("(", x, " - ", nonnegative_div(x, d, d_text), " * ", *c, ")");
 }
 
 std::set<std::string> CudaKernelPrinter::used_vars(const Stage& s) const {

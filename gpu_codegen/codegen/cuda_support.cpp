@@ -42,6 +42,15 @@ template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T
 
 )cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
 template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
+// x / d of an index x >= 0 by a constant d (not a power of two, which
+// prints as a shift) as a multiply-high: gpu::division_magic gives magic and
+// shift. NVVM does this itself at full optimisation, but under
+// --Ofast-compile it leaves div.s64, a loop of ~70 instructions, in every
+// unravelled index (gelu(x + b): 15% slower, H200).
+CPPI_INLINE int64_t cppi_udiv_magic(int64_t x, uint64_t magic, int shift) {
+  const uint64_t n = (uint64_t)x, t = __umul64hi(magic, n);
+  return (int64_t)((t + ((n - t) >> 1)) >> shift);
+}
 // ir nonzero_divisor: CUDA eager does not raise on an integer division by
 // zero, so neither do we; the divisor is taken as 1.
 template <class T> CPPI_INLINE T cppi_nonzero_divisor(T x) { return x == 0 ? (T)1 : x; }
@@ -176,6 +185,14 @@ struct cppi_all_op {
 // ---- end of codegen support ----
 )cppi_support";
   return text.c_str();
+}
+
+DivisionMagic division_magic(int64_t d) {
+  const uint64_t u = static_cast<uint64_t>(d);
+  int l = 0;
+  while (l < 64 && (uint64_t{1} << l) < u) ++l;  // 2^(l-1) < d <= 2^l
+  const unsigned __int128 numerator = static_cast<unsigned __int128>((uint64_t{1} << l) - u) << 64;
+  return DivisionMagic{static_cast<uint64_t>(numerator / u) + 1, l - 1};
 }
 
 }  // namespace cppi::gpu

@@ -12,9 +12,22 @@
 /// prelude once its owner takes it.
 #pragma once
 
+#include <cstdint>
+
 namespace cppi::gpu {
 
 /// The helper definitions as CUDA C++ source (NVRTC, no system headers).
 const char* cuda_codegen_support_source();
+
+/// The constants of cppi_udiv_magic(x, magic, shift), which is x / d for
+/// every 64-bit x >= 0, for a divisor d >= 3 that is not a power of two
+/// (Granlund and Montgomery, "Division by invariant integers using
+/// multiplication", 1994, fig. 4.1): with l = ceil(log2(d)),
+/// magic = floor(2^64 * (2^l - d) / d) + 1 and shift = l - 1.
+struct DivisionMagic {
+  uint64_t magic = 0;
+  int shift = 0;
+};
+DivisionMagic division_magic(int64_t d);
 
 }  // namespace cppi::gpu

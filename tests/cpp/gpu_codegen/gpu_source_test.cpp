@@ -3,8 +3,12 @@
 // running the kernels is gpu_codegen_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
+
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_test_kernels.h"
 
@@ -516,6 +520,56 @@ TEST(CudaPrinter, RefusesWhatItCannotPrint) {
   auto missing = print_cuda_module({scheduled(softmax(sym("s0"), sym("s1")))}, {"s0"});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().kind, Error::Kind::InvalidInput);
+}
+
+// --- index division ------------------------------------------------------------------------
+
+/// cppi_udiv_magic's arithmetic on the host (__umul64hi as a 128-bit product).
+int64_t udiv_magic(int64_t x, const DivisionMagic& m) {
+  const uint64_t n = static_cast<uint64_t>(x);
+  const uint64_t t = static_cast<uint64_t>((static_cast<unsigned __int128>(m.magic) * n) >> 64);
+  return static_cast<int64_t>((t + ((n - t) >> 1)) >> m.shift);
+}
+
+TEST(IndexDivision, MagicNumbersDivideEveryNonnegativeIndex) {
+  std::mt19937_64 rng(7);
+  std::vector<int64_t> divisors = {3, 5, 6, 7, 10, 12, 24, 25, 41, 100, 641, 1000, 3000, 4101, 12289, 50257,
+                                   (int64_t{1} << 31) - 1, (int64_t{1} << 32) + 1, 3 * (int64_t{1} << 40),
+                                   (int64_t{1} << 62) + 1, INT64_MAX};
+  for (int i = 0; i < 200; ++i) divisors.push_back(3 + static_cast<int64_t>(rng() % 1000000));
+  for (int64_t d : divisors) {
+    if ((d & (d - 1)) == 0) continue;  // powers of two print as shifts
+    const DivisionMagic m = division_magic(d);
+    std::vector<int64_t> xs = {0, 1, d - 1, d, d + 1, 2 * (d / 2) + 1, INT64_MAX, INT64_MAX - 1, INT64_MAX / d * d,
+                               INT64_MAX / d * d - 1};
+    for (int j = 0; j < 300; ++j) {
+      xs.push_back(static_cast<int64_t>(rng() >> 1));
+      xs.push_back(static_cast<int64_t>(rng() % (uint64_t{1} << 32)));
+      const int64_t q = static_cast<int64_t>(rng() % static_cast<uint64_t>(INT64_MAX / d));
+      xs.push_back(q * d);
+      xs.push_back(q * d + d - 1);
+    }
+    for (int64_t x : xs) {
+      if (x < 0) continue;
+      ASSERT_EQ(udiv_magic(x, m), x / d) << x << " / " << d << " magic " << m.magic << " shift " << m.shift;
+    }
+  }
+}
+
+TEST(IndexDivision, UnravelledIndicesDivideByShiftsOrMagicNumbers) {
+  // gelu(x + b) over 64 x 16384: the bias's column is the flat index mod
+  // 16384, a mask; over 64 x 4101 a multiply-high. No 64-bit division left
+  // for NVVM to strength-reduce.
+  const std::string pow2 = source_of(scheduled(gelu_bias(64, 16384)));
+  EXPECT_NE(pow2.find(" >> 14))"), std::string::npos) << pow2;
+  EXPECT_EQ(pow2.find(" / 16384"), std::string::npos) << pow2;
+  const std::string odd = source_of(scheduled(gelu_bias(64, 4101)));
+  const DivisionMagic m = division_magic(4101);
+  EXPECT_NE(odd.find(cat("cppi_udiv_magic(idx, ", m.magic, "ull, ", m.shift, ")")), std::string::npos) << odd;
+  EXPECT_EQ(odd.find(" / 4101"), std::string::npos) << odd;
+  // A symbolic extent divides at run time.
+  const std::string symbolic = source_of(scheduled(gelu_bias(64, sym("s1"))));
+  EXPECT_NE(symbolic.find(" / s1"), std::string::npos) << symbolic;
 }
 
 }  // namespace
