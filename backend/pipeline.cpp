@@ -76,6 +76,20 @@ Expected<cpu::CompileOptions::Compiler> cpu_compiler(const Options& o) {
   return cpu::default_compiler();
 }
 
+/// NVRTC's fast-compile level: min by default, since our kernels are memory
+/// bound and run as fast with it; every optimisation where the user chose a
+/// max-autotune mode, trading compile time for run time.
+gpu::FastCompile cuda_fast_compile(const Options& o) {
+  switch (o.cuda_fast_compile) {
+    case Options::CudaFastCompile::Off: return gpu::FastCompile::Off;
+    case Options::CudaFastCompile::Min: return gpu::FastCompile::Min;
+    case Options::CudaFastCompile::Mid: return gpu::FastCompile::Mid;
+    case Options::CudaFastCompile::Max: return gpu::FastCompile::Max;
+    case Options::CudaFastCompile::Default: break;
+  }
+  return o.mode.rfind("max-autotune", 0) == 0 ? gpu::FastCompile::Off : gpu::FastCompile::Min;
+}
+
 /// Under fallback="error", any node that falls back to ATen is an error.
 Status check_fallback_policy(const PipelineContext& ctx) {
   if (ctx.options.fallback != Options::FallbackPolicy::Error) return Status::success();
@@ -180,6 +194,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
   if (!cuda_kernels.empty()) {
     gpu::CudaKernelOptions opts;
     opts.print.origin_source = origins;
+    opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
     auto compiled = gpu::compile_cuda_kernels(cuda_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
     ctx.dump("kernels.cu", compiled->source);

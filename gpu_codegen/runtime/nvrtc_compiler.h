@@ -17,10 +17,21 @@
 
 namespace cppi::gpu {
 
+/// NVRTC's -Ofast-compile levels: how many of NVVM's optimisations to skip
+/// for a faster compile. None of them changes numerics (the IEEE flags stay).
+enum class FastCompile { Off, Min, Mid, Max };
+
+/// "off", "min", "mid" or "max".
+const char* to_string(FastCompile level);
+
 /// What a caller may vary; everything that affects numerics is not here.
 struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
   int max_registers = 0;           ///< --maxrregcount=N when > 0
+  /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0);
+  /// Off: every optimisation. The pipeline chooses Min unless the mode
+  /// autotunes.
+  FastCompile fast_compile = FastCompile::Off;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
 };
 

@@ -26,13 +26,15 @@ from torch._functorch.aot_autograd import aot_module_simplified
 
 from cppinductor import _C
 from cppinductor.bench import workloads
+from cppinductor.decompositions import decomposition_table
 from cppinductor.export import export_graph
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
-# nvrtc_flags(90, {}) of gpu_codegen/runtime/nvrtc_compiler.cpp.
+# nvrtc_flags(90, {fast_compile = Min}, 1300) of gpu_codegen/runtime/nvrtc_compiler.cpp, the flags
+# of a default-mode compile.
 DEFAULT_FLAGS = ["-arch=compute_90", "--std=c++17", "-default-device", "--fmad=true", "--ftz=false",
-                 "--prec-div=true", "--prec-sqrt=true"]
+                 "--prec-div=true", "--prec-sqrt=true", "--minimal", "-pch", "--Ofast-compile=min"]
 # Rows and columns of the reductions: the schedule, hence the kernel text,
 # depends on them (NVRTC_TIME_ROWS_COLS="16384,16384" is the GPU bench's).
 _ROWS, _COLS = (int(v) for v in os.environ.get("NVRTC_TIME_ROWS_COLS", "1024,1024").split(","))
@@ -58,7 +60,8 @@ def sources_of(workload) -> list[str]:
         return gm.forward
 
     def backend(gm, example_inputs):
-        return aot_module_simplified(gm, example_inputs, fw_compiler=grab, bw_compiler=grab)
+        return aot_module_simplified(gm, example_inputs, fw_compiler=grab, bw_compiler=grab,
+                                     decompositions=decomposition_table())
 
     torch._dynamo.reset()
     case = workload.build(SIZES, "cpu", torch.float32)

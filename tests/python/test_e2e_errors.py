@@ -71,6 +71,29 @@ def test_bad_option_value_names_allowed_values():
     assert "fallback" in str(err) and "eager" in str(err) and "error" in str(err)
 
 
+@pytest.mark.parametrize("level", ["off", "min", "mid", "max"])
+def test_every_cuda_fast_compile_level_gives_eagers_results(level):
+    """NVRTC's -Ofast-compile levels skip optimisations, never numerics: a
+    softmax and a layer_norm's gradients (row reductions, math, masked
+    tails) at each level against eager. The CPU ignores the option."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(37, 1000, device=device)
+    w = torch.randn(1000, device=device)
+    check_model(lambda x: torch.softmax(x * 1.5, -1).sin(), (x,), options={"cuda_fast_compile": level},
+                reduction=True)
+    check_model(lambda x, w: torch.nn.functional.layer_norm(x, (1000,), w).exp(), (x, w), grad=True,
+                options={"cuda_fast_compile": level}, reduction=True)
+
+
+def test_bad_cuda_fast_compile_level_names_the_levels():
+    f = torch.compile(_f, backend="cppinductor", options={"cuda_fast_compile": "fastest"})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    err = _backend_error(excinfo)
+    assert isinstance(err, ValueError), repr(err)
+    assert "cuda_fast_compile" in str(err) and "'min'" in str(err) and "'off'" in str(err), str(err)
+
+
 @pytest.mark.parametrize("how", ["mode", "options"])
 def test_unknown_mode(how):
     kwargs = {"mode": "turbo"} if how == "mode" else {"options": {"mode": "turbo"}}

@@ -23,7 +23,7 @@ TEST(NvrtcCompiler, FlagsKeepIeeeNumerics) {
   EXPECT_TRUE(has("--ftz=false"));
   EXPECT_TRUE(has("--prec-div=true"));
   EXPECT_TRUE(has("--prec-sqrt=true"));
-  for (const std::string& f : flags) EXPECT_EQ(f.find("fast"), std::string::npos) << f;
+  for (const std::string& f : flags) EXPECT_EQ(f.find("fast_math"), std::string::npos) << f;
   // --minimal only where NVRTC knows it (12.4 on).
   EXPECT_FALSE(has("--minimal"));
   const std::vector<std::string> new_flags = nvrtc_flags(90, {}, 1300);
@@ -35,6 +35,29 @@ TEST(NvrtcCompiler, FlagsKeepIeeeNumerics) {
   EXPECT_NE(std::find(new_flags.begin(), new_flags.end(), "-pch"), new_flags.end());
   const std::vector<std::string> pre_pch = nvrtc_flags(90, {}, 1207);
   EXPECT_EQ(std::find(pre_pch.begin(), pre_pch.end(), "-pch"), pre_pch.end());
+}
+
+TEST(NvrtcCompiler, FastCompileLevelsWhereNvrtcKnowsThem) {
+  auto has = [](const std::vector<std::string>& flags, const std::string& f) {
+    return std::find(flags.begin(), flags.end(), f) != flags.end();
+  };
+  NvrtcOptions o;
+  for (const std::string& f : nvrtc_flags(90, o, 1300)) EXPECT_EQ(f.find("-Ofast-compile"), std::string::npos) << f;
+  o.fast_compile = FastCompile::Min;
+  EXPECT_TRUE(has(nvrtc_flags(90, o, 1300), "--Ofast-compile=min"));
+  EXPECT_TRUE(has(nvrtc_flags(90, o, 1209), "--Ofast-compile=min"));
+  for (const std::string& f : nvrtc_flags(90, o, 1208)) EXPECT_EQ(f.find("-Ofast-compile"), std::string::npos) << f;
+  o.fast_compile = FastCompile::Max;
+  EXPECT_TRUE(has(nvrtc_flags(90, o, 1300), "--Ofast-compile=max"));
+}
+
+TEST(NvrtcCompiler, FastCompileKeepsTheKernelsEntryPoints) {
+  CPPI_REQUIRE_NVRTC();
+  NvrtcOptions o;
+  o.fast_compile = FastCompile::Min;
+  Expected<PtxProgram> program = compile_cuda(kVectorAddSource, "vector_add_fast", 90, o);
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  EXPECT_NE(program->ptx.find(".entry vector_add("), std::string::npos) << program->ptx;
 }
 
 TEST(NvrtcCompiler, CompilesAKernelToPtxForTheRequestedArch) {
