@@ -29,9 +29,9 @@ struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
   int max_registers = 0;           ///< --maxrregcount=N when > 0
   /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0);
-  /// Off: every optimisation. The pipeline chooses Min unless the mode
+  /// Off: every optimisation. The pipeline keeps Min unless the mode
   /// autotunes.
-  FastCompile fast_compile = FastCompile::Off;
+  FastCompile fast_compile = FastCompile::Min;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
 };
 
