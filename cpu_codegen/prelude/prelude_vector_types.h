@@ -521,6 +521,58 @@ CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_FLOAT_OPS, 0x7FFFFFFF, 0x7FFFFFFFFFFFFFFFLL)
 #undef CPPI_VEC_FLOAT_OPS
 #undef CPPI_VEC_LANEWISE
 
+// ---------------------------------------------------------------------------
+// The reductions of W rows at once (CpuSchedule::reduction_trees): rows[r] is
+// row r's vector accumulator, and lane r of the result is its sum, max or
+// min. Level L pairs the vectors of level L - 1: lane l of a level-L vector
+// holds row l % 2^L's partial l / 2^L, the combine of two level-(L - 1)
+// partials, each picked from the pair by one two-source shuffle. 16 rows of
+// 16 lanes: 15 combines and 30 shuffles, where a horizontal reduction per
+// row is a chain of 4 shuffles and 4 combines, 64 of each. The sums add
+// neighbouring lanes first, then neighbouring pairs (a pairwise sum).
+template <int L, int W, bool Second>
+constexpr int cppi_tree_lane(int l) {
+  return l % (1 << L) < (1 << L) / 2
+             ? (1 << L) * (l >> L) + l % (1 << L) + (Second ? (1 << L) / 2 : 0)
+             : W + (1 << L) * (l >> L) + l % (1 << L) - (1 << L) / 2 + (Second ? (1 << L) / 2 : 0);
+}
+template <int L, class Op, class V, int... J>
+CPPI_INLINE V cppi_tree_pair(V a, V b, cppi_ints<J...>) {
+  constexpr int W = sizeof...(J);
+  return Op()(__builtin_shufflevector(a, b, cppi_tree_lane<L, W, false>(J)...),
+              __builtin_shufflevector(a, b, cppi_tree_lane<L, W, true>(J)...));
+}
+template <int L, class Op, class V>
+CPPI_INLINE V cppi_tree_levels(V* v) {
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  if constexpr ((1 << L) > W) {
+    return v[0];
+  } else {
+    for (int i = 0; i < (W >> L); ++i) {
+      v[i] = cppi_tree_pair<L, Op>(v[2 * i], v[2 * i + 1], typename cppi_make_ints<W>::type());
+    }
+    return cppi_tree_levels<L + 1, Op>(v);
+  }
+}
+struct cppi_tree_add {
+  template <class V> __attribute__((always_inline)) V operator()(V a, V b) const { return a + b; }
+};
+struct cppi_tree_max {
+  template <class V> __attribute__((always_inline)) V operator()(V a, V b) const { return cppi_max(a, b); }
+};
+struct cppi_tree_min {
+  template <class V> __attribute__((always_inline)) V operator()(V a, V b) const { return cppi_min(a, b); }
+};
+template <class Op, class V>
+CPPI_INLINE V cppi_vtree(const V* rows) {
+  V v[cppi_vec_traits<V>::lanes_v];
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = rows[i];
+  return cppi_tree_levels<1, Op>(v);
+}
+template <class V> CPPI_INLINE V cppi_vtree_add(const V* rows) { return cppi_vtree<cppi_tree_add>(rows); }
+template <class V> CPPI_INLINE V cppi_vtree_max(const V* rows) { return cppi_vtree<cppi_tree_max>(rows); }
+template <class V> CPPI_INLINE V cppi_vtree_min(const V* rows) { return cppi_vtree<cppi_tree_min>(rows); }
+
 // Reduced floats, N lanes at a time: uint16 vectors of bits <-> float vectors.
 #define CPPI_VEC_REDUCED_FLOAT_OPS(N)                                                     \
   CPPI_INLINE cppi_f32x##N cppi_bf16_to_float(cppi_u16x##N v) {                          \

@@ -215,6 +215,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// reads in arrays (`name_rows[W]`), then the epilogue runs once as a
   /// vector of the block's rows (masked in a partial block).
   void print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi);
+  /// CpuSchedule::reduction_trees: stages [0, end) of a block of rows `v`
+  /// from `block`, `rows` of them: each reduction run over the block's rows
+  /// in turn, then a tree per reduction into `<result>_rows`.
+  void print_reduction_trees(size_t end, const std::string& v, const std::string& block, const std::string& rows);
   void print_pointwise(const PointwiseStage& s, size_t index);
   /// The values of a stage's body that stay the same across its loops and
   /// call a math function (free of its loop variables, loads and random
@@ -417,6 +421,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   };
   std::vector<TransposedLoad> transposed_;
   std::string tile_row_;
+  /// CpuSchedule::reduction_trees: while a block's row prints its reductions,
+  /// the row's position in the block (C text); each accumulator goes to
+  /// `<result>_vaccs[row]` for the block's tree instead of reducing across
+  /// its lanes.
+  std::string tree_row_;
 };
 
 }  // namespace cppi::cpu::detail

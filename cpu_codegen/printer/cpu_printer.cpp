@@ -80,6 +80,7 @@ void CpuKernelPrinter::print_header() {
   if (sched_.transpose_tile) s += " transpose_tile=yes";
   if (sched_.row_blocks) s += " row_blocks=yes";
   if (sched_.epilogue_in_lanes) s += " epilogue_in_lanes=yes";
+  if (sched_.reduction_trees) s += " reduction_trees=yes";
   if (!sched_.vector_loop_splits.empty()) {
     s += " vector_loop_splits=";
     for (size_t i = 0; i < sched_.vector_loop_splits.size(); ++i) s += cat(i ? "," : "", sched_.vector_loop_splits[i]);

@@ -85,6 +85,7 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
     states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]),
                                   result_names);
   }
+  if (!tree_row_.empty()) return;  // the block's trees bind the results (print_reduction_trees)
   for (size_t j = 0; j < run.size(); ++j) {
     const ReductionStage& s = *run[j];
     auto results = state_results(s.kind, states[j]);
@@ -371,6 +372,19 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
   std::vector<std::string> states;
   for (size_t j = 0; j < accs.size(); ++j) {
     const Accumulation& a = accs[j];
+    if (!tree_row_.empty()) {
+      // The row's vector is its whole state: masked tails, or whole vectors
+      // only (the scalar state stays the identity), and no cascade.
+      const auto n = head.loops.back().extent.constant();
+      const bool whole_vectors = head.loops.size() == 1 && n && *n % sched_.vector_width == 0;
+      if (!horizontal_mode || a.cascade || (scalar_acc && !whole_vectors)) {
+        fail(cat("kernel ", k_.name, ": a reduction tree needs a vector state"));
+      }
+      merge_accumulators(a, false);
+      out_.line(cat(a.base, "_vaccs[", tree_row_, "] = ", a.vacc, ";"));
+      states.push_back("");
+      continue;
+    }
     if (!a.cascade && (lanes || !horizontal_mode)) {
       states.push_back(lanes ? a.vacc : a.acc);
       continue;

@@ -57,14 +57,18 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
   }
   out_.open(cat("for (int64_t ", block, " = ", lo.text, "; ", block, " < ", hi.text, "; ", block, " += ", w, ")"));
   out_.line(cat("const int64_t ", rows, " = cppi_min_i<int64_t>(", w, ", ", hi.text, " - ", block, ");"));
-  for (const auto& [name, h] : handed) out_.line(cat(scalar_type(h.first), " ", h.second, "[", w, "];"));
-  out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
-  locals_.clear();
-  print_stage_range(0, first, false);
-  for (const auto& [name, h] : handed) {
-    out_.line(cat(h.second, "[", v, " - ", block, "] = ", local_value(LocalRef(name, h.first)).text, ";"));
+  if (sched_.reduction_trees) {
+    print_reduction_trees(first, v, block, rows);
+  } else {
+    for (const auto& [name, h] : handed) out_.line(cat(scalar_type(h.first), " ", h.second, "[", w, "];"));
+    out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
+    locals_.clear();
+    print_stage_range(0, first, false);
+    for (const auto& [name, h] : handed) {
+      out_.line(cat(h.second, "[", v, " - ", block, "] = ", local_value(LocalRef(name, h.first)).text, ";"));
+    }
+    out_.close();
   }
-  out_.close();
   // Then the epilogue of the block's rows, a row per lane; a partial last
   // block stores only its rows.
   auto epilogue = [&](bool partial) {
@@ -91,6 +95,50 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
   epilogue(true);
   out_.close();
   out_.close();
+}
+
+void CpuKernelPrinter::print_reduction_trees(size_t end, const std::string& v, const std::string& block,
+                                             const std::string& rows) {
+  const std::string w = width();
+  std::vector<const ReductionStage*> stages;
+  for (size_t i = 0; i < end; ++i) {
+    const auto* s = std::get_if<ReductionStage>(&k_.stages[i]);
+    if (!s || s->results.size() != 1) fail(cat("kernel ", k_.name, ": reduction_trees over stage ", i));
+    stages.push_back(s);
+    out_.line(cat(scalar_type(s->result_dtypes[0]), " ", local_name(s->results[0]), "_rows[", w, "];"));
+  }
+  for (size_t i = 0; i < end;) {
+    const size_t run_end = std::min(end, one_pass_end(i, false));
+    for (size_t j = i; j < run_end; ++j) {
+      out_.line(cat(vtype(stages[j]->body.dtype()), " ", local_name(stages[j]->results[0]), "_vaccs[", w, "];"));
+    }
+    out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
+    // The results of the runs before, this row's element of their arrays.
+    locals_.clear();
+    for (size_t j = 0; j < i; ++j) {
+      const std::string name = local_name(stages[j]->results[0]);
+      const DType t = stages[j]->result_dtypes[0];
+      out_.line(cat("const ", scalar_type(t), " ", name, " = ", name, "_rows[", v, " - ", block, "];"));
+      locals_[stages[j]->results[0]] = CValue{name, t};
+    }
+    tree_row_ = cat(v, " - ", block);
+    print_stage_range(i, run_end, false);
+    tree_row_.clear();
+    out_.close();
+    // A partial block's missing rows reduce identities; then one tree each.
+    for (size_t j = i; j < run_end; ++j) {
+      const ReductionStage& s = *stages[j];
+      const DType t = s.body.dtype();
+      const std::string name = local_name(s.results[0]);
+      const char* tree = s.kind == ReductionKind::Sum ? "cppi_vtree_add" : s.kind == ReductionKind::Max ? "cppi_vtree_max"
+                                                                                                      : "cppi_vtree_min";
+      const std::string r = v + "_pad";
+      out_.line(cat("for (int64_t ", r, " = ", rows, "; ", r, " < ", w, "; ++", r, ") ", name, "_vaccs[", r, "] = ",
+                    vstate_identity(s.kind, t), ";"));
+      out_.line(cat("cppi_vstore(", name, "_rows, ", tree, "(", name, "_vaccs));"));
+    }
+    i = run_end;
+  }
 }
 
 void CpuKernelPrinter::open_row_blocks(const Stage& s) {

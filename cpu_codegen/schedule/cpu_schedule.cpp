@@ -202,15 +202,16 @@ bool reads_a_buffer_it_writes(const Kernel& k) {
 
 std::string var_name(const Loop& l) { return l.var.as<IndexVar>()->name; }
 
-/// Whether `k` may run its epilogue (epilogue_start) a vector of `width` rows
-/// at a time (CpuSchedule::epilogue_in_lanes), and gains by it: the epilogue
-/// calls a math function; rows are independent (no store accumulates, the
-/// epilogue writes nothing the stages before it read, which the block runs
-/// first for all its rows); every store is contiguous along the innermost
-/// outer loop; every value has a vector at `width` (no bf16/fp16 or bool
-/// values the stages before hand over, no 8-byte lanes beyond 8) and none
-/// may raise or index through memory where a partial block's lanes are off.
-bool epilogue_in_lanes_fits(const Kernel& k, int width) {
+/// Whether `k` may run its epilogue (epilogue_start) a vector of `width`
+/// rows at a time (CpuSchedule::epilogue_in_lanes): rows are independent (no
+/// store accumulates, the epilogue writes nothing the stages before it read,
+/// which the block runs first for all its rows); every store is contiguous
+/// along the innermost outer loop; every value has a vector at `width` (no
+/// bf16/fp16 or bool values the stages before hand over, no 8-byte lanes
+/// beyond 8) and none may raise or index through memory where a partial
+/// block's lanes are off. `*math`: whether the epilogue calls a math
+/// function (what a vector of rows saves when the reductions stay per row).
+bool epilogue_in_lanes_fits(const Kernel& k, int width, bool* math_out) {
   const size_t first = epilogue_start(k);
   if (first == k.stages.size() || k.outer.empty() || width < 2 || accumulates(k)) return false;
   if (auto rows = k.outer.back().extent.constant(); rows && *rows < width) return false;
@@ -233,13 +234,55 @@ bool epilogue_in_lanes_fits(const Kernel& k, int width) {
     }
     for (const auto& e : stage_values(k.stages[i])) values.push_back(e);
   }
+  // What changes from row to row runs as a vector of the rows; the rest
+  // (constants, a row count cast to float) stays scalar, as the printer
+  // prints it (CpuKernelPrinter::varying), and needs no vector of its type.
+  std::map<const ExprNode*, bool> varying;
   for (const Expr& e : post_order(values)) {
-    if (!has_vector(e.dtype()) || may_raise(e)) return false;
+    bool v_e = false;
+    if (e.as<LocalRef>()) {
+      v_e = true;
+    } else if (const auto* n = e.as<Load>()) {
+      v_e = depends_on(n->index, v) || (n->mask.defined() && varying[n->mask.get()]);
+    } else if (const auto* n = e.as<IndexValue>()) {
+      v_e = depends_on(n->index, v);
+    } else if (const auto* n = e.as<Random>()) {
+      v_e = depends_on(n->offset, v) || varying[n->seed.get()];
+    } else {
+      for (const Expr& c : operands(e)) v_e = v_e || varying[c.get()];
+    }
+    varying[e.get()] = v_e;
+    if (may_raise(e) || (v_e && !has_vector(e.dtype()))) return false;
     if (const auto* l = e.as<LocalRef>(); l && e.dtype() == DType::Bool) return false;
     if (const auto* n = e.as<Load>(); n && !indirect_terms(n->index).empty()) return false;
     math = math || calls_math_function(e);
   }
-  return math;
+  *math_out = math;
+  return true;
+}
+
+/// Whether the reductions before `k`'s epilogue may combine a block of
+/// rows in one tree each (CpuSchedule::reduction_trees): each is a float
+/// sum, max or min with one result over one loop of constant extent, at
+/// least a vector (shorter rows go in lanes whole: row_blocks) and short
+/// enough that a vector of rows stays in L1 for the block's later passes
+/// (16 KiB); the stage loops end in masked vectors or in none (whole
+/// vectors), so a row's vector accumulator is all its state.
+bool reduction_trees_fit(const Kernel& k, const ir::CpuSchedule& s) {
+  constexpr int64_t kBlockBytes = 16 << 10;
+  const size_t first = epilogue_start(k);
+  if (first == k.stages.size() || s.row_blocks) return false;
+  for (size_t i = 0; i < first; ++i) {
+    const auto* r = std::get_if<ReductionStage>(&k.stages[i]);
+    if (!r || r->results.size() != 1 || r->loops.size() != 1) return false;
+    if (r->kind != ReductionKind::Sum && r->kind != ReductionKind::Max && r->kind != ReductionKind::Min) return false;
+    const DType t = r->body.dtype();
+    if (t != DType::Float32 && t != DType::Float64) return false;
+    const auto n = r->loops[0].extent.constant();
+    if (!n || *n < s.vector_width || *n * dtype_size(t) * s.vector_width > kBlockBytes) return false;
+    if (s.tail != TailKind::Masked && *n % s.vector_width != 0) return false;
+  }
+  return true;
 }
 
 /// Whether `k`'s stage loops may walk rows in lanes (CpuSchedule::row_blocks):
@@ -753,11 +796,20 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // logsumexp over 10^6 rows of 16 floats, one thread: the row's libm logf
   // took 18% of the time, as long as the kernel's own loops (Inductor runs
   // the log in a loop of its own, a vector of rows at a time).
+  // The reductions before it, a tree per block of W rows: var_mean over
+  // 10^6 rows of 16 floats, two threads, paid a horizontal reduction's chain
+  // of shuffles and adds per row, three times (5.2 ms, Inductor 3.5).
+  bool epilogue_math = false;
   if (d.cpu.vectorized == VectorizedLoop::InnermostOfEachStage && !d.cpu.parallel_reduction &&
       (d.cpu.parallel_loops < static_cast<int>(n_outer) || n_outer == 1) &&
-      epilogue_in_lanes_fits(k, d.cpu.vector_width)) {
-    d.cpu.epilogue_in_lanes = true;
-    d.why += cat("; the epilogue of every ", d.cpu.vector_width, " ", var_name(k.outer.back()), " in lanes");
+      epilogue_in_lanes_fits(k, d.cpu.vector_width, &epilogue_math)) {
+    const bool trees = reduction_trees_fit(k, d.cpu);
+    if (epilogue_math || trees) {
+      d.cpu.epilogue_in_lanes = true;
+      d.cpu.reduction_trees = trees;
+      d.why += cat("; the epilogue of every ", d.cpu.vector_width, " ", var_name(k.outer.back()), " in lanes");
+      if (trees) d.why += ", their reductions in one tree each";
+    }
   }
 
   // --- cascaded accumulation ------------------------------------------------------------

@@ -205,6 +205,16 @@ struct CpuSchedule {
   /// epilogue starts. Not where the rows' loop is collapsed with others into
   /// one parallel loop.
   bool epilogue_in_lanes = false;
+  /// With epilogue_in_lanes, where every stage before the epilogue is a
+  /// float sum, max or min over a row short enough that a block of W rows
+  /// stays in L1 (var_mean, logsumexp, norms over short rows): each reduction
+  /// (or one-pass run) goes over the block's rows in turn, keeping each row's
+  /// vector accumulator, and one transposing tree (cppi_vtree_add/max/min)
+  /// turns the W accumulators into a vector of the W rows' results, lane r
+  /// row r's, instead of a horizontal reduction per row (a serial chain of
+  /// shuffles and combines; var_mean over rows of 16 took 1.5x Inductor's
+  /// time). Later reductions read a row's result from the block's array.
+  bool reduction_trees = false;
   /// InnermostOuter kernels of loop-less pointwise stages whose vectorised
   /// loop is not parallel and has a constant extent: the loop runs as one
   /// vector loop (with its scalar tail) per piece [0, s0), [s0, s1), ...,

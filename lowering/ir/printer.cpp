@@ -207,6 +207,7 @@ std::string to_string(const Schedule& s) {
   if (c.transpose_tile) os << " transpose_tile=true";
   if (c.row_blocks) os << " row_blocks=true";
   if (c.epilogue_in_lanes) os << " epilogue_in_lanes=true";
+  if (c.reduction_trees) os << " reduction_trees=true";
   if (!c.vector_loop_splits.empty()) {
     os << " vector_loop_splits=";
     for (size_t i = 0; i < c.vector_loop_splits.size(); ++i) os << (i ? "," : "") << c.vector_loop_splits[i];
@@ -235,7 +236,7 @@ bool is_default(const Schedule& s) {
          a.row_block == b.row_block && a.cascade_block == b.cascade_block &&
          a.vector_accumulators == b.vector_accumulators && a.prefault_outputs == b.prefault_outputs &&
          a.transpose_tile == b.transpose_tile && a.row_blocks == b.row_blocks &&
-         a.epilogue_in_lanes == b.epilogue_in_lanes &&
+         a.epilogue_in_lanes == b.epilogue_in_lanes && a.reduction_trees == b.reduction_trees &&
          a.vector_loop_splits == b.vector_loop_splits && g.mapping == h.mapping &&
          g.block_size == h.block_size && g.grid_size == h.grid_size && g.elements_per_thread == h.elements_per_thread &&
          g.threads_per_column == h.threads_per_column && g.row_splits == h.row_splits &&

@@ -203,18 +203,47 @@ def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cols):
 
 @pytest.mark.parametrize("cols", [16, 33])
 def test_the_math_after_row_reductions_runs_a_vector_of_rows_at_a_time_on_cpu(cols):
-    """logsumexp over rows of a vector or more: each row reduces in its own
-    vector loop, and the log after the sum runs once per block of 16 (AVX-512)
-    or 8 rows, a row per lane, with one whole store of the block's results (a
-    libm logf per row took as long as the row's own loops). 301 rows end in a
-    partial block. Eager's results on rows holding NaN and infinities."""
+    """logsumexp over rows of a vector or more: the log after the sum runs
+    once per block of 16 (AVX-512) or 8 rows, a row per lane, with one whole
+    store of the block's results (a libm logf per row took as long as the
+    row's own loops); the rows' max and sum reduce a row at a time or, rows
+    this short, in one tree per block. 301 rows end in a partial block.
+    Eager's results on rows holding NaN and infinities."""
     x = _rows_with_specials(301, cols)
     for f in (lambda x: torch.logsumexp(x, -1), lambda x: torch.logsumexp(x, -1) + x.amax(-1).sqrt().exp()):
         kernels = _cpu_kernels(f, x)
-        assert "epilogue_in_lanes=yes" in kernels and "_rows[x0 - x0_block] = " in kernels, kernels
+        assert "epilogue_in_lanes=yes" in kernels, kernels
+        assert "_rows[x0 - x0_block] = " in kernels or "_vaccs[x0 - x0_block] = " in kernels, kernels
         assert "cppi_vstore_partial(&out_" in kernels, kernels
     _cpu_kernels(lambda x: torch.logsumexp(x.view(7, 43, cols), -1), x)
     _cpu_kernels(lambda x: torch.logsumexp(x.double(), -1), x)
+
+
+@pytest.mark.parametrize("cols", [16, 24, 33, 64])
+def test_reductions_of_short_rows_combine_a_block_of_rows_in_one_tree_on_cpu(cols):
+    """Row statistics over rows of a vector to 256 elements: each reduction
+    runs over a block of 16 rows (8 on AVX2) in turn, the rows' vector
+    accumulators reduce in one transposing tree to a vector of the rows'
+    results, and the epilogue (var's division, logsumexp's log) runs a row
+    per lane. 301 rows end in a partial block; eager's results on rows
+    holding NaN and infinities, float64 too."""
+    x = _rows_with_specials(301, cols)
+    # var_mean's mean of a row holding inf: eager's Welford gives NaN unless
+    # the inf ends the row, the two-pass moments inf (a known difference).
+    with_nan = torch.where(x.isinf(), 0.5, x)
+    cases = [(lambda x: torch.var_mean(x, -1), with_nan), (lambda x: x.std(-1), x), (lambda x: x.mean(-1), x),
+             (lambda x: x.amax(-1), x), (lambda x: x.amin(-1), x), (lambda x: torch.logsumexp(x, -1), x),
+             (lambda x: torch.linalg.vector_norm(x, 2, -1), x)]
+    for f, inputs in cases:
+        kernels = _cpu_kernels(f, inputs)
+        if cols % 16 == 0 or "tail=masked" in kernels:
+            assert "reduction_trees=yes" in kernels and "cppi_vtree_" in kernels, kernels
+            assert "cppi_vreduce" not in kernels, kernels
+    _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan.double())
+    _cpu_kernels(lambda x: torch.var_mean(x.view(7, 43, cols), -1), with_nan)
+    # Eager's own variance: the tree's pairwise sums stay within its tolerance.
+    y = torch.randn(301, cols) * 1e3 + 1e4
+    _cpu_kernels(lambda x: torch.var_mean(x, -1), y)
 
 
 def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():

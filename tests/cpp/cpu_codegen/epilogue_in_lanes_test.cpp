@@ -1,9 +1,11 @@
 // The epilogue of W rows in lanes (CpuSchedule::epilogue_in_lanes): a
 // kernel of row reductions whose last, loop-less stages call a math function
 // (logsumexp's log of the row sum) runs those stages once per block of W
-// rows, a row per lane. Which kernels take it, the printed blocks, and
-// numerics against the interpreter for whole and partial blocks, serial and
-// parallel loops, and NaN and infinities.
+// rows, a row per lane; where the rows are short, the reductions before it
+// combine the block's rows in one tree each (CpuSchedule::reduction_trees).
+// Which kernels take them, the printed blocks, and numerics against the
+// interpreter for whole and partial blocks, serial and parallel loops, and
+// NaN and infinities.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -57,11 +59,13 @@ KernelPtr logsumexp_kernel(int64_t batch, const IndexExpr& rows, int64_t cols, D
 }
 
 TEST(EpilogueInLanes, RowsOfAVectorOrMoreWithMathAfterTheirReductions) {
-  for (int64_t cols : {16, 17, 33, 100}) {
+  for (int64_t cols : {16, 17, 33, 100, 300}) {
     const auto k = logsumexp_kernel(0, 512, cols);
     const CpuSchedule s = sched(k);
     EXPECT_TRUE(s.epilogue_in_lanes) << cols << " " << explain_cpu_schedule(*k, avx512_target());
     EXPECT_EQ(s.vectorized, VectorizedLoop::InnermostOfEachStage) << cols;
+    // A block of 16 rows of 300 floats (19 KiB) would not stay in L1.
+    EXPECT_EQ(s.reduction_trees, cols <= 256) << cols;
   }
   EXPECT_NE(explain_cpu_schedule(*logsumexp_kernel(0, 512, 33), avx512_target()).find("epilogue of every 16 x0 in lanes"),
             std::string::npos);
@@ -76,9 +80,23 @@ TEST(EpilogueInLanes, RowsOfAVectorOrMoreWithMathAfterTheirReductions) {
   EXPECT_TRUE(sched(logsumexp_kernel(0, 20, 16), avx512_target(1 << 30)).epilogue_in_lanes);
 }
 
+TEST(EpilogueInLanes, ShortRowsReduceInTreesWithoutMathAfterThem) {
+  // Stores only after the reductions: the trees are the gain.
+  const auto stats = sched(softmax_statistics_kernel(512, 33));
+  EXPECT_TRUE(stats.epilogue_in_lanes && stats.reduction_trees);
+  EXPECT_NE(explain_cpu_schedule(*softmax_statistics_kernel(512, 33), avx512_target()).find("in one tree each"),
+            std::string::npos);
+  EXPECT_FALSE(sched(softmax_statistics_kernel(512, 300)).epilogue_in_lanes);
+  // A row's state must be its vector: rows of whole vectors, or a masked
+  // last vector (on AVX2 only where the stage calls a math function).
+  EXPECT_TRUE(sched(softmax_statistics_kernel(512, 32), avx2_target()).reduction_trees);
+  const auto avx2 = sched(softmax_statistics_kernel(512, 33), avx2_target());
+  EXPECT_EQ(avx2.reduction_trees, avx2.tail == TailKind::Masked);
+  // Rows of 16 end without a tail on AVX-512 too.
+  EXPECT_TRUE(sched(softmax_statistics_kernel(512, 16)).reduction_trees);
+}
+
 TEST(EpilogueInLanes, OtherKernelsKeepAStorePerRow) {
-  // No math function after the reductions: stores only.
-  EXPECT_FALSE(sched(softmax_statistics_kernel(512, 33)).epilogue_in_lanes);
   // Rows shorter than a vector go in lanes whole.
   EXPECT_FALSE(sched(logsumexp_kernel(0, 512, 7)).epilogue_in_lanes);
   EXPECT_TRUE(sched(logsumexp_kernel(0, 512, 7)).row_blocks);
@@ -92,8 +110,11 @@ TEST(EpilogueInLanes, OtherKernelsKeepAStorePerRow) {
 }
 
 TEST(EpilogueInLanes, PrintsTheRowsThenOneVectorOfThem) {
-  const auto k = schedule_for_cpu(logsumexp_kernel(0, 512, 33), avx512_target());
+  // Rows of 300: each row reduces across its lanes, its results kept in
+  // arrays for the epilogue.
+  const auto k = schedule_for_cpu(logsumexp_kernel(0, 512, 300), avx512_target());
   ASSERT_TRUE(k->schedule.cpu.epilogue_in_lanes);
+  ASSERT_FALSE(k->schedule.cpu.reduction_trees);
   const std::string text = kernel_text(print_one(k));
   EXPECT_TRUE(file_check(text, {"epilogue_in_lanes=yes", "for (int64_t x0_block = begin; x0_block < end; x0_block += 16)",
                                 "const int64_t x0_rows = cppi_min_i<int64_t>(16, end - x0_block);",
@@ -103,7 +124,7 @@ TEST(EpilogueInLanes, PrintsTheRowsThenOneVectorOfThem) {
                                 "if (x0_rows == 16)", "cppi_vload<cppi_f32x16>(denom_rows)", "cppi_log(",
                                 "cppi_vstore(&out_buf0[x0], ", "cppi_vstore(&out_buf1[x0], ", "else",
                                 "cppi_vload_partial<cppi_f32x16>(denom_rows, x0_rows)",
-                                "cppi_vstore_partial(&out_buf0[x0], ", "NOT:out_buf0[x0] ="}))
+                                "cppi_vstore_partial(&out_buf0[x0], ", "NOT:out_buf0[x0] =", "NOT:cppi_vtree"}))
       << text;
   // Serial, and under a batch loop: the rows' loop from 0 to its extent.
   const std::string serial = kernel_text(print_one(schedule_for_cpu(logsumexp_kernel(0, 20, 16), avx512_target(1 << 30))));
@@ -115,10 +136,30 @@ TEST(EpilogueInLanes, PrintsTheRowsThenOneVectorOfThem) {
       << batched;
 }
 
+TEST(EpilogueInLanes, PrintsATreePerReductionOfTheBlock) {
+  // Rows of 33: the max of every row of the block, one tree; then the sum
+  // of exp(x - max), each row reading its max from the block's array.
+  const auto k = schedule_for_cpu(logsumexp_kernel(0, 512, 33), avx512_target());
+  ASSERT_TRUE(k->schedule.cpu.reduction_trees);
+  const std::string text = kernel_text(print_one(k));
+  EXPECT_TRUE(file_check(text, {"reduction_trees=yes", "float amax_rows[16];", "float denom_rows[16];",
+                                "cppi_f32x16 amax_vaccs[16];", "for (int64_t x0 = x0_block; x0 < x0_block + x0_rows; ++x0)",
+                                "amax_vaccs[x0 - x0_block] = amax_vacc;",
+                                "for (int64_t x0_pad = x0_rows; x0_pad < 16; ++x0_pad) amax_vaccs[x0_pad] = ",
+                                "cppi_vstore(amax_rows, cppi_vtree_max(amax_vaccs));", "cppi_f32x16 denom_vaccs[16];",
+                                "const float amax = amax_rows[x0 - x0_block];", "cppi_exp(",
+                                "denom_vaccs[x0 - x0_block] = denom_vacc;",
+                                "cppi_vstore(denom_rows, cppi_vtree_add(denom_vaccs));", "if (x0_rows == 16)",
+                                "cppi_log(", "NOT:cppi_vreduce_max(", "NOT:cppi_vreduce_add("}))
+      << text;
+}
+
 TEST(EpilogueInLanes, MatchesTheInterpreter) {
-  // 37 rows: two whole blocks of 16 and a partial one; 48: whole blocks only.
+  // 37 rows: two whole blocks of 16 and a partial one; 48: whole blocks
+  // only. Rows of 16 and 33 reduce in trees, of 300 a row at a time.
   for (int64_t rows : {16, 37, 48}) {
-    for (int64_t cols : {16, 33}) expect_matches(logsumexp_kernel(0, rows, cols), true);
+    for (int64_t cols : {16, 33, 300}) expect_matches(logsumexp_kernel(0, rows, cols), true);
+    expect_matches(softmax_statistics_kernel(rows, 33), true);
   }
   expect_matches(logsumexp_kernel(3, 21, 17), true);
   // A symbolic row count: fewer rows than a block, then several blocks.
@@ -128,10 +169,18 @@ TEST(EpilogueInLanes, MatchesTheInterpreter) {
     symbolic.symbols = {{"s0", rows}};
     expect_matches(logsumexp_kernel(0, sym("s0"), 20), true, symbolic);
   }
-  // AVX2's 8 lanes, as this machine may run them.
+  // AVX2's 8 lanes, as this machine may run them: a row at a time (rows of
+  // 19), and in trees (rows of 32).
   RunOptions o;
   o.specials = true;
   EXPECT_EQ(run_and_compare(schedule_for_cpu(logsumexp_kernel(0, 37, 19), avx2_target()), o), "");
+  const auto avx2_trees = schedule_for_cpu(softmax_statistics_kernel(37, 32), avx2_target());
+  ASSERT_TRUE(avx2_trees->schedule.cpu.reduction_trees);
+  EXPECT_EQ(run_and_compare(avx2_trees, o), "");
+  // g++ builds the trees too.
+  RunOptions gxx = o;
+  gxx.compiler = CompileOptions::Compiler::Gxx;
+  EXPECT_EQ(run_and_compare(schedule_for_cpu(logsumexp_kernel(0, 37, 33), avx512_target()), gxx), "");
 }
 
 }  // namespace

@@ -409,6 +409,60 @@ TEST(PreludeVector, RowsInLanesRoundTripAndStayInsideTheirRows) {
   check_row_lengths<cppi_i32x16>(guard);
 }
 
+// cppi_vtree_*: lane r is row r's sum, max or min (the sum a pairwise tree
+// of the row's lanes, in this order: it must equal that exactly), NaN
+// propagating through max and min wherever it sits.
+template <class V>
+void check_trees() {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  constexpr int W = cppi_vec_traits<V>::lanes_v;
+  std::mt19937 rng(W);
+  std::normal_distribution<double> normal;
+  for (int trial = 0; trial < 20; ++trial) {
+    V rows[W];
+    for (int r = 0; r < W; ++r) {
+      for (int l = 0; l < W; ++l) rows[r][l] = static_cast<E>(normal(rng) * (1 + r));
+    }
+    if (trial == 1) rows[3][5] = static_cast<E>(NAN);
+    if (trial == 2) rows[W - 1][0] = static_cast<E>(INFINITY);
+    const V sum = cppi_vtree_add(rows), max = cppi_vtree_max(rows), min = cppi_vtree_min(rows);
+    for (int r = 0; r < W; ++r) {
+      std::vector<E> pairwise(W);
+      for (int l = 0; l < W; ++l) pairwise[l] = rows[r][l];
+      for (int n = W; n > 1; n /= 2) {
+        for (int i = 0; i < n / 2; ++i) pairwise[i] = pairwise[2 * i] + pairwise[2 * i + 1];
+      }
+      E hi = rows[r][0], lo = rows[r][0];
+      bool nan = false;
+      for (int l = 0; l < W; ++l) {
+        nan |= std::isnan(rows[r][l]);
+        hi = std::max(hi, rows[r][l]);
+        lo = std::min(lo, rows[r][l]);
+      }
+      if (std::isnan(pairwise[0])) {
+        EXPECT_TRUE(std::isnan(sum[r])) << "W=" << W << " row " << r;
+      } else {
+        EXPECT_EQ(sum[r], pairwise[0]) << "W=" << W << " row " << r;
+      }
+      EXPECT_EQ(std::isnan(max[r]), nan) << "W=" << W << " row " << r;
+      EXPECT_EQ(std::isnan(min[r]), nan) << "W=" << W << " row " << r;
+      if (!nan) {
+        EXPECT_EQ(max[r], hi) << "W=" << W << " row " << r;
+        EXPECT_EQ(min[r], lo) << "W=" << W << " row " << r;
+      }
+    }
+  }
+}
+
+TEST(PreludeVector, TreesReduceARowPerLane) {
+  check_trees<cppi_f32x4>();
+  check_trees<cppi_f32x8>();
+  check_trees<cppi_f32x16>();
+  check_trees<cppi_f64x2>();
+  check_trees<cppi_f64x4>();
+  check_trees<cppi_f64x8>();
+}
+
 TEST(PreludeVector, AbsSelectSplatPartial) {
   float a[8] = {-1.0f, -0.0f, 2.0f, -INFINITY, NAN, -3.5f, 0.0f, 7.0f};
   cppi_f32x8 r = cppi_abs(cppi_vload<cppi_f32x8>(a));
