@@ -19,13 +19,6 @@ namespace {
 
 using namespace ir;
 
-CpuTarget avx2_target() {
-  CpuTarget t = avx512_target();
-  t.vector_bytes = 32;
-  return t;
-}
-
-CpuSchedule sched(const KernelPtr& k, const CpuTarget& t = avx512_target()) { return schedule_for_cpu(k, t)->schedule.cpu; }
 
 /// logsumexp over the last dim of [batch, rows, cols] (no batch loop when
 /// batch is 0): the row's max, the sum of exp(x - max), then

@@ -357,6 +357,14 @@ CpuTarget avx512_target(int64_t min_parallel_work) {
   return t;
 }
 
+CpuTarget avx2_target() {
+  CpuTarget t = avx512_target();
+  t.vector_bytes = 32;
+  return t;
+}
+
+ir::CpuSchedule sched(const KernelPtr& k, const CpuTarget& t) { return schedule_for_cpu(k, t)->schedule.cpu; }
+
 PrintedModule print_one(const KernelPtr& k, const std::vector<std::string>& symbols, const PrintOptions& o) {
   auto m = print_cpu_module({k}, symbols, o);
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);

@@ -81,6 +81,10 @@ std::string kernel_text(const PrintedModule& m);
 /// An AVX-512 machine with 8 threads, where kernels of >= min_parallel_work
 /// elements of work go parallel (4096: small enough for test sizes).
 CpuTarget avx512_target(int64_t min_parallel_work = 4096);
+/// avx512_target with 32-byte vectors.
+CpuTarget avx2_target();
+/// The CPU schedule `k` gets on `t`.
+ir::CpuSchedule sched(const ir::KernelPtr& k, const CpuTarget& t = avx512_target());
 
 /// The printed module of one kernel; a failure to print fails the test.
 PrintedModule print_one(const ir::KernelPtr& k, const std::vector<std::string>& symbols = {},

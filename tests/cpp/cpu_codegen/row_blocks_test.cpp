@@ -17,13 +17,6 @@ namespace {
 
 using namespace ir;
 
-CpuTarget avx2_target() {
-  CpuTarget t = avx512_target();
-  t.vector_bytes = 32;
-  return t;
-}
-
-CpuSchedule sched(const KernelPtr& k, const CpuTarget& t = avx512_target()) { return schedule_for_cpu(k, t)->schedule.cpu; }
 
 /// Softmax over rows of `cols` written over its own input: stage 0 reads
 /// the rows the last stage stores.
