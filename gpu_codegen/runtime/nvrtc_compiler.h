@@ -28,10 +28,12 @@ const char* to_string(FastCompile level);
 struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
   int max_registers = 0;           ///< --maxrregcount=N when > 0
-  /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0);
-  /// Off: every optimisation. The pipeline keeps Min unless the mode
-  /// autotunes.
-  FastCompile fast_compile = FastCompile::Min;
+  /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0).
+  /// Off, every optimisation, unless the user asks (cuda_fast_compile): Min
+  /// took ~40% off NVRTC's time and ran the bench's static-shape kernels as
+  /// fast, but a softmax over symbolic sizes 57% and a column var_mean 34%
+  /// slower (H200, gpu_codegen_bench).
+  FastCompile fast_compile = FastCompile::Off;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
 };
 
