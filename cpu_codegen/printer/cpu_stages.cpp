@@ -5,6 +5,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/row_epilogue.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"

@@ -156,11 +156,6 @@ std::optional<int64_t> row_block_access(DType element, const ir::IndexExpr& inde
 /// softmax's r0 and x1) give the same start.
 ir::IndexExpr row_block_start(const ir::IndexExpr& index, const ir::Loop& row_loop);
 
-/// A kernel's epilogue (CpuSchedule::epilogue_in_lanes): the index of the
-/// first of its last stages that are loop-less pointwise stores, after at
-/// least one stage; stages.size() where there are none.
-size_t epilogue_start(const ir::Kernel& k);
-
 /// The kernel with its CPU schedule decided (its GPU schedule kept).
 ir::KernelPtr schedule_for_cpu(const ir::KernelPtr& kernel, const CpuTarget& target);
 
