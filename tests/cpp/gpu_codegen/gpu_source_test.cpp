@@ -345,9 +345,11 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 
 TEST(CudaPrinter, SymbolicRowsStream) {
   std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
-  expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)",
+  // The row loops unroll by 4 at every NVRTC level (--Ofast-compile does not
+  // unroll on its own), so four loads are in flight per thread.
+  expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)", "#pragma unroll 4",
                         "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
-                        "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "for (int64_t pos = tid; pos < s1;"});
+                        "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "#pragma unroll 4", "for (int64_t pos = tid; pos < s1;"});
 }
 
 TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
@@ -480,8 +482,11 @@ TEST(CudaPrinter, SplitFullReductionStoresItsIndependentPointwiseInThePass) {
 TEST(CudaPrinter, ColumnReductionIsSerialPerThread) {
   std::string src = source_of(with_gpu(column_sum(sym("s0"), sym("s1")), GpuMapping::ColumnReduction, 128, 1));
   expect_in_order(src, {"__launch_bounds__(128)", "for (int64_t idx = (int64_t)blockIdx.x * 128 + threadIdx.x;",
-                        "for (int64_t r0 = 0; r0 < s0; ++r0)", "out_out[x0] = red_acc;"});
+                        "#pragma unroll 4", "for (int64_t r0 = 0; r0 < s0; ++r0)", "out_out[x0] = red_acc;"});
   EXPECT_EQ(src.find("cppi_warp_reduce"), std::string::npos);
+  // A short constant loop unrolls whole.
+  std::string few = source_of(with_gpu(column_sum(16, sym("s1")), GpuMapping::ColumnReduction, 128, 1));
+  expect_in_order(few, {"#pragma unroll\n", "for (int64_t r0 = 0; r0 < 16; ++r0)"});
 }
 
 TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
