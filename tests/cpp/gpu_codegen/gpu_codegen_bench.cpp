@@ -1,7 +1,7 @@
 // gpu_codegen_bench: times generated CUDA kernels on large inputs against the
 // device's copy bandwidth measured in the same run. Not a test; needs a GPU.
 //
-//   gpu_codegen_bench [--reps N]
+//   gpu_codegen_bench [--reps N] [--fast-compile off|min|mid|max] [--sources DIR]
 //
 // For each workload: schedule_for_gpu -> compile_cuda_kernels (NVRTC time
 // with an empty PTX cache), inputs filled on the device with a hash-based
@@ -12,11 +12,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/runtime/device_memory.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
@@ -105,11 +107,13 @@ struct Row {
 };
 
 Row bench_kernel(const Helpers& h, const std::string& name, const std::string& shape, const ir::KernelPtr& k,
-                 int reps, bool reschedule = true) {
+                 int reps, const NvrtcOptions& nvrtc, bool reschedule) {
   GpuTarget target = take(GpuTarget::current());
   ir::KernelPtr s = reschedule ? schedule_for_gpu(k, target) : k;
   clear_ptx_cache();
-  CompiledCudaKernels compiled = take(compile_cuda_kernels({s}, {}));
+  CudaKernelOptions options;
+  options.nvrtc = nvrtc;
+  CompiledCudaKernels compiled = take(compile_cuda_kernels({s}, {}, options));
   const auto& handle = *compiled.kernels[0];
   auto sig = ir::signature(*s);
   std::vector<DeviceBuffer> bufs;
@@ -141,16 +145,171 @@ Row bench_kernel(const Helpers& h, const std::string& name, const std::string& s
   return r;
 }
 
+/// One kernel to time: the schedule's choice (`reschedule`) or a forced one.
+struct Case {
+  std::string name, shape;
+  ir::KernelPtr kernel;
+  bool reschedule = true;
+};
+
+std::vector<Case> bench_cases(const GpuTarget& target) {
+  using namespace cppi::gpu::testing;
+  const int64_t R = 65536, C = 4096;  // 1 GiB of float32
+  std::vector<Case> cases;
+  cases.push_back({"relu(x+b)*2 f32", "65536x4096", add_relu_mul(R, C)});
+  cases.push_back({"relu(x+b)*2 f16", "65536x8192", add_relu_mul(R, 2 * C, DType::Float16)});
+  cases.push_back({"sin(x)+cos(x) f32", "268435456", sin_plus_cos(R * C)});
+  cases.push_back({"gelu(x+b) f32", "65536x4096", gelu_bias(R, C)});
+  cases.push_back({"softmax f32", "16384x4096", softmax(16384, 4096)});
+  cases.push_back({"layer_norm f32", "16384x4096", layer_norm(16384, 4096)});
+  cases.push_back({"var_mean f32", "16384x4096", var_mean(16384, 4096)});
+  cases.push_back({"softmax f32 (symbolic-like, 3 pass)", "16384x4096",
+                              softmax(16384, 4096)->with_schedule([] {
+                                ir::Schedule s;
+                                s.gpu = ir::GpuSchedule{ir::GpuMapping::RowPerBlock, 256, 0, 0, 1};
+                                return s;
+                              }()),
+                              /*reschedule=*/false});
+  cases.push_back({"column_sum f32", "16384x4096", column_sum(16384, 4096)});
+  // Scans: along rows (16-byte vectors), down columns, and few long ones
+  // split across blocks (two passes and a look-back).
+  cases.push_back({"cumsum rows f32", "16384x4096", cumsum(16384, 4096, 1)});
+  cases.push_back({"cumsum rows f32", "65536x512", cumsum(65536, 512, 1)});
+  cases.push_back({"cumsum columns f32", "16384x4096", cumsum(16384, 4096, 0)});
+  cases.push_back({"cumsum rows f32 (split)", "8x8388608", cumsum(8, 8388608, 1)});
+  cases.push_back({"cumsum 1-D f32 (split)", "67108864", cumsum(1, 67108864, 1)});
+  cases.push_back({"cumsum columns f32 (split)", "1048576x64", cumsum(1048576, 64, 0)});
+
+  // Long rows and wide columns (the Python benchmark's shapes), each with the
+  // schedule's choice first and then forced variants for comparison.
+  auto forced = [](const ir::KernelPtr& k, ir::GpuMapping m, int block, int ept, int tpc = 1) {
+    ir::Schedule s = k->schedule;
+    s.gpu = ir::GpuSchedule{m, block, 0, ept, tpc};
+    return k->with_schedule(s);
+  };
+  const int64_t L = 16384;
+  // Pointwise shapes the schedule did not pick, against its choice (block
+  // 128, one 16-byte vector per thread): block 256 or 512, two vectors per
+  // thread, and below a capped grid (threads loop). gelu also at the
+  // transformer block's size (256 MiB in).
+  cases.push_back({"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096)});
+  cases.push_back({"relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096)});
+  struct Variant {
+    const char* label;
+    const char* shape;
+    ir::KernelPtr kernel;
+    int block, ept;
+  };
+  const std::vector<Variant> variants = {
+      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 256, 4},
+      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 512, 4},
+      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 128, 8},
+      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 256, 8},
+      {"relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096), 256, 4},
+      {"relu(x+b)*2 f32", "65536x4096", add_relu_mul(R, C), 256, 4},
+      {"gelu(x+b) f32", "65536x4096", gelu_bias(R, C), 256, 4},
+      {"sin(x)+cos(x) f32", "268435456", sin_plus_cos(R * C), 256, 4},
+  };
+  for (const auto& v : variants) {
+    cases.push_back({cat(v.label, " (block ", v.block, ", ", v.ept, " per thread)"), v.shape,
+                                forced(v.kernel, ir::GpuMapping::GridStridePointwise, v.block, v.ept), false});
+  }
+  for (int64_t per_sm : {8, 32}) {
+    ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
+    ir::Schedule capped = k->schedule;
+    capped.gpu.grid_size = per_sm * target.multiprocessors;
+    cases.push_back({cat("gelu(x+b) f32 (", per_sm, " blocks/SM)"), "16384x4096",
+                                k->with_schedule(capped), false});
+  }
+  // Rows of 1024 (the transformer's layer_norm): a warp per row or a block.
+  cases.push_back({"layer_norm f32", "16384x1024", layer_norm(L, 1024)});
+  cases.push_back({"softmax f32", "16384x1024", softmax(L, 1024)});
+  // A block per row, with 16-byte vectors as the warp rows have them.
+  auto vectors = [](ir::KernelPtr k) {
+    ir::Schedule s = k->schedule;
+    s.gpu.cache_vector = 4;
+    return k->with_schedule(s);
+  };
+  for (int block : {128, 256}) {
+    cases.push_back({cat("layer_norm f32 (block ", block, ")"), "16384x1024",
+                                vectors(forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
+                                false});
+    cases.push_back({cat("softmax f32 (block ", block, ")"), "16384x1024",
+                                vectors(forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
+                                false});
+  }
+  cases.push_back({"column_sum f32", "16384x16384", column_sum(L, L)});
+  for (int tpc : {8, 32}) {
+    cases.push_back({cat("column_sum f32 (", tpc, " slices)"), "16384x16384",
+                                forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 32 * tpc, 1, tpc), false});
+  }
+  cases.push_back({"column_sum f32 (thread per column)", "16384x16384",
+                              forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 128, 1), false});
+  cases.push_back({"column var_mean f32", "16384x16384", column_reduce(ir::ReductionKind::Welford, L, L)});
+  cases.push_back({"layer_norm f32", "16384x16384", layer_norm(L, L)});
+  cases.push_back({"var_mean f32", "16384x16384", var_mean(L, L)});
+  for (auto [block, ept] : {std::pair{512, 32}, {256, 64}, {1024, 0}, {512, 0}, {256, 0}}) {
+    cases.push_back({cat("layer_norm f32 (b", block, " e", ept, ")"), "16384x16384",
+                                forced(layer_norm(L, L), ir::GpuMapping::RowPerBlock, block, ept), false});
+    cases.push_back({cat("var_mean f32 (b", block, " e", ept, ")"), "16384x16384",
+                                forced(var_mean(L, L), ir::GpuMapping::RowPerBlock, block, ept), false});
+  }
+
+  return cases;
+}
+
+/// Writes each case's CUDA module to `dir` as NN_<name>.cu, scheduled for a
+/// default GpuTarget (an H100/H200): no GPU needed, for reading the source or
+/// compiling it offline (gpu_codegen/tools/sass_loops.py).
+int write_sources(const std::string& dir) {
+  GpuTarget target;
+  int i = 0;
+  for (const Case& c : bench_cases(target)) {
+    ir::KernelPtr k = c.reschedule ? schedule_for_gpu(c.kernel, target) : c.kernel;
+    PrintedCudaModule printed = take(print_cuda_module({k}, {}));
+    std::string file = cat(dir, "/", i < 10 ? "0" : "", i, "_");
+    for (char ch : c.name + " " + c.shape) file += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+    std::FILE* f = std::fopen((file + ".cu").c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s.cu\n", file.c_str());
+      return 1;
+    }
+    std::fputs(printed.source.c_str(), f);
+    std::fclose(f);
+    ++i;
+  }
+  std::printf("%d sources in %s\n", i, dir.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 20;
+  NvrtcOptions nvrtc;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--sources") && i + 1 < argc) {
+      return write_sources(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--fast-compile") && i + 1 < argc) {
+      const std::string level = argv[++i];
+      bool known = false;
+      for (FastCompile f : {FastCompile::Off, FastCompile::Min, FastCompile::Mid, FastCompile::Max})
+        if (level == to_string(f)) nvrtc.fast_compile = f, known = true;
+      if (!known) {
+        std::fprintf(stderr, "--fast-compile takes off, min, mid or max\n");
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "usage: gpu_codegen_bench [--reps N] [--fast-compile LEVEL] [--sources DIR]\n");
+      return 2;
+    }
   }
   GpuTarget target = take(GpuTarget::current());
   auto props = take(current_device_properties());
-  std::printf("device: %s, cc %d, %d SMs\n", props.name.c_str(), props.compute_capability, props.multiprocessors);
+  std::printf("device: %s, cc %d, %d SMs; NVRTC --Ofast-compile: %s\n", props.name.c_str(), props.compute_capability,
+              props.multiprocessors, to_string(nvrtc.fast_compile));
 
   CudaModule helpers =
       take(CudaModule::load_ptx(take(compile_to_ptx(kHelpers, "bench_helpers.cu", target.compute_capability))));
@@ -172,107 +331,9 @@ int main(int argc, char** argv) {
     std::printf("copy reference: 1 GiB in %.3f ms = %.0f GB/s (read + write)\n", ms, copy_gbs);
   }
 
-  using namespace cppi::gpu::testing;
-  const int64_t R = 65536, C = 4096;  // 1 GiB of float32
   std::vector<Row> rows;
-  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32", "65536x4096", add_relu_mul(R, C), reps));
-  rows.push_back(bench_kernel(h, "relu(x+b)*2 f16", "65536x8192", add_relu_mul(R, 2 * C, DType::Float16), reps));
-  rows.push_back(bench_kernel(h, "sin(x)+cos(x) f32", "268435456", sin_plus_cos(R * C), reps));
-  rows.push_back(bench_kernel(h, "gelu(x+b) f32", "65536x4096", gelu_bias(R, C), reps));
-  rows.push_back(bench_kernel(h, "softmax f32", "16384x4096", softmax(16384, 4096), reps));
-  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x4096", layer_norm(16384, 4096), reps));
-  rows.push_back(bench_kernel(h, "var_mean f32", "16384x4096", var_mean(16384, 4096), reps));
-  rows.push_back(bench_kernel(h, "softmax f32 (symbolic-like, 3 pass)", "16384x4096",
-                              softmax(16384, 4096)->with_schedule([] {
-                                ir::Schedule s;
-                                s.gpu = ir::GpuSchedule{ir::GpuMapping::RowPerBlock, 256, 0, 0, 1};
-                                return s;
-                              }()),
-                              reps, /*reschedule=*/false));
-  rows.push_back(bench_kernel(h, "column_sum f32", "16384x4096", column_sum(16384, 4096), reps));
-  // Scans: along rows (16-byte vectors), down columns, and few long ones
-  // split across blocks (two passes and a look-back).
-  rows.push_back(bench_kernel(h, "cumsum rows f32", "16384x4096", cumsum(16384, 4096, 1), reps));
-  rows.push_back(bench_kernel(h, "cumsum rows f32", "65536x512", cumsum(65536, 512, 1), reps));
-  rows.push_back(bench_kernel(h, "cumsum columns f32", "16384x4096", cumsum(16384, 4096, 0), reps));
-  rows.push_back(bench_kernel(h, "cumsum rows f32 (split)", "8x8388608", cumsum(8, 8388608, 1), reps));
-  rows.push_back(bench_kernel(h, "cumsum 1-D f32 (split)", "67108864", cumsum(1, 67108864, 1), reps));
-  rows.push_back(bench_kernel(h, "cumsum columns f32 (split)", "1048576x64", cumsum(1048576, 64, 0), reps));
-
-  // Long rows and wide columns (the Python benchmark's shapes), each with the
-  // schedule's choice first and then forced variants for comparison.
-  auto forced = [](const ir::KernelPtr& k, ir::GpuMapping m, int block, int ept, int tpc = 1) {
-    ir::Schedule s = k->schedule;
-    s.gpu = ir::GpuSchedule{m, block, 0, ept, tpc};
-    return k->with_schedule(s);
-  };
-  const int64_t L = 16384;
-  // Pointwise shapes the schedule did not pick, against its choice (block
-  // 128, one 16-byte vector per thread): block 256 or 512, two vectors per
-  // thread, and below a capped grid (threads loop). gelu also at the
-  // transformer block's size (256 MiB in).
-  rows.push_back(bench_kernel(h, "gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), reps));
-  rows.push_back(bench_kernel(h, "relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096), reps));
-  struct Variant {
-    const char* label;
-    const char* shape;
-    ir::KernelPtr kernel;
-    int block, ept;
-  };
-  const std::vector<Variant> variants = {
-      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 256, 4},
-      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 512, 4},
-      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 128, 8},
-      {"gelu(x+b) f32", "16384x4096", gelu_bias(L, 4096), 256, 8},
-      {"relu(x+b)*2 f32", "16384x4096", add_relu_mul(L, 4096), 256, 4},
-      {"relu(x+b)*2 f32", "65536x4096", add_relu_mul(R, C), 256, 4},
-      {"gelu(x+b) f32", "65536x4096", gelu_bias(R, C), 256, 4},
-      {"sin(x)+cos(x) f32", "268435456", sin_plus_cos(R * C), 256, 4},
-  };
-  for (const auto& v : variants) {
-    rows.push_back(bench_kernel(h, cat(v.label, " (block ", v.block, ", ", v.ept, " per thread)"), v.shape,
-                                forced(v.kernel, ir::GpuMapping::GridStridePointwise, v.block, v.ept), reps, false));
-  }
-  for (int64_t per_sm : {8, 32}) {
-    ir::KernelPtr k = forced(gelu_bias(L, 4096), ir::GpuMapping::GridStridePointwise, 256, 4);
-    ir::Schedule capped = k->schedule;
-    capped.gpu.grid_size = per_sm * target.multiprocessors;
-    rows.push_back(bench_kernel(h, cat("gelu(x+b) f32 (", per_sm, " blocks/SM)"), "16384x4096",
-                                k->with_schedule(capped), reps, false));
-  }
-  // Rows of 1024 (the transformer's layer_norm): a warp per row or a block.
-  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x1024", layer_norm(L, 1024), reps));
-  rows.push_back(bench_kernel(h, "softmax f32", "16384x1024", softmax(L, 1024), reps));
-  // A block per row, with 16-byte vectors as the warp rows have them.
-  auto vectors = [](ir::KernelPtr k) {
-    ir::Schedule s = k->schedule;
-    s.gpu.cache_vector = 4;
-    return k->with_schedule(s);
-  };
-  for (int block : {128, 256}) {
-    rows.push_back(bench_kernel(h, cat("layer_norm f32 (block ", block, ")"), "16384x1024",
-                                vectors(forced(layer_norm(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
-                                reps, false));
-    rows.push_back(bench_kernel(h, cat("softmax f32 (block ", block, ")"), "16384x1024",
-                                vectors(forced(softmax(L, 1024), ir::GpuMapping::RowPerBlock, block, 1024 / block)),
-                                reps, false));
-  }
-  rows.push_back(bench_kernel(h, "column_sum f32", "16384x16384", column_sum(L, L), reps));
-  for (int tpc : {8, 32}) {
-    rows.push_back(bench_kernel(h, cat("column_sum f32 (", tpc, " slices)"), "16384x16384",
-                                forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 32 * tpc, 1, tpc), reps, false));
-  }
-  rows.push_back(bench_kernel(h, "column_sum f32 (thread per column)", "16384x16384",
-                              forced(column_sum(L, L), ir::GpuMapping::ColumnReduction, 128, 1), reps, false));
-  rows.push_back(bench_kernel(h, "column var_mean f32", "16384x16384", column_reduce(ir::ReductionKind::Welford, L, L), reps));
-  rows.push_back(bench_kernel(h, "layer_norm f32", "16384x16384", layer_norm(L, L), reps));
-  rows.push_back(bench_kernel(h, "var_mean f32", "16384x16384", var_mean(L, L), reps));
-  for (auto [block, ept] : {std::pair{512, 32}, {256, 64}, {1024, 0}, {512, 0}, {256, 0}}) {
-    rows.push_back(bench_kernel(h, cat("layer_norm f32 (b", block, " e", ept, ")"), "16384x16384",
-                                forced(layer_norm(L, L), ir::GpuMapping::RowPerBlock, block, ept), reps, false));
-    rows.push_back(bench_kernel(h, cat("var_mean f32 (b", block, " e", ept, ")"), "16384x16384",
-                                forced(var_mean(L, L), ir::GpuMapping::RowPerBlock, block, ept), reps, false));
-  }
+  for (const Case& c : bench_cases(target))
+    rows.push_back(bench_kernel(h, c.name, c.shape, c.kernel, reps, nvrtc, c.reschedule));
 
   std::printf("\n%-40s %-12s %-42s %9s %9s %8s %7s %9s\n", "kernel", "shape", "schedule", "MB", "ms", "GB/s", "%copy",
               "nvrtc ms");
