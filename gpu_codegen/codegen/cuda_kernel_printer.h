@@ -132,6 +132,10 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// its division (it does not under --Ofast-compile).
   std::string nonnegative_div(const std::string& x, const IndexExpr& d, const std::string& d_text) const override;
   std::string nonnegative_mod(const std::string& x, const IndexExpr& d, const std::string& d_text) const override;
+  /// The same for the printer's own arithmetic on block and ticket numbers
+  /// (split rows and scans): `x` an int64_t expression >= 0.
+  std::string div_by(const std::string& x, int64_t d) const { return nonnegative_div(x, d, std::to_string(d)); }
+  std::string mod_by(const std::string& x, int64_t d) const { return nonnegative_mod(x, d, std::to_string(d)); }
   /// sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) are one
   /// sincos: one argument reduction instead of two, and half the libdevice
   /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).

@@ -23,7 +23,7 @@ void CudaKernelPrinter::print_rows() {
     // Exactly rows x P blocks: no loop over rows (the last block returns early).
     const int splits = g_.row_splits;
     out_.line("const int tid = threadIdx.x;");
-    out_.line(cat("const int64_t row = (int64_t)blockIdx.x / ", splits, ";"));
+    out_.line(cat("const int64_t row = ", div_by("(int64_t)blockIdx.x", splits), ";"));
     out_.line(cat("const int64_t split = (int64_t)blockIdx.x - row * ", splits, ";"));
     out_.open("if (row < rows)");
   } else {
@@ -51,7 +51,7 @@ void CudaKernelPrinter::print_column_groups() {
   if (g_.row_splits > 1) {
     // Exactly groups x P blocks: no loop over groups (the last block returns early).
     const int splits = g_.row_splits;
-    out_.line(cat("const int64_t group = (int64_t)blockIdx.x / ", splits, ";"));
+    out_.line(cat("const int64_t group = ", div_by("(int64_t)blockIdx.x", splits), ";"));
     out_.line(cat("const int64_t split = (int64_t)blockIdx.x - group * ", splits, ";"));
     out_.open("if (group * 32 < n)");
     out_.line("const int64_t idx = group * 32 + lane;");

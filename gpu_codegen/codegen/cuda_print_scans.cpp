@@ -91,9 +91,9 @@ void CudaKernelPrinter::print_scan_split_start(int64_t units) {
   out_.line("__syncthreads();");
   out_.line(cat("// Tickets in arrival order: the blocks a block waits for have started. Launch e holds tickets "
                 "[e, e + 1) x ", tiles, "."));
-  out_.line(cat("const unsigned long long epoch = ticket / ", tiles, "ull;"));
-  out_.line(cat("const int64_t tile = (int64_t)(ticket % ", tiles, "ull);"));
-  out_.line(cat("const int64_t split = tile % ", g_.row_splits, ";"));
+  out_.line(cat("const unsigned long long epoch = ", div_by("(int64_t)ticket", tiles), ";"));
+  out_.line(cat("const int64_t tile = (int64_t)ticket - (int64_t)epoch * ", tiles, ";"));
+  out_.line(cat("const int64_t split = ", mod_by("tile", g_.row_splits), ";"));
 }
 
 void CudaKernelPrinter::print_scan_share(int64_t chunk) {
@@ -104,7 +104,7 @@ void CudaKernelPrinter::print_scan_share(int64_t chunk) {
     out_.line(cat("const int64_t start = 0, stop = ", length, ";"));
     return;
   }
-  out_.line(cat("const int64_t span = ((", length, " + ", splits - 1, ") / ", splits, " + ", chunk - 1, ") / ", chunk,
+  out_.line(cat("const int64_t span = ", div_by(cat("(", div_by(cat("(", length, " + ", splits - 1, ")"), splits), " + ", chunk - 1, ")"), chunk),
                 " * ", chunk, ";  // whole chunks"));
   out_.line(cat("const int64_t start = split * span, stop = start + span < ", length, " ? start + span : ", length,
                 ";"));
@@ -174,7 +174,7 @@ void CudaKernelPrinter::print_scan_rows() {
   }
   print_scan_split_start(*product_of(k_.outer).constant());
   print_scan_share(chunk);
-  out_.line(cat("const int64_t row = tile / ", splits, ";"));
+  out_.line(cat("const int64_t row = ", div_by("tile", splits), ";"));
   unravel_outer("row");
   out_.line(cat(st, " carry = ", identity, ";"));
   out_.open(cat("if (split + 1 < ", splits, ")"));
@@ -190,16 +190,26 @@ void CudaKernelPrinter::print_slice_totals(const std::string& value) {
   const ScanStage& s = *scan_of(k_);
   const DType t = s.body.dtype();
   const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
-  auto combine = [&](const std::string& a, const std::string& x) { return cat(op, "(", a, ", ", x, ")"); };
-  // The slices' values of this column, folded in slice order: the first
-  // `tid` of them come before this slice, all of them make the total.
-  out_.line(cat("scan_scratch[tid * 32 + lane] = ", value, ";"));
+  const int slices = g_.threads_per_column;
+  // The slices' values of this column, folded in slice order by the first
+  // warp, which leaves each slice's exclusive prefix in its place and the
+  // total in row `slices`: one fold per column, not one per thread, and few
+  // registers (folding in every thread took up to 64 under
+  // --Ofast-compile=min, halving the resident blocks).
+  out_.line("scan_scratch[tid * 32 + lane] = " + value + ";");
   out_.line("__syncthreads();");
-  out_.line(cat(st, " before = ", identity, ";"));
-  out_.line("for (int k = 0; k < tid; ++k) before = " + combine("before", "scan_scratch[k * 32 + lane]") + ";");
-  out_.line(cat(st, " total = before;"));
-  out_.line(cat("for (int k = tid; k < ", g_.threads_per_column, "; ++k) total = ",
-                combine("total", "scan_scratch[k * 32 + lane]"), ";"));
+  out_.open("if (tid == 0)");
+  out_.line(cat(st, " acc = ", identity, ";"));
+  out_.line("#pragma unroll 8");
+  out_.open(cat("for (int k = 0; k < ", slices, "; ++k)"));
+  out_.line(cat("const ", st, " v = scan_scratch[k * 32 + lane];"));
+  out_.line("scan_scratch[k * 32 + lane] = acc;");
+  out_.line(cat("acc = ", op, "(acc, v);"));
+  out_.close();
+  out_.line(cat("scan_scratch[", slices * 32, " + lane] = acc;"));
+  out_.close();
+  out_.line("__syncthreads();");
+  out_.line(cat(st, " before = scan_scratch[tid * 32 + lane], total = scan_scratch[", slices * 32, " + lane];"));
   out_.line("__syncthreads();");
 }
 
@@ -226,14 +236,14 @@ void CudaKernelPrinter::print_scan_columns() {
   const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t);
   const int slices = g_.threads_per_column, splits = g_.row_splits;
   const int64_t chunk = int64_t{slices} * g_.elements_per_thread;
-  out_.line(cat("__shared__ ", st, " scan_scratch[", slices * 32, "];  // [slice][column]"));
+  out_.line(cat("__shared__ ", st, " scan_scratch[", (slices + 1) * 32, "];  // [slice][column], then the totals"));
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.line("const int lane = threadIdx.x % 32, tid = threadIdx.x / 32;");
   if (splits == 1) {
     out_.open("for (int64_t group = blockIdx.x; group * 32 < n; group += gridDim.x)");
   } else {
     print_scan_split_start((*product_of(k_.outer).constant() + 31) / 32);
-    out_.line(cat("const int64_t group = tile / ", splits, ";"));
+    out_.line(cat("const int64_t group = ", div_by("tile", splits), ";"));
   }
   out_.line("const int64_t idx = group * 32 + lane;");
   out_.line("const bool valid = idx < n;");

@@ -130,7 +130,7 @@ TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
   // keep two 1024-thread blocks resident (32 registers a thread).
   EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 2);
   expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",
-                              "__launch_bounds__(1024, 2)", "const int64_t row = (int64_t)blockIdx.x / 18;",
+                              "__launch_bounds__(1024, 2)", "const int64_t row = cppi_udiv_magic((int64_t)blockIdx.x, 14347467612885206813ull, 4);",
                               "for (int64_t pos = split * 1024 + tid; pos < 300000; pos += 18432)",
                               "atomicAdd(&row_sum_arrivals[row], 1u) == 17u", "if (!row_sum_last) return;",
                               "row_sum_arrivals[row] = 0u;"});
@@ -153,11 +153,11 @@ TEST(GpuSchedule, FewLongScansSplitAcrossBlocks) {
   EXPECT_TRUE(has_module_state(row->schedule.gpu));
   expect_in_order(source_of(row), {"__device__ unsigned long long cumsum_tickets;",
                                    "__device__ unsigned long long cumsum_ready[512];", "__device__ float cumsum_totals[512];",
-                                   "ticket = atomicAdd(&cumsum_tickets, 1ull);", "const unsigned long long epoch = ticket / 512ull;",
+                                   "ticket = atomicAdd(&cumsum_tickets, 1ull);", "const unsigned long long epoch = ((int64_t)((uint64_t)(int64_t)ticket >> 9));",
                                    "if (split + 1 < 512)", "cumsum_totals[tile] = carry;", "= epoch + 1;",
                                    "for (int64_t part = threadIdx.x; part < split; part += 512)", "<= epoch) {}",
                                    "cppi_block_exclusive_scan(earlier,", "cppi_store_vec(out_out + r0 + 4194304*x0,"});
-  expect_in_order(source_of(columns), {"__device__ float cumsum_totals[8192];", "const int64_t group = tile / 128;",
+  expect_in_order(source_of(columns), {"__device__ float cumsum_totals[8192];", "const int64_t group = ((int64_t)((uint64_t)tile >> 7));",
                                        "cumsum_totals[tile * 32 + lane] = carry;",
                                        "for (int64_t part = tid; part < split; part += 32)",
                                        "scan_scratch[tid * 32 + lane] = earlier;", "out_out[64*r0 + x0] ="});
@@ -449,7 +449,7 @@ TEST(CudaPrinter, IndependentReductionsFoldInOnePass) {
   expect_in_order(src, {"__device__ float two_column_reductions_partials0[8192];",
                         "__device__ float two_column_reductions_partials1[8192];",
                         "__device__ unsigned int two_column_reductions_arrivals[32];",
-                        "const int64_t group = (int64_t)blockIdx.x / 8;",
+                        "const int64_t group = ((int64_t)((uint64_t)(int64_t)blockIdx.x >> 3));",
                         "for (int64_t pos = valid ? split * 32 + tid : 16384; pos < 16384; pos += 256)",
                         "red_gw_acc = red_gw_acc + ", "red_gmax_acc = cppi_fold_max(red_gmax_acc, ",
                         "cppi_column_reduce(red_gw_acc", "cppi_column_reduce(red_gmax_acc",
