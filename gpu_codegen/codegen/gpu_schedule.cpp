@@ -703,7 +703,11 @@ bool has_module_state(const GpuSchedule& g) {
 }
 
 int resident_blocks_assumed(const GpuSchedule& g) {
-  return g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1 ? kSplitRowBlocksPerSm : 0;
+  if (g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1) return kSplitRowBlocksPerSm;
+  const bool column_slices = g.mapping == GpuMapping::ColumnReduction && g.threads_per_column > 1;
+  const bool streamed_rows = g.mapping == GpuMapping::RowPerBlock && g.elements_per_thread == 0;
+  if ((column_slices || streamed_rows) && g.block_size > 0) return static_cast<int>(kResidentThreadsPerSm / g.block_size);
+  return 0;
 }
 
 }  // namespace cppi::gpu

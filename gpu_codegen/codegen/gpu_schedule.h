@@ -161,15 +161,22 @@ ir::KernelPtr schedule_for_gpu(const ir::KernelPtr& kernel, const GpuTarget& tar
 /// counters), so that its launches must be serialised across streams.
 bool has_module_state(const ir::GpuSchedule& g);
 
-/// Blocks per multiprocessor that `g`'s grid was sized for, 0 when its grid
-/// does not count on residency. Split rows launch one wave of blocks, two
-/// per multiprocessor; were fewer resident (a kernel over 32 registers a
-/// thread fits one 1024-thread block per multiprocessor, not two), the last
-/// half would run as a second wave. The printer passes it to
-/// __launch_bounds__ so the compiler keeps them resident (H200: the
-/// transformer training step's residual + mse_loss kernel, 40 registers,
-/// ran at 3.0 TB/s). Split column groups are not sized to one wave so
-/// exactly and keep their registers.
+/// Blocks per multiprocessor that `g`'s kernel must keep resident, 0 for no
+/// demand. The printer passes it to __launch_bounds__, which caps the
+/// registers per thread so that the compiler keeps them resident.
+/// - Split rows launch one wave of blocks, two per multiprocessor; were fewer
+///   resident (a kernel over 32 registers a thread fits one 1024-thread block
+///   per multiprocessor, not two), the last half would run as a second wave
+///   (H200: the transformer training step's residual + mse_loss kernel, 40
+///   registers, ran at 3.0 TB/s).
+/// - Column slices (column groups and column scans) size their grid against
+///   every resident thread, and rows streamed without a row cache hide their
+///   loads' latency with resident threads: both ask for 2048 threads per
+///   multiprocessor, 32 registers a thread. Every such kernel fits in 32
+///   registers at full optimisation; under --Ofast-compile=min some took 33
+///   to 64 without the cap (a column var_mean of 16384^2, 512 blocks of 512
+///   threads: 3 resident per multiprocessor instead of 4, two waves, 0.248
+///   -> 0.338 ms on the H200).
 int resident_blocks_assumed(const ir::GpuSchedule& g);
 
 /// One line saying what schedule_for_gpu decided and why, for remarks.

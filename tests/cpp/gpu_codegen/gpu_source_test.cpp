@@ -344,17 +344,21 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 }
 
 TEST(CudaPrinter, SymbolicRowsStream) {
-  std::string src = source_of(scheduled(layer_norm(sym("s0"), sym("s1"))));
+  const KernelPtr k = scheduled(layer_norm(sym("s0"), sym("s1")));
+  EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 8);  // blocks of 256, no row cache
+  std::string src = source_of(k);
   // The row loops unroll by 4 at every NVRTC level (--Ofast-compile does not
   // unroll on its own), so four loads are in flight per thread.
-  expect_in_order(src, {"for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)", "#pragma unroll 4",
+  expect_in_order(src, {"__launch_bounds__(256, 8)", "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)", "#pragma unroll 4",
                         "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "#pragma unroll 4", "for (int64_t pos = tid; pos < s1;"});
 }
 
 TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   std::string src = source_of(scheduled(column_sum(sym("s0"), sym("s1"))));
-  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
+  // 32 slices of 32 columns: two blocks of 1024 resident per multiprocessor.
+  EXPECT_EQ(resident_blocks_assumed(scheduled(column_sum(sym("s0"), sym("s1")))->schedule.gpu), 2);
+  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024, 2)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
                         "for (int64_t base = (int64_t)blockIdx.x * 32; base < n;", "const bool valid = idx < n;",
                         "#pragma unroll 4", "for (int64_t pos = valid ? tid : s0; pos < s0; pos += 32)",
                         "__shared__ float red_acc_scratch[1024];", "cppi_column_reduce(red_acc_acc, cppi_sum_op(), red_acc_scratch)",
