@@ -1,12 +1,13 @@
-"""Loads in flight per loop iteration, per NVRTC optimisation level, without a GPU.
+"""Loads per loop iteration, per NVRTC optimisation level, and registers, without a GPU.
 
 Compiles each CUDA module in a directory (gpu_codegen_bench --sources DIR, or
 nvrtc_time.py --dump DIR) with NVRTC at each --Ofast-compile level, assembles
 the PTX for sm_90 with ptxas and disassembles it with nvdisasm, then lists the
-global loads (LDG) inside each loop of the SASS (a backward branch closes a
-loop; a nested loop's loads count in its outer loop too). A loop whose loads
-are fewer at one level than at another was unrolled less there: for a
-memory-bound loop that means fewer loads in flight per thread. Usage:
+global and shared loads (LDG, LDS) inside each loop of the SASS (a backward
+branch closes a loop; a nested loop's loads count in its outer loop too) and
+the registers per thread. A loop whose loads are fewer at one level than at
+another was unrolled less there: fewer loads in flight per thread. More
+registers can mean fewer resident blocks. Usage:
 
   CPPINDUCTOR_NVRTC_LIBRARY=.../libnvrtc.so.13 \\
     python gpu_codegen/tools/sass_loops.py DIR [--levels off,min] [--ptxas PATH] [--nvdisasm PATH]
@@ -55,17 +56,20 @@ def nvrtc_ptx(lib: ctypes.CDLL, source: bytes, flags: list[str]) -> tuple[str, f
     return buf.value.decode(), ms
 
 
-def sass_of(ptx: str, ptxas: str, nvdisasm: str) -> str:
+def sass_of(ptx: str, ptxas: str, nvdisasm: str) -> tuple[str, list[int]]:
+    """The SASS and each kernel's registers per thread."""
     with tempfile.TemporaryDirectory() as d:
         p = pathlib.Path(d)
         (p / "k.ptx").write_text(ptx)
-        subprocess.run([ptxas, "-arch=sm_90", "-O3", str(p / "k.ptx"), "-o", str(p / "k.cubin")], check=True)
-        return subprocess.run([nvdisasm, "-c", str(p / "k.cubin")], check=True, capture_output=True,
+        info = subprocess.run([ptxas, "-arch=sm_90", "-O3", "-v", str(p / "k.ptx"), "-o", str(p / "k.cubin")],
+                              check=True, capture_output=True, text=True).stderr
+        sass = subprocess.run([nvdisasm, "-c", str(p / "k.cubin")], check=True, capture_output=True,
                               text=True).stdout
+        return sass, [int(r) for r in re.findall(r"Used (\d+) registers", info)]
 
 
-def loop_loads(sass: str) -> list[int]:
-    """LDG count of each loop, in program order of the loops' heads."""
+def loop_loads(sass: str) -> list[str]:
+    """Loads of each loop as "<global>" or "<global>+<shared>s", in program order of the loops' heads."""
     lines = sass.splitlines()
     labels = {}
     for i, line in enumerate(lines):
@@ -77,7 +81,9 @@ def loop_loads(sass: str) -> list[int]:
         m = re.search(r"BRA[^`]*`\((\.L_x_\d+)\)", line)
         if m and labels.get(m.group(1), i + 1) < i:
             head = labels[m.group(1)]
-            loops.append((head, sum("LDG" in lines[j] for j in range(head, i))))
+            g = sum("LDG" in lines[j] for j in range(head, i))
+            sh = sum("LDS" in lines[j] for j in range(head, i))
+            loops.append((head, f"{g}+{sh}s" if sh else str(g)))
     return [n for _, n in sorted(loops)]
 
 
@@ -91,13 +97,14 @@ def main() -> None:
     lib = ctypes.CDLL(os.environ["CPPINDUCTOR_NVRTC_LIBRARY"])
     levels = args.levels.split(",")
     files = sorted(pathlib.Path(args.dir).glob("*.cu"))
-    print(f"{'module':60s} " + " ".join(f"{lv + ' ms':>8s} {lv + ' LDG/loop':28s}" for lv in levels))
+    print(f"{'module':60s} " + " ".join(f"{lv + ' ms':>8s} {'regs':>5s} {lv + ' loads/loop':28s}" for lv in levels))
     for f in files:
         cells = []
         for level in levels:
             flags = FLAGS + ([f"--Ofast-compile={level}"] if level != "off" else [])
             ptx, ms = nvrtc_ptx(lib, f.read_bytes(), flags)
-            cells.append(f"{ms:8.1f} {str(loop_loads(sass_of(ptx, args.ptxas, args.nvdisasm))):28s}")
+            sass, regs = sass_of(ptx, args.ptxas, args.nvdisasm)
+            cells.append(f"{ms:8.1f} {','.join(map(str, regs)):>5s} {' '.join(loop_loads(sass)):28s}")
         print(f"{f.stem[:60]:60s} " + " ".join(cells), flush=True)
 
 
