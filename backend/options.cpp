@@ -47,12 +47,13 @@ Expected<Options> Options::from_desc(const Desc& d) {
     } else if (key == "cuda_fast_compile") {
       auto s = want_string();
       if (!s) return s.error();
-      if (*s == "off") o.cuda_fast_compile = CudaFastCompile::Off;
+      if (*s == "default") o.cuda_fast_compile = CudaFastCompile::Default;
+      else if (*s == "off") o.cuda_fast_compile = CudaFastCompile::Off;
       else if (*s == "min") o.cuda_fast_compile = CudaFastCompile::Min;
       else if (*s == "mid") o.cuda_fast_compile = CudaFastCompile::Mid;
       else if (*s == "max") o.cuda_fast_compile = CudaFastCompile::Max;
       else return Error::invalid_input(
-          cat("option 'cuda_fast_compile' must be 'off', 'min', 'mid' or 'max', not '", *s, "'"));
+          cat("option 'cuda_fast_compile' must be 'default', 'off', 'min', 'mid' or 'max', not '", *s, "'"));
     } else if (key == "inject_relu_bug_TESTING_ONLY") {
       auto b = want_bool();
       if (!b) return b.error();

@@ -14,7 +14,7 @@ namespace cppi {
 struct Options {
   enum class FallbackPolicy { Eager, Error };
   enum class CpuCompiler { Default, ClangJit, Gxx };
-  enum class CudaFastCompile { Off, Min, Mid, Max };
+  enum class CudaFastCompile { Default, Off, Min, Mid, Max };
 
   std::string mode = "default";  // default | reduce-overhead | max-autotune | max-autotune-no-cudagraphs
   FallbackPolicy fallback = FallbackPolicy::Eager;
@@ -22,8 +22,9 @@ struct Options {
   std::string debug_dir;        // where to dump this graph's stages; empty: no dump
   bool fuse = true;             // off: one kernel per lowered node (for debugging fusion)
   bool reuse_buffers = true;    // off: every kernel buffer is a fresh allocation (for debugging reuse)
-  /// NVRTC's --Ofast-compile level for CUDA kernels (gpu::NvrtcOptions).
-  CudaFastCompile cuda_fast_compile = CudaFastCompile::Off;
+  /// NVRTC's --Ofast-compile level for CUDA kernels; Default: Min, and Off in
+  /// the max-autotune modes.
+  CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;
   /// Fault injection for tests of the accuracy checks: makes relu codegen
   /// wrong on purpose (Inductor's inject_relu_bug_TESTING_ONLY).
   bool inject_relu_bug_testing_only = false;

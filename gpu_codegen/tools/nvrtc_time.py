@@ -31,10 +31,10 @@ from cppinductor.export import export_graph
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
-# nvrtc_flags(90, {}, 1300) of gpu_codegen/runtime/nvrtc_compiler.cpp (--extra "--Ofast-compile=min"
-# for cuda_fast_compile="min").
+# nvrtc_flags(90, {fast_compile = Min}, 1300) of gpu_codegen/runtime/nvrtc_compiler.cpp, the flags
+# of a default-mode compile.
 DEFAULT_FLAGS = ["-arch=compute_90", "--std=c++17", "-default-device", "--fmad=true", "--ftz=false",
-                 "--prec-div=true", "--prec-sqrt=true", "--minimal", "-pch"]
+                 "--prec-div=true", "--prec-sqrt=true", "--minimal", "-pch", "--Ofast-compile=min"]
 # Rows and columns of the reductions: the schedule, hence the kernel text,
 # depends on them (NVRTC_TIME_ROWS_COLS="16384,16384" is the GPU bench's).
 _ROWS, _COLS = (int(v) for v in os.environ.get("NVRTC_TIME_ROWS_COLS", "1024,1024").split(","))

@@ -24,8 +24,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "dump_code": (bool, "log generated code to the cppinductor.output_code logger"),
     "fuse": (bool, "fuse loops (turn off to debug fusion)"),
     "unfuse_addmm_bias": (bool, "run a float addmm whose uses are all pointwise as mm + a bias add fused into them"),
-    "cuda_fast_compile": (("off", "min", "mid", "max"),
-                          "NVRTC's --Ofast-compile level for CUDA kernels (default: off, every optimisation)"),
+    "cuda_fast_compile": (("default", "off", "min", "mid", "max"),
+                          "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }

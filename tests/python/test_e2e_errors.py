@@ -71,7 +71,7 @@ def test_bad_option_value_names_allowed_values():
     assert "fallback" in str(err) and "eager" in str(err) and "error" in str(err)
 
 
-@pytest.mark.parametrize("level", ["off", "min", "mid", "max"])
+@pytest.mark.parametrize("level", ["default", "off", "min", "mid", "max"])
 def test_every_cuda_fast_compile_level_gives_eagers_results(level):
     """NVRTC's -Ofast-compile levels skip optimisations, never numerics: a
     softmax and a layer_norm's gradients (row reductions, math, masked
