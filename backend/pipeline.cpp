@@ -13,6 +13,7 @@
 #include "cpu_codegen/schedule/merge_duplicate_reductions.h"
 #include "cpu_codegen/schedule/stash_reduction_bodies.h"
 #include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/runtime/cuda_api.h"
 #include "lowering/fusion/fusion.h"
@@ -197,6 +198,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
     auto compiled = gpu::compile_cuda_kernels(cuda_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
+    ctx.dump(gpu::kCudaCodegenHeaderName, gpu::cuda_codegen_header().text);  // what kernels.cu includes
     ctx.dump("kernels.cu", compiled->source);
     ctx.dump("kernels.ptx", compiled->ptx);
     std::string twins;  // compiled only if a launch needs them

@@ -18,6 +18,7 @@
 #include "backend/python/kernel_launcher.h"
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/runtime/cuda_api.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
 
@@ -261,10 +262,15 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "compile_cuda_source",
       [](const std::string& source, int compute_capability) {
-        return unwrap(gpu::compile_to_ptx(source, "cppinductor_dry_run.cu", compute_capability));
+        return unwrap(gpu::compile_to_ptx(source, "cppinductor_dry_run.cu", compute_capability,
+                                          gpu::with_codegen_header({})));
       },
       py::arg("source"), py::arg("compute_capability") = 90,
       "PTX of CUDA source through NVRTC (no GPU needed): the check that generate_cuda_source's output compiles.");
+  m.def(
+      "cuda_codegen_header", [] { return gpu::cuda_codegen_header().text; },
+      "The text of cppinductor_cuda_codegen.cuh, which generated CUDA modules include (for tools that compile "
+      "them with NVRTC themselves).");
 
   m.def(
       "compile_graph",

@@ -1,5 +1,6 @@
 #include "gpu_codegen/codegen/cuda_kernel.h"
 
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 
 #include <algorithm>
@@ -108,7 +109,8 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
     if (!current.ok()) return current.error();
     cc = *current;
   }
-  auto program = compile_cuda(printed->source, "cppinductor_kernels.cu", cc, options.nvrtc);
+  const NvrtcOptions nvrtc = with_codegen_header(options.nvrtc);
+  auto program = compile_cuda(printed->source, "cppinductor_kernels.cu", cc, nvrtc);
   if (!program.ok()) return program.error();
   const auto start = std::chrono::steady_clock::now();
   auto module = CudaModule::load_ptx(program->ptx);
@@ -123,6 +125,7 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
     CudaKernelOptions twin_options = options;
     twin_options.compute_capability = cc;
     twin_options.print = {};
+    twin_options.nvrtc = nvrtc;
     out.kernels.push_back(std::make_shared<CudaKernelHandle>(std::move(info), *fn, std::move(twin_options)));
   }
   out.source = std::move(printed->source);

@@ -187,6 +187,21 @@ struct cppi_all_op {
   return text.c_str();
 }
 
+const CudaHeader& cuda_codegen_header() {
+  static const CudaHeader header{kCudaCodegenHeaderName,
+                                 std::string("// cppinductor: what generated CUDA modules include.\n"
+                                             "#pragma once\n#include \"cppinductor_cuda_prelude.cuh\"\n") +
+                                     cuda_codegen_support_source()};
+  return header;
+}
+
+NvrtcOptions with_codegen_header(NvrtcOptions options) {
+  for (const CudaHeader& h : options.headers)
+    if (h.name == kCudaCodegenHeaderName) return options;
+  options.headers.push_back(cuda_codegen_header());
+  return options;
+}
+
 DivisionMagic division_magic(int64_t d) {
   const uint64_t u = static_cast<uint64_t>(d);
   int l = 0;

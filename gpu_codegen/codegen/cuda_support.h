@@ -7,17 +7,30 @@
 /// division, Philox random numbers, the reduction ops the prelude lacks
 /// (prod, any/all) and the aligned vector type behind 16-byte loads.
 ///
-/// The printer pastes this text after `#include "cppinductor_cuda_prelude.cuh"`
-/// (compile_cuda serves only the prelude from memory). Meant to move into the
-/// prelude once its owner takes it.
+/// Generated modules include it as a header of its own,
+/// cppinductor_cuda_codegen.cuh, which includes the prelude first; compile_cuda
+/// serves it from memory (NvrtcOptions::headers) and NVRTC precompiles it with
+/// the prelude once per process, so no module parses it (2-5 ms of NVRTC's
+/// front end per module on the dev machine). Meant to move into the prelude
+/// once its owner takes it.
 #pragma once
 
 #include <cstdint>
+#include <string>
+
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
 
 namespace cppi::gpu {
 
 /// The helper definitions as CUDA C++ source (NVRTC, no system headers).
 const char* cuda_codegen_support_source();
+
+/// The header generated modules include: the prelude, then the support.
+inline constexpr const char* kCudaCodegenHeaderName = "cppinductor_cuda_codegen.cuh";
+const CudaHeader& cuda_codegen_header();
+
+/// `options` serving cuda_codegen_header() (once).
+NvrtcOptions with_codegen_header(NvrtcOptions options);
 
 /// The constants of cppi_udiv_magic(x, magic, shift), which is x / d for
 /// every 64-bit x >= 0, for a divisor d >= 3 that is not a power of two

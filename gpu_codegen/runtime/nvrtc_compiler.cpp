@@ -25,9 +25,10 @@ PtxCache& ptx_cache() {
 // The whole input, not a digest of it: a hash collision must not hand back
 // another kernel's PTX. The map hashes this string.
 std::string cache_key(const NvrtcApi& api, const std::vector<std::string>& flags,
-                      const std::string& name, const std::string& source) {
+                      const std::vector<CudaHeader>& headers, const std::string& name, const std::string& source) {
   std::string key = cat(api.library, ' ', api.version_major, '.', api.version_minor, '\n');
   for (const std::string& flag : flags) key += flag + '\n';
+  for (const CudaHeader& h : headers) key += cat(h.name, ' ', h.text.size(), '\n', h.text, '\n');
   key += name + '\n';
   key += source;
   return key;
@@ -91,16 +92,19 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram program) {
 // One NVRTC invocation; the program is destroyed on every path.
 Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
                                const std::string& name, int arch,
-                               const std::vector<std::string>& flags) {
-  const std::string_view prelude = cuda_prelude_source();
-  const std::string prelude_text(prelude);
-  const char* headers[] = {prelude_text.c_str()};
-  const char* include_names[] = {kCudaPreludeName};
+                               const std::vector<std::string>& flags, const std::vector<CudaHeader>& extra) {
+  const std::string prelude_text(cuda_prelude_source());
+  std::vector<const char*> headers = {prelude_text.c_str()};
+  std::vector<const char*> include_names = {kCudaPreludeName};
+  for (const CudaHeader& h : extra) {
+    headers.push_back(h.text.c_str());
+    include_names.push_back(h.name.c_str());
+  }
   const std::string program_name = name + ".cu";
 
   nvrtcProgram program = nullptr;
-  nvrtcResult r = api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(), 1, headers,
-                                         include_names);
+  nvrtcResult r = api.nvrtcCreateProgram(&program, source.c_str(), program_name.c_str(),
+                                         static_cast<int>(headers.size()), headers.data(), include_names.data());
   if (r != cu::NVRTC_SUCCESS)
     return Error::internal(nvrtc_error_text(api, r, "nvrtcCreateProgram"));
   struct Destroy {
@@ -190,7 +194,7 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
   if (!arch.ok()) return arch.error();
   const std::vector<std::string> flags =
       nvrtc_flags(arch.value(), options, api.value()->version_major * 100 + api.value()->version_minor);
-  const std::string key = cache_key(*api.value(), flags, name, source);
+  const std::string key = cache_key(*api.value(), flags, options.headers, name, source);
 
   PtxCache& cache = ptx_cache();
   {
@@ -207,7 +211,7 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
 
   // Compile outside the lock: NVRTC is thread-safe and takes ~20 ms.
   const auto start = std::chrono::steady_clock::now();
-  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), flags);
+  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), flags, options.headers);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

@@ -24,6 +24,11 @@ enum class FastCompile { Off, Min, Mid, Max };
 /// "off", "min", "mid" or "max".
 const char* to_string(FastCompile level);
 
+/// An in-memory header a source may #include by `name`.
+struct CudaHeader {
+  std::string name, text;
+};
+
 /// What a caller may vary; everything that affects numerics is not here.
 struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
@@ -35,6 +40,10 @@ struct NvrtcOptions {
   /// optimisation, the pipeline's choice in the max-autotune modes.
   FastCompile fast_compile = FastCompile::Min;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
+  /// Served from memory beside the prelude (cppinductor_cuda_prelude.cuh).
+  /// NVRTC precompiles the first header a source includes once per process
+  /// and matches it by name, not text: one name must always carry one text.
+  std::vector<CudaHeader> headers;
 };
 
 struct PtxProgram {

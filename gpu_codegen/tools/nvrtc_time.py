@@ -31,6 +31,8 @@ from cppinductor.export import export_graph
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
+# What generated modules include; compile_cuda serves it beside the prelude.
+CODEGEN_HEADER = _C.cuda_codegen_header()
 # nvrtc_flags(90, {fast_compile = Min}, 1300) of gpu_codegen/runtime/nvrtc_compiler.cpp, the flags
 # of a default-mode compile.
 DEFAULT_FLAGS = ["-arch=compute_90", "--std=c++17", "-default-device", "--fmad=true", "--ftz=false",
@@ -77,10 +79,10 @@ class Nvrtc:
     def compile(self, source: str, flags: list[str]) -> tuple[float, str, str]:
         lib = self.lib
         prog = ctypes.c_void_p()
-        headers = (ctypes.c_char_p * 1)(PRELUDE.encode())
-        names = (ctypes.c_char_p * 1)(b"cppinductor_cuda_prelude.cuh")
+        headers = (ctypes.c_char_p * 2)(PRELUDE.encode(), CODEGEN_HEADER.encode())
+        names = (ctypes.c_char_p * 2)(b"cppinductor_cuda_prelude.cuh", b"cppinductor_cuda_codegen.cuh")
         start = time.perf_counter()
-        r = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"k.cu", 1, headers, names)
+        r = lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"k.cu", 2, headers, names)
         assert r == 0, r
         argv = (ctypes.c_char_p * len(flags))(*[f.encode() for f in flags])
         r = lib.nvrtcCompileProgram(prog, len(flags), argv)
@@ -113,7 +115,7 @@ def main() -> None:
     flags = args.flags.split() if args.flags is not None else list(DEFAULT_FLAGS)
     flags += args.extra.split()
     print("flags:", " ".join(flags))
-    nvrtc.compile('#include "cppinductor_cuda_prelude.cuh"\n', flags)  # load NVRTC's builtins once
+    nvrtc.compile('#include "cppinductor_cuda_codegen.cuh"\n', flags)  # load NVRTC's builtins, make the PCH
     total_ms = total_kernels = 0.0
     for w in workloads.WORKLOADS:
         if args.only and w.name not in args.only:
@@ -128,6 +130,7 @@ def main() -> None:
                 d = pathlib.Path(args.dump)
                 d.mkdir(parents=True, exist_ok=True)
                 (d / f"{w.name}_{i}.cu").write_text(src)
+                (d / "cppinductor_cuda_codegen.cuh").write_text(CODEGEN_HEADER)
                 (d / f"{w.name}_{i}.ptx").write_text(runs[0][2])
             total_ms += ms
             total_kernels += kernels

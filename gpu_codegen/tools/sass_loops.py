@@ -1,7 +1,8 @@
 """Loads per loop iteration, per NVRTC optimisation level, and registers, without a GPU.
 
 Compiles each CUDA module in a directory (gpu_codegen_bench --sources DIR, or
-nvrtc_time.py --dump DIR) with NVRTC at each --Ofast-compile level, assembles
+nvrtc_time.py --dump DIR; both write the cppinductor_cuda_codegen.cuh the
+modules include beside them) with NVRTC at each --Ofast-compile level, assembles
 the PTX for sm_90 with ptxas and disassembles it with nvdisasm, then lists the
 global and shared loads (LDG, LDS) inside each loop of the SASS (a backward
 branch closes a loop; a nested loop's loads count in its outer loop too) and
@@ -34,12 +35,12 @@ FLAGS = ["-arch=compute_90", "--std=c++17", "-default-device", "--fmad=true", "-
          "--prec-div=true", "--prec-sqrt=true", "--minimal", "-pch"]
 
 
-def nvrtc_ptx(lib: ctypes.CDLL, source: bytes, flags: list[str]) -> tuple[str, float]:
+def nvrtc_ptx(lib: ctypes.CDLL, source: bytes, flags: list[str], codegen_header: bytes) -> tuple[str, float]:
     prog = ctypes.c_void_p()
-    headers = (ctypes.c_char_p * 1)(PRELUDE)
-    names = (ctypes.c_char_p * 1)(b"cppinductor_cuda_prelude.cuh")
+    headers = (ctypes.c_char_p * 2)(PRELUDE, codegen_header)
+    names = (ctypes.c_char_p * 2)(b"cppinductor_cuda_prelude.cuh", b"cppinductor_cuda_codegen.cuh")
     start = time.perf_counter()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, b"k.cu", 1, headers, names) == 0
+    assert lib.nvrtcCreateProgram(ctypes.byref(prog), source, b"k.cu", 2, headers, names) == 0
     argv = (ctypes.c_char_p * len(flags))(*[f.encode() for f in flags])
     r = lib.nvrtcCompileProgram(prog, len(flags), argv)
     ms = (time.perf_counter() - start) * 1e3
@@ -97,12 +98,14 @@ def main() -> None:
     lib = ctypes.CDLL(os.environ["CPPINDUCTOR_NVRTC_LIBRARY"])
     levels = args.levels.split(",")
     files = sorted(pathlib.Path(args.dir).glob("*.cu"))
+    # The header the modules include, written beside them by both dumpers.
+    codegen_header = (pathlib.Path(args.dir) / "cppinductor_cuda_codegen.cuh").read_bytes()
     print(f"{'module':60s} " + " ".join(f"{lv + ' ms':>8s} {'regs':>5s} {lv + ' loads/loop':28s}" for lv in levels))
     for f in files:
         cells = []
         for level in levels:
             flags = FLAGS + ([f"--Ofast-compile={level}"] if level != "off" else [])
-            ptx, ms = nvrtc_ptx(lib, f.read_bytes(), flags)
+            ptx, ms = nvrtc_ptx(lib, f.read_bytes(), flags, codegen_header)
             sass, regs = sass_of(ptx, args.ptxas, args.nvdisasm)
             cells.append(f"{ms:8.1f} {','.join(map(str, regs)):>5s} {' '.join(loop_loads(sass)):28s}")
         print(f"{f.stem[:60]:60s} " + " ".join(cells), flush=True)

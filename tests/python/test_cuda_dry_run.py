@@ -286,7 +286,7 @@ def test_scans_take_the_block_mappings():
     rows = next(k for k in kernels if re.search(r"// origins: cumsum\b(?!_)", k))
     columns = next(k for k in kernels if "// origins: cumsum_1" in k)
     assert "mapping=row_per_block" in rows and "cppi_block_exclusive_scan(" in rows, rows
-    assert "mapping=column_reduction block=1024" in columns and "scan_scratch[1024]" in columns, columns
+    assert "mapping=column_reduction block=1024" in columns and "scan_scratch[1056]" in columns, columns
 
 
 def test_few_long_scans_split_across_blocks():

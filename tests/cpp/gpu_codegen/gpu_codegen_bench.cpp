@@ -19,6 +19,7 @@
 
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/runtime/device_memory.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
@@ -278,7 +279,12 @@ int write_sources(const std::string& dir) {
     std::fclose(f);
     ++i;
   }
-  std::printf("%d sources in %s\n", i, dir.c_str());
+  // The header every module includes (compile_cuda serves it from memory).
+  std::FILE* h = std::fopen(cat(dir, "/", kCudaCodegenHeaderName).c_str(), "w");
+  if (!h) return 1;
+  std::fputs(cuda_codegen_header().text.c_str(), h);
+  std::fclose(h);
+  std::printf("%d sources and %s in %s\n", i, kCudaCodegenHeaderName, dir.c_str());
   return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/runtime/device_memory.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
@@ -134,7 +135,7 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
   }
   auto m = print_cuda_module(kernels, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
-  auto ptx = compile_cuda(m->source, "gpu_codegen_test.cu", 90);
+  auto ptx = compile_cuda(m->source, "gpu_codegen_test.cu", 90, with_codegen_header({}));
   ASSERT_TRUE(ptx.ok()) << ptx.error().message;
   EXPECT_NE(ptx->ptx.find(".entry softmax"), std::string::npos);
   // 128-bit vector loads made it into the PTX, and shuffles for warp reductions.
@@ -159,7 +160,7 @@ TEST(CudaNvrtc, VectorStoresAreOneInstruction) {
   for (const auto& k : kernels) {
     auto m = print_cuda_module({scheduled(k)}, kSymbols);
     ASSERT_TRUE(m.ok()) << m.error().message;
-    auto ptx = compile_cuda(m->source, "vector_stores.cu", 90);
+    auto ptx = compile_cuda(m->source, "vector_stores.cu", 90, with_codegen_header({}));
     ASSERT_TRUE(ptx.ok()) << ptx.error().message;
     const std::string& text = ptx->ptx;
     EXPECT_NE(text.find("st.global.v4."), std::string::npos) << k->name;

@@ -193,13 +193,27 @@ TEST(CudaPrinter, SinAndCosOfOneValueAreOneSincos) {
   EXPECT_NE(m->kernels[0].scalar_twin_source.find("cppi_sincos("), std::string::npos);
 }
 
+TEST(CudaPrinter, ModulesIncludeTheCodegenHeaderWhichIncludesThePrelude) {
+  // The support functions are parsed once per process, in NVRTC's
+  // precompiled header of the first include, not once per module.
+  const std::string src = source_of(scheduled(add_relu_mul(sym("s0"), sym("s1"))));
+  EXPECT_NE(src.find("#include \"cppinductor_cuda_codegen.cuh\""), std::string::npos);
+  EXPECT_EQ(src.find("cppinductor_cuda_prelude.cuh"), std::string::npos);
+  EXPECT_EQ(src.find("cppi_udiv_magic(int64_t x"), std::string::npos);
+  const CudaHeader& h = cuda_codegen_header();
+  EXPECT_EQ(h.name, "cppinductor_cuda_codegen.cuh");
+  expect_in_order(h.text, {"#pragma once", "#include \"cppinductor_cuda_prelude.cuh\"", "cppi_udiv_magic(int64_t x"});
+  NvrtcOptions o = with_codegen_header(with_codegen_header({}));
+  EXPECT_EQ(o.headers.size(), 1u);
+}
+
 TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   auto m = print_cuda_module({scheduled(add_relu_mul(sym("s0"), sym("s1")))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
   EXPECT_EQ(m->vectorized_kernel_count(), 1);
   ASSERT_EQ(m->kernels.size(), 1u);
   EXPECT_EQ(m->kernels[0].scalar_twin, "add_relu_mul_scalar");
-  expect_in_order(m->source, {"#include \"cppinductor_cuda_prelude.cuh\"",
+  expect_in_order(m->source, {"#include \"cppinductor_cuda_codegen.cuh\"",
                               "extern \"C\" __global__ void __launch_bounds__(128)",
                               "add_relu_mul(const float* in_b, float* out_out, const float* in_x, int64_t s0, int64_t s1)",
                               "for (int64_t idx = ((int64_t)blockIdx.x * 128 + threadIdx.x) * 4; idx < n;",
@@ -209,7 +223,7 @@ TEST(CudaPrinter, PointwiseGridStrideVectorised) {
   // The scalar twin is a translation unit of its own, compiled only on demand.
   EXPECT_EQ(m->source.find("add_relu_mul_scalar"), std::string::npos);
   expect_in_order(m->kernels[0].scalar_twin_source,
-                  {"#include \"cppinductor_cuda_prelude.cuh\"", "add_relu_mul_scalar(",
+                  {"#include \"cppinductor_cuda_codegen.cuh\"", "add_relu_mul_scalar(",
                    "idx += (int64_t)gridDim.x * 128"});
   // The bias, broadcast over rows, is contiguous along the columns: a vector too.
   EXPECT_NE(m->source.find("*(const cppi_vec<float, 4>*)(in_b + x1)"), std::string::npos);
@@ -498,8 +512,10 @@ TEST(CudaPrinter, RandomDrawsPhiloxPerElement) {
   // Counters are per element: no 16-byte vector accesses for random kernels.
   EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::GridStridePointwise);
   const std::string src = source_of(k);
-  expect_in_order(src, {"cppi_philox_rounds(", "cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0)",
-                        "CPPI_INLINE void cppi_philox(", "__global__", "cppi_rand(", "cppi_randn("});
+  // The helpers live in the header every module includes, the draws in the kernel.
+  expect_in_order(cuda_codegen_header().text, {"cppi_philox_rounds(", "cppi_mul_hilo(0xD2511F53u, c0, hi0, lo0)",
+                                               "CPPI_INLINE void cppi_philox("});
+  expect_in_order(src, {"__global__", "cppi_rand(", "cppi_randn("});
   EXPECT_EQ(src.find("cppi_vec<float, 4>"), std::string::npos);
 }
 
