@@ -8,6 +8,7 @@
 
 #include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
+#include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "cpu_codegen/schedule/merge_duplicate_reductions.h"
@@ -184,6 +185,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     opts.compile.compiler = *compiler;
     auto compiled = cpu::compile_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
+    ctx.dump(cpu::kCpuCodegenHeaderName, cpu::cpu_codegen_header().text);  // what kernels.cpp includes
     ctx.dump("kernels.cpp", compiled->source);
     cg.sources.emplace_back("kernels.cpp", compiled->source);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {

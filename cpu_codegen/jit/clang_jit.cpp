@@ -252,12 +252,21 @@ std::vector<std::string> frontend_args(const CompileOptions& o, const TargetConf
   return args;
 }
 
-/// A file system holding only the prelude (and, for kernels, the source and
-/// the precompiled prelude). Buffers point at strings that outlive it.
-llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> prelude_file_system() {
+/// Where a header named `name` lives in the in-memory file system.
+std::string include_path(const std::string& name) { return cat(k_include_dir, "/", name); }
+
+/// A file system holding only the prelude and `first_header` (and, for
+/// kernels, the source and the precompiled header). Buffers point at strings
+/// that outlive it.
+llvm::IntrusiveRefCntPtr<llvm::vfs::InMemoryFileSystem> prelude_file_system(
+    const std::optional<SourceHeader>& first_header) {
   auto vfs = llvm::makeIntrusiveRefCnt<llvm::vfs::InMemoryFileSystem>();
   vfs->addFile(k_prelude_path, 0,
                llvm::MemoryBuffer::getMemBuffer(prelude_source(), k_prelude_path));
+  if (first_header) {
+    const std::string path = include_path(first_header->name);
+    vfs->addFile(path, 0, llvm::MemoryBuffer::getMemBuffer(first_header->text, path));
+  }
   return vfs;
 }
 
@@ -302,11 +311,13 @@ struct PreludePch {
   std::string error;
 };
 
-std::shared_ptr<const PreludePch> prelude_pch(const std::vector<std::string>& common_args) {
+std::shared_ptr<const PreludePch> prelude_pch(const std::vector<std::string>& common_args,
+                                              const std::optional<SourceHeader>& first_header) {
   static std::mutex mutex;
   static std::unordered_map<std::string, std::shared_ptr<const PreludePch>> cache;
   std::string key;
   for (const auto& a : common_args) key += a + '\0';
+  if (first_header) key += first_header->name + '\0' + first_header->text;
   std::lock_guard<std::mutex> lock(mutex);  // builds are rare; one at a time is fine
   if (auto it = cache.find(key); it != cache.end()) return it->second;
 
@@ -318,10 +329,11 @@ std::shared_ptr<const PreludePch> prelude_pch(const std::vector<std::string>& co
   } else {
     const std::string out = dir + "/prelude.pch";
     std::vector<std::string> args = common_args;
-    args.insert(args.end(), {"-emit-pch", "-x", "c++-header", "-o", out, k_prelude_path});
+    const std::string header = first_header ? include_path(first_header->name) : std::string(k_prelude_path);
+    args.insert(args.end(), {"-emit-pch", "-x", "c++-header", "-o", out, header});
     clang::GeneratePCHAction action;
     std::string diagnostics;
-    if (run_clang(args, prelude_file_system(), action, diagnostics)) {
+    if (run_clang(args, prelude_file_system(first_header), action, diagnostics)) {
       if (auto bytes = read_file(out)) pch->bytes = std::move(*bytes);
     } else {
       pch->error = diagnostics;
@@ -339,8 +351,8 @@ Expected<std::unique_ptr<llvm::Module>> run_frontend(const std::string& source,
                                                      const TargetConfig& t,
                                                      llvm::LLVMContext& context) {
   std::vector<std::string> args = frontend_args(o, t);
-  std::shared_ptr<const PreludePch> pch = prelude_pch(args);
-  auto vfs = prelude_file_system();
+  std::shared_ptr<const PreludePch> pch = prelude_pch(args, o.first_header);
+  auto vfs = prelude_file_system(o.first_header);
   if (!pch->bytes.empty()) {
     vfs->addFile(k_pch_path, 0, llvm::MemoryBuffer::getMemBuffer(pch->bytes, k_pch_path, false));
     args.insert(args.end(), {"-include-pch", k_pch_path});

@@ -45,6 +45,7 @@ std::string module_key(const std::string& source, const CompileOptions& o,
   h.field(o.target_cpu).field(std::to_string(o.defines.size()));
   for (const auto& d : o.defines) h.field(d);
   h.field(prelude_hash()).field(target_id).field(source);
+  if (o.first_header) h.field(o.first_header->name).field(o.first_header->text);
   return h.hex_digest();
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ enum class Compiler { ClangJit, Gxx };
 Compiler default_compiler();
 /// Whether this build has the in-process compiler.
 bool has_clang_jit();
+
+/// A header served from memory beside the prelude, by name.
+struct SourceHeader {
+  std::string name, text;
+};
 
 struct CompileOptions {
   using Compiler = cpu::Compiler;
@@ -50,6 +56,12 @@ struct CompileOptions {
   /// Reuse / store compiled code under cache_dir() (g++: the .so; JIT: the
   /// object file).
   bool disk_cache = true;
+  /// The header the source includes first, in place of the prelude (which it
+  /// includes itself): served from memory and, for ClangJit, precompiled
+  /// once per text and flags instead of the prelude alone, so what it adds
+  /// is parsed once per process, not once per module. Its text is part of
+  /// the module's cache key. Unset: the prelude alone is precompiled.
+  std::optional<SourceHeader> first_header;
 };
 
 /// Where the time of one compile went (milliseconds).

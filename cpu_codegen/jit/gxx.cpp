@@ -118,12 +118,19 @@ class TempDir {
     if (path_.empty()) return;
     for (const char* f : {"kernel.cpp", "cppinductor_prelude.h", "kernel.so", "diagnostics.txt"})
       unlink((path_ + "/" + f).c_str());
+    for (const std::string& f : others_) unlink((path_ + "/" + f).c_str());
     rmdir(path_.c_str());
   }
   const std::string& path() const { return path_; }
+  /// Another file in the directory, removed with it.
+  std::string other(const std::string& name) {
+    others_.push_back(name);
+    return path_ + "/" + name;
+  }
 
  private:
   std::string path_;
+  std::vector<std::string> others_;
 };
 
 Expected<std::shared_ptr<CompiledModule>> load(const std::string& so_path) {
@@ -167,6 +174,9 @@ Expected<BackendResult> compile_with_gxx(const BackendRequest& request) {
   if (Status s = write_text(src, request.source); !s) return s.error();
   if (Status s = write_text(dir.path() + "/cppinductor_prelude.h", prelude_source()); !s)
     return s.error();
+  if (o.first_header) {
+    if (Status s = write_text(dir.other(o.first_header->name), o.first_header->text); !s) return s.error();
+  }
 
   std::vector<std::string> argv = {gxx_executable(), "-std=c++17", cat("-O", o.opt_level),
                                    o.target_cpu.empty() ? "-march=native" : "-march=" + o.target_cpu,

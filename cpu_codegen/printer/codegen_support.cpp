@@ -370,4 +370,12 @@ CPPI_INLINE cppi_welford<typename cppi_vec_traits<V>::element_type> cppi_vwelfor
   return text.c_str();
 }
 
+const SourceHeader& cpu_codegen_header() {
+  static const SourceHeader header{kCpuCodegenHeaderName,
+                                   std::string("// cppinductor: what generated CPU modules include.\n"
+                                               "#pragma once\n#include \"cppinductor_prelude.h\"\n") +
+                                       codegen_support_source()};
+  return header;
+}
+
 }  // namespace cppi::cpu

@@ -1,5 +1,7 @@
 #include "cpu_codegen/printer/cpu_kernel.h"
 
+#include "cpu_codegen/printer/codegen_support.h"
+
 namespace cppi::cpu {
 
 Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
@@ -7,7 +9,9 @@ Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr
                                                  const CpuKernelOptions& options) {
   auto printed = print_cpu_module(kernels, graph_symbols, options.print);
   if (!printed.ok()) return printed.error();
-  auto module = compile_cpp(printed->source, options.compile);
+  CompileOptions compile = options.compile;
+  compile.first_header = cpu_codegen_header();
+  auto module = compile_cpp(printed->source, compile);
   if (!module.ok()) return module.error();
   CompiledCpuKernels out;
   out.module = *module;

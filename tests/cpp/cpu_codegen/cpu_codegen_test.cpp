@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -67,6 +68,18 @@ TEST(CpuPrinter, PointwiseVectorLoopWithOverlappedTail) {
   EXPECT_EQ(schedule_for_cpu(in_place, avx512_target())->schedule.cpu.tail, TailKind::ScalarLoop);
 }
 
+TEST(CpuPrinter, ModulesIncludeTheCodegenHeaderWhichIncludesThePrelude) {
+  // The support functions are parsed once per process, in the precompiled
+  // header, not once per module.
+  auto m = print_one(schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20)));
+  EXPECT_NE(m.source.find("#include \"cppinductor_cpu_codegen.h\""), std::string::npos);
+  EXPECT_EQ(m.source.find("cppinductor_prelude.h"), std::string::npos);
+  EXPECT_EQ(m.source.find("cppi_float_floordiv"), std::string::npos);
+  const SourceHeader& h = cpu_codegen_header();
+  EXPECT_EQ(h.name, "cppinductor_cpu_codegen.h");
+  EXPECT_TRUE(file_check(h.text, {"#pragma once", "#include \"cppinductor_prelude.h\"", "cppi_float_floordiv"}));
+}
+
 TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
   auto k = with_scalar_tail(schedule_for_cpu(pointwise_kernel(1000), avx512_target(1 << 20)));
   auto m = print_one(k);
@@ -74,7 +87,7 @@ TEST(CpuPrinter, PointwiseVectorLoopWithScalarTail) {
   EXPECT_TRUE(m.kernels[0].vectorized);
   EXPECT_EQ(m.vectorized_kernel_count(), 1);
   EXPECT_TRUE(file_check(m.source, {
-                                       "#include \"cppinductor_prelude.h\"",
+                                       "#include \"cppinductor_cpu_codegen.h\"",
                                        "// kernel: pointwise_0",
                                        "// origins: mul add relu neg exp mul_1",
                                        "extern \"C\" void pointwise_0(void* const* buffers, const int64_t* symbols) {",

@@ -212,6 +212,33 @@ TEST_P(CompilerTest, SameSourceCompilesOnceWhileAlive) {
   EXPECT_NE((*a)->key(), (*c)->key());
 }
 
+TEST_P(CompilerTest, FirstHeaderIsServedAndKeysTheModule) {
+  // A source including a header of its own first, which includes the
+  // prelude (generated modules do this with their support functions): the
+  // header comes from memory, and two texts of it are two modules.
+  const std::string src = "#include \"test_first_header.h\"\n"
+                          "extern \"C\" float twice_exp(float x) { return times(cppi_exp(x)); }\n";
+  auto with = [&](const char* factor) {
+    CompileOptions o = options();
+    o.first_header = SourceHeader{"test_first_header.h",
+                                  cat("#pragma once\n#include \"cppinductor_prelude.h\"\n"
+                                      "static inline float times(float x) { return x * ", factor, ".0f; }\n")};
+    return o;
+  };
+  auto a = compile_cpp(src, with("2"));
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto b = compile_cpp(src, with("3"));
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  EXPECT_NE((*a)->key(), (*b)->key());
+  auto fa = reinterpret_cast<float (*)(float)>((*a)->lookup("twice_exp"));
+  auto fb = reinterpret_cast<float (*)(float)>((*b)->lookup("twice_exp"));
+  ASSERT_TRUE(fa && fb);
+  EXPECT_FLOAT_EQ(fa(1.0f), 2.0f * std::exp(1.0f));
+  EXPECT_FLOAT_EQ(fb(1.0f), 3.0f * std::exp(1.0f));
+  // Without it the include is an error, not a silent fallback.
+  EXPECT_FALSE(compile_cpp(src, options()).ok());
+}
+
 TEST_P(CompilerTest, DiskCacheHitAfterModuleDies) {
   const std::string src = std::string(k_pointwise) + "// disk cache test\n";
   CompileOptions o = options();
