@@ -1,8 +1,8 @@
 /// \file
-/// Scheduled CPU kernels -> callable KernelHandles: prints one module for all
-/// kernels of a graph (print_cpu_module), compiles it once with
-/// cpu::compile_cpp and wraps each extern "C" symbol in a handle that keeps
-/// the compiled module alive.
+/// Scheduled CPU kernels -> callable KernelHandles: prints the kernels of a
+/// graph (print_cpu_module), compiles them with cpu::compile_cpp, as one
+/// module or as several compiled at once on as many threads, and wraps each
+/// extern "C" symbol in a handle that keeps its compiled module alive.
 #pragma once
 
 #include <memory>
@@ -21,6 +21,11 @@ namespace cppi::cpu {
 struct CpuKernelOptions {
   PrintOptions print;
   CompileOptions compile;
+  /// Modules compiled at once, each on its own thread, the kernels dealt out
+  /// among them by printed size: 0 = one per hardware thread (at most 8, at
+  /// most one per kernel), 1 = the whole graph as one module. A module costs
+  /// its own PCH load and pass set-up (~10 ms), so few kernels stay together.
+  int compile_threads = 0;
 };
 
 /// A compiled kernel. run() ignores the stream.
@@ -48,12 +53,14 @@ class CpuKernelHandle final : public KernelHandle {
 
 struct CompiledCpuKernels {
   std::vector<std::shared_ptr<CpuKernelHandle>> kernels;  // in input order
-  std::string source;                                      // the printed module
-  std::shared_ptr<CompiledModule> module;
+  std::string source;  // every kernel in one translation unit (what dumps show)
+  std::vector<std::shared_ptr<CompiledModule>> modules;   // as compiled
+  double compile_ms = 0;  // wall time of the compiles (parallel ones overlap)
 };
 
-/// Prints and compiles `kernels` as one module. Print failures are Internal
-/// errors; compiler failures are CompileFailed with the diagnostics.
+/// Prints and compiles `kernels` (see CpuKernelOptions::compile_threads).
+/// Print failures are Internal errors; compiler failures are CompileFailed
+/// with the diagnostics.
 Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
                                                  const std::vector<std::string>& graph_symbols,
                                                  const CpuKernelOptions& options = {});

@@ -43,8 +43,9 @@ struct PrintedKernel {
 };
 
 struct PrintedModule {
-  std::string source;
+  std::string source;                  // cpu_module_source(kernel_sources)
   std::vector<PrintedKernel> kernels;  // in input order
+  std::vector<std::string> kernel_sources;  // each kernel's definition, in input order
 
   int vectorized_kernel_count() const;
 };
@@ -55,5 +56,9 @@ struct PrintedModule {
 Expected<PrintedModule> print_cpu_module(const std::vector<ir::KernelPtr>& kernels,
                                          const std::vector<std::string>& graph_symbols,
                                          const PrintOptions& options = {});
+
+/// A translation unit of the given kernel definitions (PrintedModule::
+/// kernel_sources, any subset in any order): the include, then each.
+std::string cpu_module_source(const std::vector<const std::string*>& kernel_sources);
 
 }  // namespace cppi::cpu

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel.h"
@@ -580,6 +581,44 @@ TEST(CpuNumerics, GxxCompilesTheSameSource) {
                  masked_tail_kernel(ReductionKind::All, 3, 7), masked_tail_kernel(ReductionKind::Max, 3, 45)}) {
     EXPECT_EQ(run_and_compare(schedule_for_cpu(k, avx512_target()), o), "") << k->name;
   }
+}
+
+TEST(CpuKernel, ManyKernelsCompileAsSeveralModulesAtOnce) {
+  // Six kernels on three threads: three modules, each handle's symbol from
+  // the module its kernel was dealt to (the kernels themselves run against
+  // the interpreter); the same graph again deals the same way, so its
+  // modules come from the memory cache.
+  std::vector<ir::KernelPtr> ks;
+  for (int64_t n : {100, 37, 1000}) ks.push_back(schedule_for_cpu(pointwise_kernel(n), avx512_target()));
+  for (int64_t cols : {50, 7, 300}) ks.push_back(schedule_for_cpu(softmax_kernel(4, cols), avx512_target()));
+  for (size_t i = 0; i < ks.size(); ++i)
+    ks[i] = ir::Kernel::make(cat("k", i), ks[i]->device, ks[i]->outer, ks[i]->stages, ks[i]->schedule);
+  CpuKernelOptions o;
+  o.compile_threads = 3;
+  auto compiled = compile_cpu_kernels(ks, {}, o);
+  ASSERT_TRUE(compiled.ok()) << compiled.error().message;
+  ASSERT_EQ(compiled->modules.size(), 3u);
+  ASSERT_EQ(compiled->kernels.size(), ks.size());
+  std::set<const CompiledModule*> used;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    EXPECT_EQ(compiled->kernels[i]->name(), cat("k", i));
+    const CompiledModule* m = &compiled->kernels[i]->module();
+    EXPECT_NE(m->lookup(cat("k", i)), nullptr);
+    used.insert(m);
+    EXPECT_EQ(run_and_compare(ks[i], RunOptions{}), "") << ks[i]->name;
+  }
+  EXPECT_EQ(used.size(), 3u);
+  // The dump's source still holds every kernel in one translation unit.
+  for (size_t i = 0; i < ks.size(); ++i)
+    EXPECT_NE(compiled->source.find(cat("extern \"C\" void k", i, "(")), std::string::npos);
+  reset_compiler_stats();
+  auto again = compile_cpu_kernels(ks, {}, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(compiler_stats().memory_cache_hits, 3u);
+  o.compile_threads = 1;
+  auto one = compile_cpu_kernels(ks, {}, o);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->modules.size(), 1u);
 }
 
 TEST(CpuKernel, OneModuleForManyKernels) {
