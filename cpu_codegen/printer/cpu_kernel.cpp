@@ -1,44 +1,13 @@
 #include "cpu_codegen/printer/cpu_kernel.h"
 
-#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <thread>
 
 #include "cpu_codegen/printer/codegen_support.h"
+#include "support/module_split.h"
 
 namespace cppi::cpu {
-namespace {
-
-/// How many modules to compile `kernels` kernels in.
-size_t module_count(int compile_threads, size_t kernels) {
-  size_t threads = compile_threads > 0 ? static_cast<size_t>(compile_threads)
-                                       : std::min<size_t>(8, std::max(1u, std::thread::hardware_concurrency()));
-  // Below ~2 kernels a module, the fixed cost of a module outweighs the overlap.
-  return std::max<size_t>(1, std::min(threads, kernels / 2));
-}
-
-/// Kernel indices per module: the largest printed kernel first into the
-/// lightest module (printed size stands in for compile time), each module's
-/// kernels kept in input order. Deterministic, so a graph compiled twice hits
-/// the module caches.
-std::vector<std::vector<size_t>> deal(const std::vector<std::string>& sources, size_t modules) {
-  std::vector<size_t> order(sources.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
-  std::vector<std::vector<size_t>> parts(modules);
-  std::vector<size_t> weight(modules, 0);
-  for (size_t i : order) {
-    const size_t m = static_cast<size_t>(std::min_element(weight.begin(), weight.end()) - weight.begin());
-    parts[m].push_back(i);
-    weight[m] += sources[i].size();
-  }
-  for (auto& p : parts) std::sort(p.begin(), p.end());
-  return parts;
-}
-
-}  // namespace
 
 Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
                                                  const std::vector<std::string>& graph_symbols,
@@ -48,7 +17,7 @@ Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr
   CompileOptions compile = options.compile;
   compile.first_header = cpu_codegen_header();
 
-  const auto parts = deal(printed->kernel_sources, module_count(options.compile_threads, kernels.size()));
+  const auto parts = deal_by_size(printed->kernel_sources, module_count(options.compile_threads, kernels.size()));
   std::vector<std::string> sources;
   for (const auto& part : parts) {
     std::vector<const std::string*> texts;
