@@ -290,7 +290,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
       out_.line(cat("__device__ unsigned int ", name_, "_arrivals[", (outer + 31) / 32, "];"));
     }
   }
-  const int resident = resident_blocks_assumed(g_);
+  const int resident = resident_blocks_assumed(k_, g_);
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g_.block_size,
                 resident > 0 ? cat(", ", resident) : std::string(), ")"));
   out_.open(cat(name_, "(", params, ")"));

@@ -702,11 +702,13 @@ bool has_module_state(const GpuSchedule& g) {
   return (g.mapping == GpuMapping::RowPerBlock || g.mapping == GpuMapping::ColumnReduction) && g.row_splits > 1;
 }
 
-int resident_blocks_assumed(const GpuSchedule& g) {
+int resident_blocks_assumed(const Kernel& k, const GpuSchedule& g) {
   if (g.mapping == GpuMapping::RowPerBlock && g.row_splits > 1) return kSplitRowBlocksPerSm;
   const bool column_slices = g.mapping == GpuMapping::ColumnReduction && g.threads_per_column > 1;
   const bool streamed_rows = g.mapping == GpuMapping::RowPerBlock && g.elements_per_thread == 0;
-  if ((column_slices || streamed_rows) && g.block_size > 0) return static_cast<int>(kResidentThreadsPerSm / g.block_size);
+  const bool static_sizes = signature(k).symbols.empty();
+  if ((column_slices || streamed_rows) && static_sizes && g.block_size > 0)
+    return static_cast<int>(kResidentThreadsPerSm / g.block_size);
   return 0;
 }
 

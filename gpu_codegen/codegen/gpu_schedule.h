@@ -171,13 +171,17 @@ bool has_module_state(const ir::GpuSchedule& g);
 ///   registers, ran at 3.0 TB/s).
 /// - Column slices (column groups and column scans) size their grid against
 ///   every resident thread, and rows streamed without a row cache hide their
-///   loads' latency with resident threads: both ask for 2048 threads per
-///   multiprocessor, 32 registers a thread. Every such kernel fits in 32
-///   registers at full optimisation; under --Ofast-compile=min some took 33
-///   to 64 without the cap (a column var_mean of 16384^2, 512 blocks of 512
+///   loads' latency with resident threads: when the kernel's sizes are all
+///   constants, both ask for 2048 threads per multiprocessor, 32 registers a
+///   thread. Every such kernel of the benches fits 32 registers with no
+///   spill at either NVRTC level; under --Ofast-compile=min some took 33 to
+///   64 without the bound (a column var_mean of 16384^2, 512 blocks of 512
 ///   threads: 3 resident per multiprocessor instead of 4, two waves, 0.248
-///   -> 0.338 ms on the H200).
-int resident_blocks_assumed(const ir::GpuSchedule& g);
+///   -> 0.338 ms on the H200). Symbolic sizes keep their registers: their
+///   extents and strides live in registers too, and under the bound a
+///   dynamic layer_norm backward's column kernel (51 registers without it)
+///   spilled inside its loops.
+int resident_blocks_assumed(const ir::Kernel& k, const ir::GpuSchedule& g);
 
 /// One line saying what schedule_for_gpu decided and why, for remarks.
 std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);

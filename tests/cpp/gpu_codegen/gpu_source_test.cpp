@@ -128,7 +128,7 @@ TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   // The grid is one wave of two blocks per multiprocessor: the compiler must
   // keep two 1024-thread blocks resident (32 registers a thread).
-  EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 2);
+  EXPECT_EQ(resident_blocks_assumed(*k, k->schedule.gpu), 2);
   expect_in_order(m->source, {"__device__ float row_sum_partials[36];", "__device__ unsigned int row_sum_arrivals[2];",
                               "__launch_bounds__(1024, 2)", "const int64_t row = cppi_udiv_magic((int64_t)blockIdx.x, 14347467612885206813ull, 4);",
                               "for (int64_t pos = split * 1024 + tid; pos < 300000; pos += 18432)",
@@ -359,20 +359,30 @@ TEST(CudaPrinter, SoftmaxSinglePassFromRegisters) {
 
 TEST(CudaPrinter, SymbolicRowsStream) {
   const KernelPtr k = scheduled(layer_norm(sym("s0"), sym("s1")));
-  EXPECT_EQ(resident_blocks_assumed(k->schedule.gpu), 8);  // blocks of 256, no row cache
+  // Symbolic sizes keep their registers (their extents live in registers too).
+  EXPECT_EQ(resident_blocks_assumed(*k, k->schedule.gpu), 0);
+  // Rows too long to cache, of constant size, ask for 2048 resident threads.
+  const KernelPtr long_rows = with_gpu(layer_norm(16384, 16384), GpuMapping::RowPerBlock, 256, 0);
+  EXPECT_EQ(resident_blocks_assumed(*long_rows, long_rows->schedule.gpu), 8);
+  EXPECT_NE(source_of(long_rows).find("__launch_bounds__(256, 8)"), std::string::npos);
   std::string src = source_of(k);
   // The row loops unroll by 4 at every NVRTC level (--Ofast-compile does not
   // unroll on its own), so four loads are in flight per thread.
-  expect_in_order(src, {"__launch_bounds__(256, 8)", "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)", "#pragma unroll 4",
+  expect_in_order(src, {"__launch_bounds__(256)", "for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)", "#pragma unroll 4",
                         "for (int64_t pos = tid; pos < s1; pos += 256)", "cppi_welford_add(red_mean_acc, ", "cppi_welford_rcp(red_mean_acc.weight",
                         "cppi_block_reduce(red_mean_acc, cppi_welford_op()", "#pragma unroll 4", "for (int64_t pos = tid; pos < s1;"});
 }
 
 TEST(CudaPrinter, ColumnReductionSplitsRowsAcrossSlices) {
   std::string src = source_of(scheduled(column_sum(sym("s0"), sym("s1"))));
-  // 32 slices of 32 columns: two blocks of 1024 resident per multiprocessor.
-  EXPECT_EQ(resident_blocks_assumed(scheduled(column_sum(sym("s0"), sym("s1")))->schedule.gpu), 2);
-  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024, 2)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
+  // 32 slices of 32 columns: two blocks of 1024 resident per multiprocessor
+  // when the sizes are constants; symbolic ones keep their registers.
+  const KernelPtr fixed = scheduled(column_sum(4096, 64));
+  EXPECT_EQ(fixed->schedule.gpu.threads_per_column, 32);
+  EXPECT_EQ(resident_blocks_assumed(*fixed, fixed->schedule.gpu), 2);
+  const KernelPtr symbolic = scheduled(column_sum(sym("s0"), sym("s1")));
+  EXPECT_EQ(resident_blocks_assumed(*symbolic, symbolic->schedule.gpu), 0);
+  expect_in_order(src, {"threads_per_column=32", "__launch_bounds__(1024)", "const int lane = threadIdx.x & 31;", "const int tid = threadIdx.x >> 5;",
                         "for (int64_t base = (int64_t)blockIdx.x * 32; base < n;", "const bool valid = idx < n;",
                         "#pragma unroll 4", "for (int64_t pos = valid ? tid : s0; pos < s0; pos += 32)",
                         "__shared__ float red_acc_scratch[1024];", "cppi_column_reduce(red_acc_acc, cppi_sum_op(), red_acc_scratch)",
