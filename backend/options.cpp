@@ -1,5 +1,9 @@
 #include "backend/options.h"
 
+#include <initializer_list>
+#include <type_traits>
+#include <utility>
+
 namespace cppi {
 
 Expected<Options> Options::from_desc(const Desc& d) {
@@ -15,23 +19,35 @@ Expected<Options> Options::from_desc(const Desc& d) {
       if (!value.is_bool()) return Error::invalid_input(cat("option '", key, "' must be a bool"));
       return value.as_bool();
     };
+    // One of `choices` by name; the error names them all ("'a', 'b' or 'c'").
+    auto want_choice = [&](auto* out, std::initializer_list<std::pair<const char*, std::decay_t<decltype(*out)>>> choices)
+        -> Status {
+      auto s = want_string();
+      if (!s) return s.error();
+      std::string names;
+      size_t i = 0;
+      for (const auto& [name, v] : choices) {
+        if (*s == name) {
+          *out = v;
+          return Status::success();
+        }
+        names += cat(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ", "'", name, "'");
+        ++i;
+      }
+      return Error::invalid_input(cat("option '", key, "' must be ", names, ", not '", *s, "'"));
+    };
     if (key == "mode") {
       auto s = want_string();
       if (!s) return s.error();
       o.mode = *s;
     } else if (key == "fallback") {
-      auto s = want_string();
+      Status s = want_choice(&o.fallback, {{"eager", FallbackPolicy::Eager}, {"error", FallbackPolicy::Error}});
       if (!s) return s.error();
-      if (*s == "eager") o.fallback = FallbackPolicy::Eager;
-      else if (*s == "error") o.fallback = FallbackPolicy::Error;
-      else return Error::invalid_input(cat("option 'fallback' must be 'eager' or 'error', not '", *s, "'"));
     } else if (key == "cpu_compiler") {
-      auto s = want_string();
+      Status s = want_choice(&o.cpu_compiler, {{"default", CpuCompiler::Default},
+                                               {"clang", CpuCompiler::ClangJit},
+                                               {"gxx", CpuCompiler::Gxx}});
       if (!s) return s.error();
-      if (*s == "default") o.cpu_compiler = CpuCompiler::Default;
-      else if (*s == "clang") o.cpu_compiler = CpuCompiler::ClangJit;
-      else if (*s == "gxx") o.cpu_compiler = CpuCompiler::Gxx;
-      else return Error::invalid_input(cat("option 'cpu_compiler' must be 'default', 'clang' or 'gxx', not '", *s, "'"));
     } else if (key == "debug_dir") {
       auto s = want_string();
       if (!s) return s.error();
@@ -45,15 +61,12 @@ Expected<Options> Options::from_desc(const Desc& d) {
       if (!b) return b.error();
       o.reuse_buffers = *b;
     } else if (key == "cuda_fast_compile") {
-      auto s = want_string();
+      Status s = want_choice(&o.cuda_fast_compile, {{"default", CudaFastCompile::Default},
+                                                    {"off", CudaFastCompile::Off},
+                                                    {"min", CudaFastCompile::Min},
+                                                    {"mid", CudaFastCompile::Mid},
+                                                    {"max", CudaFastCompile::Max}});
       if (!s) return s.error();
-      if (*s == "default") o.cuda_fast_compile = CudaFastCompile::Default;
-      else if (*s == "off") o.cuda_fast_compile = CudaFastCompile::Off;
-      else if (*s == "min") o.cuda_fast_compile = CudaFastCompile::Min;
-      else if (*s == "mid") o.cuda_fast_compile = CudaFastCompile::Mid;
-      else if (*s == "max") o.cuda_fast_compile = CudaFastCompile::Max;
-      else return Error::invalid_input(
-          cat("option 'cuda_fast_compile' must be 'default', 'off', 'min', 'mid' or 'max', not '", *s, "'"));
     } else if (key == "inject_relu_bug_TESTING_ONLY") {
       auto b = want_bool();
       if (!b) return b.error();

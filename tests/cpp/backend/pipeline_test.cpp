@@ -78,7 +78,20 @@ TEST(Pipeline, RecordsStageTimesEndingWithTotal) {
 TEST(Options, RejectsBadValues) {
   auto o = Options::from_desc(Desc(Desc::Dict{{"fallback", "sometimes"}}));
   ASSERT_FALSE(o.ok());
-  EXPECT_NE(o.error().message.find("fallback"), std::string::npos);
+  EXPECT_NE(o.error().message.find("option 'fallback' must be 'eager' or 'error', not 'sometimes'"), std::string::npos)
+      << o.error().message;
+  o = Options::from_desc(Desc(Desc::Dict{{"cpu_compiler", "icc"}}));
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("option 'cpu_compiler' must be 'default', 'clang' or 'gxx', not 'icc'"),
+            std::string::npos)
+      << o.error().message;
+  o = Options::from_desc(Desc(Desc::Dict{{"cuda_fast_compile", 3}}));
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("option 'cuda_fast_compile' must be a string"), std::string::npos);
+  o = Options::from_desc(Desc(Desc::Dict{{"cuda_fast_compile", "mid"}, {"fallback", "error"}}));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->cuda_fast_compile, Options::CudaFastCompile::Mid);
+  EXPECT_EQ(o->fallback, Options::FallbackPolicy::Error);
   o = Options::from_desc(Desc(Desc::Dict{{"cpu_compiler", "gxx"}, {"fuse", false}}));
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->cpu_compiler, Options::CpuCompiler::Gxx);
