@@ -23,8 +23,8 @@ struct CpuKernelOptions {
   CompileOptions compile;
   /// Modules compiled at once, each on its own thread, the kernels dealt out
   /// among them by printed size: 0 = one per hardware thread (at most 8, at
-  /// most one per kernel), 1 = the whole graph as one module. A module costs
-  /// its own PCH load and pass set-up (~10 ms), so few kernels stay together.
+  /// least two kernels each), 1 = the whole graph as one module. A module
+  /// costs its own PCH load and pass set-up, so few kernels stay together.
   int compile_threads = 0;
 };
 
