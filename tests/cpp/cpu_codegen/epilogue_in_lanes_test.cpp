@@ -19,7 +19,6 @@ namespace {
 
 using namespace ir;
 
-
 /// logsumexp over the last dim of [batch, rows, cols] (no batch loop when
 /// batch is 0): the row's max, the sum of exp(x - max), then
 /// out[row] = log(sum) + max + bias[row] and top[row] = max in the epilogue.

@@ -294,15 +294,21 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
   Status st = interpret(options.reference ? *options.reference : *kernel, args);
   if (!st.ok()) return "interpreter: " + st.error().message;
 
-  CpuKernelOptions copts;
-  copts.compile.compiler = options.compiler;
-  auto k = compile_cpu_kernels({kernel}, options.graph_symbols, copts);
-  if (!k.ok()) return "compile: " + k.error().message.substr(0, 3000);
+  std::shared_ptr<CpuKernelHandle> handle = options.compiled;
+  std::string source;  // for the report
+  if (!handle) {
+    CpuKernelOptions copts;
+    copts.compile.compiler = options.compiler;
+    auto k = compile_cpu_kernels({kernel}, options.graph_symbols, copts);
+    if (!k.ok()) return "compile: " + k.error().message.substr(0, 3000);
+    handle = k->kernels[0];
+    source = k->source;
+  }
   std::vector<void*> ptrs;
   for (auto& b : compiled) ptrs.push_back(b.data());
   std::vector<int64_t> syms;
   for (const auto& s : options.graph_symbols) syms.push_back(options.symbols.at(s));
-  k->kernels[0]->run(ptrs.data(), syms.data(), 0);
+  handle->run(ptrs.data(), syms.data(), 0);
 
   std::ostringstream report;
   int bad = 0;
@@ -322,7 +328,10 @@ std::string run_and_compare(const KernelPtr& kernel, const RunOptions& options) 
       }
     }
   }
-  if (bad) report << bad << " mismatches\n" << k->source.substr(k->source.find("// kernel: "));
+  if (bad) {
+    report << bad << " mismatches\n";
+    if (const size_t at = source.find("// kernel: "); at != std::string::npos) report << source.substr(at);
+  }
   return report.str();
 }
 

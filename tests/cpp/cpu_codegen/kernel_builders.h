@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
+#include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/kernel.h"
@@ -65,6 +67,9 @@ struct RunOptions {
   /// The kernel the interpreter runs instead (a rewrite's original, with the
   /// same buffers), so the compiled rewrite is checked against it.
   ir::KernelPtr reference;
+  /// `kernel` as compiled elsewhere (with other kernels, say), run instead
+  /// of compiling it alone.
+  std::shared_ptr<CpuKernelHandle> compiled;
 };
 
 /// Compiles `kernel` (already scheduled) and runs it and the interpreter on

@@ -17,7 +17,6 @@ namespace {
 
 using namespace ir;
 
-
 /// Softmax over rows of `cols` written over its own input: stage 0 reads
 /// the rows the last stage stores.
 KernelPtr in_place_softmax(int64_t rows, int64_t cols) {
