@@ -15,6 +15,7 @@
 #include "lowering/ir/index_expr.h"
 #include "support/remarks.h"
 #include "support/kernel_handle.h"
+#include "support/pending_compile.h"
 
 namespace cppi {
 
@@ -101,6 +102,9 @@ struct CompiledGraph {
   std::vector<StageTime> stage_times;
   /// Generated sources, one entry per compiled module, for dumps and tests.
   std::vector<std::pair<std::string, std::string>> sources;  // (file name, text)
+  /// The CPU kernels while they compile in the background
+  /// (Options::background_compile); finish_compile() waits and clears it.
+  std::shared_ptr<PendingCompile> pending_compile;
 };
 
 }  // namespace cppi

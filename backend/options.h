@@ -22,6 +22,12 @@ struct Options {
   std::string debug_dir;        // where to dump this graph's stages; empty: no dump
   bool fuse = true;             // off: one kernel per lowered node (for debugging fusion)
   bool reuse_buffers = true;    // off: every kernel buffer is a fresh allocation (for debugging reuse)
+  /// CPU kernels compile on a background thread and compile_graph returns
+  /// before they are done (CompiledGraph::pending_compile); finish_compile
+  /// or a kernel's first run waits for them. Off here; on by default in
+  /// Python, where Dynamo and AOTAutograd have ~25 ms of work left per graph
+  /// to overlap with the compile.
+  bool background_compile = false;
   /// NVRTC's --Ofast-compile level for CUDA kernels; Default: Min, and Off in
   /// the max-autotune modes.
   CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;

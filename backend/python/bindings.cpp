@@ -18,6 +18,7 @@
 #include "backend/python/kernel_launcher.h"
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
+#include "cpu_codegen/printer/cpu_kernel.h"
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/runtime/cuda_api.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
@@ -95,6 +96,17 @@ py::tuple layout_tuple(const CompiledGraph& cg, const Allocation& a, const std::
 
 }  // namespace
 
+/// finish_compile, waiting for the background compile without the GIL. The
+/// stage time is recorded with the GIL held, so two Python threads calling
+/// this at once cannot both record it.
+Status finish_compile_without_gil(CompiledGraph& cg) {
+  if (std::shared_ptr<PendingCompile> pending = cg.pending_compile) {
+    py::gil_scoped_release release;
+    (void)pending->wait();  // finish_compile reads the same answer
+  }
+  return finish_compile(cg);
+}
+
 PYBIND11_MODULE(_C, m) {
   m.doc() = "cppinductor's C++ compiler core";
   python::register_errors(m);
@@ -150,12 +162,21 @@ PYBIND11_MODULE(_C, m) {
                                return out;
                              })
       .def_property_readonly("stage_times",
-                             [](const CompiledGraph& cg) {
+                             [](CompiledGraph& cg) {
+                               (void)finish_compile_without_gil(cg);  // a failed compile has no stage time
                                py::list out;
                                for (const auto& t : cg.stage_times) out.append(py::make_tuple(t.stage, t.seconds));
                                return out;
                              })
       .def_readonly("sources", &CompiledGraph::sources)
+      .def_property_readonly(
+          "compiling", [](const CompiledGraph& cg) { return cg.pending_compile != nullptr; },
+          "Whether kernels still compile in the background (the option background_compile); finish_compile() "
+          "waits for them.")
+      .def(
+          "finish_compile", [](CompiledGraph& cg) { finish_compile_without_gil(cg).throw_if_error(); },
+          "Waits for the kernels compiling in the background; raises CompilerError if their compile failed "
+          "(every call raises it again).")
       .def_property_readonly("symbol_bindings",
                              [](const CompiledGraph& cg) {
                                py::list out;
@@ -221,6 +242,15 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_num_threads", &cpu::set_num_threads, "Threads per parallel loop (torch.get_num_threads()).");
   m.def("get_num_threads", &cpu::get_num_threads);
   m.def("has_clang_jit", &cpu::has_clang_jit);
+  m.def(
+      "wait_for_background_compiles",
+      [] {
+        py::gil_scoped_release release;
+        cpu::wait_for_background_compiles();
+      },
+      "Blocks until every kernel compile running in the background has finished.");
+  // A compile thread must not run into the destruction of LLVM's statics.
+  py::module_::import("atexit").attr("register")(m.attr("wait_for_background_compiles"));
   m.def(
       "cpu_compiler_stats",
       [] {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <optional>
 #include <thread>
 
@@ -42,11 +43,110 @@ std::vector<std::vector<size_t>> deal_by_size(const std::vector<std::string>& so
   return parts;
 }
 
+/// CpuCompileJob threads still running, for wait_for_background_compiles.
+std::mutex g_running_mutex;
+std::condition_variable g_running_changed;
+size_t g_running = 0;
+
 }  // namespace
 
-Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
-                                                 const std::vector<std::string>& graph_symbols,
-                                                 const CpuKernelOptions& options) {
+CpuCompileJob::CpuCompileJob(std::vector<std::string> sources, std::vector<std::vector<std::string>> symbols,
+                             CompileOptions options)
+    : sources_(std::move(sources)), symbols_(std::move(symbols)), options_(std::move(options)) {}
+
+std::shared_ptr<CpuCompileJob> CpuCompileJob::start(std::vector<std::string> sources,
+                                                    std::vector<std::vector<std::string>> symbols,
+                                                    CompileOptions options) {
+  std::shared_ptr<CpuCompileJob> job(new CpuCompileJob(std::move(sources), std::move(symbols), std::move(options)));
+  {
+    std::lock_guard<std::mutex> lock(g_running_mutex);
+    ++g_running;
+  }
+  try {
+    job->thread_ = std::thread([raw = job.get()] { raw->run(); });  // the destructor joins before `raw` dies
+  } catch (const std::system_error& e) {  // no thread to be had: compile here
+    job->run();
+  }
+  return job;
+}
+
+CpuCompileJob::~CpuCompileJob() { wait(); }
+
+Status CpuCompileJob::wait() const {
+  std::call_once(joined_, [this] {
+    if (thread_.joinable()) thread_.join();
+  });
+  return status_;
+}
+
+void CpuCompileJob::run() {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::optional<Expected<std::shared_ptr<CompiledModule>>>> modules(sources_.size());
+  auto compile_part = [&](size_t m) {
+    try {
+      modules[m] = compile_cpp(sources_[m], options_);
+    } catch (const std::exception& e) {  // e.g. bad_alloc: never across the thread boundary
+      modules[m] = Error::internal(cat("cpu codegen: compiling module ", m, " threw: ", e.what()));
+    }
+  };
+  {
+    std::vector<std::thread> threads;
+    for (size_t m = 1; m < sources_.size(); ++m) {
+      try {
+        threads.emplace_back(compile_part, m);
+      } catch (const std::system_error&) {
+        compile_part(m);
+      }
+    }
+    compile_part(0);
+    for (auto& t : threads) t.join();
+  }
+  compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  status_ = collect(modules);
+  std::lock_guard<std::mutex> lock(g_running_mutex);
+  --g_running;
+  g_running_changed.notify_all();
+}
+
+Status CpuCompileJob::collect(std::vector<std::optional<Expected<std::shared_ptr<CompiledModule>>>>& modules) {
+  for (size_t m = 0; m < modules.size(); ++m) {
+    if (!modules[m]->ok()) return modules[m]->error();
+    modules_.push_back(**modules[m]);
+    std::vector<void*>& addresses = addresses_.emplace_back();
+    for (const std::string& name : symbols_[m]) {
+      void* sym = modules_.back()->lookup(name);
+      if (!sym) return Error::internal("cpu codegen: compiled module lacks kernel symbol " + name);
+      addresses.push_back(sym);
+    }
+  }
+  return Status::success();
+}
+
+void wait_for_background_compiles() {
+  std::unique_lock<std::mutex> lock(g_running_mutex);
+  g_running_changed.wait(lock, [] { return g_running == 0; });
+}
+
+size_t background_compiles_running() {
+  std::lock_guard<std::mutex> lock(g_running_mutex);
+  return g_running;
+}
+
+CpuKernelHandle::Fn CpuKernelHandle::resolve() const {
+  if (Status s = job_->wait(); !s) throw CompilerError(s.error());
+  Fn fn = reinterpret_cast<Fn>(job_->symbol(module_, index_));
+  fn_.store(fn, std::memory_order_release);
+  return fn;
+}
+
+const CompiledModule& CpuKernelHandle::module() const {
+  resolve();
+  return *job_->modules()[module_];
+}
+
+Expected<CompiledCpuKernels> start_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
+                                               const std::vector<std::string>& graph_symbols,
+                                               const CpuKernelOptions& options) {
   auto printed = print_cpu_module(kernels, graph_symbols, options.print);
   if (!printed.ok()) return printed.error();
   CompileOptions compile = options.compile;
@@ -54,44 +154,35 @@ Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr
 
   const auto parts = deal_by_size(printed->kernel_sources, module_count(options.compile_threads, kernels.size()));
   std::vector<std::string> sources;
+  std::vector<std::vector<std::string>> symbols;
   for (const auto& part : parts) {
     std::vector<const std::string*> texts;
-    for (size_t i : part) texts.push_back(&printed->kernel_sources[i]);
+    std::vector<std::string>& names = symbols.emplace_back();
+    for (size_t i : part) {
+      texts.push_back(&printed->kernel_sources[i]);
+      names.push_back(printed->kernels[i].name);
+    }
     sources.push_back(parts.size() == 1 ? printed->source : cpu_module_source(texts));
   }
-  std::vector<std::optional<Expected<std::shared_ptr<CompiledModule>>>> modules(parts.size());
-  auto compile_part = [&](size_t m) {
-    try {
-      modules[m] = compile_cpp(sources[m], compile);
-    } catch (const std::exception& e) {  // e.g. bad_alloc: never across the thread boundary
-      modules[m] = Error::internal(cat("cpu codegen: compiling module ", m, " threw: ", e.what()));
-    }
-  };
-  const auto start = std::chrono::steady_clock::now();
-  {
-    std::vector<std::thread> threads;
-    for (size_t m = 1; m < parts.size(); ++m) threads.emplace_back(compile_part, m);
-    compile_part(0);
-    for (auto& t : threads) t.join();
-  }
   CompiledCpuKernels out;
-  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  std::vector<std::shared_ptr<CpuKernelHandle>> handles(kernels.size());
-  for (size_t m = 0; m < parts.size(); ++m) {
-    if (!modules[m]->ok()) return modules[m]->error();
-    std::shared_ptr<CompiledModule> module = **modules[m];
-    out.modules.push_back(module);
-    for (size_t i : parts[m]) {
-      const PrintedKernel& info = printed->kernels[i];
-      void* sym = module->lookup(info.name);
-      if (!sym) return Error::internal("cpu codegen: compiled module lacks kernel symbol " + info.name);
-      handles[i] = std::make_shared<CpuKernelHandle>(info.name, reinterpret_cast<CpuKernelHandle::Fn>(sym), module,
-                                                     info);
+  out.job = CpuCompileJob::start(std::move(sources), std::move(symbols), std::move(compile));
+  out.kernels.resize(kernels.size());
+  for (size_t m = 0; m < parts.size(); ++m)
+    for (size_t j = 0; j < parts[m].size(); ++j) {
+      const PrintedKernel& info = printed->kernels[parts[m][j]];
+      out.kernels[parts[m][j]] = std::make_shared<CpuKernelHandle>(info.name, out.job, m, j, info);
     }
-  }
-  out.kernels = std::move(handles);
   out.source = std::move(printed->source);
   return out;
+}
+
+Expected<CompiledCpuKernels> compile_cpu_kernels(const std::vector<ir::KernelPtr>& kernels,
+                                                 const std::vector<std::string>& graph_symbols,
+                                                 const CpuKernelOptions& options) {
+  auto started = start_cpu_kernels(kernels, graph_symbols, options);
+  if (!started) return started.error();
+  if (Status s = started->job->wait(); !s) return s.error();
+  return started;
 }
 
 }  // namespace cppi::cpu

@@ -64,21 +64,39 @@ def compile_fx_graph(
         configure_cpu_runtime()
         configure_cuda_runtime()
         compiled = _C.compile_graph(desc, options.for_core(dump_dir))
+        if dump_dir:
+            compiled.finish_compile()  # a dump shows the whole compile, or why it failed
     except (_C.UnsupportedError, _C.CompilerError) as e:
-        if options.fallback_error:
-            raise
-        reason = str(e)
-        warnings.warn(f"cppinductor: a {kind} graph runs in eager PyTorch: {reason}", stacklevel=2)
-        log.warning("graph falls back to eager: %s", reason)
-        record.graph_fallback = reason
-        debug.finish(record, None, dump_dir)
-        return _eager(gm)
-    function = CompiledFunction(gm, compiled, record.id)
+        return _fall_back(gm, options, record, kind, e, dump_dir)
+    _compile_counts["kernels"] += len(compiled.kernel_names)
+
+    def compiled_kernels(error: Exception | None) -> Callable[[list], Any] | None:
+        """At the first call, once the kernels compiling in the background
+        are done: None to run them, or the eager function to run instead."""
+        if error is not None:
+            return _fall_back(gm, options, record, kind, error, None)
+        _compile_counts["kernel_compile_s"] += sum(
+            s for stage, s in compiled.stage_times if stage in _KERNEL_COMPILE_STAGES)
+        return None
+
+    function = CompiledFunction(gm, compiled, record.id, compiled_kernels)
     record.wrapper_source = function.source
     debug.finish(record, compiled, dump_dir)
-    _compile_counts["kernels"] += len(compiled.kernel_names)
-    _compile_counts["kernel_compile_s"] += sum(s for stage, s in compiled.stage_times if stage in _KERNEL_COMPILE_STAGES)
     return function
+
+
+def _fall_back(gm: torch.fx.GraphModule, options: Options, record: debug.GraphRecord, kind: str, error: Exception,
+               dump_dir: str | None) -> Callable[[list], Any]:
+    """The graph runs in eager PyTorch (or, with fallback="error", `error` is raised)."""
+    if options.fallback_error:
+        raise error
+    reason = str(error)
+    warnings.warn(f"cppinductor: a {kind} graph runs in eager PyTorch: {reason}", stacklevel=3)
+    log.warning("graph falls back to eager: %s", reason)
+    record.graph_fallback = reason
+    if record.compiled is None:  # else already published; the record now says why it runs in eager
+        debug.finish(record, None, dump_dir)
+    return _eager(gm)
 
 
 def cppinductor(

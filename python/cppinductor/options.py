@@ -26,6 +26,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "unfuse_addmm_bias": (bool, "run a float addmm whose uses are all pointwise as mm + a bias add fused into them"),
     "cuda_fast_compile": (("default", "off", "min", "mid", "max"),
                           "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
+    "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "
+                                 "the graph; its first call waits for them (default: on)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }
@@ -47,6 +49,7 @@ class Options:
         """The dict handed to the C++ core (backend/options.cpp)."""
         out = {k: v for k, v in self.values.items() if k not in ("dump_code",)}
         out["mode"] = self.mode
+        out["background_compile"] = self.values.get("background_compile", True)
         # Not a user option: accumulating scatters on CUDA fall back to
         # ATen's deterministic kernels when the user asked for determinism.
         out["deterministic"] = torch.are_deterministic_algorithms_enabled()

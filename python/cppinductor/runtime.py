@@ -14,7 +14,7 @@ import ctypes
 import linecache
 import os
 import weakref
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -242,11 +242,23 @@ def _load(source: str, scope: dict[str, Any], filename: str, owner: object) -> A
     return scope["call"]
 
 
+# What a CompiledFunction hears once its background compile is over: None
+# (the compile failed: the exception) -> a function to run instead, or None
+# to run the kernels.
+CompileFinished = Callable[[Exception | None], Callable[[list], Any] | None]
+
+
 class CompiledFunction:
     """The callable AOTAutograd gets back for one graph: the function
-    wrapper.py generated for it (`source`)."""
+    wrapper.py generated for it (`source`).
 
-    def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", graph_id: int | None = None) -> None:
+    Its CPU kernels may still be compiling on a background thread
+    (`compiled.compiling`): the first call waits for them and tells
+    `finished`, which may hand back a function to run instead (the eager
+    fallback when the compile failed)."""
+
+    def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", graph_id: int | None = None,
+                 finished: CompileFinished | None = None) -> None:
         # An instance attribute: Dynamo's disable() wrapper copies __dict__,
         # not class attributes, and AOTAutograd checks the wrapper.
         self._boxed_call = True
@@ -256,6 +268,13 @@ class CompiledFunction:
         self._scope = {**HELPERS, **self._code.globals}
         self._run = _load(self._code.source, self._scope, self._name, self)
         self._run_observed = None  # compiled when first needed
+        self._finished = finished
+        self._instead: Callable[[list], Any] | None = None  # what runs when the compile failed
+        self._compiling = compiled.compiling
+        if self._compiling:
+            # Until the first call: a cycle through the bound method, which
+            # that call breaks.
+            self._run_compiled, self._run = self._run, self._first_run
 
     @property
     def source(self) -> str:
@@ -264,6 +283,29 @@ class CompiledFunction:
     def __call__(self, args: list) -> Any:
         if _step_observer[0] is None:
             return self._run(args)
+        self._finish_compile()
+        if self._instead is not None:
+            return self._instead(args)
         if self._run_observed is None:
             self._run_observed = _load(self._code.observed_source, self._scope, self._name[:-1] + " observed>", self)
         return self._run_observed(args)
+
+    def _first_run(self, args: list) -> Any:
+        self._finish_compile()
+        return self._run(args)
+
+    def _finish_compile(self) -> None:
+        """Waits for the background compile (once) and settles what runs."""
+        if not self._compiling:
+            return
+        error: Exception | None = None
+        try:
+            self.compiled.finish_compile()
+        except (_C.UnsupportedError, _C.CompilerError) as e:
+            error = e
+        instead = self._finished(error) if self._finished is not None else None
+        if instead is None and error is not None:
+            raise error
+        self._instead = instead
+        self._run = instead if instead is not None else self._run_compiled
+        self._compiling = False

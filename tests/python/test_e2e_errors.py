@@ -168,3 +168,32 @@ def test_bool_option_rejects_a_string():
     with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
         f(torch.randn(3))
     assert isinstance(_backend_error(excinfo), ValueError)
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_failed_kernel_compile_runs_the_graph_in_eager_with_a_warning(monkeypatch, background):
+    """The CPU compile (here a g++ that always fails) runs in the background by
+    default and its failure surfaces at the first call; either way the graph
+    falls back with the compiler's reason, and later calls stay in eager."""
+    monkeypatch.setenv("CPPINDUCTOR_CXX", "/bin/false")
+    x = torch.randn(33)
+
+    def f(x):
+        return x * 1.8125 + (0.40625 if background else 0.59375)  # a source no cache holds
+
+    g = torch.compile(f, backend="cppinductor", options={"cpu_compiler": "gxx", "background_compile": background})
+    with pytest.warns(UserWarning, match="runs in eager PyTorch: /bin/false failed"):
+        torch.testing.assert_close(g(x), f(x))
+    torch.testing.assert_close(g(x + 1), f(x + 1))
+
+
+def test_a_failed_background_compile_with_fallback_error_raises_at_the_first_call(monkeypatch):
+    monkeypatch.setenv("CPPINDUCTOR_CXX", "/bin/false")
+    from cppinductor import _C
+
+    g = torch.compile(lambda x: x * 2.21875 - 3, backend="cppinductor",
+                      options={"cpu_compiler": "gxx", "fallback": "error"})
+    with pytest.raises(Exception) as excinfo:
+        g(torch.randn(5))
+    err = _backend_error(excinfo)
+    assert isinstance(err, _C.CompilerError) and "/bin/false failed" in str(err), repr(err)

@@ -75,6 +75,54 @@ TEST(Pipeline, RecordsStageTimesEndingWithTotal) {
   EXPECT_EQ(cg->stage_times.back().stage, "total");
 }
 
+/// a -> relu(a) -> output: one CPU kernel.
+Graph relu_graph() {
+  Desc::List nodes{
+      node("a", "placeholder", "placeholder", {}),
+      node("r", "call_function", "aten.relu.default", {tag("node", "a")}),
+      node("output", "output", "output", {Desc::List{tag("node", "r")}}),
+  };
+  auto g = import_graph(Desc(Desc::Dict{{"nodes", nodes}}));
+  EXPECT_TRUE(g.ok());
+  return *g;
+}
+
+std::vector<std::string> stage_names(const CompiledGraph& cg) {
+  std::vector<std::string> out;
+  for (const auto& t : cg.stage_times) out.push_back(t.stage);
+  return out;
+}
+
+TEST(Pipeline, StagesDoNotNestAndAddUpToTheTotal) {
+  auto cg = compile_graph(relu_graph(), Options{});
+  ASSERT_TRUE(cg.ok()) << cg.error().message;
+  EXPECT_EQ(cg->pending_compile, nullptr);
+  const std::vector<std::string> want = {"lower", "fuse", "schedule", "cpu_compile", "codegen", "wrapper", "total"};
+  EXPECT_EQ(stage_names(*cg), want);
+  double sum = 0;
+  for (size_t i = 0; i + 1 < cg->stage_times.size(); ++i) sum += cg->stage_times[i].seconds;
+  EXPECT_DOUBLE_EQ(cg->stage_times.back().seconds, sum);
+}
+
+TEST(Pipeline, BackgroundCompileFinishesOnDemandWithTheSameStages) {
+  Options o;
+  o.background_compile = true;
+  auto cg = compile_graph(relu_graph(), o);
+  ASSERT_TRUE(cg.ok()) << cg.error().message;
+  ASSERT_NE(cg->pending_compile, nullptr);
+  const std::vector<std::string> before = {"lower", "fuse", "schedule", "codegen", "wrapper", "total"};
+  EXPECT_EQ(stage_names(*cg), before);
+  const double total_before = cg->stage_times.back().seconds;
+  ASSERT_TRUE(finish_compile(*cg).ok());
+  EXPECT_EQ(cg->pending_compile, nullptr);
+  const std::vector<std::string> after = {"lower", "fuse", "schedule", "cpu_compile", "codegen", "wrapper", "total"};
+  ASSERT_EQ(stage_names(*cg), after);
+  EXPECT_GT(cg->stage_times[3].seconds, 0.0);
+  EXPECT_DOUBLE_EQ(cg->stage_times.back().seconds, total_before + cg->stage_times[3].seconds);
+  ASSERT_TRUE(finish_compile(*cg).ok());  // nothing left: no second record
+  EXPECT_EQ(stage_names(*cg), after);
+}
+
 TEST(Options, RejectsBadValues) {
   auto o = Options::from_desc(Desc(Desc::Dict{{"fallback", "sometimes"}}));
   ASSERT_FALSE(o.ok());
@@ -96,6 +144,13 @@ TEST(Options, RejectsBadValues) {
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->cpu_compiler, Options::CpuCompiler::Gxx);
   EXPECT_FALSE(o->fuse);
+  EXPECT_FALSE(o->background_compile);
+  o = Options::from_desc(Desc(Desc::Dict{{"background_compile", true}}));
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->background_compile);
+  o = Options::from_desc(Desc(Desc::Dict{{"background_compile", "yes"}}));
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("option 'background_compile' must be a bool"), std::string::npos);
 }
 
 }  // namespace

@@ -597,7 +597,7 @@ TEST(CpuKernel, ManyKernelsCompileAsSeveralModulesAtOnce) {
   o.compile_threads = 3;
   auto compiled = compile_cpu_kernels(ks, {}, o);
   ASSERT_TRUE(compiled.ok()) << compiled.error().message;
-  ASSERT_EQ(compiled->modules.size(), 3u);
+  ASSERT_EQ(compiled->job->modules().size(), 3u);
   ASSERT_EQ(compiled->kernels.size(), ks.size());
   std::set<const CompiledModule*> used;
   for (size_t i = 0; i < ks.size(); ++i) {
@@ -620,7 +620,68 @@ TEST(CpuKernel, ManyKernelsCompileAsSeveralModulesAtOnce) {
   o.compile_threads = 1;
   auto one = compile_cpu_kernels(ks, {}, o);
   ASSERT_TRUE(one.ok());
-  EXPECT_EQ(one->modules.size(), 1u);
+  EXPECT_EQ(one->job->modules().size(), 1u);
+}
+
+TEST(CpuKernel, HandlesOfAKernelStillCompilingWaitForItOnFirstRun) {
+  std::vector<ir::KernelPtr> ks;
+  for (int64_t n : {100, 37, 1000, 5}) ks.push_back(schedule_for_cpu(pointwise_kernel(n), avx512_target()));
+  for (size_t i = 0; i < ks.size(); ++i)
+    ks[i] = ir::Kernel::make(cat("bg", i), ks[i]->device, ks[i]->outer, ks[i]->stages, ks[i]->schedule);
+  CpuKernelOptions o;
+  o.compile.memory_cache = false;  // a compile that really runs
+  o.compile.disk_cache = false;
+  auto started = start_cpu_kernels(ks, {}, o);
+  ASSERT_TRUE(started.ok()) << started.error().message;
+  // No wait(): each handle's first run waits and resolves its own symbol.
+  for (size_t i = 0; i < ks.size(); ++i) {
+    RunOptions run;
+    run.compiled = started->kernels[i];
+    EXPECT_EQ(run_and_compare(ks[i], run), "") << ks[i]->name;
+  }
+  ASSERT_TRUE(started->job->wait().ok());
+  EXPECT_GT(started->job->seconds(), 0.0);
+}
+
+TEST(CpuKernel, AFailedBackgroundCompileComesBackFromWaitAndFromRun) {
+  auto k = schedule_for_cpu(pointwise_kernel(64), avx512_target());
+  CpuKernelOptions o;
+  o.compile.memory_cache = false;
+  o.compile.disk_cache = false;
+  o.compile.defines = {"cppi_parallel_for=\"not code\""};  // breaks the kernel's source
+  auto started = start_cpu_kernels({k}, {}, o);
+  ASSERT_TRUE(started.ok()) << started.error().message;  // printing succeeded
+  Status s = started->job->wait();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind, Error::Kind::CompileFailed) << s.error().message;
+  EXPECT_EQ(started->job->wait().error().message, s.error().message);  // the same answer again
+  try {
+    started->kernels[0]->run(nullptr, nullptr, 0);
+    ADD_FAILURE() << "run() of a kernel whose compile failed returned";
+  } catch (const CompilerError& e) {
+    EXPECT_EQ(e.error().message, s.error().message);
+  }
+  auto compiled = compile_cpu_kernels({k}, {}, o);  // the waiting form returns the error itself
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_EQ(compiled.error().kind, Error::Kind::CompileFailed);
+}
+
+TEST(CpuKernel, ACompileDroppedUnfinishedIsJoinedNotLeaked) {
+  auto k = schedule_for_cpu(pointwise_kernel(77), avx512_target());
+  CpuKernelOptions o;
+  o.compile.memory_cache = false;
+  o.compile.disk_cache = false;
+  for (int i = 0; i < 3; ++i) {
+    auto started = start_cpu_kernels({k}, {}, o);
+    ASSERT_TRUE(started.ok());
+    EXPECT_EQ(background_compiles_running(), 1u);  // a compile takes tens of ms
+  }  // dropped while compiling: the destructor waited for the thread
+  EXPECT_EQ(background_compiles_running(), 0u);
+  auto kept = start_cpu_kernels({k}, {}, o);
+  ASSERT_TRUE(kept.ok());
+  wait_for_background_compiles();  // what the module's atexit hook runs
+  EXPECT_EQ(background_compiles_running(), 0u);
+  EXPECT_TRUE(kept->job->wait().ok());
 }
 
 TEST(CpuKernel, OneModuleForManyKernels) {
