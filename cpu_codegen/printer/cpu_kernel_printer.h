@@ -180,8 +180,15 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// as one vector loop with its tail per piece, each piece's stages with
   /// their index comparisons folded.
   void print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi);
-  /// The column_block/row_block main loop over [from, to) (see the file comment).
-  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to);
+  /// Whether a stage loads a buffer the kernel stores.
+  bool reads_what_it_writes() const;
+  /// The column_block/row_block main loop over [from, to) (see the file
+  /// comment): whole vectors, or with `overlapped_rest` (TailKind::Overlapped,
+  /// to - from >= a vector) any extent, each block's last vector ending at
+  /// the block's end over lanes its neighbour also does, in the same pass
+  /// over the rows.
+  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to,
+                           bool overlapped_rest = false);
   /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the
   /// block, its loops outside a vector loop over the block's columns, so each
   /// step walks one contiguous piece of a row.

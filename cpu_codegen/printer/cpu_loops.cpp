@@ -412,6 +412,15 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     print_stages(true);
     out_.close();
   };
+  if (sched_.tail == TailKind::Overlapped && sched_.column_block > 0 && !reads_what_it_writes()) {
+    // [lo, hi) holds at least one whole vector (CpuSchedule::tail); the rest
+    // joins the tiles' pass over the rows. Not when a stage reads a buffer
+    // the kernel writes: the overlapping vector would read its neighbour's
+    // results in place of what they replaced (a column softmax scales its
+    // output in place).
+    print_tiled_columns(v, lo.text, hi.text, true);
+    return;
+  }
   if (sched_.tail == TailKind::Overlapped) {
     // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
     print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
@@ -467,16 +476,35 @@ void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, 
   }
 }
 
-void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to) {
+bool CpuKernelPrinter::reads_what_it_writes() const {
+  const std::set<std::string> written = written_buffers(k_);
+  for (const auto& s : k_.stages)
+    for (const auto& a : reads(s))
+      if (written.count(a.buffer->name)) return true;
+  return false;
+}
+
+void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,
+                                           bool overlapped_rest) {
   if (ir::leading_looped_reductions(k_.stages) == 0 || sched_.row_block <= 0) {
     fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
   }
   const int64_t w = sched_.vector_width;
   const int64_t span = int64_t{sched_.column_block} * w;
-  const std::string blk = v + "_blk", blk_end = v + "_blk_end";
+  const std::string blk = v + "_blk", blk_end = v + "_blk_end", vi = v + "_i", count = v + "_vectors";
+  // Tiles are indexed by a vector's place in the block. An overlapped rest
+  // is one more vector, ending at the block's end (starting before the
+  // block when the block is a fragment): its lanes repeat columns another
+  // vector also reduces, in the same order, so both store the same values.
+  // As a pass of its own it read every row again (x.sum(0) of 700000 x 24:
+  // twice the memory traffic).
   auto open_vector_loop = [&] {
     out_.line("CPPI_NO_AUTOVEC");
-    out_.open(cat("for (int64_t ", v, " = ", blk, "; ", v, " < ", blk_end, "; ", v, " += ", w, ")"));
+    out_.open(cat("for (int64_t ", vi, " = 0; ", vi, " < ", count, "; ++", vi, ")"));
+    out_.line(cat("const int64_t ", v, " = ",
+                  overlapped_rest ? cat("cppi_min_i<int64_t>(", blk, " + ", w, " * ", vi, ", ", blk_end, " - ", w, ")")
+                                  : cat(blk, " + ", w, " * ", vi),
+                  ";"));
   };
   // The lane states of the stages tiled so far, by stage index.
   std::unordered_map<size_t, std::string> slots;
@@ -492,6 +520,8 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
 
   out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
   out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
+  // (A masked rest is a block shorter than a vector: one.)
+  out_.line(cat("const int64_t ", count, " = cppi_div_up(", blk_end, " - ", blk, ", ", w, ");"));
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
       if (!pw->loops.empty()) {
@@ -511,7 +541,7 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     const auto& s = std::get<ReductionStage>(k_.stages[i]);
     const DType t = s.body.dtype();
     const std::string tile = local_name(s.results[0]) + "_tile";
-    const std::string slot = cat(tile, "[(", v, " - ", blk, ") / ", w, "]");
+    const std::string slot = cat(tile, "[", vi, "]");
     if (s.loops.empty()) {
       // A loop-less reduction (all() over a size-1 dim of a column
       // statistic), in its place: one step per lane, kept in a tile for the
@@ -535,7 +565,7 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
     // terms per lane, merged into a second tile of totals.
     const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
-    const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[(", v, " - ", blk, ") / ", w, "]");
+    const std::string total_tile = tile + "_total", total_slot = cat(total_tile, "[", vi, "]");
     const std::string terms = tile + "_terms";
     out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
     if (cascade) out_.line(cat(vstate_type(s.kind, t), " ", total_tile, "[", sched_.column_block, "];"));

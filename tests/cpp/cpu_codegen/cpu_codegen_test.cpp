@@ -190,18 +190,20 @@ TEST(CpuPrinter, ColumnReductionVectorisesOverTheContiguousOutputs) {
                                              // Blocks of 64 vectors; their accumulators in an array.
                                              "for (int64_t x0_blk = x0_lo; x0_blk < x0_vec_end; x0_blk += 1024) {",
                                              "cppi_f32x16 red_tile[64];",
-                                             "red_tile[(x0 - x0_blk) / 16] = cppi_vsplat<cppi_f32x16>(0.0f);",
+                                             "red_tile[x0_i] = cppi_vsplat<cppi_f32x16>(0.0f);",
                                              // 16 rows at a time, interchanged with the vectors of the block.
                                              "for (int64_t r0_blk = 0; r0_blk < 1000; r0_blk += 16) {",
-                                             "for (int64_t x0 = x0_blk; x0 < x0_blk_end; x0 += 16) {",
-                                             "cppi_f32x16 red_vacc = red_tile[(x0 - x0_blk) / 16];",
+                                             "for (int64_t x0_i = 0; x0_i < x0_vectors; ++x0_i) {",
+                                             "const int64_t x0 = x0_blk + 16 * x0_i;",
+                                             "cppi_f32x16 red_vacc = red_tile[x0_i];",
                                              "for (int64_t r0 = r0_blk; r0 < r0_blk_end; ++r0) {",
                                              "cppi_vload<cppi_f32x16>(&in_arg0[512*r0 + x0])",
                                              "red_vacc = red_vacc + tmp",
-                                             "red_tile[(x0 - x0_blk) / 16] = red_vacc;",
+                                             "red_tile[x0_i] = red_vacc;",
                                              // Then the rest of the stages per vector.
-                                             "for (int64_t x0 = x0_blk; x0 < x0_blk_end; x0 += 16) {",
-                                             "const cppi_f32x16 red = red_tile[(x0 - x0_blk) / 16];",
+                                             "for (int64_t x0_i = 0; x0_i < x0_vectors; ++x0_i) {",
+                                             "const int64_t x0 = x0_blk + 16 * x0_i;",
+                                             "const cppi_f32x16 red = red_tile[x0_i];",
                                              "cppi_vstore(&out_buf0[x0], red);",
                                              "NOT:cppi_vreduce_add",
                                          }));

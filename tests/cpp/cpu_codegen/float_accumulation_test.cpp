@@ -173,10 +173,10 @@ TEST(CpuPrinter, CascadedTiledColumnsKeepATileOfTotals) {
                                              "int64_t red_tile_terms = 0;",
                                              "red_tile_terms += (r0_blk_end - r0_blk);",
                                              "if (red_tile_terms >= 64) {",
-                                             "red_tile_total[(x0 - x0_blk) / 16] = (red_tile_total[(x0 - x0_blk) / 16] + "
-                                             "red_tile[(x0 - x0_blk) / 16]);",
-                                             "red_tile[(x0 - x0_blk) / 16] = (red_tile_total[(x0 - x0_blk) / 16] + "
-                                             "red_tile[(x0 - x0_blk) / 16]);",
+                                             "red_tile_total[x0_i] = (red_tile_total[x0_i] + "
+                                             "red_tile[x0_i]);",
+                                             "red_tile[x0_i] = (red_tile_total[x0_i] + "
+                                             "red_tile[x0_i]);",
                                          }));
 }
 

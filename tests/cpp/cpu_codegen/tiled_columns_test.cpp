@@ -84,14 +84,14 @@ TEST(TiledColumns, TheSecondTileReadsTheFirst) {
   EXPECT_TRUE(file_check(kernel_text(*m), {
                                               "cppi_f32x16 amax_tile[16];",
                                               "for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 16) {",
-                                              "amax_vacc = amax_tile[(x0 - x0_blk) / 16];",
+                                              "amax_vacc = amax_tile[x0_i];",
                                               "for (int64_t r0 = r0_blk; r0 < r0_blk_end; ++r0) {",
                                               "cppi_f32x16 denom_tile[16];",
                                               "for (int64_t r0_blk = 0; r0_blk < 1024; r0_blk += 16) {",
-                                              "const cppi_f32x16 amax = amax_tile[(x0 - x0_blk) / 16];",
-                                              "denom_vacc = denom_tile[(x0 - x0_blk) / 16];",
+                                              "const cppi_f32x16 amax = amax_tile[x0_i];",
+                                              "denom_vacc = denom_tile[x0_i];",
                                               "cppi_exp(",
-                                              "const cppi_f32x16 denom = denom_tile[(x0 - x0_blk) / 16];",
+                                              "const cppi_f32x16 denom = denom_tile[x0_i];",
                                               "cppi_vstore(&out_buf1[x0], denom);",
                                               // 1024 columns: no scalar tail walking a whole column
                                               "NOT:for (int64_t r0 = 0;",
@@ -131,12 +131,12 @@ TEST(TiledColumns, PointwiseStagesWithLoopsAreTiledToo) {
   EXPECT_TRUE(file_check(kernel_text(*m), {
                                               "cppi_f32x16 amax_tile[16];",
                                               "// stage 1, tiled: store out, 16 vectors x 16 r1 at a time",
-                                              "const cppi_f32x16 amax = amax_tile[(x0 - x0_blk) / 16];",
+                                              "const cppi_f32x16 amax = amax_tile[x0_i];",
                                               "for (int64_t r1 = r1_blk; r1 < r1_blk_end; ++r1) {",
                                               "cppi_exp(",
                                               "cppi_f32x16 denom_tile[16];",
                                               "// stage 3, tiled: store out",
-                                              "const cppi_f32x16 denom = denom_tile[(x0 - x0_blk) / 16];",
+                                              "const cppi_f32x16 denom = denom_tile[x0_i];",
                                               "// the rest: one vector ending at the loop's end",
                                               "NOT:for (int64_t r0 = 0;",
                                           }));
@@ -145,6 +145,51 @@ TEST(TiledColumns, PointwiseStagesWithLoopsAreTiledToo) {
   expect_tiled_matches(column_softmax_kernel(45, 2100), o);
   o.specials = true;
   expect_tiled_matches(column_softmax_kernel(45, 2100), o);
+}
+
+TEST(TiledColumns, AnOverlappedRestJoinsTheTilesPassOverTheRows) {
+  // 24 columns: one vector and a rest of 8, whose vector overlaps the first
+  // (columns 8 to 23). As a second tiled pass it read all the rows again
+  // (x.sum(0) of 700000 x 24, two threads: 5.2 ms, 2.8 in one pass). Two
+  // threads: with more, so few vectors split each one's rows instead.
+  auto two_threads = [](int64_t work) {
+    CpuTarget t = avx512_target(work);
+    t.num_threads = 2;
+    return t;
+  };
+  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 300, 24), two_threads(4096));
+  ASSERT_EQ(k->schedule.cpu.tail, TailKind::Overlapped) << to_string(k->schedule);
+  ASSERT_GT(k->schedule.cpu.column_block, 0) << to_string(k->schedule);
+  auto m = print_cpu_module({k}, {}, {});
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_TRUE(file_check(kernel_text(*m), {
+                                              "const int64_t x0_vectors = cppi_div_up(x0_blk_end - x0_blk, 16);",
+                                              "const int64_t x0 = cppi_min_i<int64_t>(x0_blk + 16 * x0_i, x0_blk_end - 16);",
+                                              "for (int64_t r0_blk = 0; r0_blk < 300; r0_blk += 16) {",
+                                              "const int64_t x0 = cppi_min_i<int64_t>(x0_blk + 16 * x0_i, x0_blk_end - 16);",
+                                              "NOT:the rest",
+                                          }));
+  const std::string text = kernel_text(*m);
+  const std::string pass = "for (int64_t r0_blk = 0;";
+  const size_t first = text.find(pass);
+  ASSERT_NE(first, std::string::npos);
+  EXPECT_EQ(text.find(pass, first + 1), std::string::npos) << "a second pass over the rows:\n" << text;
+  // Sums, maxima (NaN and inf too); 1030 columns: a block of 64 vectors and
+  // a fragment of 6 whose vector starts in the block before.
+  for (auto kind : {ReductionKind::Sum, ReductionKind::Max}) {
+    for (int64_t cols : {24, 40, 1030}) {
+      for (int64_t work : {int64_t{4096}, int64_t{1} << 40}) {  // parallel over column vectors, then serial
+        auto scheduled = schedule_for_cpu(column_reduction_kernel(kind, 45, cols), two_threads(work));
+        ASSERT_GT(scheduled->schedule.cpu.column_block, 0) << to_string(scheduled->schedule);
+        ASSERT_EQ(scheduled->schedule.cpu.tail, TailKind::Overlapped) << to_string(scheduled->schedule);
+        RunOptions o;
+        o.rtol = 1e-5;
+        EXPECT_EQ(run_and_compare(scheduled, o), "") << cols << " " << to_string(scheduled->schedule);
+        o.specials = true;
+        EXPECT_EQ(run_and_compare(scheduled, o), "") << cols << " " << to_string(scheduled->schedule);
+      }
+    }
+  }
 }
 
 TEST(TiledColumns, CascadedSecondPassReadsTheMergedFirst) {
