@@ -178,6 +178,7 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     int accumulators;
     bool cascade;
     std::string vacc_k(int k) const { return k == 0 || accumulators == 1 ? vacc : cat(vacc, "_", k); }
+    std::string total_l(int l) const { return l == 1 ? total : cat(total, "_", l); }
   };
   // Cascade (CpuSchedule::cascade_block): the accumulators restart every
   // `block` terms of the innermost loop, their block result merged into a
@@ -215,14 +216,30 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
         for (int k = 0; k < a.accumulators; ++k) out_.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
       }
     }
-    if (a.cascade) {
-      out_.line(lanes ? cat(vst, " ", a.total, " = ", vid, ";")
-                      : cat(state_type(a.s->kind, a.t), " ", a.total, " = ", state_identity(a.s->kind, a.t), ";"));
-    }
   }
   const int64_t block = sched_.cascade_block * (horizontal_mode ? sched_.vector_width : 1);
+  // Levels of totals (cascade_levels), from the stage's whole extent (a
+  // parallel chunk's share is at most that).
+  std::optional<int64_t> all_terms = int64_t{1};
+  for (const auto& l : head.loops) {
+    const auto n = l.extent.constant();
+    all_terms = n && all_terms ? std::optional<int64_t>(*all_terms * *n) : std::nullopt;
+  }
+  const int levels = any_cascade ? cascade_levels(all_terms, block) : 0;
+  for (const auto& a : accs) {
+    if (!a.cascade) continue;
+    for (int l = 1; l <= levels; ++l) {
+      out_.line(lanes ? cat(vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", vstate_identity(a.s->kind, a.t), ";")
+                      : cat(state_type(a.s->kind, a.t), " ", a.total_l(l), " = ", state_identity(a.s->kind, a.t), ";"));
+    }
+  }
   const std::string terms = accs.front().base + "_terms";
+  auto merges = [&](int l) { return cat(accs.front().base, "_merges", l); };
   if (any_cascade) out_.line(cat("int64_t ", terms, " = 0;"));
+  for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
+  auto combine = [&](const Accumulation& a, const std::string& x, const std::string& y) {
+    return lanes ? vstate_combine(a.s->kind, a.t, x, y) : state_combine(a.s->kind, a.t, x, y);
+  };
 
   // Folds accumulators 1.. into the first, pairwise; with `reset` they
   // restart for the next cascade block.
@@ -248,13 +265,22 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     for (const auto& a : accs) {
       if (!a.cascade) continue;
       merge_accumulators(a, true);
-      out_.line(cat(a.total, " = ",
-                    lanes ? vstate_combine(a.s->kind, a.t, a.total, block_state(a))
-                          : state_combine(a.s->kind, a.t, a.total, block_state(a)),
-                    ";"));
+      out_.line(cat(a.total, " = ", combine(a, a.total, block_state(a)), ";"));
       if (lanes || horizontal_mode) out_.line(cat(a.vacc, " = ", vstate_identity(a.s->kind, a.t), ";"));
       if (!lanes && scalar_acc) out_.line(cat(a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
     }
+    // Each level into the next every kCascadeFanIn merges.
+    for (int l = 1; l < levels; ++l) {
+      out_.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
+      for (const auto& a : accs) {
+        if (!a.cascade) continue;
+        out_.line(cat(a.total_l(l + 1), " = ", combine(a, a.total_l(l + 1), a.total_l(l)), ";"));
+        out_.line(cat(a.total_l(l), " = ",
+                      lanes ? vstate_identity(a.s->kind, a.t) : state_identity(a.s->kind, a.t), ";"));
+      }
+      out_.line(cat(merges(l), " = 0;"));
+    }
+    for (int l = 1; l < levels; ++l) out_.close();
   };
   // One position: every stage's body in one scope, so a value two stages
   // share (the element, x - mean) is computed once.
@@ -392,14 +418,12 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     merge_accumulators(a, false);
     const std::string name = j < result_names.size() ? result_names[j] : "";
     const std::string combined = lanes ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
-    if (lanes) {
-      out_.line(cat("const ", vstate_type(a.s->kind, a.t), " ", combined, " = ",
-                    vstate_combine(a.s->kind, a.t, a.total, a.vacc), ";"));
-    } else {
-      const std::string result = block_state(a);
-      out_.line(cat("const ", state_type(a.s->kind, a.t), " ", combined, " = ",
-                    a.cascade ? state_combine(a.s->kind, a.t, a.total, result) : result, ";"));
-    }
+    // The block so far, then the levels of totals, lowest first.
+    std::string result = lanes ? a.vacc : block_state(a);
+    if (a.cascade)
+      for (int l = 1; l <= levels; ++l) result = combine(a, a.total_l(l), result);
+    out_.line(cat("const ", lanes ? vstate_type(a.s->kind, a.t) : state_type(a.s->kind, a.t), " ", combined, " = ",
+                  result, ";"));
     states.push_back(combined);
   }
   return states;

@@ -102,7 +102,14 @@ TEST(CpuPrinter, CascadedRowSumRunsInBlocksAndMergesIntoATotal) {
                                              "red_vacc_3 = cppi_vsplat<cppi_f32x16>(0.0f);",
                                              "red_total = (red_total + cppi_vreduce_add(red_vacc));",
                                              "red_vacc = cppi_vsplat<cppi_f32x16>(0.0f);",
-                                             "const float red = (red_total + cppi_vreduce_add(red_vacc));",
+                                             // Symbolic: three levels of totals, each into the next every 64 merges.
+                                             "if (++red_merges1 >= 64) {",
+                                             "red_total_2 = (red_total_2 + red_total);",
+                                             "red_total = 0.0f;",
+                                             "if (++red_merges2 >= 64) {",
+                                             "red_total_3 = (red_total_3 + red_total_2);",
+                                             "red_total_2 = 0.0f;",
+                                             "const float red = (red_total_3 + (red_total_2 + (red_total + cppi_vreduce_add(red_vacc))));",
                                              "NOT:red_acc",
                                          }));
 }
@@ -175,9 +182,31 @@ TEST(CpuPrinter, CascadedTiledColumnsKeepATileOfTotals) {
                                              "if (red_tile_terms >= 64) {",
                                              "red_tile_total[x0_i] = (red_tile_total[x0_i] + "
                                              "red_tile[x0_i]);",
+                                             "if (++red_tile_merges1 >= 64) {",
+                                             "red_tile_total2[x0_i] = (red_tile_total2[x0_i] + red_tile_total[x0_i]);",
                                              "red_tile[x0_i] = (red_tile_total[x0_i] + "
                                              "red_tile[x0_i]);",
+                                             "red_tile[x0_i] = (red_tile_total2[x0_i] + red_tile[x0_i]);",
                                          }));
+}
+
+// 2^22 rows of 0.1 and 2.1 in turn: one level of totals added 65536 block
+// sums into one float in a row, each rounding at the total's size (6.6e-4
+// off); levels of at most 64 merges keep every addend near its total: 1.2e-6,
+// the 64-row block sums' own rounding (eager: 5.9e-7).
+TEST(CpuNumerics, TallColumnSumsAreAccurateWithLevelsOfTotals) {
+  constexpr int64_t kRows = int64_t{1} << 22;
+  const double want = kRows / 2 * (double{0.1f} + double{2.1f});
+  for (int64_t cols : {16, 32}) {  // one vector (lane mode), two (tiled columns)
+    auto sum = schedule_for_cpu(tall_broadcast_kernel(ReductionKind::Sum, kRows, cols), one_thread());
+    ASSERT_GT(sum->schedule.cpu.cascade_block, 0);
+    const std::string text = kernel_text(print_one(sum));
+    EXPECT_NE(text.find("_merges2 >= 64"), std::string::npos) << text;  // three levels
+    auto out = run_tall(sum, std::vector<float>(cols, 0.1f), 1);
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_LT(std::abs(out[c] - want) / want, 2e-6) << "column " << c << ": " << out[c] << " for " << want;
+    }
+  }
 }
 
 // 2^25 terms per accumulator: a plain float accumulator stops at 2^24 (adding
