@@ -492,6 +492,15 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   const int64_t w = sched_.vector_width;
   const int64_t span = int64_t{sched_.column_block} * w;
   const std::string blk = v + "_blk", blk_end = v + "_blk_end", vi = v + "_i", count = v + "_vectors";
+  // parallel_reduction with tiles: the kernel's reductions split their rows
+  // among the threads (CpuSchedule::column_block); its other stages have no
+  // loops (the schedule sees to it).
+  const bool split_rows = sched_.parallel_reduction;
+  if (split_rows) {
+    for (size_t i = ir::leading_looped_reductions(k_.stages); i < k_.stages.size(); ++i)
+      if (!loops_of(k_.stages[i]).empty())
+        fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need loop-less stages after the reductions"));
+  }
   // Tiles are indexed by a vector's place in the block. An overlapped rest
   // is one more vector, ending at the block's end (starting before the
   // block when the block is a fragment): its lanes repeat columns another
@@ -561,14 +570,28 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     const Loop& first = s.loops[0];
     const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
     const Bound rows = extent(first);
-    out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
+    out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time",
+                  split_rows ? ", the rows split among the threads" : ""));
+    // Split rows (parallel_reduction): each chunk of rows tiles into a tile
+    // of its own, returned as a struct; the chunks' tiles combine in order
+    // and land in the tile the later stages read.
+    const std::string vst = vstate_type(s.kind, t), part = tile + "_part", parts = tile + "_parts";
+    const std::string row_lo = split_rows ? r + "_chunk_begin" : "0", row_hi = split_rows ? r + "_chunk_end" : rows.text;
+    if (split_rows) {
+      // The outer loop's vectors (the schedule asks for a constant extent).
+      const auto extent = k_.outer.back().extent.constant();
+      if (!extent) fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need a constant outer loop"));
+      const int64_t vectors = std::min<int64_t>(sched_.column_block, (*extent + w - 1) / w);
+      out_.line(cat("struct ", part, " { ", vst, " v[", vectors, "]; };"));
+      out_.line(cat(part, " ", tile, "_identity;"));
+      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "_identity.v[k] = ", vstate_identity(s.kind, t), ";"));
+      out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", rows.text, ", ",
+                    std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [&](int64_t ", row_lo,
+                    ", int64_t ", row_hi, ", ", part, ") -> ", part));
+    }
     // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
-    // terms per lane, merged into a second tile of totals.
+    // terms per lane, merged into levels of totals (cascade_levels).
     const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
-    // Levels of totals: level l takes level l-1 every cascade_block merges,
-    // so no tile adds more than ~cascade_block terms into one lane until
-    // the top level (a two-level cascade of 4M rows added 62500 64-row sums
-    // in a row: 34x eager's error; var over 2M rows 177x).
     const int levels = cascade ? cascade_levels(rows.value, sched_.cascade_block) : 0;
     auto total_tile = [&](int l) { return l == 1 ? tile + "_total" : cat(tile, "_total", l); };
     auto total_slot = [&](int l) { return cat(total_tile(l), "[", vi, "]"); };
@@ -583,8 +606,8 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
     out_.close();
     if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
     for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
-    out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
-    out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text,
+    out_.open(cat("for (int64_t ", rblk, " = ", row_lo, "; ", rblk, " < ", row_hi, "; ", rblk, " += ", sched_.row_block, ")"));
+    out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", row_hi,
                   ");"));
     open_vector_loop();
     enter_vector(v);
@@ -622,6 +645,15 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
       for (int l = 1; l <= levels; ++l)
         out_.line(cat(slot, " = ", vstate_combine(s.kind, t, total_slot(l), slot), ";"));
       out_.close();
+    }
+    if (split_rows) {
+      out_.line(cat(part, " out;"));
+      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) out.v[k] = ", tile, "[k];"));
+      out_.line("return out;");
+      out_.close(cat("}, [&](", part, " a, const ", part, "& b) { for (int64_t k = 0; k < ", count, "; ++k) a.v[k] = ",
+                     vstate_combine(s.kind, t, "a.v[k]", "b.v[k]"), "; return a; });"));
+      out_.line(cat(vst, " ", tile, "[", sched_.column_block, "];"));
+      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "[k] = ", parts, ".v[k];"));
     }
     slots[i] = slot;
   }

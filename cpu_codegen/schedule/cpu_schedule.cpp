@@ -410,6 +410,34 @@ bool few_long_rows(int64_t rows, int64_t row_work, const CpuTarget& target) {
   return rows % threads != 0 && rows <= 4 * threads && row_work / threads >= 4 * target.min_parallel_work;
 }
 
+/// Whether a column reduction with few vectors of columns splits its tiled
+/// rows among the threads (parallel_reduction with column_block): one
+/// vectorised outer loop of constant extent, two vectors or more and fewer
+/// than two per thread (counting an overlapped rest, which must be
+/// allowed: nothing read back is written), the kernel's leading stages
+/// reductions over loops and the rest loop-less, and every thread's share of
+/// the rows at least 4 x min_parallel_work elements. x.sum(0) of 2M x 20
+/// floats ran its one tile pass on one thread of two (12.0 ms, Inductor
+/// 10.2); split per vector, each vector's parallel region read every row.
+bool splits_tiled_rows(const Kernel& k, const CpuSchedule& c, const Estimator& est, const CpuTarget& target) {
+  if (c.vectorized != VectorizedLoop::InnermostOuter || c.transpose_tile || c.row_blocks || k.outer.size() != 1 ||
+      target.num_threads < 2 || !signature(k).scratch.empty() || reads_a_buffer_it_writes(k)) {
+    return false;
+  }
+  const auto extent = k.outer[0].extent.constant();
+  if (!extent || *extent < c.vector_width) return false;
+  const size_t tiled = ir::leading_looped_reductions(k.stages);
+  if (tiled == 0) return false;
+  for (size_t i = tiled; i < k.stages.size(); ++i)
+    if (!loops_of(k.stages[i]).empty()) return false;
+  // One vector is the lanes' parallel reduction already (not tiled).
+  const int64_t vectors = (*extent + c.vector_width - 1) / c.vector_width;
+  if (vectors < 2 || vectors >= 2 * int64_t{target.num_threads}) return false;
+  const int64_t rows = est(std::get<ReductionStage>(k.stages[0]).loops[0].extent);
+  const int64_t share = Estimator::sat_mul(rows / target.num_threads, vectors * c.vector_width);
+  return rows > 16 && share >= 4 * target.min_parallel_work;
+}
+
 Decision decide(const Kernel& k, const CpuTarget& target) {
   if (const ScanStage* scan = scan_of(k)) return decide_scan(k, *scan, target);
   Decision d;
@@ -581,6 +609,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   std::string par_why;
   const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
   const size_t max_parallel = parallel_loops_without_races(k);
+  bool split_tiles = false;  // parallel_reduction over the rows of column tiles
   if (accumulates(k) && max_parallel == 0) {
     // Two iterations may add into one element (index_put(accumulate=True)
     // with a repeated index): on one thread the adds cannot race, and they
@@ -588,6 +617,14 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     par_why = "serial: an accumulating store whose outer iterations may add into one element";
   } else if (work < target.min_parallel_work && !symbolic_outer(k)) {
     par_why = cat("serial: ", work, " elements of work");
+  } else if (splits_tiled_rows(k, d.cpu, est, target)) {
+    // Each tiled reduction's rows, in chunks of at least min_parallel_work
+    // elements across the columns.
+    const int64_t columns = *k.outer[0].extent.constant();
+    split_tiles = true;
+    d.cpu.parallel_reduction = true;
+    d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + columns - 1) / columns);
+    par_why = cat("column tiles with their rows split among the threads (", columns, " columns)");
   } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && !d.cpu.row_blocks &&
              signature(k).scratch.empty() &&
              few_long_rows(vec_outer ? outer_vectors(k, est, d.cpu.vector_width) : outer_iters,
@@ -674,7 +711,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   // its sum, and the stored values scaled), so none of them walks one vector
   // per row: a reduction folds row blocks into the block's accumulators, a
   // pointwise stage walks the block's vectors of each row in turn.
-  if (vec_outer && !d.cpu.parallel_reduction && !d.cpu.row_blocks) {
+  if (vec_outer && (!d.cpu.parallel_reduction || split_tiles) && !d.cpu.row_blocks) {
     const size_t tiled = ir::leading_looped_reductions(k.stages);
     if (tiled > 0) {
       constexpr int64_t kRowBlock = 16, kBlockBytes = 4096, kRepassBlockBytes = 1024;
