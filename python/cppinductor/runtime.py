@@ -197,6 +197,11 @@ def _share_tensor_data_ptr() -> None:
 
 _share_tensor_data_ptr()
 
+# A fork copies no thread: a child would wait forever on a compile thread
+# that exists only in its parent. Compiles finish before the fork (_C's
+# atexit hook does the same at exit).
+os.register_at_fork(before=_C.wait_for_background_compiles)
+
 
 def _observe(frame_locals: dict[str, Any], call_starts: bool) -> None:
     """The observed variant's hook: the values of its locals (slots and the

@@ -197,3 +197,42 @@ def test_a_failed_background_compile_with_fallback_error_raises_at_the_first_cal
         g(torch.randn(5))
     err = _backend_error(excinfo)
     assert isinstance(err, _C.CompilerError) and "/bin/false failed" in str(err), repr(err)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_runs_a_graph_whose_compile_the_parent_started():
+    """Compiles run on a background thread; a fork waits for them first, so
+    the child finds the kernels compiled instead of waiting on a thread it
+    does not have."""
+    from cppinductor import _C, debug
+    from cppinductor.backend import compile_fx_graph
+    from cppinductor.options import parse_options
+
+    def f(x):
+        return torch.relu(x) * 1.71875 + 0.21875  # a source no cache holds
+
+    x = torch.randn(64)
+    gm = torch.fx.symbolic_trace(f)
+    aten = torch.fx.experimental.proxy_tensor.make_fx(gm)(x)
+    compiled = compile_fx_graph(aten, [x], parse_options(None, None), "inference")
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only for eager's answer
+        try:
+            out = compiled([x.clone()])
+            os._exit(0 if torch.allclose(out, f(x)) else 3)
+        except BaseException:
+            os._exit(4)
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:  # a child waiting on its parent's compile thread never ends
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung waiting for the parent's compile thread")
+    assert os.waitstatus_to_exitcode(status) == 0
+    torch.testing.assert_close(compiled([x.clone()]), f(x))
