@@ -70,7 +70,7 @@ std::shared_ptr<CpuCompileJob> CpuCompileJob::start(std::vector<std::string> sou
   return job;
 }
 
-CpuCompileJob::~CpuCompileJob() { wait(); }
+CpuCompileJob::~CpuCompileJob() { (void)wait(); }
 
 Status CpuCompileJob::wait() const {
   std::call_once(joined_, [this] {

@@ -195,6 +195,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// as one vector loop with its tail per piece, each piece's stages with
   /// their index comparisons folded.
   void print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi);
+  /// The grain of a parallel loop over the first `p` outer loops: the
+  /// schedule's, or with CpuSchedule::grain_work an expression of the sizes.
+  std::string grain_text(size_t p) const;
   /// Whether a stage loads a buffer the kernel stores.
   bool reads_what_it_writes() const;
   /// The column_block/row_block main loop over [from, to) (see the file

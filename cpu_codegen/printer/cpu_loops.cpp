@@ -43,7 +43,7 @@ void CpuKernelPrinter::print_outer() {
   if (accumulates(k_) && (p > parallel_loops_without_races(k_) || sched_.parallel_reduction)) {
     fail(cat("kernel ", k_.name, ": ", p, " parallel loops, but its accumulating stores could race across them"));
   }
-  const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
+  const std::string grain = grain_text(p);
   if (!sig_.scratch.empty() && sched_.parallel_reduction) {
     fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
   }
@@ -474,6 +474,23 @@ void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, 
                       [&] { stages(false); });
     from = to;
   }
+}
+
+std::string CpuKernelPrinter::grain_text(size_t p) const {
+  if (sched_.grain_work <= 0) return std::to_string(std::max<int64_t>(1, sched_.grain_size));
+  // The work of one iteration of the p parallel loops: the inner outer
+  // loops' points times the stages' loop points (a loop-less stage counts 1).
+  IndexExpr stages = index_const(0);
+  for (const auto& s : k_.stages) {
+    std::vector<IndexExpr> extents;
+    for (const auto& l : loops_of(s)) extents.push_back(l.extent);
+    stages = stages + product(extents);
+  }
+  std::vector<IndexExpr> inner;
+  for (size_t i = p; i < k_.outer.size(); ++i) inner.push_back(k_.outer[i].extent);
+  inner.push_back(stages);
+  return cat("cppi_max_i<int64_t>(1, cppi_div_up(", sched_.grain_work, ", cppi_max_i<int64_t>(1, ", index(product(inner)),
+             ")))");
 }
 
 bool CpuKernelPrinter::reads_what_it_writes() const {

@@ -336,6 +336,17 @@ std::string split_outer_loops(const Kernel& k, const CpuTarget& target, int64_t 
     units = (iters + cpu->vector_width - 1) / cpu->vector_width;
   const int64_t per_unit = std::max<int64_t>(1, work / std::max<int64_t>(1, units));
   cpu->grain_size = std::max<int64_t>(1, (target.min_parallel_work + per_unit - 1) / per_unit);
+  // Work per iteration that depends on size symbols: the grain from the
+  // sizes at run time (a parallel iteration over whole rows, not vectors).
+  bool symbolic_unit = false;
+  for (size_t i = p; i < n; ++i) symbolic_unit = symbolic_unit || !k.outer[i].extent.constant();
+  for (const auto& s : k.stages)
+    for (const auto& l : loops_of(s)) symbolic_unit = symbolic_unit || !l.extent.constant();
+  if (symbolic_unit && units == iters && !cpu->transpose_tile) {
+    cpu->grain_work = target.min_parallel_work;
+    return cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", target.min_parallel_work,
+               " elements of the sizes at run time");
+  }
   return cat("parallel over ", p, " outer loop", p > 1 ? "s" : "", ", grain ", cpu->grain_size);
 }
 

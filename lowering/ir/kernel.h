@@ -131,6 +131,13 @@ struct CpuSchedule {
   int parallel_loops = 0;
   /// Iterations per chunk of the parallel loop; 0 = an even static split.
   int64_t grain_size = 0;
+  /// When the work of one parallel iteration depends on size symbols (the
+  /// inner outer loops' and the stage loops' extents): the elements a chunk
+  /// should carry. The printed grain is then this over that work at run
+  /// time, at least 1 (grain_size stays the estimate). 0 = grain_size as is.
+  /// x.sum(-1) of a dynamic 3 x 4M took its estimated grain of 32 rows: one
+  /// chunk, one thread.
+  int64_t grain_work = 0;
   /// Split the (single) reduction stage's loops across threads with
   /// per-thread partials combined at the end (for kernels with few or no
   /// outer iterations).

@@ -198,8 +198,9 @@ std::string to_string(const NodeList& nodes) {
 std::string to_string(const Schedule& s) {
   std::ostringstream os;
   const auto& c = s.cpu;
-  os << "cpu: parallel_loops=" << c.parallel_loops << " grain=" << c.grain_size
-     << " parallel_reduction=" << (c.parallel_reduction ? "true" : "false") << " vectorized=" << to_string(c.vectorized)
+  os << "cpu: parallel_loops=" << c.parallel_loops << " grain=" << c.grain_size;
+  if (c.grain_work > 0) os << " grain_work=" << c.grain_work;
+  os << " parallel_reduction=" << (c.parallel_reduction ? "true" : "false") << " vectorized=" << to_string(c.vectorized)
      << " width=" << c.vector_width << " tail=" << to_string(c.tail);
   if (c.column_block > 0) os << " column_block=" << c.column_block << " row_block=" << c.row_block;
   if (c.cascade_block > 0) os << " cascade_block=" << c.cascade_block;
@@ -230,7 +231,7 @@ bool is_default(const Schedule& s) {
   Schedule d;
   const auto &a = s.cpu, &b = d.cpu;
   const auto &g = s.gpu, &h = d.gpu;
-  return a.parallel_loops == b.parallel_loops && a.grain_size == b.grain_size &&
+  return a.parallel_loops == b.parallel_loops && a.grain_size == b.grain_size && a.grain_work == b.grain_work &&
          a.parallel_reduction == b.parallel_reduction && a.vectorized == b.vectorized &&
          a.vector_width == b.vector_width && a.tail == b.tail && a.column_block == b.column_block &&
          a.row_block == b.row_block && a.cascade_block == b.cascade_block &&

@@ -557,6 +557,30 @@ TEST(CpuNumerics, SymbolicSizes) {
   expect_matches(column_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), true, o);
 }
 
+TEST(CpuPrinter, SymbolicWorkPerRowSetsTheGrainAtRunTime) {
+  // Rows of s1 elements: the estimate (s1 ~ 1024) gave 32 rows a chunk, so
+  // 3 rows of 4M ran on one thread (x.sum(-1), two threads: 2.13 -> 1.57 ms;
+  // softmax over 2 x 2M: 6.4 -> 3.6, Inductor 2.4-3.4).
+  auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, sym("s0"), sym("s1")), avx512_target(4096));
+  EXPECT_EQ(k->schedule.cpu.grain_work, 4096);
+  auto m = print_one(k, {"s0", "s1"});
+  EXPECT_TRUE(file_check(kernel_text(m), {
+                                             "cppi_parallel_for(0, s0, cppi_max_i<int64_t>(1, cppi_div_up(4096, "
+                                             "cppi_max_i<int64_t>(1, s1 + 1))), [&](int64_t begin, int64_t end) {",
+                                         }));
+  // Constant rows: the grain is known when compiling.
+  EXPECT_EQ(schedule_for_cpu(row_reduction_kernel(ReductionKind::Sum, sym("s0"), 1000), avx512_target(4096))
+                ->schedule.cpu.grain_work,
+            0);
+  RunOptions o;
+  o.graph_symbols = {"s0", "s1"};
+  o.rtol = o.atol = 1e-4;
+  for (auto sizes : {std::pair<int64_t, int64_t>{3, 20000}, {1000, 7}, {1, 5}}) {
+    o.symbols = {{"s0", sizes.first}, {"s1", sizes.second}};
+    EXPECT_EQ(run_and_compare(k, o), "") << sizes.first << " x " << sizes.second;
+  }
+}
+
 TEST(CpuNumerics, ArgmaxFirstIndexOnTiesAndFirstNaNWins) {
   // All-equal rows pick index 0; a row with NaNs picks the first NaN.
   auto k = schedule_for_cpu(row_reduction_kernel(ReductionKind::ArgMax, 2, 40), avx512_target());
