@@ -69,17 +69,19 @@ bool sums_shifted_exp(const std::vector<Stage>& stages, size_t r) {
 /// Stages replacing stages[r] (a reduction) and stages[p] (the pointwise
 /// stage that recomputes its body), or nullopt when the pair does not
 /// qualify (see the header).
-std::optional<std::vector<Stage>> stash(const std::vector<Stage>& stages, size_t r, size_t p, int64_t max_row_bytes) {
+std::optional<std::vector<Stage>> stash(const std::vector<Stage>& stages, size_t r, size_t p,
+                                        std::optional<int64_t> max_row_bytes) {
   const auto& red = std::get<ReductionStage>(stages[r]);
   const auto* pw = std::get_if<PointwiseStage>(&stages[p]);
   if (!pw || red.loops.size() != 1 || pw->loops.size() != 1 || pw->stores.size() != 1) return std::nullopt;
   const Loop& rl = red.loops[0];
   const Loop& pl = pw->loops[0];
   const auto extent = pl.extent.constant();
-  if (!(rl.extent == pl.extent) || !extent) return std::nullopt;
+  if (!(rl.extent == pl.extent)) return std::nullopt;
   const Store& st = pw->stores[0];
   const DType t = red.body.dtype();
-  if (st.buffer->dtype != t || *extent * dtype_size(t) > max_row_bytes) return std::nullopt;
+  if (st.buffer->dtype != t) return std::nullopt;
+  if (max_row_bytes && (!extent || *extent * dtype_size(t) > *max_row_bytes)) return std::nullopt;
   if (!indirect_terms(st.index).empty()) return std::nullopt;
   const auto stride = coefficient(st.index, pl.var);
   if (!stride || !stride->constant() || *stride->constant() == 0) return std::nullopt;
@@ -113,7 +115,7 @@ std::optional<std::vector<Stage>> stash(const std::vector<Stage>& stages, size_t
 
 }  // namespace
 
-KernelPtr stash_reduction_bodies(const KernelPtr& kernel, int64_t max_row_bytes) {
+KernelPtr stash_reduction_bodies(const KernelPtr& kernel, std::optional<int64_t> max_row_bytes) {
   if (kernel->device != Device::CPU || scan_of(*kernel)) return kernel;
   std::vector<Stage> stages = kernel->stages;
   bool changed = false;

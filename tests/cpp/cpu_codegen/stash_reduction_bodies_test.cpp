@@ -128,7 +128,7 @@ TEST(StashReductionBodies, DividesWhenTheSumIsNotKnownToBeAtLeastOne) {
 }
 
 TEST(StashReductionBodies, LeavesKernelsWhereItWouldNotPayOrNotBeExact) {
-  auto unchanged = [](const KernelPtr& k, int64_t max_row_bytes = 256 * 1024) {
+  auto unchanged = [](const KernelPtr& k, std::optional<int64_t> max_row_bytes = std::nullopt) {
     return stash_reduction_bodies(k, max_row_bytes).get() == k.get();
   };
   EXPECT_FALSE(unchanged(softmax_like(4, 100)));
@@ -138,7 +138,8 @@ TEST(StashReductionBodies, LeavesKernelsWhereItWouldNotPayOrNotBeExact) {
   EXPECT_TRUE(unchanged(softmax_like(4, 100, {DType::Float32, false}))) << "nothing expensive to save";
   EXPECT_TRUE(unchanged(softmax_like(4, 100, {DType::Float32, true, true})))
       << "the output is read by the kernel (in place)";
-  EXPECT_TRUE(unchanged(softmax_kernel(4, sym("s0")))) << "a symbolic row length";
+  EXPECT_TRUE(unchanged(softmax_kernel(4, sym("s0")), 256 * 1024)) << "a symbolic row length, with a budget";
+  EXPECT_FALSE(unchanged(softmax_kernel(4, sym("s0")))) << "a symbolic row length stashes without one";
 }
 
 }  // namespace
