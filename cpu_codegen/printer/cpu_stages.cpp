@@ -225,8 +225,9 @@ void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t sta
   forward_slots_.clear();
   // One stage loop of constant extent whose last vector is masked: that
   // vector runs once per outer iteration, at fixed elements.
+  // (Split across threads, the stage's last vector is another thread's.)
   if (sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.tail != TailKind::Masked ||
-      s.loops.size() != 1) {
+      s.loops.size() != 1 || sched_.parallel_reduction) {
     return;
   }
   const auto n = s.loops[0].extent.constant();
@@ -269,9 +270,19 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     }
     const Loop& l = s.loops[level];
     const std::string v = var_name(l);
+    // parallel_reduction: the first loop in chunks on the threads, as the
+    // reductions' are (the schedule checked that no two of its iterations
+    // touch one element).
+    const bool split = level == 0 && sched_.parallel_reduction;
+    const std::string b = v + "_chunk_begin", e = v + "_chunk_end";
+    if (split) {
+      out_.open(cat("cppi_parallel_for(0, ", extent(l).text, ", ", std::max<int64_t>(1, sched_.grain_size),
+                    ", [&](int64_t ", b, ", int64_t ", e, ")"));
+    }
+    const Bound lo = split ? Bound{b, std::nullopt} : Bound{"0", 0}, hi = split ? Bound{e, std::nullopt} : extent(l);
     if (level + 1 == s.loops.size() && vector_stage) {
       print_stage_vector_loop(
-          v, Bound{"0", 0}, extent(l),
+          v, lo, hi,
           [&] {
             enter_vector(v);
             ValueScope scope(stage_scope_);
@@ -282,11 +293,12 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
             ValueScope scope(stage_scope_);
             print_stores(s.stores, scope);
           });
-      return;
+    } else {
+      out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
+      loops(level + 1);
+      out_.close();
     }
-    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
-    loops(level + 1);
-    out_.close();
+    if (split) out_.close("});");
   };
   if (s.loops.empty()) {
     ValueScope scope(stage_scope_);

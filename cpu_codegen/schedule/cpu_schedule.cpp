@@ -449,6 +449,44 @@ bool splits_tiled_rows(const Kernel& k, const CpuSchedule& c, const Estimator& e
   return rows > 16 && share >= 4 * target.min_parallel_work;
 }
 
+/// Whether every pointwise stage with loops may split its first loop among
+/// threads beside the reductions (parallel_reduction): each store writes
+/// distinct elements for distinct points of the stage's loops
+/// (selects_disjoint_elements, all loops: an inner loop could otherwise
+/// meet another chunk's elements), and what the stage loads from a buffer it
+/// stores, it loads at the element it stores (softmax's in-place rescale).
+/// softmax over one row of 4M floats ran on one thread of two (2.4 ms,
+/// Inductor 1.8): its stash and rescale passes stopped the reductions'
+/// split.
+bool pointwise_loops_split(const Kernel& k) {
+  // Within one outer iteration, its variables are constants.
+  std::map<std::string, IndexExpr> outer_fixed;
+  for (const Loop& l : k.outer) outer_fixed[var_name(l)] = index_const(0);
+  VarRanges ranges;
+  for (const auto& s : k.stages) {
+    const auto* p = std::get_if<PointwiseStage>(&s);
+    if (!p || p->loops.empty()) continue;
+    std::vector<IndexExpr> vars;
+    for (const Loop& l : p->loops) {
+      ranges[var_name(l)] = l.extent;
+      vars.push_back(l.var);
+    }
+    std::map<std::string, const Store*> stored;
+    for (const auto& st : p->stores) {
+      if (st.accumulate || stored.count(st.buffer->name) ||
+          !selects_disjoint_elements(substitute(st.index, outer_fixed), vars, ranges)) {
+        return false;
+      }
+      stored[st.buffer->name] = &st;
+    }
+    for (const auto& a : reads(s)) {
+      auto it = stored.find(a.buffer->name);
+      if (it != stored.end() && !(a.index == it->second->index)) return false;
+    }
+  }
+  return true;
+}
+
 Decision decide(const Kernel& k, const CpuTarget& target) {
   if (const ScanStage* scan = scan_of(k)) return decide_scan(k, *scan, target);
   Decision d;
@@ -636,7 +674,8 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     d.cpu.parallel_reduction = true;
     d.cpu.grain_size = std::max<int64_t>(1, (target.min_parallel_work + columns - 1) / columns);
     par_why = cat("column tiles with their rows split among the threads (", columns, " columns)");
-  } else if (reductions >= 1 && !pointwise_loops && !d.cpu.transpose_tile && !d.cpu.row_blocks &&
+  } else if (reductions >= 1 && (!pointwise_loops || (!vec_outer && pointwise_loops_split(k))) &&
+             !d.cpu.transpose_tile && !d.cpu.row_blocks &&
              signature(k).scratch.empty() &&
              few_long_rows(vec_outer ? outer_vectors(k, est, d.cpu.vector_width) : outer_iters,
                            Estimator::sat_mul(stage_work, vec_outer ? d.cpu.vector_width : 1), target)) {

@@ -10,6 +10,7 @@
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/stash_reduction_bodies.h"
 #include "kernel_builders.h"
 #include "lowering/ir/printer.h"
 
@@ -532,6 +533,21 @@ TEST(CpuNumerics, SoftmaxStatisticsOfFewLongRowsSplitAcrossThreads) {
       ASSERT_TRUE(schedule_for_cpu(softmax_statistics_kernel(rows, cols), avx512_target())->schedule.cpu.parallel_reduction);
       expect_matches(softmax_statistics_kernel(rows, cols), false, o);
       expect_matches(softmax_statistics_kernel(rows, cols), true, o);
+    }
+  }
+}
+
+TEST(CpuNumerics, SoftmaxOfFewLongRowsSplitsItsPointwiseLoopsToo) {
+  // The normalising loop (and, stashed, the loop storing exp) in chunks on
+  // the threads between the split reductions; NaN and inf included.
+  RunOptions o;
+  o.rtol = 1e-4;
+  o.atol = 1e-4;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 100000}, {3, (1 << 14) + 3}}) {
+    for (const auto& k : {softmax_kernel(rows, cols), stash_reduction_bodies(softmax_kernel(rows, cols))}) {
+      ASSERT_TRUE(schedule_for_cpu(k, avx512_target())->schedule.cpu.parallel_reduction) << rows << " x " << cols;
+      expect_matches(k, false, o);
+      expect_matches(k, true, o);
     }
   }
 }

@@ -96,8 +96,28 @@ TEST(CpuSchedule, FewRowsOfSeveralReductionsSplitEachInTurn) {
   for (size_t at = src.find("cppi_parallel_reduce<"); at != std::string::npos; at = src.find("cppi_parallel_reduce<", at + 1))
     ++regions;
   EXPECT_EQ(regions, 2u) << src;
-  // A pointwise stage with loops (the normalising loop) keeps rows parallel.
-  EXPECT_FALSE(schedule_for_cpu(softmax_kernel(1, 1 << 18), avx512_target())->schedule.cpu.parallel_reduction);
+  // A pointwise stage with loops (the normalising loop) splits too: each
+  // store writes its own elements (3 rows of 1M floats on two threads,
+  // softmax 1.89 -> 1.41 ms, layer_norm 1.20 -> 0.88; eager 1.8, 1.9).
+  auto whole = schedule_for_cpu(softmax_kernel(1, 1 << 18), avx512_target());
+  EXPECT_TRUE(whole->schedule.cpu.parallel_reduction);
+  EXPECT_TRUE(file_check(print_one(whole).source, {
+                                                      "cppi_parallel_reduce<float>(0, 262144,",
+                                                      "cppi_parallel_reduce<float>(0, 262144,",
+                                                      "cppi_parallel_for(0, 262144, ",
+                                                  }));
+  // Not where two iterations of the stage's loop store one element: a loop
+  // over r0 storing every row's total into out[x0] (the last store wins,
+  // so its order matters).
+  auto in = input("arg0", DType::Float32, {3, 1 << 18});
+  auto out = output("buf0", DType::Float32, {3});
+  IndexExpr x0 = var("x0"), r0 = var("r0"), x1 = var("x1");
+  auto total = ReductionStage::make({Loop{r0, 1 << 18}}, ReductionKind::Sum, load(in, x0 * (1 << 18) + r0), {"total"});
+  auto last = Kernel::make("last_0", Device::CPU, {Loop{x0, 3}},
+                           {total, PointwiseStage{{Loop{x1, 1 << 18}},
+                                                  {Store::make(out, x0, binary(BinaryOp::Add, total.result(),
+                                                                               load(in, x0 * (1 << 18) + x1)))}}});
+  EXPECT_FALSE(schedule_for_cpu(last, avx512_target())->schedule.cpu.parallel_reduction);
 }
 
 TEST(CpuSchedule, TransposedStoresStayScalar) {
