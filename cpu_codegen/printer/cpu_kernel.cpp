@@ -64,7 +64,7 @@ std::shared_ptr<CpuCompileJob> CpuCompileJob::start(std::vector<std::string> sou
   }
   try {
     job->thread_ = std::thread([raw = job.get()] { raw->run(); });  // the destructor joins before `raw` dies
-  } catch (const std::system_error& e) {  // no thread to be had: compile here
+  } catch (const std::system_error&) {  // no thread to be had: compile here
     job->run();
   }
   return job;
@@ -102,7 +102,11 @@ void CpuCompileJob::run() {
     for (auto& t : threads) t.join();
   }
   compile_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  status_ = collect(modules);
+  try {
+    status_ = collect(modules);
+  } catch (const std::exception& e) {  // bad_alloc: an exception may not leave the thread
+    status_ = Error::internal(cat("cpu codegen: collecting the compiled kernels threw: ", e.what()));
+  }
   std::lock_guard<std::mutex> lock(g_running_mutex);
   --g_running;
   g_running_changed.notify_all();

@@ -247,9 +247,9 @@ def _load(source: str, scope: dict[str, Any], filename: str, owner: object) -> A
     return scope["call"]
 
 
-# What a CompiledFunction hears once its background compile is over: None
-# (the compile failed: the exception) -> a function to run instead, or None
-# to run the kernels.
+# What a CompiledFunction calls once its background compile is over, with
+# the compile's exception (None when it succeeded); it returns a function to
+# run instead (the eager fallback), or None to run the kernels.
 CompileFinished = Callable[[Exception | None], Callable[[list], Any] | None]
 
 
