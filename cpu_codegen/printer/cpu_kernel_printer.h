@@ -198,8 +198,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// The grain of a parallel loop over the first `p` outer loops: the
   /// schedule's, or with CpuSchedule::grain_work an expression of the sizes.
   std::string grain_text(size_t p) const;
-  /// Whether a stage loads a buffer the kernel stores.
-  bool reads_what_it_writes() const;
   /// The column_block/row_block main loop over [from, to) (see the file
   /// comment): whole vectors, or with `overlapped_rest` (TailKind::Overlapped,
   /// to - from >= a vector) any extent, each block's last vector ending at

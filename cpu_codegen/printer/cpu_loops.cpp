@@ -412,7 +412,7 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     print_stages(true);
     out_.close();
   };
-  if (sched_.tail == TailKind::Overlapped && sched_.column_block > 0 && !reads_what_it_writes()) {
+  if (sched_.tail == TailKind::Overlapped && sched_.column_block > 0 && read_back_buffers(k_).empty()) {
     // [lo, hi) holds at least one whole vector (CpuSchedule::tail); the rest
     // joins the tiles' pass over the rows. Not when a stage reads a buffer
     // the kernel writes: the overlapping vector would read its neighbour's
@@ -491,14 +491,6 @@ std::string CpuKernelPrinter::grain_text(size_t p) const {
   inner.push_back(stages);
   return cat("cppi_max_i<int64_t>(1, cppi_div_up(", sched_.grain_work, ", cppi_max_i<int64_t>(1, ", index(product(inner)),
              ")))");
-}
-
-bool CpuKernelPrinter::reads_what_it_writes() const {
-  const std::set<std::string> written = written_buffers(k_);
-  for (const auto& s : k_.stages)
-    for (const auto& a : reads(s))
-      if (written.count(a.buffer->name)) return true;
-  return false;
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,

@@ -311,6 +311,16 @@ std::set<std::string> written_buffers(const Kernel& k) {
   return out;
 }
 
+std::set<std::string> read_back_buffers(const Kernel& k) {
+  const std::set<std::string> written = written_buffers(k);
+  std::set<std::string> out;
+  for (const auto& s : k.stages) {
+    for (const auto& a : reads(s))
+      if (written.count(a.buffer->name)) out.insert(a.buffer->name);
+  }
+  return out;
+}
+
 bool accumulates(const Kernel& k) {
   for (const auto& s : k.stages) {
     if (const auto* p = std::get_if<PointwiseStage>(&s)) {

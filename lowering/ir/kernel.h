@@ -384,6 +384,9 @@ std::vector<Access> reads(const Stage& s);
 std::vector<Access> writes(const Stage& s);
 /// The names of the buffers some stage of `k` stores to (scratch included).
 std::set<std::string> written_buffers(const Kernel& k);
+/// The buffers `k` both stores to and loads from (an in-place update, or a
+/// value stored then read back).
+std::set<std::string> read_back_buffers(const Kernel& k);
 /// Whether some store of `k` accumulates (ir::Store::accumulate).
 bool accumulates(const Kernel& k);
 /// The scan stage of a scan kernel (its only stage), else null.
