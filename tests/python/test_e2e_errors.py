@@ -236,3 +236,20 @@ def test_a_forked_child_runs_a_graph_whose_compile_the_parent_started():
         pytest.fail("the forked child hung waiting for the parent's compile thread")
     assert os.waitstatus_to_exitcode(status) == 0
     torch.testing.assert_close(compiled([x.clone()]), f(x))
+
+
+@pytest.mark.parametrize("background", [None, True, False])
+def test_cpu_kernels_compile_in_the_background_by_default(background):
+    """compile_graph returns with the CPU compile still pending unless the
+    option turns it off; the first call finishes it and records its time."""
+    from cppinductor.backend import compile_fx_graph
+    from cppinductor.options import parse_options
+
+    x = torch.randn(40)
+    aten = torch.fx.experimental.proxy_tensor.make_fx(lambda x: torch.sigmoid(x) * 3.15625)(x)
+    options = parse_options(None, None if background is None else {"background_compile": background})
+    function = compile_fx_graph(aten, [x], options, "inference")
+    assert function.compiled.compiling == (background is not False)
+    torch.testing.assert_close(function([x.clone()]), torch.sigmoid(x) * 3.15625)
+    assert not function.compiled.compiling
+    assert "cpu_compile" in [stage for stage, _ in function.compiled.stage_times]
