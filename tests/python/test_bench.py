@@ -222,10 +222,12 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert [(d["workload"], d["backend"]) for d in data] == [
         ("copy", "eager"), ("copy", "aot_eager"), ("row_sum", "eager"), ("row_sum", "aot_eager")]
-    fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "shape", "status",
+    fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "cpu_isa",
+              "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
-              "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s", "backend_warmup_s", "load_avg",
+              "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s",
+              "backend_warmup_s", "load_avg",
               "eager_part_ms", "compiled_part_ms", "alternating_ratio"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
@@ -272,3 +274,42 @@ def test_inductor_rows_get_ratio_and_overhead_over_aot_eager():
     assert ind.status == "ok" and ind.speedup_vs_inductor == pytest.approx(1.0)
     assert ind.compile_over_aot_eager_s is not None
     assert ind.kernels >= 1
+
+
+def test_cppinductor_rows_name_the_cpu_isa_and_the_header_the_host():
+    from cppinductor import _C
+
+    rows = _bench(["relu_bias"], backends=["cppinductor"])
+    ours = next(r for r in rows if r.backend == "cppinductor")
+    assert ours.status == "ok" and ours.cpu_isa == _C.resolve_cpu_isa(os.environ.get("CPPINDUCTOR_CPU_ISA", "native"))
+    assert next(r for r in rows if r.backend == "eager").cpu_isa is None
+    assert f"cpu isa {ours.cpu_isa} (host: " in format_table(rows)
+
+
+def test_cli_rejects_a_cpu_isa_the_host_lacks(capsys):
+    from cppinductor import _C
+
+    missing = [isa for isa in ("avx2", "avx512") if isa not in _C.host_cpu_isas()]
+    if not missing:
+        pytest.skip("the host runs every ISA")
+    assert main(["--size", "tiny", "--only", "copy", "--cpu-isa", missing[0], "--no-progress"]) == 2
+    assert f"cpu_isa {missing[0]!r} is not available" in capsys.readouterr().err
+
+
+def test_interleaved_rounds_time_each_function_and_isolate_one_that_raises():
+    from cppinductor.bench.timing import POLICIES, SteadyTime, interleaved_steady_times
+
+    calls = {"a": 0, "b": 0}
+
+    def a():
+        calls["a"] += 1
+
+    def b():
+        calls["b"] += 1
+        if calls["b"] > 4:
+            raise RuntimeError("broke on call 5")
+
+    times = interleaved_steady_times({"a": a, "b": b}, "cpu", POLICIES["tiny"], rounds=3)
+    assert isinstance(times["a"], SteadyTime) and times["a"].median_s > 0 and times["a"].reps >= 3
+    assert isinstance(times["b"], RuntimeError) and "call 5" in str(times["b"])
+    assert calls["b"] == 5  # timed no further once it raised

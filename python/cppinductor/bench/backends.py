@@ -9,7 +9,7 @@ is accepted too, which the tests use to inject a wrong backend. A mode
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import torch
 
@@ -24,6 +24,7 @@ class Backend:
     label: str
     target: Union[str, Callable, None] = None  # None: the label is the torch.compile name
     mode: Optional[str] = None  # torch.compile(mode=...)
+    options: Optional[Dict[str, Any]] = None  # torch.compile(options=...)
 
     @property
     def is_eager(self) -> bool:
@@ -38,7 +39,9 @@ class Backend:
         if self.is_eager:
             return lambda fn: fn
         target = self.label if self.target is None else self.target
-        kwargs = {} if self.mode is None else {"mode": self.mode}
+        kwargs: Dict[str, Any] = {} if self.mode is None else {"mode": self.mode}
+        if self.options:  # torch.compile takes a mode or options: cppinductor reads a mode from its options
+            kwargs = {"options": {**self.options, **kwargs}}
         return lambda fn: torch.compile(fn, backend=target, **kwargs)
 
     def unavailable_reason(self) -> Optional[str]:
@@ -54,16 +57,19 @@ class Backend:
         return None
 
 
-def _named(name: str, mode: Optional[str]) -> Backend:
-    return Backend(name, mode=mode if name in MODE_BACKENDS else None)
+def _named(name: str, mode: Optional[str], cppinductor_options: Optional[Dict[str, Any]]) -> Backend:
+    return Backend(name, mode=mode if name in MODE_BACKENDS else None,
+                   options=cppinductor_options if name == "cppinductor" else None)
 
 
-def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]], mode: Optional[str] = None) -> List[Backend]:
-    """Backends in run order; eager always first since it is the reference and baseline."""
+def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]], mode: Optional[str] = None,
+                   cppinductor_options: Optional[Dict[str, Any]] = None) -> List[Backend]:
+    """Backends in run order; eager always first since it is the reference and
+    baseline. cppinductor_options go to cppinductor's torch.compile."""
     if mode is not None and mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
     items = spec.split(",") if isinstance(spec, str) else list(spec)
-    backends = [b if isinstance(b, Backend) else _named(b.strip(), mode) for b in items if b]
+    backends = [b if isinstance(b, Backend) else _named(b.strip(), mode, cppinductor_options) for b in items if b]
     backends = [b for b in backends if not b.is_eager]
     labels = [b.label for b in backends]
     duplicates = {label for label in labels if labels.count(label) > 1}

@@ -25,22 +25,30 @@ def fresh_cache_env(root: str) -> Dict[str, str]:
     return {var: os.path.join(root, var.lower()) for var in CACHE_ENV_VARS}
 
 
-def _clear_in_memory_caches() -> None:
-    torch._dynamo.reset()
+def _clear_compiler_caches() -> None:
     if "torch._inductor.utils" in sys.modules:  # don't import Inductor just to clear it
         sys.modules["torch._inductor.utils"].clear_caches()
 
 
+def clear_in_memory_caches() -> None:
+    torch._dynamo.reset()
+    _clear_compiler_caches()
+
+
 @contextlib.contextmanager
-def fresh_caches() -> Iterator[str]:
+def fresh_caches(reset_dynamo: bool = True) -> Iterator[str]:
+    """Empty cache directories and cleared in-memory caches for the compiles
+    inside. reset_dynamo=False keeps what Dynamo compiled before and inside
+    (graphs that must stay callable), clearing only the compilers' caches."""
     root = tempfile.mkdtemp(prefix="cppinductor-bench-")
     saved = {var: os.environ.get(var) for var in CACHE_ENV_VARS}
     os.environ.update(fresh_cache_env(root))
-    _clear_in_memory_caches()
+    clear = clear_in_memory_caches if reset_dynamo else _clear_compiler_caches
+    clear()
     try:
         yield root
     finally:
-        _clear_in_memory_caches()
+        clear()
         for var, value in saved.items():
             if value is None:
                 os.environ.pop(var, None)

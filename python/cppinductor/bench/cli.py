@@ -36,6 +36,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                    help="workloads whose first compile is also timed in a fresh process: the first "
                    "small graph (relu_bias when selected), all of them, or none (default: %(default)s)")
     p.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's choice)")
+    p.add_argument("--cpu-isa", choices=("native", "avx2", "avx512"),
+                   help="cppinductor's cpu_isa option (default: $CPPINDUCTOR_CPU_ISA, else native)")
     p.add_argument("--json", metavar="FILE", help="write the rows as a JSON list")
     p.add_argument("--plot", metavar="FILE.png", help="speedup and compile time chart (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -60,6 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             fresh_process=args.fresh_process,
             mode=args.mode,
             threads=args.threads,
+            cpu_isa=args.cpu_isa,
             progress=not args.no_progress,
         )
     except ValueError as e:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from .row import OK, Row
@@ -45,6 +46,19 @@ LEGEND = (
 )
 
 
+def host_cpu_description() -> str:
+    """The CPU's model name and the vector ISAs it runs ("AMD EPYC, avx2")."""
+    from .. import _C
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return ", ".join([model, *_C.host_cpu_isas()])
+
+
 def _line(cells: Sequence[str]) -> str:
     out = []
     for (header, width, _), cell in zip(_COLUMNS, cells):
@@ -83,7 +97,10 @@ def format_table(rows: Sequence[Row]) -> str:
         r = rows[0]
         modes = sorted({x.mode for x in rows if x.mode})
         mode = f" · mode {','.join(modes)}" if modes else ""
-        lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}{mode}")
+        isas = sorted({x.cpu_isa for x in rows if x.cpu_isa})
+        isa = f" · cpu isa {','.join(isas)} (host: {host_cpu_description()})" if isas else ""
+        lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}"
+                     f"{mode}{isa}")
         refs = {(x.shape, x.copy_gbps, x.copy_prealloc_gbps) for x in rows if x.copy_gbps}
         for shape, clone, prealloc in sorted(refs, key=str):
             lines.append(f"copy reference {shape}: clone {clone:.1f} GB/s, copy_ into preallocated {prealloc:.1f} GB/s")

@@ -18,6 +18,7 @@ class Row:
     threads: int
     torch_version: str
     kind: str  # memory | compute | train | interop
+    cpu_isa: Optional[str] = None  # cppinductor on the CPU: the vector ISA its kernels were compiled for
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
     error: Optional[str] = None  # the exception or the mismatch; or a failed fresh-process probe

@@ -16,6 +16,7 @@ A backend that raises or differs from eager marks its row; the bench goes on.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 from dataclasses import dataclass, field
@@ -27,11 +28,11 @@ from . import kernel_counts
 from ._compile_probe import ProbeResult, probe
 from .backends import Backend, parse_backends
 from .bandwidth import CopyReferences, gbps
-from .caches import fresh_caches
+from .caches import clear_in_memory_caches, fresh_caches
 from .correctness import mismatch, snapshot
 from .progress import Progress
 from .row import ERROR, INCORRECT, Row
-from .timing import POLICIES, alternation, steady_time, time_once
+from .timing import POLICIES, alternation, interleaved_steady_times, time_once
 from .workloads import Workload, select, sizes_for, tolerance
 
 FRESH_PROCESS_CHOICES = ("first", "all", "none")
@@ -49,6 +50,7 @@ class BenchConfig:
     fresh_process: str = "first"  # which workloads get a fresh-process compile probe
     mode: Optional[str] = None  # torch.compile mode for inductor and cppinductor
     threads: Optional[int] = None
+    cpu_isa: Optional[str] = None  # cppinductor's cpu_isa option; None: its default (CPPINDUCTOR_CPU_ISA, else native)
     progress: bool = True
     workloads: List[Workload] = field(init=False)
     backend_list: List[Backend] = field(init=False)
@@ -56,8 +58,13 @@ class BenchConfig:
     def __post_init__(self) -> None:
         if self.fresh_process not in FRESH_PROCESS_CHOICES:
             raise ValueError(f"fresh_process must be one of {FRESH_PROCESS_CHOICES}")
+        if self.cpu_isa is not None:
+            from ..options import parse_options
+
+            parse_options(None, {"cpu_isa": self.cpu_isa})  # a ValueError where the host cannot run it
         self.workloads = select(self.only, quick=self.size == "quick")
-        self.backend_list = parse_backends(self.backends, self.mode)
+        self.backend_list = parse_backends(self.backends, self.mode,
+                                           {"cpu_isa": self.cpu_isa} if self.cpu_isa else None)
 
     @property
     def dtype_name(self) -> str:
@@ -93,6 +100,20 @@ def _warm_up(backend: Backend, device: str) -> float:
     return seconds
 
 
+def _cppinductor_cpu_isa(requested: Optional[str]) -> Optional[str]:
+    """The ISA cppinductor's CPU kernels are compiled for under the bench's
+    choice (the option, else CPPINDUCTOR_CPU_ISA, else native); None where it
+    cannot say (no x86-64, or an ISA the host lacks: the rows show the error)."""
+    from .. import _C
+    from ..options import parse_options
+
+    try:
+        options = parse_options(None, {"cpu_isa": requested} if requested else None)
+        return _C.resolve_cpu_isa(options.get("cpu_isa", "native"))
+    except (ValueError, _C.UnsupportedError, _C.CompilerError):
+        return None
+
+
 class _Runner:
     def __init__(self, config: BenchConfig) -> None:
         self.config = config
@@ -101,6 +122,7 @@ class _Runner:
         self.copy_refs = CopyReferences(config.device, self.policy)
         self.unavailable = {b.label: b.unavailable_reason() for b in config.backend_list}
         self.runnable = [b for b in config.backend_list if self.unavailable[b.label] is None]
+        self.cppinductor_cpu_isa = _cppinductor_cpu_isa(config.cpu_isa)
 
     def row(self, workload: Workload, backend: Backend) -> Row:
         c = self.config
@@ -146,61 +168,88 @@ class _Runner:
         return rows
 
     def run_workload(self, workload: Workload, progress: Progress) -> List[Row]:
+        """Every backend's first call (compile), checked against eager's, then
+        the steady state of all of them timed in interleaved rounds."""
         expected: Any = None
         eager_failed: Optional[str] = None
-        rows = []
-        for backend in self.config.backend_list:
-            progress.start(f"{workload.name} · {backend.label}")
-            row = self.row(workload, backend)
-            reason = self.unavailable[backend.label] or (eager_failed and f"eager reference failed: {eager_failed}")
-            if reason:
-                row.status, row.error = ERROR, reason
-            else:
-                try:
-                    result = self.measure(workload, backend, row)
-                    if backend.is_eager:
-                        expected = result
-                    else:
-                        self.check(workload, expected, result, row)
-                except Exception as e:
-                    row.status, row.error = ERROR, _describe(e)
-                    if backend.is_eager:
-                        eager_failed = row.error
-                finally:
-                    gc.collect()
-                    if torch.device(self.config.device).type == "cuda":
-                        torch.cuda.empty_cache()
-            rows.append(row)
-            progress.advance()
+        rows: List[Row] = []
+        steps: Dict[str, Any] = {}
+        by_label: Dict[str, Row] = {}
+        with contextlib.ExitStack() as workload_scope:
+            # One Dynamo reset for the workload: every backend's compile stays
+            # alive for the interleaved timing (each compiles cold all the
+            # same: its own empty cache directories, Inductor's in-memory
+            # caches cleared).
+            workload_scope.callback(self._release, self.config.device)
+            clear_in_memory_caches()
+            workload_scope.callback(clear_in_memory_caches)
+            for backend in self.config.backend_list:
+                progress.start(f"{workload.name} · {backend.label}")
+                row = self.row(workload, backend)
+                reason = self.unavailable[backend.label] or (eager_failed and f"eager reference failed: {eager_failed}")
+                if reason:
+                    row.status, row.error = ERROR, reason
+                else:
+                    try:
+                        step, result = self.first_call(workload, backend, row, workload_scope)
+                        steps[backend.label], by_label[backend.label] = step, row
+                        if backend.is_eager:
+                            expected = result
+                        else:
+                            self.check(workload, expected, result, row)
+                    except Exception as e:
+                        row.status, row.error = ERROR, _describe(e)
+                        if backend.is_eager:
+                            eager_failed = row.error
+                rows.append(row)
+                progress.advance()
+            for label, steady in interleaved_steady_times(steps, self.config.device, self.policy).items():
+                row = by_label[label]
+                if isinstance(steady, BaseException):
+                    row.status, row.error = ERROR, _describe(steady)
+                    continue
+                row.time_ms, row.reps = steady.median_s * 1e3, steady.reps
+                if row.compile_s_warm is not None:
+                    row.compile_s_warm = max(row.first_call_s - steady.median_s, 0.0)
         return rows
 
-    def measure(self, workload: Workload, backend: Backend, row: Row) -> Any:
-        """Times first call and steady state into row; returns a snapshot of the first call's result."""
-        c = self.config
-        with fresh_caches():
-            case = workload.build(self.sizes, c.device, c.dtype)
-            row.shape, row.bytes_moved = case.shape, case.bytes_moved
-            before = kernel_counts.read(backend.label)
-            if case.parts is not None:
-                eager_part, compiled_part = case.parts(backend.compiler())
+    @staticmethod
+    def _release(device: str) -> None:
+        gc.collect()
+        if torch.device(device).type == "cuda":
+            torch.cuda.empty_cache()
 
-                def step() -> Any:
-                    eager_part()
-                    return compiled_part()
-            else:
-                step = case.make_step(backend.compiler())
-            first_s, result = time_once(step, c.device)
-            compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
-            result = snapshot(result)
-            steady = steady_time(step, c.device, self.policy)
-            if case.parts is not None:
-                alt = alternation(eager_part, compiled_part, c.device, self.policy)
-                row.eager_part_ms, row.compiled_part_ms = alt.eager_part_s * 1e3, alt.compiled_part_s * 1e3
-                row.alternating_ratio = alt.ratio
-        row.time_ms, row.reps, row.first_call_s = steady.median_s * 1e3, steady.reps, first_s
+    def first_call(self, workload: Workload, backend: Backend, row: Row,
+                   scope: contextlib.ExitStack) -> Tuple[Any, Any]:
+        """Builds the case and times its first call (the compile) into row.
+        Returns the step to time later and a snapshot of the first result.
+        The backend's cache directories stay in place until `scope` closes."""
+        c = self.config
+        scope.enter_context(fresh_caches(reset_dynamo=False))
+        case = workload.build(self.sizes, c.device, c.dtype)
+        row.shape, row.bytes_moved = case.shape, case.bytes_moved
+        before = kernel_counts.read(backend.label)
+        if case.parts is not None:
+            eager_part, compiled_part = case.parts(backend.compiler())
+
+            def step() -> Any:
+                eager_part()
+                return compiled_part()
+        else:
+            step = case.make_step(backend.compiler())
+        first_s, result = time_once(step, c.device)
+        compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
+        result = snapshot(result)
+        if case.parts is not None:
+            alt = alternation(eager_part, compiled_part, c.device, self.policy)
+            row.eager_part_ms, row.compiled_part_ms = alt.eager_part_s * 1e3, alt.compiled_part_s * 1e3
+            row.alternating_ratio = alt.ratio
+        row.first_call_s = first_s
         row.load_avg = _load_average()
         if not backend.is_eager:
-            row.compile_s_warm = max(first_s - steady.median_s, 0.0)
+            row.compile_s_warm = first_s  # less the steady time, once measured
+            if backend.label == "cppinductor" and torch.device(c.device).type == "cpu":
+                row.cpu_isa = self.cppinductor_cpu_isa
         if compiled is not None:
             row.kernels = compiled.kernels
             if compiled.kernel_compile_s is not None and compiled.kernels:
@@ -208,7 +257,7 @@ class _Runner:
         if case.bytes_moved is not None and case.largest_input is not None:
             ref = self.copy_refs.for_tensor(case.largest_input)
             row.copy_gbps, row.copy_prealloc_gbps = ref.clone_gbps, ref.prealloc_gbps
-        return result
+        return step, result
 
     def check(self, workload: Workload, expected: Any, actual: Any, row: Row) -> None:
         problem = mismatch(expected, actual, tolerance(workload, self.config.dtype))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple, Union
 
 import torch
 
@@ -76,6 +76,49 @@ def steady_time(fn: Callable[[], Any], device: str, policy: TimingPolicy) -> Ste
     reps = int(policy.min_time / max(estimate, 1e-7))
     reps = max(policy.min_reps, min(policy.max_reps, reps))
     return SteadyTime(statistics.median(_times(fn, device, reps)), reps)
+
+
+def interleaved_steady_times(fns: Dict[str, Callable[[], Any]], device: str, policy: TimingPolicy,
+                             rounds: int = 5) -> Dict[str, Union[SteadyTime, BaseException]]:
+    """Median time per call of each function, measured in interleaved rounds.
+
+    Each round times a batch of calls of every function in turn (the order
+    rotating from round to round) and keeps each batch's median; a function's
+    time is the median of its rounds. Load from other processes that comes
+    and goes, or a machine whose clock drifts, then hits every function
+    alike: on these shared machines ratios from backends timed one after the
+    other were seen off by 2x. Each function's batch lasts about
+    policy.min_time / rounds; the caller has already made the first calls.
+    A function that raises is timed no further: its entry is the exception.
+    """
+    names = list(fns)
+    failed: Dict[str, BaseException] = {}
+
+    def attempt(name: str, run: Callable[[], Any]) -> None:
+        if name in failed:
+            return
+        try:
+            run()
+        except Exception as e:  # this function's row says so; the others go on
+            failed[name] = e
+
+    reps: Dict[str, int] = {}
+
+    def calibrate(name: str) -> None:
+        for _ in range(policy.warmup):
+            fns[name]()
+        estimate = statistics.median(_times(fns[name], device, 2))
+        per_round = int(policy.min_time / rounds / max(estimate, 1e-7))
+        reps[name] = max(-(-policy.min_reps // rounds), min(policy.max_reps, per_round))
+
+    for name in names:
+        attempt(name, lambda: calibrate(name))
+    medians: Dict[str, List[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            attempt(name, lambda: medians[name].append(statistics.median(_times(fns[name], device, reps[name]))))
+    return {name: failed.get(name) or SteadyTime(statistics.median(medians[name]), reps[name] * rounds)
+            for name in names}
 
 
 @dataclass(frozen=True)
