@@ -48,6 +48,9 @@ Expected<Options> Options::from_desc(const Desc& d) {
                                                {"clang", CpuCompiler::ClangJit},
                                                {"gxx", CpuCompiler::Gxx}});
       if (!s) return s.error();
+    } else if (key == "cpu_isa") {
+      Status s = want_choice(&o.cpu_isa, {{"native", CpuIsa::Native}, {"avx2", CpuIsa::Avx2}, {"avx512", CpuIsa::Avx512}});
+      if (!s) return s.error();
     } else if (key == "debug_dir") {
       auto s = want_string();
       if (!s) return s.error();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backend/desc.h"
+#include "support/cpu_isa.h"
 #include "support/status.h"
 
 namespace cppi {
@@ -19,6 +20,8 @@ struct Options {
   std::string mode = "default";  // default | reduce-overhead | max-autotune | max-autotune-no-cudagraphs
   FallbackPolicy fallback = FallbackPolicy::Eager;
   CpuCompiler cpu_compiler = CpuCompiler::Default;
+  /// The vector ISA CPU kernels are scheduled and compiled for (support/cpu_isa.h).
+  CpuIsa cpu_isa = CpuIsa::Native;
   std::string debug_dir;        // where to dump this graph's stages; empty: no dump
   bool fuse = true;             // off: one kernel per lowered node (for debugging fusion)
   bool reuse_buffers = true;    // off: every kernel buffer is a fresh allocation (for debugging reuse)

@@ -119,15 +119,22 @@ std::string describe_program(const std::vector<Item>& program, const Graph& g) {
   return out;
 }
 
-/// Fills each kernel's schedule for its device (the GPU target of the
-/// current device unless one is given).
-Status schedule_kernels(lowering::FusedGraph& fused, std::optional<gpu::GpuTarget> gpu_target = std::nullopt) {
-  const cpu::CpuTarget cpu_target = cpu::CpuTarget::host();
+/// Fills each kernel's schedule for its device: the host CPU with the
+/// vectors of `cpu_isa` (an error where the host cannot run it), the GPU
+/// target of the current device unless one is given.
+Status schedule_kernels(lowering::FusedGraph& fused, CpuIsa cpu_isa,
+                        std::optional<gpu::GpuTarget> gpu_target = std::nullopt) {
+  std::optional<cpu::CpuTarget> cpu_target;
   for (auto& item : fused.program) {
     auto* k = std::get_if<ir::KernelPtr>(&item);
     if (!k) continue;
     if ((*k)->device == ir::Device::CPU) {
-      *k = cpu::schedule_for_cpu(cpu::stash_reduction_bodies(cpu::merge_duplicate_reductions(*k)), cpu_target);
+      if (!cpu_target) {
+        auto isa = resolve_cpu_isa(cpu_isa);
+        if (!isa) return isa.error();
+        cpu_target = cpu::CpuTarget::host(*isa);
+      }
+      *k = cpu::schedule_for_cpu(cpu::stash_reduction_bodies(cpu::merge_duplicate_reductions(*k)), *cpu_target);
       continue;
     }
     if (!gpu_target) {
@@ -180,9 +187,12 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
   if (!cpu_kernels.empty()) {
     auto compiler = cpu_compiler(ctx.options);
     if (!compiler) return compiler.error();
+    auto isa = resolve_cpu_isa(ctx.options.cpu_isa);
+    if (!isa) return isa.error();
     cpu::CpuKernelOptions opts;
     opts.print.origin_source = origins;
     opts.compile.compiler = *compiler;
+    opts.compile.avx512_off = isa->avx512_off;
     auto compiled = cpu::start_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
     if (ctx.options.background_compile) {
@@ -262,7 +272,7 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
   fusion_options.enabled = options.fuse;
   lowering::FusedGraph fused = timed(ctx, "fuse", [&] { return lowering::fuse(*lowered, fusion_options, result.remarks); });
 
-  Status scheduled = timed(ctx, "schedule", [&] { return schedule_kernels(fused); });
+  Status scheduled = timed(ctx, "schedule", [&] { return schedule_kernels(fused, options.cpu_isa); });
   if (!scheduled) return scheduled.error();
   ctx.dump("loop_ir_post_fusion.txt", describe_program(fused.program, g));
 
@@ -316,7 +326,7 @@ Expected<std::string> generate_cuda_source(Graph graph, const Options& options) 
   lowering::FusionOptions fusion_options;
   fusion_options.enabled = options.fuse;
   lowering::FusedGraph fused = lowering::fuse(*lowered, fusion_options, result.remarks);
-  if (Status s = schedule_kernels(fused, gpu::GpuTarget{}); !s) return s.error();
+  if (Status s = schedule_kernels(fused, options.cpu_isa, gpu::GpuTarget{}); !s) return s.error();
   std::vector<ir::KernelPtr> cuda_kernels;
   for (const auto& k : kernels_of(fused))
     if (k->device == ir::Device::CUDA) cuda_kernels.push_back(k);

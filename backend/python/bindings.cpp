@@ -243,6 +243,21 @@ PYBIND11_MODULE(_C, m) {
   m.def("get_num_threads", &cpu::get_num_threads);
   m.def("has_clang_jit", &cpu::has_clang_jit);
   m.def(
+      "host_cpu_isas",
+      [] {
+        std::vector<std::string> out;
+        for (CpuIsa isa : host_cpu_isas()) out.push_back(to_string(isa));
+        return out;
+      },
+      "The cpu_isa values this host runs, widest first (empty off x86-64 or without AVX2).");
+  m.def(
+      "resolve_cpu_isa",
+      [](const std::string& name) {
+        Options o = unwrap(Options::from_desc(to_desc(py::dict(py::arg("cpu_isa") = name))));
+        return unwrap(resolve_cpu_isa(o.cpu_isa)).name;
+      },
+      py::arg("name"), "The ISA CPU kernels are generated for under cpu_isa=`name` on this host ('avx512', 'avx2').");
+  m.def(
       "wait_for_background_compiles",
       [] {
         py::gil_scoped_release release;

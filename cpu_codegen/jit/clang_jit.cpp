@@ -83,9 +83,22 @@ const TargetConfig& host_target() {
   return host;
 }
 
+/// The host with every AVX-512 feature (and what builds on it) off.
+const TargetConfig& host_target_without_avx512() {
+  static const TargetConfig t = [] {
+    TargetConfig out = host_target();
+    for (std::string& f : out.features) {
+      const std::string name = f.substr(1);
+      if (name.rfind("avx512", 0) == 0 || name.rfind("avx10", 0) == 0 || name == "evex512") f = "-" + name;
+    }
+    return out;
+  }();
+  return t;
+}
+
 TargetConfig target_for(const CompileOptions& o) {
-  if (o.target_cpu.empty()) return host_target();
-  return TargetConfig{host_target().triple, o.target_cpu, {}};  // the CPU's own features
+  if (!o.target_cpu.empty()) return TargetConfig{host_target().triple, o.target_cpu, {}};  // the CPU's own features
+  return o.avx512_off ? host_target_without_avx512() : host_target();
 }
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {

@@ -42,7 +42,7 @@ std::string module_key(const std::string& source, const CompileOptions& o,
   Sha256 h;
   h.field("cppinductor-cpu-module-v1").field(compiler_name(o.compiler));
   h.field(std::to_string(o.opt_level)).field(o.debug_symbols ? "g" : "");
-  h.field(o.target_cpu).field(std::to_string(o.defines.size()));
+  h.field(o.target_cpu).field(o.avx512_off ? "-avx512" : "").field(std::to_string(o.defines.size()));
   for (const auto& d : o.defines) h.field(d);
   h.field(prelude_hash()).field(target_id).field(source);
   if (o.first_header) h.field(o.first_header->name).field(o.first_header->text);

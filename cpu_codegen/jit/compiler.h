@@ -49,6 +49,10 @@ struct CompileOptions {
   /// CPU to compile for, as clang -target-cpu / g++ -march take it ("skylake",
   /// "haswell"); empty means the host, with its exact feature set.
   std::string target_cpu;
+  /// With the host's CPU (target_cpu empty): every AVX-512 feature off, so
+  /// the code runs on the host and the prelude takes its AVX2 paths
+  /// (cpu_isa="avx2" on an AVX-512 host: support/cpu_isa.h).
+  bool avx512_off = false;
   /// Extra macro definitions, "NAME" or "NAME=VALUE".
   std::vector<std::string> defines;
   /// Reuse a live module compiled from the same source and options.

@@ -26,20 +26,9 @@ using detail::pick_width;
 using detail::scan_stage;
 using detail::worth_vectorizing;
 
-CpuTarget CpuTarget::host() {
+CpuTarget CpuTarget::host(const CpuIsaTarget& isa) {
   CpuTarget t;
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) {
-    t.vector_bytes = 64;
-  } else if (__builtin_cpu_supports("avx2") || __builtin_cpu_supports("avx")) {
-    t.vector_bytes = 32;
-  } else {
-    t.vector_bytes = 16;
-  }
-#else
-  t.vector_bytes = 16;
-#endif
+  t.vector_bytes = isa.vector_bytes;
   t.num_threads = std::max(1u, std::thread::hardware_concurrency());
   return t;
 }

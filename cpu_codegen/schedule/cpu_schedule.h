@@ -96,6 +96,7 @@
 #include <string>
 
 #include "lowering/ir/kernel.h"
+#include "support/cpu_isa.h"
 
 namespace cppi::cpu {
 
@@ -108,8 +109,9 @@ struct CpuTarget {
   /// The value assumed for a size symbol in the estimates above.
   int64_t symbol_hint = 1024;
 
-  /// The running CPU (cpuid) and its hardware threads.
-  static CpuTarget host();
+  /// The running CPU's hardware threads, with the vectors of `isa` (the
+  /// cpu_isa option made concrete for the host: support/cpu_isa.h).
+  static CpuTarget host(const CpuIsaTarget& isa);
 };
 
 /// The counter step between neighbouring lanes of a Random whose loop over

@@ -8,18 +8,23 @@ the valid ones.
 from __future__ import annotations
 
 import os
+import platform
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CPU_ISAS = ("native", "avx2", "avx512")
+CPU_ISA_ENV = "CPPINDUCTOR_CPU_ISA"
 
 # name -> (allowed values or type, help)
 OPTIONS: dict[str, tuple[Any, str]] = {
     "mode": (MODES, "same as torch.compile's mode"),
     "fallback": (("eager", "error"), "what an unsupported node or graph does: run in eager, or raise"),
     "cpu_compiler": (("default", "clang", "gxx"), "in-process clang + ORC JIT, or a g++ subprocess"),
+    "cpu_isa": (CPU_ISAS, "the vector ISA of CPU kernels: the host's widest (native), or avx2 / avx512 where the "
+                          "host runs it (default: $CPPINDUCTOR_CPU_ISA, else native)"),
     "debug_dir": (str, "dump every compiled graph's stages here (like CPPINDUCTOR_DEBUG_DIR)"),
     "dump_code": (bool, "log generated code to the cppinductor.output_code logger"),
     "fuse": (bool, "fuse loops (turn off to debug fusion)"),
@@ -72,6 +77,16 @@ def _check(name: str, value: Any) -> None:
         raise ValueError(f"cppinductor: option {name!r} must be a {allowed.__name__}, got {value!r}")
 
 
+def _check_host_runs(isa: str) -> None:
+    from . import _C
+
+    host = list(_C.host_cpu_isas())
+    if isa not in host:
+        has = " and ".join(repr(h) for h in host) if host else f"neither 'avx2' nor 'avx512' ({platform.machine()})"
+        raise ValueError(f"cppinductor: cpu_isa {isa!r} is not available: this host's CPU runs {has}; "
+                         "use 'native' for the host's widest")
+
+
 def parse_options(mode: str | None = None, options: dict[str, Any] | None = None) -> Options:
     if options is not None and not isinstance(options, dict):
         raise ValueError(f"cppinductor: options must be a dict, got {type(options).__name__}")
@@ -81,6 +96,14 @@ def parse_options(mode: str | None = None, options: dict[str, Any] | None = None
             raise ValueError(f"cppinductor: unknown option {name!r}; valid options are {sorted(OPTIONS)}")
     for name, value in options.items():
         _check(name, value)
+    if "cpu_isa" not in options and os.environ.get(CPU_ISA_ENV):
+        isa = os.environ[CPU_ISA_ENV]
+        if isa not in CPU_ISAS:
+            raise ValueError(f"cppinductor: environment variable {CPU_ISA_ENV} must be one of {list(CPU_ISAS)}, "
+                             f"got {isa!r}")
+        options["cpu_isa"] = isa
+    if options.get("cpu_isa", "native") != "native":
+        _check_host_runs(options["cpu_isa"])
     chosen = options.pop("mode", None) or mode or "default"
     if mode is not None and mode not in MODES:
         raise ValueError(f"cppinductor: unknown mode {mode!r}; valid modes are {list(MODES)}")

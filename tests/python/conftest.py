@@ -12,10 +12,33 @@ import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
+from cppinductor import _C
+
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 
 DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
+
+# The CPU vector ISAs this host runs ("avx2", "avx512"). A test of generated
+# CPU code that depends on the vector width asks for an ISA (options
+# {"cpu_isa": ...}) and asserts that ISA's text; the ISAs the host cannot
+# run are skipped, so every host checks what it can and none fails by what
+# it is.
+HOST_CPU_ISAS = tuple(_C.host_cpu_isas())
+FLOAT_LANES = {"avx2": 8, "avx512": 16}
+
+
+def cpu_isa_param(isa: str, *values):
+    """A pytest.param of (isa, *values), skipped where the host cannot run `isa`."""
+    return pytest.param(isa, *values, marks=pytest.mark.skipif(isa not in HOST_CPU_ISAS,
+                                                                reason=f"the host's CPU does not run {isa}"),
+                        id="-".join(str(v) for v in (isa, *values)))
+
+
+@pytest.fixture(params=[cpu_isa_param("avx2"), cpu_isa_param("avx512")])
+def cpu_isa(request) -> str:
+    """Each CPU vector ISA the host runs, in turn."""
+    return request.param
 
 
 @pytest.fixture(autouse=True)

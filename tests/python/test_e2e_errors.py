@@ -94,6 +94,67 @@ def test_bad_cuda_fast_compile_level_names_the_levels():
     assert "cuda_fast_compile" in str(err) and "'min'" in str(err) and "'off'" in str(err), str(err)
 
 
+def _kernel_source(f, *args, **options):
+    from cppinductor.utils import run_and_get_code
+
+    out, sources = run_and_get_code(torch.compile(f, backend="cppinductor", options={"fallback": "error", **options}),
+                                    *args)
+    torch.testing.assert_close(out, f(*args))
+    return "\n".join(sources)
+
+
+def test_cpu_isa_avx2_gives_eight_float_lanes_on_any_x86_host():
+    """cpu_isa="avx2" runs on every AVX2 host, AVX-512 ones included (the
+    host CPU with its AVX-512 features off): 8-float vectors."""
+    from conftest import HOST_CPU_ISAS
+
+    if "avx2" not in HOST_CPU_ISAS:
+        pytest.skip("the host's CPU does not run AVX2")
+    src = _kernel_source(lambda x: (x * 2).exp() + 1, torch.randn(5, 1000), cpu_isa="avx2")
+    assert "width=8" in src and "cppi_f32x8" in src and "cppi_f32x16" not in src, src
+
+
+def test_cpu_isa_the_host_lacks_names_what_it_has():
+    from conftest import HOST_CPU_ISAS
+
+    missing = [isa for isa in ("avx2", "avx512") if isa not in HOST_CPU_ISAS]
+    if not missing:
+        pytest.skip("the host runs every ISA")
+    f = torch.compile(_f, backend="cppinductor", options={"cpu_isa": missing[0]})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    err = _backend_error(excinfo)
+    assert isinstance(err, ValueError), repr(err)
+    assert f"cpu_isa {missing[0]!r} is not available" in str(err) and "'native'" in str(err), str(err)
+    for isa in HOST_CPU_ISAS:
+        assert repr(isa) in str(err), str(err)
+
+
+def test_bad_cpu_isa_value_and_environment_variable_are_rejected(monkeypatch):
+    f = torch.compile(_f, backend="cppinductor", options={"cpu_isa": "sse9"})
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        f(torch.randn(3))
+    assert "cpu_isa" in str(_backend_error(excinfo)) and "'avx512'" in str(_backend_error(excinfo))
+    torch._dynamo.reset()
+    monkeypatch.setenv("CPPINDUCTOR_CPU_ISA", "sse9")
+    with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:
+        torch.compile(_f, backend="cppinductor")(torch.randn(3))
+    assert "CPPINDUCTOR_CPU_ISA" in str(_backend_error(excinfo))
+
+
+def test_cpu_isa_environment_variable_is_the_default_and_the_option_wins(monkeypatch):
+    from conftest import HOST_CPU_ISAS
+
+    if "avx2" not in HOST_CPU_ISAS:
+        pytest.skip("the host's CPU does not run AVX2")
+    monkeypatch.setenv("CPPINDUCTOR_CPU_ISA", "avx2")
+    assert "cppi_f32x8" in _kernel_source(lambda x: x.exp(), torch.randn(4, 1000))
+    torch._dynamo.reset()
+    native = _kernel_source(lambda x: x.exp(), torch.randn(4, 1000), cpu_isa="native")
+    lanes = 16 if HOST_CPU_ISAS[0] == "avx512" else 8
+    assert f"cppi_f32x{lanes}" in native, native
+
+
 @pytest.mark.parametrize("how", ["mode", "options"])
 def test_unknown_mode(how):
     kwargs = {"mode": "turbo"} if how == "mode" else {"options": {"mode": "turbo"}}

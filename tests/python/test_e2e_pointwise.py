@@ -5,6 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from check import check_model
+from conftest import FLOAT_LANES
 
 
 def relu_add_mul(x, b):
@@ -386,10 +387,10 @@ def test_angle_of_real_tensors(device):
 
 # --- transposed reads ----------------------------------------------------------------
 
-def _cpu_source(f, *args):
+def _cpu_source(f, *args, cpu_isa="native"):
     from cppinductor.utils import run_and_get_code
 
-    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
+    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error", "cpu_isa": cpu_isa})
     _, sources = run_and_get_code(compiled, *args)
     return "\n".join(s[s.index("// kernel: "):] for s in sources if "// kernel: " in s)
 
@@ -490,16 +491,16 @@ def test_cat_and_pad_with_dynamic_shapes(device):
         check_model(g, (torch.randn(5, cols, device=device), torch.randn(5, 9, device=device)), dynamic=True)
 
 
-def test_cat_runs_one_plain_loop_per_input_on_cpu():
+def test_cat_runs_one_plain_loop_per_input_on_cpu(cpu_isa):
     """torch.cat([x, y], 1).relu(): the vector loop splits where the inputs
     meet; in each piece the index comparisons are constants, so both inputs
     are plain full-width loads (were masked loads behind int64 lane indices,
     eight floats wide: 2048 x (1024 + 1024), two threads, 1.34 -> 0.86 ms,
     relu alone 0.77, Inductor 0.83)."""
     x, y = torch.randn(8, 37), torch.randn(8, 53)
-    src = _cpu_source(lambda x, y: torch.cat([x, y], 1).relu(), x, y)
+    src = _cpu_source(lambda x, y: torch.cat([x, y], 1).relu(), x, y, cpu_isa=cpu_isa)
     assert "vector_loop_splits=37" in src, src
-    assert "width=16" in src, src
+    assert f"width={FLOAT_LANES[cpu_isa]}" in src, src
     assert "masked" not in src and "cppi_viota" not in src, src
 
 
@@ -541,7 +542,7 @@ def test_strided_reads_with_dynamic_shapes(device):
         check_model(f, (torch.randn(5, cols, device=device),), dynamic=True)
 
 
-def test_pooling_windows_are_vector_loads_on_cpu():
+def test_pooling_windows_are_vector_loads_on_cpu(cpu_isa):
     """avg_pool2d(x, 2): every window is inside the input, so the lowering's
     bounds checks fold away (fold_range_conditions) and each window column
     is one strided vector load; the loop over the output columns is the
@@ -549,11 +550,11 @@ def test_pooling_windows_are_vector_loads_on_cpu():
     56 x 56, two threads, 1.02-1.16 ms, Inductor 0.80-0.98, now 0.77-0.83).
     A padded max pool keeps its lower bound check and reads whole vectors
     where it holds for every lane."""
-    src = _cpu_source(lambda x: F.avg_pool2d(x, 2), torch.randn(2, 4, 40, 40))
+    src = _cpu_source(lambda x: F.avg_pool2d(x, 2), torch.randn(2, 4, 40, 40), cpu_isa=cpu_isa)
     assert "vectorized=innermost_outer" in src, src
-    assert "cppi_vload_strided<cppi_f32x16, 2>" in src, src
+    assert f"cppi_vload_strided<cppi_f32x{FLOAT_LANES[cpu_isa]}, 2>" in src, src
     assert "masked" not in src and ">=" not in src, src
-    src = _cpu_source(lambda x: F.max_pool2d(x, 3, 2, 1), torch.randn(2, 4, 40, 40))
+    src = _cpu_source(lambda x: F.max_pool2d(x, 3, 2, 1), torch.randn(2, 4, 40, 40), cpu_isa=cpu_isa)
     assert "cppi_vload_masked<" in src and "cppi_vload_strided<" in src, src
 
 

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from check import check_model
+from conftest import FLOAT_LANES, cpu_isa_param
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1, (0, 2)], ids=lambda d: f"dim{d}")
@@ -104,35 +105,40 @@ def test_softmax_extreme_values(device):
     check_model(f, (x,))
 
 
-def _cpu_kernels(f, x, **close):
-    """The generated CPU kernels' source for f(x), compiled without fallback,
-    after checking the result against eager (NaN where eager has NaN)."""
+def _cpu_kernels(f, x, cpu_isa="native", **close):
+    """The generated CPU kernels' source for f(x), compiled without fallback
+    for `cpu_isa`, after checking the result against eager (NaN where eager
+    has NaN)."""
     from cppinductor.utils import run_and_get_code
 
-    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error"})
+    compiled = torch.compile(f, backend="cppinductor", options={"fallback": "error", "cpu_isa": cpu_isa})
     out, sources = run_and_get_code(compiled, x)
     torch.testing.assert_close(out, f(x), equal_nan=True, **close)
     (cpp,) = [s for s in sources if "cppi_parallel_for" in s or "extern \"C\"" in s]
     return cpp[cpp.index("// kernel: "):]
 
 
-def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu():
+def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu(cpu_isa):
     """layer_norm's variance sums x - mean and its square: two independent
     reductions over the row, folded into one loop that loads each element
     once, each sum with four vector accumulators. 1000 columns: groups of 4
-    vectors, whole vectors after them and the tail; NaN and inf rows give
-    eager's results."""
+    vectors, whole vectors after them (62 vectors of 16 floats: 2; 125 of
+    8: 1) and the tail (16 lanes: 8 elements; 8 lanes: none); NaN and inf
+    rows give eager's results."""
     x = torch.randn(37, 1000) * 3 + 2
     x[3, 999] = float("nan")
     x[5, 0] = float("inf")
     w, b = torch.randn(1000), torch.randn(1000)
-    kernels = _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (1000,), w, b), x, atol=1e-5, rtol=1e-5)
+    kernels = _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (1000,), w, b), x, cpu_isa,
+                           atol=1e-5, rtol=1e-5)
     assert "fold in one pass over their loops" in kernels, kernels
     one_pass = kernels[kernels.index("fold in one pass"):]
     one_pass = one_pass[:one_pass.index("// stage", 1)]
     # Each element of the row is loaded once per position in the one pass:
-    # 4 in a group, 1 after the groups, 1 in the tail.
-    assert len(re.findall(r"\w+\[r0 \+ 1000\*x0\]", one_pass)) == 6, one_pass
+    # 4 in a group, 1 after the groups, 1 in the tail (if any).
+    lanes = FLOAT_LANES[cpu_isa]
+    loads = 4 + 1 + (1000 % lanes != 0)
+    assert len(re.findall(r"\w+\[r0 \+ 1000\*x0\]", one_pass)) == loads, one_pass
     assert len(re.findall(r"cppi_f32x\d+ \w+_vacc_3 = ", one_pass)) == 2, one_pass
 
 
@@ -180,25 +186,27 @@ def test_the_last_partial_vector_of_a_row_is_one_masked_vector_on_cpu(cols):
     _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
 
 
-@pytest.mark.parametrize("cols", [3, 7, 12])
-def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cols):
-    """Rows shorter than a host vector: a vector of 16 (AVX-512) or 8 rows is
-    read as `cols` vectors turned in registers, lane l holding row x0 + l, so
-    every reduction is a vertical one and no row has a horizontal step. 301
-    rows end in a partial vector of rows. Eager's results on rows holding NaN
-    and infinities, for every reduction kind."""
+@pytest.mark.parametrize("cpu_isa, cols", [cpu_isa_param("avx2", 3), cpu_isa_param("avx2", 7),
+                                           cpu_isa_param("avx512", 7), cpu_isa_param("avx512", 12)])
+def test_rows_shorter_than_a_vector_go_in_lanes_on_cpu(cpu_isa, cols):
+    """Rows shorter than a vector of floats: a vector of 16 (AVX-512) or 8
+    (AVX2) rows is read as `cols` vectors turned in registers, lane l holding
+    row x0 + l, so every reduction is a vertical one and no row has a
+    horizontal step. 301 rows end in a partial vector of rows. Eager's
+    results on rows holding NaN and infinities, for every reduction kind."""
     x = _rows_with_specials(301, cols)
     for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, -1), lambda x: torch.logsumexp(x, -1)):
-        kernels = _cpu_kernels(f, x)
+        kernels = _cpu_kernels(f, x, cpu_isa)
         assert "row_blocks=yes" in kernels and "cppi_vload_rows<" in kernels, kernels
         assert "cppi_vreduce" not in kernels, kernels
     with_nan = torch.where(x.isinf(), 0.5, x)
-    _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (cols,)), with_nan, atol=1e-5, rtol=1e-5)
-    _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan, atol=1e-5, rtol=1e-5)
-    _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), x.argmax(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)), x)
-    _cpu_kernels(lambda x: x.double().sum(-1), x)
-    _cpu_kernels(lambda x: x.long().sum(-1), x.nan_to_num(0.0, 1000.0, -1000.0))
-    _cpu_kernels(lambda x: x - x.mean(-1, keepdim=True), x)
+    _cpu_kernels(lambda x: torch.nn.functional.layer_norm(x, (cols,)), with_nan, cpu_isa, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: torch.var_mean(x, -1), with_nan, cpu_isa, atol=1e-5, rtol=1e-5)
+    _cpu_kernels(lambda x: (x.amax(-1), x.amin(-1), x.argmax(-1), (x > 0).all(-1), (x > 2).any(-1), (x / 8).prod(-1)),
+                 x, cpu_isa)
+    _cpu_kernels(lambda x: x.double().sum(-1), x, cpu_isa)
+    _cpu_kernels(lambda x: x.long().sum(-1), x.nan_to_num(0.0, 1000.0, -1000.0), cpu_isa)
+    _cpu_kernels(lambda x: x - x.mean(-1, keepdim=True), x, cpu_isa)
 
 
 @pytest.mark.parametrize("cols", [16, 33])
@@ -246,15 +254,16 @@ def test_reductions_of_short_rows_combine_a_block_of_rows_in_one_tree_on_cpu(col
     _cpu_kernels(lambda x: torch.var_mean(x, -1), y)
 
 
-def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():
-    """Column statistics of 7 columns over many rows: one 8-lane vector whose
-    last lane is off, each thread summing a share of the rows into a vector of
-    partials, combined in order (10^6 x 7 floats ran on one thread, in a
-    4-lane vector and a second one overlapping it). Eager's results with NaN
-    and infinities, for every reduction kind."""
-    x = torch.randn(20000, 7) * 3
+def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu(cpu_isa):
+    """Column statistics of 7 columns over many rows: each thread sums a
+    share of the rows into vectors of partials, combined in order (10^6 x 7
+    floats ran on one thread). AVX-512: one 8-lane vector whose last lane is
+    off; AVX2: a 4-lane vector and a second overlapping it (8-lane masked
+    moves are slower there). Eager's results with NaN and infinities, for
+    every reduction kind."""
+    x = torch.randn(200000, 7) * 3
     x[3, 6] = float("nan")
-    x[15000, 2] = float("inf")
+    x[150000, 2] = float("inf")
     x[:, 4] = -float("inf")
     finite = torch.where(x.isfinite(), x, 0.5)
     for f, inp in (
@@ -262,10 +271,13 @@ def test_statistics_of_few_columns_split_their_rows_among_threads_on_cpu():
         (lambda x: x.mean(0), finite),
         (lambda x: (x.amax(0), x.amin(0), x.argmax(0), x.argmin(0)), x),
         (lambda x: torch.var_mean(x, 0), finite),
-        (lambda x: ((x > 0).all(0), (x > 8).any(0), (1 + x / 1000).prod(0)), x),
+        (lambda x: ((x > 0).all(0), (x > 8).any(0), (1 + x / 10000).prod(0)), x),
     ):
-        kernels = _cpu_kernels(f, inp, atol=1e-4, rtol=1e-4)
-        assert "tail=masked" in kernels and "cppi_vload_partial<cppi_f32x8>" in kernels, kernels
+        kernels = _cpu_kernels(f, inp, cpu_isa, atol=1e-4, rtol=1e-4)
+        if cpu_isa == "avx512":
+            assert "tail=masked" in kernels and "cppi_vload_partial<cppi_f32x8>" in kernels, kernels
+        else:
+            assert "width=4 tail=overlapped" in kernels, kernels
         if torch.get_num_threads() > 1:
             assert "parallel_reduction=yes" in kernels and "cppi_parallel_reduce<" in kernels, kernels
 

@@ -123,6 +123,43 @@ TEST(Pipeline, BackgroundCompileFinishesOnDemandWithTheSameStages) {
   EXPECT_EQ(stage_names(*cg), after);
 }
 
+TEST(Options, CpuIsaNamesEveryChoice) {
+  auto o = Options::from_desc(Desc(Desc::Dict{{"cpu_isa", "avx2"}}));
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->cpu_isa, CpuIsa::Avx2);
+  o = Options::from_desc(Desc(Desc::Dict{{"cpu_isa", "sse"}}));
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.error().message.find("'native', 'avx2' or 'avx512'"), std::string::npos) << o.error().message;
+}
+
+TEST(CpuIsa, NativeIsTheHostsWidestAndAnIsaItLacksIsAnError) {
+  const std::vector<CpuIsa> host = host_cpu_isas();
+  auto native = resolve_cpu_isa(CpuIsa::Native);
+#if defined(__x86_64__)
+  ASSERT_TRUE(native.ok()) << native.error().message;
+  if (host.empty()) GTEST_SKIP() << "an x86-64 CPU without AVX2";
+  EXPECT_EQ(native->name, to_string(host.front()));
+  EXPECT_EQ(native->vector_bytes, host.front() == CpuIsa::Avx512 ? 64 : 32);
+  EXPECT_FALSE(native->avx512_off);
+  auto avx2 = resolve_cpu_isa(CpuIsa::Avx2);  // every AVX2 host, AVX-512 ones too
+  ASSERT_TRUE(avx2.ok());
+  EXPECT_EQ(avx2->vector_bytes, 32);
+  EXPECT_EQ(avx2->avx512_off, host.front() == CpuIsa::Avx512);
+  if (host.front() != CpuIsa::Avx512) {
+    auto avx512 = resolve_cpu_isa(CpuIsa::Avx512);
+    ASSERT_FALSE(avx512.ok());
+    EXPECT_EQ(avx512.error().kind, Error::Kind::InvalidInput);
+    EXPECT_NE(avx512.error().message.find("this host's CPU runs 'avx2'"), std::string::npos)
+        << avx512.error().message;
+  }
+#else
+  ASSERT_FALSE(native.ok());
+  EXPECT_EQ(native.error().kind, Error::Kind::Unsupported);
+  EXPECT_NE(native.error().message.find("x86-64"), std::string::npos);
+  EXPECT_TRUE(host.empty());
+#endif
+}
+
 TEST(Options, RejectsBadValues) {
   auto o = Options::from_desc(Desc(Desc::Dict{{"fallback", "sometimes"}}));
   ASSERT_FALSE(o.ok());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
+#include "support/cpu_isa.h"
 #include "cpu_codegen/jit/prefault.h"
 #include "cpu_codegen/jit/disk_cache.h"
 #include "cpu_codegen/jit/runtime.h"
@@ -169,6 +170,31 @@ extern "C" void count(int32_t* hits, int64_t n, int64_t grain) {
     }
   }
   set_num_threads(0);
+}
+
+TEST_P(CompilerTest, Avx512OffCompilesTheHostsAvx2Paths) {
+  // cpu_isa="avx2": on an AVX-512 host the prelude's 8-lane paths, which
+  // must run there; on an AVX2 host the same code as without.
+  if (host_cpu_isas().empty()) GTEST_SKIP() << "the host's CPU runs no AVX2";
+  CompileOptions o = options();
+  o.avx512_off = true;
+  auto m = compile_cpp("#include \"cppinductor_prelude.h\"\n"
+                       "extern \"C\" int lanes() { return CPPI_VF32_LANES; }\n"
+                       "extern \"C\" void e(float* x) { cppi_vstore(x, cppi_exp(cppi_vload<cppi_f32x16>(x))); }\n",
+                       o);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(reinterpret_cast<int (*)()>((*m)->lookup("lanes"))(), 8);
+  float x[16];
+  for (int i = 0; i < 16; ++i) x[i] = float(i) - 8;
+  reinterpret_cast<void (*)(float*)>((*m)->lookup("e"))(x);
+  for (int i = 0; i < 16; ++i) EXPECT_NEAR(x[i], std::exp(float(i) - 8), 1e-6f * std::exp(float(i) - 8));
+  o.avx512_off = false;
+  auto native = compile_cpp("#include \"cppinductor_prelude.h\"\n"
+                            "extern \"C\" int lanes() { return CPPI_VF32_LANES; }\n", o);
+  ASSERT_TRUE(native.ok()) << native.error().message;
+  EXPECT_EQ(reinterpret_cast<int (*)()>((*native)->lookup("lanes"))(),
+            host_cpu_isas().front() == CpuIsa::Avx512 ? 16 : 8);
+  EXPECT_NE((*native)->key(), (*m)->key());
 }
 
 TEST_P(CompilerTest, CompileErrorsComeBackWithDiagnostics) {
