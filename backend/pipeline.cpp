@@ -12,6 +12,7 @@
 #include "cpu_codegen/printer/cpu_kernel.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "cpu_codegen/schedule/merge_duplicate_reductions.h"
+#include "cpu_codegen/schedule/sink_loopless_stages.h"
 #include "cpu_codegen/schedule/stash_reduction_bodies.h"
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/cuda_support.h"
@@ -134,7 +135,8 @@ Status schedule_kernels(lowering::FusedGraph& fused, CpuIsa cpu_isa,
         if (!isa) return isa.error();
         cpu_target = cpu::CpuTarget::host(*isa);
       }
-      *k = cpu::schedule_for_cpu(cpu::stash_reduction_bodies(cpu::merge_duplicate_reductions(*k)), *cpu_target);
+      *k = cpu::schedule_for_cpu(
+          cpu::stash_reduction_bodies(cpu::sink_loopless_stages(cpu::merge_duplicate_reductions(*k))), *cpu_target);
       continue;
     }
     if (!gpu_target) {
