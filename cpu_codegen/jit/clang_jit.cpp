@@ -452,9 +452,13 @@ Expected<std::string> emit_object(llvm::Module& module, llvm::TargetMachine& tm)
   return std::string(buffer.data(), buffer.size());
 }
 
-/// With CPPINDUCTOR_PERF_MAP=1, appends each kernel's address, size and name
-/// to /tmp/perf-<pid>.map, which `perf report` reads to name JIT'd code.
-/// Entries of freed modules stay in the file (perf has no way to retire them).
+/// With CPPINDUCTOR_PERF_MAP=1, appends the address, size and name of every
+/// function of a linked module to /tmp/perf-<pid>.map, which `perf report`
+/// reads to name JIT'd code: the kernels, and the functions local to them
+/// (the bodies of their parallel loops, where most of a kernel's time goes),
+/// placed by their offset from a kernel in the same section (JITLink keeps
+/// a section's code in one block). Entries of freed modules stay in the
+/// file (perf has no way to retire them).
 void write_perf_map(const std::string& object, const std::unordered_map<std::string, void*>& symbols) {
   const char* env = std::getenv("CPPINDUCTOR_PERF_MAP");
   if (!env || !*env || std::string(env) == "0") return;
@@ -462,20 +466,39 @@ void write_perf_map(const std::string& object, const std::unordered_map<std::str
       llvm::MemoryBufferRef(object, "cppi-kernel.o"));
   if (!file) return llvm::consumeError(file.takeError());
   if (!llvm::isa<llvm::object::ELFObjectFileBase>(file->get())) return;
+  struct Function {
+    std::string name;
+    uint64_t section, offset, size;
+  };
+  std::vector<Function> functions;
+  std::unordered_map<uint64_t, uintptr_t> section_base;  // section index -> its address in memory
+  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
+    auto name = sym.getName();
+    auto type = sym.getType();
+    auto section = sym.getSection();
+    auto offset = sym.getValue();
+    if (!name || !type || !section || !offset) {
+      if (!name) llvm::consumeError(name.takeError());
+      if (!type) llvm::consumeError(type.takeError());
+      if (!section) llvm::consumeError(section.takeError());
+      if (!offset) llvm::consumeError(offset.takeError());
+      continue;
+    }
+    if (*type != llvm::object::SymbolRef::ST_Function || *section == (*file)->section_end()) continue;
+    const uint64_t index = (*section)->getIndex();
+    functions.push_back({name->str(), index, *offset, llvm::object::ELFSymbolRef(sym).getSize()});
+    auto it = symbols.find(name->str());
+    if (it != symbols.end()) section_base[index] = reinterpret_cast<uintptr_t>(it->second) - *offset;
+  }
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   FILE* out = std::fopen(cat("/tmp/perf-", getpid(), ".map").c_str(), "a");
   if (!out) return;
-  for (const llvm::object::SymbolRef& sym : (*file)->symbols()) {
-    auto name = sym.getName();
-    if (!name) {
-      llvm::consumeError(name.takeError());
-      continue;
-    }
-    auto it = symbols.find(name->str());
-    if (it == symbols.end()) continue;
-    std::fprintf(out, "%llx %llx %s\n", (unsigned long long)(uintptr_t)it->second,
-                 (unsigned long long)llvm::object::ELFSymbolRef(sym).getSize(), it->first.c_str());
+  for (const Function& f : functions) {
+    auto base = section_base.find(f.section);
+    if (base == section_base.end() || f.size == 0) continue;
+    std::fprintf(out, "%llx %llx %s\n", (unsigned long long)(base->second + f.offset), (unsigned long long)f.size,
+                 f.name.c_str());
   }
   std::fclose(out);
 }

@@ -395,11 +395,22 @@ TEST(CompilerOptions, PerfMapNamesJitKernels) {
   setenv("CPPINDUCTOR_PERF_MAP", "1", 1);
   CompileOptions o;
   o.disk_cache = false;
-  auto m = compile_cpp("extern \"C\" int perf_map_probe_kernel(int x) { return x * 7; }\n", o);
+  // A local function that stays one (its address escapes) is listed too, at
+  // its own address: a parallel kernel's time is mostly in its loop body.
+  auto m = compile_cpp("static __attribute__((noinline)) int perf_map_probe_body(int x) { return x * 7; }\n"
+                       "extern \"C\" void* perf_map_probe_address() { return (void*)&perf_map_probe_body; }\n"
+                       "extern \"C\" int perf_map_probe_kernel(int x) { return perf_map_probe_body(x) + 1; }\n",
+                       o);
   ASSERT_TRUE(m.ok()) << m.error().message;
   std::ifstream map("/tmp/perf-" + std::to_string(getpid()) + ".map");
   std::string text((std::istreambuf_iterator<char>(map)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find(" perf_map_probe_kernel"), std::string::npos) << text;
+  const void* body = reinterpret_cast<void* (*)()>((*m)->lookup("perf_map_probe_address"))();
+  char line[64];
+  std::snprintf(line, sizeof line, "%llx ", (unsigned long long)(uintptr_t)body);
+  const size_t at = text.find(line);
+  ASSERT_NE(at, std::string::npos) << line << "\n" << text;
+  EXPECT_NE(text.find("perf_map_probe_body", at), std::string::npos) << text;
   unsetenv("CPPINDUCTOR_PERF_MAP");
   unlink(("/tmp/perf-" + std::to_string(getpid()) + ".map").c_str());
 }
