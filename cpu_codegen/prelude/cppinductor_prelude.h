@@ -227,7 +227,7 @@ CPPI_INLINE cppi_bf16 cppi_float_to_bf16(float f) {
 
 // name, builtin, SLEEF base name, SLEEF accuracy suffix
 #define CPPI_FOR_EACH_UNARY_MATH(X) \
-  X(exp, exp, exp, u10)             \
+  X(exp_sleef, exp, exp, u10)       \
   X(exp2, exp2, exp2, u10)          \
   X(expm1_sleef, expm1, expm1, u10) \
   X(log, log, log, u10)             \
@@ -260,6 +260,7 @@ CPPI_INLINE cppi_bf16 cppi_float_to_bf16(float f) {
 #define CPPI_SCALAR_BINARY_X(name, builtin, sleef, acc) CPPI_SCALAR_BINARY(name, builtin)
 CPPI_FOR_EACH_UNARY_MATH(CPPI_SCALAR_UNARY_X)
 CPPI_FOR_EACH_BINARY_MATH(CPPI_SCALAR_BINARY_X)
+CPPI_SCALAR_UNARY(exp, exp)
 CPPI_SCALAR_UNARY(erf, erf)
 CPPI_SCALAR_UNARY(sin, sin)
 CPPI_SCALAR_UNARY(cos, cos)
@@ -304,6 +305,13 @@ CPPI_INLINE double cppi_nan_f64() { return __builtin_nan(""); }
 // chunks covering [begin, end) exactly once, like at::parallel_for: the range
 // is split into min(threads, ceil(n / grain)) equal chunks. A range of at most
 // `grain` iterations (or a single thread) runs inline on the caller.
+//
+// Kernels pass bodies that capture by value, and each chunk runs a copy of
+// the body that nothing else can reach: its buffer pointers then live in
+// registers. A body capturing by reference reads them from the kernel's
+// frame, whose address the thread pool has; every vector store (memcpy, so
+// it may alias anything) made the compiler load them again: four loads per
+// vector of relu(x), 100000 x 16 floats on two threads 0.20 ms, eager 0.12.
 template <class F>
 struct cppi_parallel_ctx {
   const F* body;
@@ -315,10 +323,11 @@ static void cppi_parallel_trampoline(void* p, int32_t thread, int32_t num_thread
   const cppi_parallel_ctx<F>* c = (const cppi_parallel_ctx<F>*)p;
   // The team may be smaller than asked for (nested regions get one thread),
   // so each thread strides over the chunks instead of owning exactly one.
+  const F body = *c->body;
   for (int64_t k = thread; k < c->num_chunks; k += num_threads) {
     const int64_t b = c->begin + k * c->chunk;
     const int64_t e = cppi_min_i(b + c->chunk, c->end);
-    (*c->body)(b, e);
+    body(b, e);
   }
 }
 
@@ -343,7 +352,8 @@ static inline void cppi_parallel_for(int64_t begin, int64_t end, int64_t grain, 
   const int64_t num_chunks = cppi_parallel_num_chunks(begin, end, grain);
   if (num_chunks == 0) return;
   if (num_chunks == 1 || !CPPI_RT.parallel) {
-    body(begin, end);
+    const F inline_body = body;
+    inline_body(begin, end);
     return;
   }
   cppi_parallel_ctx<F> ctx = {&body, begin, end, cppi_div_up(end - begin, num_chunks), 0};
@@ -368,14 +378,17 @@ static inline T cppi_parallel_reduce(int64_t begin, int64_t end, int64_t grain, 
   static_assert(__is_trivially_copyable(T), "cppi_parallel_reduce: T must be trivially copyable");
   const int64_t num_chunks = cppi_parallel_num_chunks(begin, end, grain);
   if (num_chunks == 0) return identity;
-  if (num_chunks == 1 || !CPPI_RT.parallel) return partial(begin, end, identity);
+  if (num_chunks == 1 || !CPPI_RT.parallel) {
+    const Partial inline_partial = partial;
+    return inline_partial(begin, end, identity);
+  }
   const int64_t chunk = cppi_div_up(end - begin, num_chunks);
   const int64_t used_chunks = cppi_div_up(end - begin, chunk);
   // Aligned for T: a vector state (a column reduction's lanes) is stored
   // with aligned moves, and plain alloca aligns to 16 bytes only.
   T* partials = (T*)__builtin_alloca_with_align(sizeof(T) * (size_t)used_chunks, 8 * alignof(T));
   const int64_t begin0 = begin;
-  auto body = [&](int64_t b, int64_t e) { partials[(b - begin0) / chunk] = partial(b, e, identity); };
+  auto body = [=](int64_t b, int64_t e) { partials[(b - begin0) / chunk] = partial(b, e, identity); };
   cppi_parallel_ctx<decltype(body)> ctx = {&body, begin, end, chunk, used_chunks};
   CPPI_RT.parallel(&cppi_parallel_trampoline<decltype(body)>, &ctx, (int32_t)used_chunks);
   T acc = partials[0];

@@ -71,7 +71,7 @@ void CpuKernelPrinter::print_outer() {
                                           : cat("cppi_div_up(", e.text, ", ", w, ")");
     const std::string hi = overlapped ? cat("(end == ", blocks, " ? ", e.text, " : end * ", w, ")")
                                       : cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")");
-    out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [&](int64_t begin, int64_t end)"));
+    out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [=](int64_t begin, int64_t end)"));
     print_scratch_alloc();
     print_prefault(cat("begin * ", w), hi, "1");
     print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt}, Bound{hi, std::nullopt});
@@ -81,7 +81,7 @@ void CpuKernelPrinter::print_outer() {
   }
   std::vector<IndexExpr> extents;
   for (size_t i = 0; i < p; ++i) extents.push_back(k_.outer[i].extent);
-  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
+  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [=](int64_t begin, int64_t end)"));
   print_scratch_alloc();
   std::vector<IndexExpr> inner_extents;
   for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
@@ -183,7 +183,7 @@ void CpuKernelPrinter::print_transposed_outer() {
     units.emplace_back(tiled ? tile_index : var_name(k_.outer[i]), e);
     extents.push_back(e);
   }
-  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [&](int64_t begin, int64_t end)"));
+  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [=](int64_t begin, int64_t end)"));
   print_scratch_alloc();
   if (p == n - 1) {
     // Chunk [begin, end) of (earlier loops x tiles of rows): its first row
@@ -595,7 +595,7 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
       out_.line(cat(part, " ", tile, "_identity;"));
       out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "_identity.v[k] = ", vstate_identity(s.kind, t), ";"));
       out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", rows.text, ", ",
-                    std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [&](int64_t ", row_lo,
+                    std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [=](int64_t ", row_lo,
                     ", int64_t ", row_hi, ", ", part, ") -> ", part));
     }
     // Cascade (CpuSchedule::cascade_block): the tile restarts every block of

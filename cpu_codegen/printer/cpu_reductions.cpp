@@ -111,7 +111,7 @@ std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s) 
   const std::string state = local_name(s.results[0]) + "_state";
   const std::string b = var_name(loop) + "_chunk_begin", e = var_name(loop) + "_chunk_end";
   out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
-                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [&](int64_t ", b, ", int64_t ",
+                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [=](int64_t ", b, ", int64_t ",
                 e, ", ", st, ") -> ", st));
   const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt});
   out_.line("return " + partial + ";");

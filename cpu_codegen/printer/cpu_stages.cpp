@@ -277,7 +277,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     const std::string b = v + "_chunk_begin", e = v + "_chunk_end";
     if (split) {
       out_.open(cat("cppi_parallel_for(0, ", extent(l).text, ", ", std::max<int64_t>(1, sched_.grain_size),
-                    ", [&](int64_t ", b, ", int64_t ", e, ")"));
+                    ", [=](int64_t ", b, ", int64_t ", e, ")"));
     }
     const Bound lo = split ? Bound{b, std::nullopt} : Bound{"0", 0}, hi = split ? Bound{e, std::nullopt} : extent(l);
     if (level + 1 == s.loops.size() && vector_stage) {
