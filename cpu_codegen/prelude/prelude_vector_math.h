@@ -145,36 +145,19 @@ CPPI_SCALAR_UNARY(log1p, log1p)
 CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_LOG1P, 1e38f, 1e307)
 #undef CPPI_VEC_LOG1P
 
-// SLEEF's sinhf/coshf overflow from |x| > 88.5 although the result is finite
-// up to ~89.4; there sinh(x) = sign(x) * e^(|x|/2) * (e^(|x|/2) / 2), each
-// factor exact to SLEEF's 1 ULP (|x|/2 and the halving are exact).
-CPPI_SCALAR_UNARY(sinh, sinh)
-CPPI_SCALAR_UNARY(cosh, cosh)
-#define CPPI_VEC_SINH_COSH(V, M, LIMIT)                                                       \
-  CPPI_INLINE V cppi_cosh(V x) {                                                              \
-    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
-    const V big = half_exp * (half_exp * 0.5f);                                               \
-    return cppi_vselect((M)(cppi_abs(x) > LIMIT), big, cppi_cosh_unguarded(x));               \
-  }                                                                                           \
-  CPPI_INLINE V cppi_sinh(V x) {                                                              \
-    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
-    const V big = half_exp * (half_exp * 0.5f);                                               \
-    const V signed_big = cppi_vselect((M)(x < 0), -big, big);                                 \
-    return cppi_vselect((M)(cppi_abs(x) > LIMIT), signed_big, cppi_sinh_unguarded(x));        \
-  }
-CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_SINH_COSH, 88.0f, 709.0)
-#undef CPPI_VEC_SINH_COSH
 
-// Float erf, sin, cos, tanh, expm1: glibc's libmvec (GLIBC_2.35) when the
-// process has it, else SLEEF. Measured on one AVX-512 core, ns per element,
-// SLEEF u10 vs libmvec: erf 3.5 vs 0.8-1.5 (SLEEF's made gelu compute-bound),
-// sin 0.47 vs 0.22, cos 0.66 vs 0.21, tanh 1.39 vs 0.27, expm1 1.09 vs 0.21
-// (exp 0.25 vs 0.19 and log, where libmvec is slower, stay on SLEEF).
+// Float exp, erf, sin, cos, tanh, expm1: glibc's libmvec (GLIBC_2.35) when
+// the process has it, else SLEEF. Measured on one AVX-512 core, ns per
+// element, SLEEF u10 vs libmvec: erf 3.5 vs 0.8-1.5 (SLEEF's made gelu
+// compute-bound), sin 0.47 vs 0.22, cos 0.66 vs 0.21, tanh 1.39 vs 0.27,
+// expm1 1.09 vs 0.21, exp 0.25 vs 0.19; on an AVX2 core (AMD EPYC) exp 0.69
+// vs 0.48, a quarter of a softmax's time (log, where libmvec is slower,
+// stays on SLEEF).
 // libmvec's are within 4 ULP (erf: every float checked; relative error
 // <= 2.4e-7) and exact at 0, +-inf and NaN. The symbols are weak: a process
 // without libmvec loaded (the JIT resolves them from what the process has)
 // takes the SLEEF branch, a predictable test the compiler hoists out of loops.
-#define CPPI_FOR_EACH_LIBMVEC_UNARY(X) X(erf) X(sin) X(cos) X(tanh) X(expm1)
+#define CPPI_FOR_EACH_LIBMVEC_UNARY(X) X(exp) X(erf) X(sin) X(cos) X(tanh) X(expm1)
 #if defined(__AVX2__)
 #define CPPI_MVEC_F32X8(name)                                                                       \
   extern "C" cppi_f32x8 _ZGVdN8v_##name##f(cppi_f32x8) __attribute__((weak));                      \
@@ -208,6 +191,26 @@ CPPI_FOR_EACH_LIBMVEC_UNARY(CPPI_MVEC_UNARY)
 #undef CPPI_MVEC_UNARY
 #undef CPPI_MVEC_F32X8
 #undef CPPI_MVEC_F32X16
+
+// SLEEF's sinhf/coshf overflow from |x| > 88.5 although the result is finite
+// up to ~89.4; there sinh(x) = sign(x) * e^(|x|/2) * (e^(|x|/2) / 2), each
+// factor exact to SLEEF's 1 ULP (|x|/2 and the halving are exact).
+CPPI_SCALAR_UNARY(sinh, sinh)
+CPPI_SCALAR_UNARY(cosh, cosh)
+#define CPPI_VEC_SINH_COSH(V, M, LIMIT)                                                       \
+  CPPI_INLINE V cppi_cosh(V x) {                                                              \
+    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
+    const V big = half_exp * (half_exp * 0.5f);                                               \
+    return cppi_vselect((M)(cppi_abs(x) > LIMIT), big, cppi_cosh_unguarded(x));               \
+  }                                                                                           \
+  CPPI_INLINE V cppi_sinh(V x) {                                                              \
+    const V half_exp = cppi_exp(cppi_abs(x) * 0.5f);                                          \
+    const V big = half_exp * (half_exp * 0.5f);                                               \
+    const V signed_big = cppi_vselect((M)(x < 0), -big, big);                                 \
+    return cppi_vselect((M)(cppi_abs(x) > LIMIT), signed_big, cppi_sinh_unguarded(x));        \
+  }
+CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_SINH_COSH, 88.0f, 709.0)
+#undef CPPI_VEC_SINH_COSH
 
 // sin and cos of one float argument, for kernels that take both (the printer
 // calls cppi_sincos then): SLEEF's sincosf_u35 shares one argument reduction.

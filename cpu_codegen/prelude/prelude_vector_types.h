@@ -499,14 +499,23 @@ CPPI_INLINE typename cppi_vec_traits<V>::element_type cppi_vreduce_min(V v) {
 // Per-width definitions of NaN-propagating max/min, abs, sqrt and rounding,
 // and reduced-float conversions. M is the same-width integer mask type.
 #define CPPI_VEC_FLOAT_OPS(V, M, ABS_MASK)                                                     \
+  /* A lane where either is NaN gets all bits set (a NaN, as ATen's maximum    */         \
+  /* gives): max or min, a compare and an or, where a select of a + b took four. */        \
   CPPI_INLINE V cppi_max(V a, V b) {                                                    \
     const M unordered = (a != a) | (b != b);                                            \
-    return cppi_vselect(unordered, a + b, cppi_vselect(a > b, a, b));                   \
+    return cppi_bit_cast<V>(cppi_bit_cast<M>(cppi_vselect(a > b, a, b)) | unordered);   \
   }                                                                                     \
   CPPI_INLINE V cppi_min(V a, V b) {                                                    \
     const M unordered = (a != a) | (b != b);                                            \
-    return cppi_vselect(unordered, a + b, cppi_vselect(a < b, a, b));                   \
+    return cppi_bit_cast<V>(cppi_bit_cast<M>(cppi_vselect(a < b, a, b)) | unordered);   \
   }                                                                                     \
+  /* cppi_max / cppi_min where one operand is a bound that is never NaN (a     */         \
+  /* constant: relu, clamp): only x can be NaN, and it wins; a tie keeps the    */         \
+  /* second operand. One comparison and a select (maxps for the first form).    */         \
+  CPPI_INLINE V cppi_max_bound_first(V bound, V x) { return cppi_vselect(bound > x, bound, x); }  \
+  CPPI_INLINE V cppi_max_bound_second(V x, V bound) { return cppi_vselect(bound >= x, bound, x); } \
+  CPPI_INLINE V cppi_min_bound_first(V bound, V x) { return cppi_vselect(bound < x, bound, x); }  \
+  CPPI_INLINE V cppi_min_bound_second(V x, V bound) { return cppi_vselect(bound <= x, bound, x); } \
   CPPI_INLINE V cppi_abs(V x) {                                                         \
     return cppi_bit_cast<V>(cppi_bit_cast<M>(x) & cppi_vsplat<M>(ABS_MASK));           \
   }                                                                                     \

@@ -2,6 +2,8 @@
 /// op table, casts, masks, contiguous loads and lane-wise gathers.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
+#include <cmath>
+
 #include "cpu_codegen/printer/op_tables.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/expr_visitor.h"
@@ -19,6 +21,23 @@ namespace {
 bool through_vector_form(const CpuSchedule& s, DType t, bool math, bool has_vector_form) {
   if (!math || !has_vector_form || s.vectorized == VectorizedLoop::None) return false;
   return t == DType::Float32 || (t == DType::Float64 && s.vector_width <= 8);
+}
+
+/// The vector form of a float maximum or minimum one of whose operands is a
+/// constant other than NaN (relu, clamp): only the other can be NaN, so one
+/// comparison and a select give cppi_max's results (NaN wins, a tie keeps the
+/// second operand), where cppi_max checks both for NaN first. Null otherwise.
+const char* bounded_max_min(const Binary& n) {
+  if (n.op != BinaryOp::Maximum && n.op != BinaryOp::Minimum) return nullptr;
+  if (codegen::operand_class(n.lhs.dtype()) != codegen::OperandClass::Float) return nullptr;
+  auto bound = [](const Expr& e) {
+    const auto* c = e.as<Constant>();
+    return c && !std::isnan(c->float_value);
+  };
+  const bool max = n.op == BinaryOp::Maximum;
+  if (bound(n.lhs)) return max ? "cppi_max_bound_first({0}, {1})" : "cppi_min_bound_first({0}, {1})";
+  if (bound(n.rhs)) return max ? "cppi_max_bound_second({0}, {1})" : "cppi_min_bound_second({0}, {1})";
+  return nullptr;
 }
 
 }  // namespace
@@ -319,7 +338,9 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
         return r;
       }
       const std::string x = as_vector(a), y = as_vector(b);
-      if (tmpl) {
+      if (const char* bounded = bounded_max_min(*n)) {
+        r.text = codegen::expand_template(bounded, {x, y}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
+      } else if (tmpl) {
         r.text = codegen::expand_template(tmpl, {x, y}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
       } else {
         const std::string st = scalar_type(t);

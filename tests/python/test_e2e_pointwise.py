@@ -373,6 +373,29 @@ def test_zero_signs_of_relu_and_clamp(device):
         assert torch.equal(got[k].signbit(), want.signbit()), (k, got[k], want)
 
 
+def test_bounds_that_are_constants_cost_one_compare_per_vector_on_cpu():
+    """relu and clamps by constants: only x can be NaN, so each vector takes
+    one compare and a select (cppi_max_bound_first: relu's max(0, x) is one
+    maxps), not cppi_max's NaN checks of both operands. NaN, infinities and
+    both zeros give eager's values and signs, in the vector loop and its
+    tail, float32 and float64."""
+
+    def f(x):
+        return (torch.relu(x), x.clamp(-0.5, 0.5), x.clamp_min(-0.0), x.clamp_max(0.0),
+                torch.maximum(x, x.new_tensor(0.25)))
+
+    specials = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 0.25]
+    for dtype in (torch.float32, torch.float64):
+        torch._dynamo.reset()
+        x = torch.cat([torch.randn(93, dtype=dtype), torch.tensor(specials * 4, dtype=dtype)])
+        src = _cpu_source(f, x)
+        assert "cppi_max_bound_first(" in src and "cppi_min_bound_first(" in src, src
+        got = torch.compile(f, backend="cppinductor")(x)
+        for k, want in enumerate(f(x)):
+            torch.testing.assert_close(got[k], want, equal_nan=True, rtol=0, atol=0)
+            assert torch.equal(got[k].signbit() | got[k].isnan(), want.signbit() | want.isnan()), (k, got[k], want)
+
+
 def test_angle_of_real_tensors(device):
     """angle of a real value: pi below zero, 0 otherwise (-0 and +inf
     included), NaN stays NaN; integers give float32, float64 stays float64."""

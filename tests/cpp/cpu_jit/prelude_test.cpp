@@ -228,6 +228,28 @@ TEST(PreludeVectorMath, DoubleExpMatchesStd) {
   }
 }
 
+TEST(PreludeMaxMin, ABoundThatIsNeverNaNGivesCppiMaxsLanes) {
+  // cppi_max/min against a constant bound, either side: the same lanes as
+  // cppi_max/min (NaN in x wins; a tie keeps the second operand, so the
+  // sign of a zero follows it), with one compare and a select.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
+  const float xs[8] = {nan, inf, -inf, 0.0f, -0.0f, 0.5f, -0.5f, 2.0f};
+  for (float bound : {0.0f, -0.0f, 0.5f, -inf}) {
+    const cppi_f32x8 x = cppi_vload<cppi_f32x8>(xs), c = cppi_vsplat<cppi_f32x8>(bound);
+    const cppi_f32x8 got[4] = {cppi_max_bound_first(c, x), cppi_max_bound_second(x, c), cppi_min_bound_first(c, x),
+                               cppi_min_bound_second(x, c)};
+    const cppi_f32x8 want[4] = {cppi_max(c, x), cppi_max(x, c), cppi_min(c, x), cppi_min(x, c)};
+    for (int k = 0; k < 4; ++k) {
+      for (int l = 0; l < 8; ++l) {
+        EXPECT_EQ(std::isnan(got[k][l]), std::isnan(want[k][l])) << k << " " << l << " " << bound;
+        if (std::isnan(want[k][l])) continue;
+        EXPECT_EQ(got[k][l], want[k][l]) << k << " " << l << " " << bound;
+        EXPECT_EQ(std::signbit(got[k][l]), std::signbit(want[k][l])) << k << " " << l << " " << bound;
+      }
+    }
+  }
+}
+
 TEST(PreludeMaxMin, NaNPropagatesLikeTorch) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = INFINITY;
   EXPECT_TRUE(std::isnan(cppi_max(nan, 1.0f)));
