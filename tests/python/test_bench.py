@@ -227,7 +227,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
               "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s",
-              "backend_warmup_s", "load_avg",
+              "backend_warmup_s", "load_avg", "peak_mb",
               "eager_part_ms", "compiled_part_ms", "alternating_ratio"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
@@ -313,3 +313,33 @@ def test_interleaved_rounds_time_each_function_and_isolate_one_that_raises():
     assert isinstance(times["a"], SteadyTime) and times["a"].median_s > 0 and times["a"].reps >= 3
     assert isinstance(times["b"], RuntimeError) and "call 5" in str(times["b"])
     assert calls["b"] == 5  # timed no further once it raised
+
+
+def test_backend_specs_name_a_mode_and_compare_against_inductor_in_it():
+    from cppinductor.bench.backends import parse_backends
+
+    eager, plain, graphs = parse_backends("cppinductor,cppinductor:reduce-overhead")
+    assert eager.is_eager and plain.mode is None and plain.name == "cppinductor"
+    assert (graphs.label, graphs.name, graphs.mode) == ("cppinductor:reduce-overhead", "cppinductor", "reduce-overhead")
+    with pytest.raises(ValueError, match="unknown mode 'turbo'"):
+        parse_backends("inductor:turbo")
+    rows = [Row("w", b, None, "cpu", "float32", 1, "t", "launch", time_ms=t)
+            for b, t in (("eager", 4.0), ("inductor", 2.0), ("inductor:reduce-overhead", 1.0),
+                         ("cppinductor", 1.0), ("cppinductor:reduce-overhead", 0.5))]
+    from cppinductor.bench.runner import _derive
+
+    _derive(rows)
+    by = {r.backend: r for r in rows}
+    assert by["cppinductor"].speedup_vs_inductor == pytest.approx(2.0)
+    assert by["cppinductor:reduce-overhead"].speedup_vs_inductor == pytest.approx(2.0)  # against its mode
+
+
+def test_launch_suite_selects_its_own_workloads_and_runs_modes_side_by_side():
+    launch = [w.name for w in select(None, quick=False, suite="launch")]
+    assert launch == ["layer_stack", "small_mlp", "decoder_step", "layer_stack_train"]
+    assert not set(launch) & {w.name for w in select(None, quick=False)}
+    rows = run_bench(BenchConfig(size="tiny", only=["layer_stack"], suite="launch", fresh_process="none",
+                                 backends=["cppinductor", "cppinductor:reduce-overhead"], progress=False))
+    assert [r.backend for r in rows] == ["eager", "cppinductor", "cppinductor:reduce-overhead"]
+    assert all(r.status == "ok" and r.correct for r in rows), rows
+    assert rows[2].mode == "reduce-overhead"

@@ -3,7 +3,9 @@
 "eager" is the baseline and is not compiled at all. Any other name goes to
 ``torch.compile(fn, backend=name)``; a callable (a Dynamo backend function)
 is accepted too, which the tests use to inject a wrong backend. A mode
-(--mode) goes to the backends that take one (MODE_BACKENDS).
+(--mode) goes to the backends that take one (MODE_BACKENDS); "name:mode"
+names a backend in one mode, so one run can set modes side by side
+("inductor:reduce-overhead,cppinductor:reduce-overhead").
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import torch
 
 EAGER = "eager"
 DEFAULT_BACKENDS = ("eager", "aot_eager", "inductor", "cppinductor")
+# The launch-bound suite: both backends in the default mode and with CUDA graphs.
+LAUNCH_BACKENDS = ("eager", "inductor", "inductor:reduce-overhead", "cppinductor", "cppinductor:reduce-overhead")
 MODE_BACKENDS = ("inductor", "cppinductor")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -25,6 +29,11 @@ class Backend:
     target: Union[str, Callable, None] = None  # None: the label is the torch.compile name
     mode: Optional[str] = None  # torch.compile(mode=...)
     options: Optional[Dict[str, Any]] = None  # torch.compile(options=...)
+
+    @property
+    def name(self) -> str:
+        """The backend's name without its mode ("inductor" for "inductor:reduce-overhead")."""
+        return self.target if isinstance(self.target, str) else self.label
 
     @property
     def is_eager(self) -> bool:
@@ -46,20 +55,26 @@ class Backend:
 
     def unavailable_reason(self) -> Optional[str]:
         """Why torch.compile would reject this backend name, or None."""
-        if self.is_eager or self.target is not None:
+        if self.is_eager or (self.target is not None and not isinstance(self.target, str)):
             return None
         from torch._dynamo.backends.registry import lookup_backend
 
         try:
-            lookup_backend(self.label)
+            lookup_backend(self.name)
         except Exception as e:  # InvalidBackend, or an import error inside the backend
             return f"backend {self.label!r} unavailable: {type(e).__name__}: {e}"
         return None
 
 
-def _named(name: str, mode: Optional[str], cppinductor_options: Optional[Dict[str, Any]]) -> Backend:
-    return Backend(name, mode=mode if name in MODE_BACKENDS else None,
-                   options=cppinductor_options if name == "cppinductor" else None)
+def _named(spec: str, mode: Optional[str], cppinductor_options: Optional[Dict[str, Any]]) -> Backend:
+    """"name" (with --mode where the backend takes one) or "name:mode"."""
+    name, _, own_mode = spec.partition(":")
+    options = cppinductor_options if name == "cppinductor" else None
+    if own_mode:
+        if own_mode not in MODES:
+            raise ValueError(f"unknown mode {own_mode!r} in {spec!r}; known: {', '.join(MODES)}")
+        return Backend(spec, target=name, mode=own_mode, options=options)
+    return Backend(name, mode=mode if name in MODE_BACKENDS else None, options=options)
 
 
 def parse_backends(spec: Union[str, Sequence[Union[str, Backend]]], mode: Optional[str] = None,

@@ -9,11 +9,11 @@ from typing import List, Optional
 
 import torch
 
-from .backends import DEFAULT_BACKENDS, MODE_BACKENDS, MODES
+from .backends import DEFAULT_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES
 from .plot import require_matplotlib, write_plot
 from .report import format_table, write_json
 from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
-from .workloads import BY_NAME
+from .workloads import BY_NAME, SUITES
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
@@ -28,8 +28,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="fewer workloads, smaller models, shorter measurements (make demo)")
     p.add_argument("--only", metavar="A,B", help=f"workloads to run, from: {','.join(BY_NAME)}")
-    p.add_argument("--backends", default=",".join(DEFAULT_BACKENDS),
-                   help="torch.compile backend names; eager is always run (default: %(default)s)")
+    p.add_argument("--suite", choices=SUITES, default="kernels",
+                   help="kernels: memory- and compute-bound workloads; launch: launch-bound ones (tiny layer "
+                   "stacks, a small MLP, a decoder step), each backend also in reduce-overhead")
+    p.add_argument("--backends",
+                   help="torch.compile backend names, or name:mode; eager is always run (default: "
+                   f"{','.join(DEFAULT_BACKENDS)}; with --suite launch: {','.join(LAUNCH_BACKENDS)})")
     p.add_argument("--mode", choices=MODES, help=f"torch.compile mode for {' and '.join(MODE_BACKENDS)}")
     p.add_argument("--dtype", choices=_DTYPES, default="float32")
     p.add_argument("--fresh-process", choices=FRESH_PROCESS_CHOICES, default="first",
@@ -58,7 +62,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             dtype=getattr(torch, args.dtype),
             size=args.size or ("quick" if args.quick else "full"),
             only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
-            backends=args.backends,
+            backends=args.backends or ",".join(LAUNCH_BACKENDS if args.suite == "launch" else DEFAULT_BACKENDS),
+            suite=args.suite,
             fresh_process=args.fresh_process,
             mode=args.mode,
             threads=args.threads,

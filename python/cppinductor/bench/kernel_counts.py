@@ -22,6 +22,7 @@ class KernelCounters:
 
 
 def read(backend_label: str) -> Optional[KernelCounters]:
+    backend_label = backend_label.partition(":")[0]  # "inductor:reduce-overhead" counts as inductor
     if backend_label == "inductor":
         metrics = sys.modules.get("torch._inductor.metrics")
         return None if metrics is None else KernelCounters(metrics.generated_kernel_count)

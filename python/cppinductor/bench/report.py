@@ -19,7 +19,7 @@ def _num(fmt: str) -> Callable[[Optional[float]], str]:
 # (header, width, cell) — numbers right-aligned, text left-aligned
 _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("workload", 17, lambda r: r.workload),
-    ("backend", 11, lambda r: r.backend),
+    ("backend", 27, lambda r: r.backend),  # "cppinductor:reduce-overhead"
     ("shape", 16, lambda r: r.shape),
     ("ms", 9, lambda r: _num(".3f")(r.time_ms)),
     ("x eager", 7, lambda r: _num(".2f")(r.speedup_vs_eager)),
@@ -32,6 +32,7 @@ _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("+aot s", 7, lambda r: _num(".3f")(r.compile_over_aot_eager_s)),
     ("kern", 4, lambda r: "-" if r.kernels is None else str(r.kernels)),
     ("ms/kern", 7, lambda r: _num(".1f")(r.kernel_compile_ms)),
+    ("peak MB", 7, lambda r: _num(".1f")(r.peak_mb)),
     ("check", 5, lambda r: _STATUS.get(r.status, r.status)),
 ]
 _TEXT_COLUMNS = {"workload", "backend", "shape", "check"}
@@ -42,7 +43,8 @@ LEGEND = (
     "alt: eager and compiled halves alternating / the two halves each run alone in a loop (alternating only)\n"
     "compile s: first call - steady time, warm process, cold caches · fresh s: same, first graph of a new process\n"
     "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager) · kern: kernels generated · "
-    "ms/kern: compile time per kernel"
+    "ms/kern: compile time per kernel · peak MB (CUDA): memory of the case over its first three calls\n"
+    "name:mode rows compare against Inductor in the same mode (x ind)"
 )
 
 

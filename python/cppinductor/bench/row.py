@@ -44,6 +44,7 @@ class Row:
     compiled_part_ms: Optional[float] = None  # interop: the compiled half, likewise
     alternating_ratio: Optional[float] = None  # interop: alternating / (eager alone + compiled alone), median of rounds
     load_avg: Optional[float] = None  # 1-minute load average when the row was measured (other processes)
+    peak_mb: Optional[float] = None  # CUDA: peak memory of the case over its first three calls, MiB
 
     def to_json(self) -> Dict[str, Any]:
         return asdict(self)

@@ -51,6 +51,7 @@ class BenchConfig:
     mode: Optional[str] = None  # torch.compile mode for inductor and cppinductor
     threads: Optional[int] = None
     cpu_isa: Optional[str] = None  # cppinductor's cpu_isa option; None: its default (CPPINDUCTOR_CPU_ISA, else native)
+    suite: str = "kernels"  # workloads.SUITES
     progress: bool = True
     workloads: List[Workload] = field(init=False)
     backend_list: List[Backend] = field(init=False)
@@ -62,7 +63,7 @@ class BenchConfig:
             from ..options import parse_options
 
             parse_options(None, {"cpu_isa": self.cpu_isa})  # a ValueError where the host cannot run it
-        self.workloads = select(self.only, quick=self.size == "quick")
+        self.workloads = select(self.only, quick=self.size == "quick", suite=self.suite)
         self.backend_list = parse_backends(self.backends, self.mode,
                                            {"cpu_isa": self.cpu_isa} if self.cpu_isa else None)
 
@@ -237,9 +238,21 @@ class _Runner:
                 return compiled_part()
         else:
             step = case.make_step(backend.compiler())
+        cuda = torch.device(c.device).type == "cuda"
+        if cuda:
+            torch.cuda.synchronize()
+            baseline = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
         first_s, result = time_once(step, c.device)
         compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
         result = snapshot(result)
+        if cuda:
+            # Two more calls: CUDA graphs record on the second; the peak
+            # covers the pool, the graph's buffers and a replay.
+            step()
+            step()
+            torch.cuda.synchronize()
+            row.peak_mb = (torch.cuda.max_memory_allocated() - baseline) / 2**20
         if case.parts is not None:
             alt = alternation(eager_part, compiled_part, c.device, self.policy)
             row.eager_part_ms, row.compiled_part_ms = alt.eager_part_s * 1e3, alt.compiled_part_s * 1e3
@@ -248,7 +261,7 @@ class _Runner:
         row.load_avg = _load_average()
         if not backend.is_eager:
             row.compile_s_warm = first_s  # less the steady time, once measured
-            if backend.label == "cppinductor" and torch.device(c.device).type == "cpu":
+            if backend.name == "cppinductor" and torch.device(c.device).type == "cpu":
                 row.cpu_isa = self.cppinductor_cpu_isa
         if compiled is not None:
             row.kernels = compiled.kernels
@@ -272,7 +285,10 @@ def _derive(rows: List[Row]) -> None:
         if r.backend == "eager" and r.time_ms is not None:
             r.correct = True
         eager = by_key.get((r.workload, "eager"))
-        inductor = by_key.get((r.workload, "inductor"))
+        # A backend in a mode compares against Inductor in that mode where the run has it.
+        mode = r.backend.partition(":")[2]
+        inductor = by_key.get((r.workload, f"inductor:{mode}")) if mode else None
+        inductor = inductor or by_key.get((r.workload, "inductor"))
         aot = by_key.get((r.workload, "aot_eager"))
         if r.time_ms:
             if eager and eager.time_ms:

@@ -82,11 +82,12 @@ class Case:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # "memory" (GB/s reported), "compute", "train"
+    kind: str  # "memory" (GB/s reported), "compute", "train", "launch"
     description: str
     build: Callable[[Sizes, str, torch.dtype], Case]
     quick: bool  # part of --quick
     tol: Tuple[float, float] = (1.3e-5, 1.5e-5)  # float32 (rtol, atol) vs eager
+    suite: str = "kernels"  # "kernels" (the default suite) or "launch" (--suite launch)
 
 
 def tolerance(workload: Workload, dtype: torch.dtype) -> Tuple[float, float]:
@@ -393,6 +394,84 @@ def _build_adamw_step(s: Sizes, device: str, dtype: torch.dtype) -> Case:
                 bytes_moved=moved * params[0].element_size(), largest_input=max(params, key=lambda p: p.numel()))
 
 
+# --- the launch-bound suite: tiny tensors, many small kernels per call ------------------------
+
+
+class LayerStack(nn.Module):
+    """`depth` x (Linear -> LayerNorm -> GELU): a few tiny kernels and an extern per layer."""
+
+    def __init__(self, width: int, depth: int) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.LayerNorm(width), nn.GELU())
+                                    for _ in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class DecoderStep(nn.Module):
+    """One token through `depth` pre-norm decoder layers with a key/value cache
+    of fixed size (buffers, updated in place at `pos`), attending to the
+    positions up to `pos`: a generation loop's step, shapes fixed."""
+
+    def __init__(self, d: int, heads: int, depth: int, cache: int) -> None:
+        super().__init__()
+        self.heads, self.depth = heads, depth
+        self.norms1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(depth))
+        self.qkv = nn.ModuleList(nn.Linear(d, 3 * d) for _ in range(depth))
+        self.proj = nn.ModuleList(nn.Linear(d, d) for _ in range(depth))
+        self.norms2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(depth))
+        self.fc1 = nn.ModuleList(nn.Linear(d, 4 * d) for _ in range(depth))
+        self.fc2 = nn.ModuleList(nn.Linear(4 * d, d) for _ in range(depth))
+        for i in range(depth):
+            self.register_buffer(f"k{i}", torch.zeros(1, heads, cache, d // heads))
+            self.register_buffer(f"v{i}", torch.zeros(1, heads, cache, d // heads))
+        self.register_buffer("positions", torch.arange(cache))
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        mask = (self.positions <= pos).view(1, 1, 1, -1)
+        for i in range(self.depth):
+            q, k, v = self.qkv[i](self.norms1[i](x)).split(d, dim=-1)
+            q, k, v = (y.view(b, t, self.heads, d // self.heads).transpose(1, 2) for y in (q, k, v))
+            keys, values = getattr(self, f"k{i}"), getattr(self, f"v{i}")
+            keys.index_copy_(2, pos.view(1), k)
+            values.index_copy_(2, pos.view(1), v)
+            attn = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
+            x = x + self.proj[i](attn.transpose(1, 2).reshape(b, t, d))
+            x = x + self.fc2[i](F.gelu(self.fc1[i](self.norms2[i](x))))
+        return x
+
+
+def _build_layer_stack(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    model = _seeded(lambda: LayerStack(64, 8), device, dtype)
+    x = _randn(_generator(device), (8, 64), device, dtype)
+    return Case("8x64, 8 layers", _inference(model, (x,)))
+
+
+def _build_small_mlp(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    model = _seeded(lambda: MLP(256, 1024), device, dtype)
+    x = _randn(_generator(device), (4, 256), device, dtype)
+    return Case("4x256 h1024", _inference(model, (x,)))
+
+
+def _build_decoder_step(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    model = _seeded(lambda: DecoderStep(256, 4, 2, 128), device, dtype)
+    x = _randn(_generator(device), (1, 1, 256), device, dtype)
+    pos = torch.tensor(17, device=device)
+    return Case("1 token, d256, 2 layers, cache 128", _inference(model, (x, pos)))
+
+
+def _build_layer_stack_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
+    model = _seeded(lambda: LayerStack(64, 8), device, dtype)
+    gen = _generator(device)
+    x = _randn(gen, (8, 64), device, dtype)
+    target = _randn(gen, (8, 64), device, dtype)
+    return Case("8x64, 8 layers", _training(model, x, target))
+
+
 _REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
 # A float32 sum of 16384 randn values moves by ~7e-5 between summation orders
 # (measured against float64), and sums near zero get no help from rtol.
@@ -418,16 +497,29 @@ WORKLOADS: List[Workload] = [
              _build_transformer_train, False, (1e-4, 2e-4)),
     Workload("adamw_step", "memory", "compiled AdamW step (foreach) over the MLP's parameters", _build_adamw_step,
              False, _REDUCTION_TOL),
+    Workload("layer_stack", "launch", "8 x (Linear(64, 64) -> LayerNorm -> GELU) on 8 x 64", _build_layer_stack,
+             True, _REDUCTION_TOL, suite="launch"),
+    Workload("small_mlp", "launch", "3-layer MLP at batch 4", _build_small_mlp, True, _REDUCTION_TOL,
+             suite="launch"),
+    Workload("decoder_step", "launch", "one token through 2 decoder layers with a fixed-size KV cache",
+             _build_decoder_step, True, (1e-4, 2e-4), suite="launch"),
+    Workload("layer_stack_train", "launch", "the layer stack's forward + backward + SGD step",
+             _build_layer_stack_train, True, _REDUCTION_TOL, suite="launch"),
 ]
+
+SUITES = ("kernels", "launch")
 
 BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}
 
 
-def select(only: Optional[Sequence[str]], quick: bool) -> List[Workload]:
-    """Workloads in table order: the named ones (--only), else all, else the quick subset."""
+def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels") -> List[Workload]:
+    """Workloads in table order: the named ones (--only, any suite), else the
+    suite's, all of them or its quick subset."""
     if only:
         unknown = [n for n in only if n not in BY_NAME]
         if unknown:
             raise ValueError(f"unknown workload(s) {', '.join(unknown)}; known: {', '.join(BY_NAME)}")
         return [w for w in WORKLOADS if w.name in set(only)]
-    return [w for w in WORKLOADS if w.quick or not quick]
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    return [w for w in WORKLOADS if w.suite == suite and (w.quick or not quick)]
