@@ -176,6 +176,15 @@ def _empty_strided_cpu() -> Any:
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cpu")
 
 
+def _empty_strided_cuda() -> Any:
+    """Inductor's empty_strided for the current CUDA device, without the
+    dispatcher; torch's when this torch has none."""
+    fast = _dynamo_guard_helper("_empty_strided_cuda")
+    if fast is not None and torch.cuda.is_available():
+        return fast
+    return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device="cuda")
+
+
 def _reinterpret_tensor() -> Any:
     """Inductor's reinterpret_tensor(t, sizes, strides, offset_increment): t's
     storage viewed with that layout, without the dispatcher; as_strided when
@@ -222,6 +231,7 @@ _cuda_device = getattr(torch._C, "_cuda_getDevice", _no_cuda)
 HELPERS = {
     "empty_strided": torch.empty_strided,
     "empty_strided_cpu": _empty_strided_cpu(),
+    "empty_strided_cuda": _empty_strided_cuda(),
     "reinterpret_tensor": _reinterpret_tensor(),
     "in_place": _in_place,
     "reuse": _reuse,

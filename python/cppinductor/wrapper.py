@@ -60,6 +60,7 @@ from .export import TORCH_DTYPES
 HELPER_NAMES = (
     "empty_strided",  # torch.empty_strided
     "empty_strided_cpu",  # the same for CPU, without the dispatcher (Inductor's)
+    "empty_strided_cuda",  # the same on the current CUDA device (Inductor's)
     "reinterpret_tensor",  # a view by sizes, strides and offset increment, without the dispatcher (Inductor's)
     "in_place",  # runtime._in_place
     "reuse",  # runtime._reuse
@@ -120,6 +121,7 @@ class Layout:
     device: str
     nbytes: str
     on_cpu: bool
+    on_cuda: bool = False
 
 
 def _dynamic_layout(layout: tuple) -> tuple:
@@ -217,6 +219,7 @@ class _Printer:
                 repr(device),
                 repr(storage_bytes(sizes, strides, dtype)),
                 device == "cpu",
+                device.startswith("cuda"),
             )
         self.emit(f"lay = layout({kind}({index}, {i}, symbols))")
         return Layout("lay[0]", "lay[1]", "lay[2]", "lay[3]", "lay[4]", False)
@@ -224,6 +227,8 @@ class _Printer:
     def empty(self, lay: Layout) -> str:
         if lay.on_cpu:
             return f"empty_strided_cpu({lay.sizes}, {lay.strides}, {lay.dtype})"
+        if lay.on_cuda:  # kernels launch on the current device's stream: buffers live there too
+            return f"empty_strided_cuda({lay.sizes}, {lay.strides}, {lay.dtype})"
         return f"empty_strided({lay.sizes}, {lay.strides}, dtype={lay.dtype}, device={lay.device})"
 
     # -- the function ----------------------------------------------------------
