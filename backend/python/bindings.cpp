@@ -231,6 +231,8 @@ PYBIND11_MODULE(_C, m) {
           py::arg("kernel"), py::arg("num_buffers"),
           "launch(*buffers[, symbols[, stream]]): runs compiled kernel `kernel` on `num_buffers` tensors "
           "(backend/python/kernel_launcher.h).");
+  m.def("make_pointer_check", &python::make_pointer_check, py::arg("expected"),
+        "check(args) -> bool: whether args[i] has data pointer p for each (i, p) (kernel_launcher.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),
         py::arg("tensor_type"), "Kernel launchers read tensors' data pointers through torch's function at `address`.");
 

@@ -116,7 +116,49 @@ PyObject* launch(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef launch_def = {"launch", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&launch)),
                           METH_FASTCALL, "Runs the kernel on the given buffers (see kernel_launcher.h)."};
 
+/// make_pointer_check's state: which items of the argument list must sit at
+/// which addresses.
+struct PointerCheck {
+  std::vector<std::pair<Py_ssize_t, void*>> expected;
+};
+constexpr const char* kCheckCapsuleName = "cppinductor.pointer_check";
+
+PyObject* check_pointers(PyObject* self, PyObject* list) {
+  auto* check = static_cast<PointerCheck*>(PyCapsule_GetPointer(self, kCheckCapsuleName));
+  if (check == nullptr) return nullptr;
+  if (!PyList_Check(list)) {
+    PyErr_SetString(PyExc_TypeError, "pointer check: expected the list of a call's arguments");
+    return nullptr;
+  }
+  for (const auto& [index, ptr] : check->expected) {
+    if (index >= PyList_GET_SIZE(list)) Py_RETURN_FALSE;
+    void* actual = nullptr;
+    if (!buffer_pointer(PyList_GET_ITEM(list, index), &actual)) return nullptr;
+    if (actual != ptr) Py_RETURN_FALSE;
+  }
+  Py_RETURN_TRUE;
+}
+
+PyMethodDef check_def = {"check_pointers", reinterpret_cast<PyCFunction>(&check_pointers), METH_O,
+                         "Whether each listed argument is at its recorded address (see kernel_launcher.h)."};
+
 }  // namespace
+
+py::object make_pointer_check(const std::vector<std::pair<int64_t, uintptr_t>>& expected) {
+  auto* check = new PointerCheck;
+  for (const auto& [index, ptr] : expected) check->expected.emplace_back(index, reinterpret_cast<void*>(ptr));
+  PyObject* capsule = PyCapsule_New(check, kCheckCapsuleName, [](PyObject* c) {
+    delete static_cast<PointerCheck*>(PyCapsule_GetPointer(c, kCheckCapsuleName));
+  });
+  if (capsule == nullptr) {
+    delete check;
+    throw py::error_already_set();
+  }
+  PyObject* function = PyCFunction_New(&check_def, capsule);
+  Py_DECREF(capsule);
+  if (function == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(function);
+}
 
 py::object make_kernel_launcher(std::shared_ptr<KernelHandle> kernel, int num_buffers) {
   auto* launcher = new Launcher{std::move(kernel), num_buffers};

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "support/kernel_handle.h"
 
@@ -23,6 +25,11 @@ namespace cppi::python {
 /// A launcher for `kernel` taking exactly `num_buffers` buffers. It keeps the
 /// kernel (and its compiled code) alive.
 pybind11::object make_kernel_launcher(std::shared_ptr<KernelHandle> kernel, int num_buffers);
+
+/// check(args) -> bool: whether args[i] (a list of a call's arguments) has
+/// data pointer p for each (i, p) of `expected`, read as launchers read them.
+/// A CUDA graph's static inputs are checked so, once per replay.
+pybind11::object make_pointer_check(const std::vector<std::pair<int64_t, uintptr_t>>& expected);
 
 /// Lets launchers read a tensor's data pointer without a Python call:
 /// `address` is torch's `void* (*)(PyObject*)` for that

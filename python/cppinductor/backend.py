@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from . import _C, debug
+from . import _C, cudagraphs, debug
 from .decompositions import decomposition_table
 from .graph_passes import unfuse_addmm_bias
 from .export import export_graph
@@ -81,8 +81,13 @@ def compile_fx_graph(
 
     function = CompiledFunction(gm, compiled, record.id, compiled_kernels)
     record.wrapper_source = function.source
+    runs: Callable[[list], Any] = function
+    if options.mode in cudagraphs.MODES:
+        runs = cudagraphs.wrap(function, gm=gm, example_inputs=example_inputs, kind=kind,
+                               kernel_devices=list(compiled.kernel_devices),
+                               dynamic=bool(compiled.symbol_bindings), record=record)
     debug.finish(record, compiled, dump_dir)
-    return function
+    return runs
 
 
 def _fall_back(gm: torch.fx.GraphModule, options: Options, record: debug.GraphRecord, kind: str, error: Exception,

@@ -39,6 +39,9 @@ class GraphRecord:
     compiled: Any = None  # _C.CompiledGraph
     wrapper_source: str | None = None  # the Python function that runs it (wrapper.py)
     python_times: dict[str, float] = field(default_factory=dict)  # Python-side stages (export)
+    # In a CUDA-graph mode: whether the graph is captured, or why not
+    # (a cudagraphs.CudaGraphState; str() says it).
+    cudagraphs: Any = None
 
     @property
     def remarks(self) -> list[dict]:

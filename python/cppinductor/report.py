@@ -38,6 +38,9 @@ class GraphReport:
     # Kernel buffers one call allocates: {"fresh": n, "reused": m} (reused
     # ones take over a dead buffer's storage); zeros when the graph runs in eager.
     buffers: dict[str, int] = field(default_factory=lambda: {"fresh": 0, "reused": 0})
+    # In mode="reduce-overhead" / "max-autotune": whether CUDA graphs are
+    # used for this graph, or why not (cudagraphs.py); None in other modes.
+    cudagraphs: str | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -49,6 +52,7 @@ class GraphReport:
             "fusion_refusals": self.fusion_refusals,
             "compile_time_s": self.compile_time_s,
             "buffers": self.buffers,
+            "cudagraphs": self.cudagraphs,
         }
 
 
@@ -92,7 +96,8 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
             for n in ops
         ]
         times["total"] = sum(times.values())
-        return GraphReport(record.kind, len(ops), 0, fallbacks, [], kernels, [], times)
+        return GraphReport(record.kind, len(ops), 0, fallbacks, [], kernels, [], times,
+                           cudagraphs=_cudagraphs(record))
     remarks = record.remarks
     fallbacks = [{"op": r["op"], "reason": r["reason"]} for r in remarks if r["kind"] == "fallback"]
     externs = [{"op": r["op"]} for r in remarks if r["kind"] == "extern"]
@@ -106,8 +111,12 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
     lowered = len(ops) - len(fallbacks) - len(externs)
     return GraphReport(
         record.kind, len(ops), lowered, fallbacks, externs, list(record.compiled.kernel_infos), refusals, times,
-        dict(record.compiled.allocation_counts),
+        dict(record.compiled.allocation_counts), _cudagraphs(record),
     )
+
+
+def _cudagraphs(record: debug.GraphRecord) -> str | None:
+    return None if record.cudagraphs is None else str(record.cudagraphs)
 
 
 def _device_of(node: torch.fx.Node) -> str:
@@ -252,6 +261,8 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     for r in g.fusion_refusals:
         lines.append(f"  not fused {r['a']} + {r['b']}: {r['reason']}")
     lines.append(f"  buffers per call: {g.buffers['fresh']} fresh, {g.buffers['reused']} reused")
+    if g.cudagraphs is not None:
+        lines.append(f"  CUDA graphs: {g.cudagraphs}")
     stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in g.compile_time_s.items())
     lines.append(f"  compile time: {stages}")
     return lines

@@ -46,7 +46,8 @@ def test_to_dict_has_exactly_the_documented_keys():
     assert set(d) == {"graph_count", "graph_break_count", "break_reasons", "graphs"}
     (g,) = d["graphs"]
     assert set(g) == {
-        "ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s", "buffers"
+        "ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s", "buffers",
+        "cudagraphs",
     }
     assert "total" in g["compile_time_s"]
     assert {"op": "aten.mm.default"} in g["externs"]

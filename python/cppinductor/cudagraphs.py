@@ -1,0 +1,481 @@
+"""CUDA graphs for mode="reduce-overhead" and "max-autotune".
+
+A compiled CUDA graph's launches (our kernels and the ATen externs: cuBLAS,
+cuDNN, capturable fallbacks) are captured once into a torch.cuda.CUDAGraph
+and replayed, so a call costs one replay instead of a launch per step.
+
+What a call does, as Inductor's cudagraph trees do for users:
+- The first call runs uncaptured (warm-up: modules loaded, library handles
+  made). The second records: inputs that are not static are copied into
+  static buffers, the graph runs once more on a side stream, is captured on
+  it, and replays for this call's results. Every later call copies the
+  non-static inputs in and replays.
+- Static inputs are passed by address: parameters and buffers (AOTAutograd's
+  static input indices) and a backward's saved tensors (the forward's outputs,
+  at fixed addresses when the forward replays). One that moves makes the
+  call run uncaptured; after three calls in a row with new addresses the
+  graph is recorded again, at most eight times.
+- Outputs live in the graph's memory pool. Each call returns new tensors
+  over that memory; a replay that rewrites it makes the previous call's
+  outputs raise a clear error when read (never a silently changed value).
+  A replay rewrites its own outputs and the memory of every graph recorded
+  after it on the device (their buffers may sit where its temporaries were
+  during its capture): a forward's replay so retires the last backward's
+  gradients, as Inductor's does.
+- One pool per device holds every graph, so a training step's forward and
+  backward share memory: the backward records while the forward's outputs
+  are alive and is laid out around them.
+- A training forward whose previous call's saved tensors still await their
+  backward (two forwards, then two backwards) runs that call uncaptured: a
+  replay would overwrite what the pending backward reads.
+- Dynamic shapes record one graph per distinct set of input sizes, up to
+  eight; past that the function runs uncaptured. A non-tensor argument (a
+  size, a float from .item()) is baked into the captured launches: its
+  values select recordings the same way.
+
+What is never captured, with the reason in explain() and one log line under
+`cppinductor.perf_hints`: CPU tensors (inputs, outputs or kernels: a CPU
+scalar's value would be frozen into the graph), tensors on several devices,
+an input the graph mutates that is not static (the copy would take the
+write), and a capture that fails (a sync point, an uncapturable op).
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.fx
+
+from . import _C
+
+log = logging.getLogger("cppinductor.cudagraphs")
+perf_hints = logging.getLogger("cppinductor.perf_hints")
+
+MODES = ("reduce-overhead", "max-autotune")
+MAX_SHAPES = 8  # graphs recorded per function for distinct input sizes
+MAX_RERECORDS = 8  # recordings after static inputs moved
+RERECORD_AFTER = 3  # calls in a row with moved static inputs before recording again
+
+OVERWRITTEN = (
+    "cppinductor: this tensor is an output of a CUDA graph (mode='reduce-overhead') that a later call "
+    "overwrote: outputs live in the graph's memory and each replay rewrites it. Clone what you keep across "
+    "calls (`out.clone()`), or compile with mode='default'."
+)
+GRAD_OVERWRITTEN = (
+    "cppinductor: this gradient is an output of a backward CUDA graph (mode='reduce-overhead') that the next "
+    "forward overwrote. Consume gradients before the next forward (optimizer.step(), then zero_grad() with "
+    "set_to_none=True), clone them, or compile with mode='default'."
+)
+
+
+def _tensors(values: Sequence[Any]) -> list[torch.Tensor]:
+    return [v for v in values if isinstance(v, torch.Tensor)]
+
+
+def graph_devices(gm: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> set[torch.device]:
+    """Every device a value of the graph lives on."""
+    devices = {t.device for t in _tensors(example_inputs)}
+    for node in gm.graph.nodes:
+        value = node.meta.get("val")
+        for t in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(t, torch.Tensor):
+                devices.add(t.device)
+    return devices
+
+
+def mutated_inputs(gm: torch.fx.GraphModule) -> dict[int, str]:
+    """The inputs the graph writes (AOTAutograd's copy_ into an input, an
+    in-place op on one): index -> placeholder name."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
+            continue
+        target = node.args[0] if node.args else None
+        if node.target._schema.is_mutable and isinstance(target, torch.fx.Node) and target in placeholders:
+            out[placeholders.index(target)] = target.name
+    return out
+
+
+_aten = torch.ops.aten
+# Ops that wait for the device or read its values on the host: a capture
+# fails at them (besides any op tagged cudagraph_unsafe).
+_SYNC_OPS = frozenset({_aten._local_scalar_dense.default, _aten.nonzero.default, _aten.masked_select.default,
+                       _aten.unique_consecutive.default, _aten._unique2.default, _aten.equal.default,
+                       _aten.is_nonzero.default, _aten._assert_async.msg})
+
+
+_UNSAFE_TAG = getattr(torch.Tag, "cudagraph_unsafe", None)
+
+
+def unsafe_op(gm: torch.fx.GraphModule) -> str | None:
+    """The first op of the graph a CUDA graph cannot capture, or None."""
+    for node in gm.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and isinstance(target, torch._ops.OpOverload):
+            if target in _SYNC_OPS or (_UNSAFE_TAG is not None and _UNSAFE_TAG in target.tags):
+                return f"{node.name} ({target})"
+    return None
+
+
+def static_reason(devices: set[torch.device], kernel_devices: Sequence[str], static_indices: Sequence[int],
+                  mutated: dict[int, str], unsafe: str | None = None) -> str | None:
+    """Why this graph can never be captured, or None. Decided at compile time
+    from the graph's values and kernels."""
+    cuda = {d for d in devices if d.type == "cuda"}
+    if not cuda:
+        return "the graph runs on the CPU (CUDA graphs replay CUDA work only)"
+    if "cpu" in kernel_devices or any(d.type == "cpu" for d in devices):
+        return "the graph has CPU tensors: a CPU value would be frozen into the graph at capture"
+    if len(devices) > 1:
+        return f"the graph uses several devices ({', '.join(sorted(str(d) for d in devices))})"
+    for i, name in sorted(mutated.items()):
+        if i not in static_indices:
+            return (f"the graph mutates input {i} ({name}), which is not a parameter or buffer: "
+                    "the copy captured in its place would take the write")
+    if unsafe is not None:
+        return f"the graph has an op a capture cannot hold (a sync point): {unsafe}"
+    return None
+
+
+def static_input_indices(kind: str, gm: torch.fx.GraphModule) -> list[int]:
+    """The inputs passed by address: parameters and buffers of a forward or
+    inference graph (AOTAutograd's static input indices), a backward's saved
+    tensors (every input that is not a tangent or a seed)."""
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if kind == "backward":
+        tangent_like = ("tangents", "bwd_seed", "bwd_base_offset", "bwd_rng_state")
+        return [i for i, n in enumerate(placeholders) if not any(t in n.name for t in tangent_like)]
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None) if context is not None else None
+    return list(getattr(metadata, "static_input_indices", None) or [])
+
+
+def saved_output_start(kind: str) -> int | None:
+    """Where a training forward's saved tensors start among its outputs."""
+    if kind != "forward":
+        return None
+    context = torch._guards.TracingContext.try_get()
+    metadata = getattr(context, "fw_metadata", None) if context is not None else None
+    return getattr(metadata, "num_forward", None)
+
+
+class _DevicePool:
+    """One device's memory pool, capture stream and recordings, in capture order."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.handle = torch.cuda.graph_pool_handle()
+        with torch.cuda.device(device):
+            self.stream = torch.cuda.Stream()
+        self.recordings: list[weakref.ref] = []
+
+    def add(self, recording: "_Recording") -> None:
+        self.recordings = [r for r in self.recordings if r() is not None]
+        self.recordings.append(weakref.ref(recording))
+
+    def before_replay(self, recording: "_Recording") -> None:
+        """Retires the outputs a replay of `recording` rewrites: its own and
+        those of every recording made after it."""
+        later = False
+        for ref in self.recordings:
+            r = ref()
+            later = later or r is recording
+            if later and r is not None:
+                r.retire_outputs()
+
+
+_pools: dict[torch.device, _DevicePool] = {}
+
+
+def _pool(device: torch.device) -> _DevicePool:
+    if device not in _pools:
+        _pools[device] = _DevicePool(device)
+    return _pools[device]
+
+
+def _set_access_error(t: torch.Tensor, message: str) -> None:
+    setter = getattr(torch._C, "_set_storage_access_error_msg", None)
+    if setter is not None:
+        setter(t, message)
+
+
+class _Recording:
+    """One captured graph: its static inputs and outputs, and how to rebuild
+    fresh output tensors over the pool's memory after each replay."""
+
+    def __init__(self, run: Callable[[list], Any], args: list, static: set[int], mutated: set[int],
+                 pool: _DevicePool, message: str) -> None:
+        self.pool = pool
+        self.message = message
+        # One C call checks every static input's address (parameters: dozens).
+        self.matches = _C.make_pointer_check([(i, a.data_ptr()) for i, a in enumerate(args)
+                                              if i in static and isinstance(a, torch.Tensor)])
+        # The buffers non-static inputs are copied into; static inputs are
+        # only addresses from here on (holding them would keep a call's
+        # tensors, a backward's saved ones, alive for the graph's life).
+        self.copies = {i: _static_copy(a) for i, a in enumerate(args)
+                       if i not in static and isinstance(a, torch.Tensor)}
+        inputs = [self.copies.get(i, a) for i, a in enumerate(args)]
+        torch.cuda.synchronize(pool.device)
+        pool.stream.wait_stream(torch.cuda.current_stream(pool.device))
+        with torch.cuda.stream(pool.stream):
+            # A warm-up on the capture stream (its library workspaces are made
+            # here, not in the pool), on clones of the inputs the graph writes:
+            # a buffer updated in place is updated once per call.
+            run([a.clone() if i in mutated else a for i, a in enumerate(inputs)])
+        pool.stream.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        generator = torch.cuda.default_generators[pool.device.index or 0]
+        before = generator.clone_state()
+        try:
+            with torch.cuda.graph(self.graph, pool=pool.handle, stream=pool.stream,
+                                  capture_error_mode="thread_local"):
+                outputs = run(inputs)
+        except Exception:
+            # A capture that fails skips the end of torch's bookkeeping: the
+            # generator would stay in capture mode (every later random draw
+            # fails), and the allocator keeps the pool registered for the
+            # capture (a later capture into it fails): later captures take a
+            # pool of their own.
+            generator.graphsafe_set_state(before)
+            pool.handle = torch.cuda.graph_pool_handle()
+            raise
+        del inputs
+        torch.cuda.current_stream(pool.device).wait_stream(pool.stream)
+        self.static_outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        self.tuple_output = isinstance(outputs, tuple)
+        # How each output comes back: ("pool", spec) rebuilt over the graph's
+        # memory after each replay, ("same", value) returned as captured
+        # (non-tensors, and aliases of static inputs, which keep their
+        # addresses). A saved input (a backward reads x) aliases the buffer x
+        # is copied into: it is rewritten by the next replay like any output
+        # (outputs the user sees never alias inputs: AOTAutograd makes those
+        # views outside the graph).
+        self.plan: list[tuple[str, Any]] = []
+        static_storages = {a.untyped_storage().data_ptr() for i, a in enumerate(args)
+                           if i in static and isinstance(a, torch.Tensor)}
+        for out in self.static_outputs:
+            if not isinstance(out, torch.Tensor):
+                self.plan.append(("same", out))
+                continue
+            storage = out.untyped_storage()
+            if storage.data_ptr() in static_storages:
+                self.plan.append(("same", out))
+                continue
+            self.plan.append(("pool", {"data_ptr": storage.data_ptr(), "nbytes": storage.nbytes(),
+                                       "size": out.shape, "stride": out.stride(), "dtype": out.dtype,
+                                       "device": out.device, "storage_offset": out.storage_offset()}))
+        self.live: list[weakref.ref] = []
+        pool.add(self)
+
+    def retire_outputs(self) -> None:
+        for ref in self.live:
+            t = ref()
+            if t is not None:
+                _set_access_error(t, self.message)
+        self.live = []
+
+    def replay(self, args: list) -> Any:
+        for i, buffer in self.copies.items():
+            _copy_into(buffer, args[i])
+        args.clear()
+        self.pool.before_replay(self)
+        self.graph.replay()
+        outputs = []
+        storages: dict[int, Any] = {}
+        for how, what in self.plan:
+            if how == "same":
+                outputs.append(what)
+                continue
+            ptr = what["data_ptr"]
+            if ptr not in storages:
+                storages[ptr] = torch._C._construct_storage_from_data_pointer(ptr, what["device"], what["nbytes"])
+            t = _tensor_over(what, storages[ptr])
+            self.live.append(weakref.ref(t))
+            outputs.append(t)
+        return tuple(outputs) if self.tuple_output else outputs
+
+
+# A tensor over a storage with a layout, in one C call (CUDA builds of torch).
+_construct_cuda_tensor = getattr(torch._C, "_construct_CUDA_Tensor_From_Storage_And_Metadata", None)
+
+
+def _tensor_over(layout: dict[str, Any], storage: Any) -> torch.Tensor:
+    """A new tensor over `storage` (a graph output's memory) with `layout`."""
+    if _construct_cuda_tensor is not None:
+        return _construct_cuda_tensor(layout, storage)
+    return torch.empty(0, dtype=layout["dtype"], device=layout["device"]).set_(
+        storage, layout["storage_offset"], layout["size"], layout["stride"])
+
+
+def _expanded_dims(t: torch.Tensor) -> list[int]:
+    return [d for d in range(t.dim()) if t.stride(d) == 0 and t.size(d) > 1]
+
+
+def _static_copy(t: torch.Tensor) -> torch.Tensor:
+    """A buffer with t's layout (an expanded dim kept expanded) holding t's values."""
+    buffer = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    _copy_into(buffer, t)
+    return buffer
+
+
+def _copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src), writing each element of an expanded dim once."""
+    dims = _expanded_dims(dst)
+    if dims:
+        index = tuple(slice(0, 1) if d in dims else slice(None) for d in range(dst.dim()))
+        dst, src = dst[index], src[index]
+    dst.copy_(src)
+
+
+class CudaGraphFunction:
+    """The callable AOTAutograd gets for one graph in a CUDA-graph mode: it
+    records and replays `function` (a runtime.CompiledFunction), or runs it
+    uncaptured where it cannot (see the module docstring)."""
+
+    def __init__(self, function: Callable[[list], Any], *, kind: str, static_indices: Sequence[int],
+                 mutated: Sequence[int], scalar_args: Sequence[int], saved_start: int | None, dynamic: bool,
+                 device: torch.device, record: Any) -> None:
+        self._boxed_call = True
+        self._function = function
+        self._kind = kind
+        self._static = set(static_indices)
+        self._mutated = set(mutated)
+        self._scalar_args = list(scalar_args)
+        self._saved_start = saved_start
+        self._dynamic = dynamic
+        self._device = device
+        self._message = GRAD_OVERWRITTEN if kind == "backward" else OVERWRITTEN
+        self._recordings: dict[Any, _Recording] = {}
+        self._warmed: set[Any] = set()
+        self._rerecords = 0
+        self._moved = 0  # calls in a row whose static inputs moved
+        self._saved: list[weakref.ref] = []  # a forward's saved tensors from its last replay
+        self._disabled: str | None = None
+        self._state = _state(record)
+
+    def disable(self, reason: str) -> None:
+        self._disabled = reason
+        self._recordings.clear()
+        self._state.reason = reason
+        perf_hints.warning("CUDA graph not used for a %s graph: %s", self._kind, reason)
+
+    def _key(self, args: list) -> Any:
+        """What selects a recording: the values of non-tensor arguments (a
+        size, a scalar: baked into the captured launches), and with dynamic
+        shapes the input sizes too."""
+        if self._dynamic:
+            return tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args)
+        if self._scalar_args:
+            return tuple(args[i] for i in self._scalar_args)
+        return None
+
+    def _uncaptured(self, args: list) -> Any:
+        self._state.uncaptured += 1
+        return self._function(args)
+
+    def __call__(self, args: list) -> Any:
+        if self._disabled is not None:
+            return self._function(args)
+        key = self._key(args)
+        recording = self._recordings.get(key)
+        if recording is None:
+            if key not in self._warmed:
+                self._warmed.add(key)
+                return self._uncaptured(args)
+            if len(self._recordings) >= MAX_SHAPES:
+                self.disable(f"more than {MAX_SHAPES} distinct input sizes or scalar arguments")
+                return self._function(args)
+            return self._record_and_replay(key, args)
+        if not recording.matches(args):
+            self._moved += 1
+            if self._moved < RERECORD_AFTER:
+                return self._uncaptured(args)
+            if self._rerecords >= MAX_RERECORDS:
+                self.disable(f"parameters or saved tensors moved to new addresses more than {MAX_RERECORDS} times")
+                return self._function(args)
+            self._rerecords += 1
+            del self._recordings[key]
+            return self._record_and_replay(key, args)
+        self._moved = 0
+        if self._saved_pending():
+            perf_hints.info("a %s call ran outside its CUDA graph: the saved tensors of its previous call still "
+                            "await their backward", self._kind)
+            return self._uncaptured(args)
+        return self._replay(recording, args)
+
+    def _saved_pending(self) -> bool:
+        return any(ref() is not None for ref in self._saved)
+
+    def _replay(self, recording: _Recording, args: list) -> Any:
+        self._state.replays += 1
+        outputs = recording.replay(args)
+        if self._saved_start is not None:  # the saved tensors in the graph's memory (not parameters)
+            self._saved = [weakref.ref(t) for t, (how, _) in zip(list(outputs)[self._saved_start:],
+                                                                 recording.plan[self._saved_start:]) if how == "pool"]
+        return outputs
+
+    def _record_and_replay(self, key: Any, args: list) -> Any:
+        try:
+            recording = _Recording(self._function, args, self._static, self._mutated, _pool(self._device),
+                                   self._message)
+        except Exception as e:  # a sync point or an uncapturable op: the capture itself failed
+            self.disable(f"capture failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+            return self._function(args)
+        self._recordings[key] = recording
+        self._state.recorded += 1
+        log.debug("recorded a CUDA graph for a %s graph (key %s)", self._kind, key)
+        return self._replay(recording, args)
+
+
+class CudaGraphState:
+    """What explain() reports about CUDA graphs for one compiled graph: used
+    (graphs recorded, calls replayed, calls run uncaptured: warm-ups, moved
+    static inputs, pending saved tensors) or why not."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None  # set: not used, and why
+        self.recorded = self.replays = self.uncaptured = 0
+
+    def __str__(self) -> str:
+        if self.reason is not None:
+            return f"not used: {self.reason}"
+        if not self.recorded:
+            return f"pending: records on the second call ({self.uncaptured} uncaptured so far)"
+        return (f"used: {self.recorded} graph(s) recorded, {self.replays} replays, "
+                f"{self.uncaptured} calls uncaptured")
+
+
+def _state(record: Any) -> CudaGraphState:
+    """The record's CudaGraphState (made on first use); a stand-in without a record."""
+    if record is None:
+        return CudaGraphState()
+    if not isinstance(record.cudagraphs, CudaGraphState):
+        record.cudagraphs = CudaGraphState()
+    return record.cudagraphs
+
+
+def wrap(function: Callable[[list], Any], *, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], kind: str,
+         kernel_devices: Sequence[str], dynamic: bool, record: Any) -> Callable[[list], Any]:
+    """`function` with CUDA graphs where the graph allows them, else itself
+    (the reason in the record and under cppinductor.perf_hints; a graph
+    wholly on the CPU has nothing to capture and says so at info level)."""
+    devices = graph_devices(gm, example_inputs)
+    static = static_input_indices(kind, gm)
+    mutated = mutated_inputs(gm)
+    reason = static_reason(devices, kernel_devices, static, mutated, unsafe_op(gm))
+    if reason is not None:
+        _state(record).reason = reason
+        on_cpu_only = all(d.type == "cpu" for d in devices)
+        perf_hints.log(logging.INFO if on_cpu_only else logging.WARNING, "CUDA graph not used for a %s graph: %s",
+                       kind, reason)
+        return function
+    (device,) = devices
+    scalar_args = [i for i, a in enumerate(example_inputs) if not isinstance(a, torch.Tensor)]
+    return CudaGraphFunction(function, kind=kind, static_indices=static, mutated=list(mutated),
+                             scalar_args=scalar_args, saved_start=saved_output_start(kind), dynamic=dynamic,
+                             device=device, record=record)
