@@ -172,12 +172,9 @@ extern "C" void count(int32_t* hits, int64_t n, int64_t grain) {
   set_num_threads(0);
 }
 
-TEST_P(CompilerTest, Avx512OffCompilesTheHostsAvx2Paths) {
-  // cpu_isa="avx2": on an AVX-512 host the prelude's 8-lane paths, which
-  // must run there; on an AVX2 host the same code as without.
-  if (host_cpu_isas().empty()) GTEST_SKIP() << "the host's CPU runs no AVX2";
-  CompileOptions o = options();
-  o.avx512_off = true;
+/// Compiles, with `o`, a probe of the prelude's natural float width and
+/// its exp over 16 lanes: 8 lanes (the AVX2 paths), and exp's values.
+void expect_avx2_prelude(const CompileOptions& o) {
   auto m = compile_cpp("#include \"cppinductor_prelude.h\"\n"
                        "extern \"C\" int lanes() { return CPPI_VF32_LANES; }\n"
                        "extern \"C\" void e(float* x) { cppi_vstore(x, cppi_exp(cppi_vload<cppi_f32x16>(x))); }\n",
@@ -188,6 +185,15 @@ TEST_P(CompilerTest, Avx512OffCompilesTheHostsAvx2Paths) {
   for (int i = 0; i < 16; ++i) x[i] = float(i) - 8;
   reinterpret_cast<void (*)(float*)>((*m)->lookup("e"))(x);
   for (int i = 0; i < 16; ++i) EXPECT_NEAR(x[i], std::exp(float(i) - 8), 1e-6f * std::exp(float(i) - 8));
+}
+
+TEST_P(CompilerTest, Avx512OffCompilesTheHostsAvx2Paths) {
+  // cpu_isa="avx2": on an AVX-512 host the prelude's 8-lane paths, which
+  // must run there; on an AVX2 host the same code as without.
+  if (host_cpu_isas().empty()) GTEST_SKIP() << "the host's CPU runs no AVX2";
+  CompileOptions o = options();
+  o.avx512_off = true;
+  expect_avx2_prelude(o);
   o.avx512_off = false;
   auto native = compile_cpp("#include \"cppinductor_prelude.h\"\n"
                             "extern \"C\" int lanes() { return CPPI_VF32_LANES; }\n", o);
@@ -435,16 +441,7 @@ TEST(CompilerOptions, OtherTargetCpuCompiles) {
   CompileOptions o;
   o.target_cpu = "haswell";
   o.disk_cache = false;
-  auto m = compile_cpp("#include \"cppinductor_prelude.h\"\n"
-                       "extern \"C\" int lanes() { return CPPI_VF32_LANES; }\n"
-                       "extern \"C\" void e(float* x) { cppi_vstore(x, cppi_exp(cppi_vload<cppi_f32x16>(x))); }\n",
-                       o);
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  EXPECT_EQ(reinterpret_cast<int (*)()>((*m)->lookup("lanes"))(), 8);
-  float x[16];
-  for (int i = 0; i < 16; ++i) x[i] = float(i) - 8;
-  reinterpret_cast<void (*)(float*)>((*m)->lookup("e"))(x);
-  for (int i = 0; i < 16; ++i) EXPECT_NEAR(x[i], std::exp(float(i) - 8), 1e-6f * std::exp(float(i) - 8));
+  expect_avx2_prelude(o);
 
   o.target_cpu = "not-a-cpu";
   auto bad = compile_cpp("extern \"C\" int f() { return 1; }\n", o);
