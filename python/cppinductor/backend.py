@@ -79,7 +79,7 @@ def compile_fx_graph(
             s for stage, s in compiled.stage_times if stage in _KERNEL_COMPILE_STAGES)
         return None
 
-    function = CompiledFunction(gm, compiled, record.id, compiled_kernels)
+    function = CompiledFunction(gm, compiled, record.id, compiled_kernels, kind)
     record.wrapper_source = function.source
     runs: Callable[[list], Any] = function
     if options.mode in cudagraphs.MODES:

@@ -47,6 +47,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 import torch
+import torch.autograd.profiler as _profiler
 import torch.fx
 
 from . import _C
@@ -413,7 +414,12 @@ class CudaGraphFunction:
 
     def _replay(self, recording: _Recording, args: list) -> Any:
         self._state.replays += 1
-        outputs = recording.replay(args)
+        if _profiler._is_profiler_enabled:  # one range for the replay, named like the graph's
+            with torch.profiler.record_function(f"{getattr(self._function, 'range_name', 'cppinductor graph')} "
+                                                "(CUDA graph replay)"):
+                outputs = recording.replay(args)
+        else:
+            outputs = recording.replay(args)
         if self._saved_start is not None:  # the saved tensors in the graph's memory (not parameters)
             self._saved = [weakref.ref(t) for t, (how, _) in zip(list(outputs)[self._saved_start:],
                                                                  recording.plan[self._saved_start:]) if how == "pool"]

@@ -17,6 +17,7 @@ import weakref
 from typing import Any, Callable
 
 import torch
+import torch.autograd.profiler as _profiler
 import torch.fx
 
 from . import _C
@@ -228,6 +229,15 @@ def _no_cuda(*_args: Any) -> Any:
 _cuda_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _no_cuda)
 _cuda_device = getattr(torch._C, "_cuda_getDevice", _no_cuda)
 
+# Profiler ranges, as torch.profiler.record_function opens and closes them.
+_range_enter = torch.ops.profiler._record_function_enter_new
+_range_exit = torch.ops.profiler._record_function_exit._RecordFunction
+
+
+def _open_range(name: str) -> Any:
+    return _range_enter(name, None)
+
+
 HELPERS = {
     "empty_strided": torch.empty_strided,
     "empty_strided_cpu": _empty_strided_cpu(),
@@ -243,6 +253,8 @@ HELPERS = {
     "cuda_raw_stream": _cuda_raw_stream,
     "cuda_device": _cuda_device,
     "observe": _observe,
+    "range_enter": _open_range,
+    "range_exit": _range_exit,
 }
 assert set(HELPERS) == set(HELPER_NAMES)
 
@@ -273,7 +285,7 @@ class CompiledFunction:
     fallback when the compile failed)."""
 
     def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", graph_id: int | None = None,
-                 finished: CompileFinished | None = None) -> None:
+                 finished: CompileFinished | None = None, kind: str = "inference") -> None:
         # An instance attribute: Dynamo's disable() wrapper copies __dict__,
         # not class attributes, and AOTAutograd checks the wrapper.
         self._boxed_call = True
@@ -283,6 +295,9 @@ class CompiledFunction:
         self._scope = {**HELPERS, **self._code.globals}
         self._run = _load(self._code.source, self._scope, self._name, self)
         self._run_observed = None  # compiled when first needed
+        self._run_profiled = None  # likewise
+        # The graph's range in torch.profiler: "cppinductor graph 3 (forward)".
+        self.range_name = f"cppinductor graph {self._name.split()[-1].rstrip('>')} ({kind})"
         self._finished = finished
         self._instead: Callable[[list], Any] | None = None  # what runs when the compile failed
         self._compiling = compiled.compiling
@@ -297,13 +312,29 @@ class CompiledFunction:
 
     def __call__(self, args: list) -> Any:
         if _step_observer[0] is None:
-            return self._run(args)
+            # Under an active torch.profiler, one range for the call and one
+            # per kernel step; otherwise this flag is the whole cost.
+            if not _profiler._is_profiler_enabled:
+                return self._run(args)
+            return self._run_under_profiler(args)
         self._finish_compile()
         if self._instead is not None:
             return self._instead(args)
         if self._run_observed is None:
             self._run_observed = _load(self._code.observed_source, self._scope, self._name[:-1] + " observed>", self)
         return self._run_observed(args)
+
+    def _run_under_profiler(self, args: list) -> Any:
+        self._finish_compile()
+        if self._instead is not None:
+            return self._instead(args)
+        if self._run_profiled is None:
+            self._run_profiled = _load(self._code.profiled_source, self._scope, self._name[:-1] + " profiled>", self)
+        handle = _range_enter(self.range_name, None)
+        try:
+            return self._run_profiled(args)
+        finally:
+            _range_exit(handle)
 
     def _first_run(self, args: list) -> Any:
         self._finish_compile()

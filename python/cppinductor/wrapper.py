@@ -72,6 +72,8 @@ HELPER_NAMES = (
     "cuda_raw_stream",  # torch._C._cuda_getCurrentRawStream
     "cuda_device",  # torch._C._cuda_getDevice
     "observe",  # the observed variant's: memory.track_live_bytes's observer
+    "range_enter",  # the profiled variant's: opens a torch.profiler range, returns its handle
+    "range_exit",  # closes it
 )
 # ATen ops whose result is a view of their first argument with its dtype, at
 # an offset relative to the argument's: the static case builds it with
@@ -98,9 +100,11 @@ _VIEW_OPS = frozenset(
 )
 # Marks the lines only the observed variant has.
 _OBSERVED = "\0observed\0"
+# Marks the lines only the profiled variant has (a range around each kernel step).
+_PROFILED = "\0profiled\0"
 # Per-graph globals.
 _GRAPH_NAMES = ("allocation", "expected_layout", "layout")
-_LOCAL_NAMES = ("args", "symbols", "stream", "lay")
+_LOCAL_NAMES = ("args", "symbols", "stream", "lay", "profiler_range")
 _RESERVED = frozenset(HELPER_NAMES + _GRAPH_NAMES + _LOCAL_NAMES) | frozenset(dir(builtins)) | frozenset(keyword.kwlist)
 
 
@@ -139,6 +143,7 @@ class WrapperCode:
 
     source: str
     observed_source: str
+    profiled_source: str
     globals: dict[str, Any] = field(default_factory=dict)
 
 
@@ -366,7 +371,9 @@ class _Printer:
             call.append("symbols" if self.dynamic else "()")
         if on_cuda:
             call.append("stream")
+        self.lines.append(_PROFILED + f"    profiler_range = range_enter({kernel_range_name(compiled, kernel)!r})")
         self.emit(f"{self._global(launcher, compiled.kernel_names[kernel])}({', '.join(call)})")
+        self.lines.append(_PROFILED + "    range_exit(profiler_range)")
         for x, original in written_back:  # the kernel mutated a graph input
             self.emit(f"if {original} is not None:")
             self.emit(f"{original}.copy_({x})", 2)
@@ -374,16 +381,31 @@ class _Printer:
             self.emit(f"{original} = None", 2)
 
 
+def kernel_range_name(compiled: "_C.CompiledGraph", kernel: int, most: int = 5) -> str:
+    """A kernel's name in profiles: its number and the ops fused into it, in
+    order, each once ("kernel2_amax_sub_exp_sum_div")."""
+    number = compiled.kernel_names[kernel].split("_")[0]
+    ops: list[str] = []
+    for node in compiled.kernel_infos[kernel]["nodes"]:
+        op = re.sub(r"_\d+$", "", node)
+        if op not in ops:
+            ops.append(op)
+    return "_".join([number, *ops[:most]] + (["etc"] if len(ops) > most else []))
+
+
 def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph") -> WrapperCode:
     """The source of `call(args)` for `compiled` (the plan of `gm`), its
-    observed variant, and the globals they need besides runtime.py's HELPERS."""
+    observed and profiled variants, and the globals they need besides
+    runtime.py's HELPERS."""
     printer = _Printer(gm, compiled)
     printer.print_function()
-    plain = [line for line in printer.lines if not line.startswith(_OBSERVED)]
-    observed = [line.removeprefix(_OBSERVED) for line in printer.lines]
+    plain = [line for line in printer.lines if not line.startswith((_OBSERVED, _PROFILED))]
+    observed = [line.removeprefix(_OBSERVED) for line in printer.lines if not line.startswith(_PROFILED)]
+    profiled = [line.removeprefix(_PROFILED) for line in printer.lines if not line.startswith(_OBSERVED)]
     per_graph = {
         "allocation": compiled.allocation,
         "expected_layout": compiled.expected_layout,
         "layout": _dynamic_layout,
     }
-    return WrapperCode("\n".join(plain) + "\n", "\n".join(observed) + "\n", {**printer.globals, **per_graph})
+    return WrapperCode("\n".join(plain) + "\n", "\n".join(observed) + "\n", "\n".join(profiled) + "\n",
+                       {**printer.globals, **per_graph})
