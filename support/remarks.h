@@ -4,6 +4,7 @@
 /// nodes did not fuse. explain() and the debug dumps print them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct Remark {
   std::string op;      // ATen overload name, e.g. "aten.sort.default"
   std::string other;   // FusionRefusal: the second node
   std::string reason;
+  /// FusionRefusal: the bytes that go through memory because the two did not
+  /// fuse (what the first writes and the second reads back, once each); -1
+  /// where a size is symbolic or the second reads nothing the first writes.
+  int64_t bytes = -1;
 };
 
 const char* to_string(Remark::Kind kind);

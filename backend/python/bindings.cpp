@@ -79,6 +79,7 @@ py::dict remark_dict(const Remark& r) {
   d["op"] = r.op;
   d["other"] = r.other;
   d["reason"] = r.reason;
+  if (r.bytes >= 0) d["bytes"] = r.bytes;
   return d;
 }
 

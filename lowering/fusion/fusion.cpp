@@ -28,7 +28,8 @@ class RefusalLog {
     auto it = index_.find(key);
     if (it == index_.end()) {
       index_[key] = entries_.size();
-      entries_.push_back({a, b, fusion::display_name(*p.nodes[a]), fusion::display_name(*p.nodes[b]), {}});
+      entries_.push_back({a, b, fusion::display_name(*p.nodes[a]), fusion::display_name(*p.nodes[b]),
+                          traffic_between(p, a, b), {}});
       it = index_.find(key);
     }
     auto& reasons = entries_[it->second].reasons;
@@ -48,7 +49,7 @@ class RefusalLog {
       if (together) continue;
       std::string reason;
       for (const auto& r : e.reasons) reason += (reason.empty() ? "" : "; ") + r;
-      remarks.add(Remark{Remark::Kind::FusionRefusal, e.a_name, "", e.b_name, reason});
+      remarks.add(Remark{Remark::Kind::FusionRefusal, e.a_name, "", e.b_name, reason, e.bytes});
     }
   }
 
@@ -56,8 +57,25 @@ class RefusalLog {
   struct Entry {
     size_t a, b;
     std::string a_name, b_name;
+    int64_t bytes;
     std::vector<std::string> reasons;
   };
+
+  /// Bytes written by `a` and read back by `b` (twice the intermediates' size;
+  /// graph outputs are written anyway, so they count once); -1 if symbolic or none.
+  static int64_t traffic_between(const Program& p, size_t a, size_t b) {
+    int64_t total = 0;
+    bool any = false;
+    for (const auto& w : ir::writes(*p.nodes[a])) {
+      if (!p.reads[b].count(w.buffer->name)) continue;
+      auto n = w.buffer->layout.numel().constant();
+      if (!n) return -1;
+      const int64_t once = *n * dtype_size(w.buffer->dtype);
+      total += w.buffer->kind == ir::BufferKind::Intermediate ? 2 * once : once;
+      any = true;
+    }
+    return any ? total : -1;
+  }
   std::map<std::pair<size_t, size_t>, size_t> index_;
   std::vector<Entry> entries_;
 };

@@ -102,7 +102,8 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
     fallbacks = [{"op": r["op"], "reason": r["reason"]} for r in remarks if r["kind"] == "fallback"]
     externs = [{"op": r["op"]} for r in remarks if r["kind"] == "extern"]
     refusals = [
-        {"a": r["node"], "b": r["other"], "reason": r["reason"]} for r in remarks if r["kind"] == "fusion_refusal"
+        {"a": r["node"], "b": r["other"], "reason": r["reason"], **({"bytes": r["bytes"]} if "bytes" in r else {})}
+        for r in remarks if r["kind"] == "fusion_refusal"
     ]
     for stage, seconds in record.stage_times:
         if stage != "total":
@@ -259,7 +260,8 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     for f in g.fallbacks:
         lines.append(f"  fallback {f['op']}: {f['reason']}")
     for r in g.fusion_refusals:
-        lines.append(f"  not fused {r['a']} + {r['b']}: {r['reason']}")
+        traffic = f" ({_megabytes(r['bytes'])} through memory per call)" if "bytes" in r else ""
+        lines.append(f"  not fused {r['a']} + {r['b']}{traffic}: {r['reason']}")
     lines.append(f"  buffers per call: {g.buffers['fresh']} fresh, {g.buffers['reused']} reused")
     if g.cudagraphs is not None:
         lines.append(f"  CUDA graphs: {g.cudagraphs}")
@@ -267,3 +269,23 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     lines.append(f"  compile time: {stages}")
     return lines
 
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**17 else f"{n / 2**10:.1f} KB"
+
+
+def perf_hints(record: debug.GraphRecord) -> list[str]:
+    """What costs this graph speed, one line each: ops that run in ATen
+    (fallbacks, or the whole graph) and fusions refused that send a buffer
+    through memory, the largest first. CUDA graphs say why they are not used
+    at their own decision (cudagraphs.py)."""
+    report = graph_report(record)
+    name = f"graph {record.id} ({record.kind})"
+    if record.graph_fallback is not None:
+        return [f"{name} runs in eager PyTorch: {record.graph_fallback}"]
+    hints = [f"{name}: {f['op']} runs in ATen (not compiled): {f['reason']}" for f in report.fallbacks]
+    refusals = sorted((r for r in report.fusion_refusals if "bytes" in r), key=lambda r: -r["bytes"])
+    hints += [f"{name}: {r['a']} and {r['b']} not fused, {_megabytes(r['bytes'])} through memory per call: "
+              f"{r['reason']}" for r in refusals]
+    return hints

@@ -172,3 +172,23 @@ def test_generated_code_carries_provenance():
     (src,) = sources
     assert "origins:" in src and "sigmoid" in src
     assert "test_explain.py" in src  # the user's source line
+
+
+def test_perf_hints_name_fallbacks_and_refused_fusions_with_their_bytes(caplog):
+    """Once per graph under cppinductor.perf_hints: each op left to ATen and
+    each refused fusion that sends a buffer through memory, with its bytes."""
+    import logging
+
+    def f(x):
+        return torch.softmax(x, 0).sort(0).values
+
+    x = torch.randn(2048, 64)
+    with caplog.at_level(logging.INFO, logger="cppinductor.perf_hints"):
+        torch.testing.assert_close(torch.compile(f, backend="cppinductor")(x), f(x))
+    hints = [r.message for r in caplog.records if r.name == "cppinductor.perf_hints"]
+    assert any("aten.sort.default runs in ATen" in h for h in hints), hints
+    # The column max (64 floats) is written by one kernel and read back by the other.
+    assert any("amax and div not fused, 0.5 KB through memory per call" in h for h in hints), hints
+    (graph,) = cppinductor.explain(f)(x).to_dict()["graphs"]
+    (refusal,) = graph["fusion_refusals"]
+    assert refusal["bytes"] == 2 * 64 * 4, refusal

@@ -322,6 +322,7 @@ TEST(Fusion, RowAndColumnSumsOfASquareInputStaySeparate) {
   EXPECT_EQ(rm.node, "sum_rows");
   EXPECT_EQ(rm.other, "sum_cols");
   EXPECT_EQ(rm.reason, "reduction over a different axis (x read at r0 + 8*x0 vs 8*r0 + x0)");
+  EXPECT_EQ(rm.bytes, -1);  // neither reads what the other writes
   EXPECT_EQ(compare_numerics(b.graph, fused), "");
 }
 
