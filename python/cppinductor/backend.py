@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from . import _C, cudagraphs, debug
+from . import _C, cudagraphs, debug, repro
 from .decompositions import decomposition_table
 from .graph_passes import unfuse_addmm_bias
 from .export import export_graph
@@ -142,4 +142,7 @@ _KIND_NAMES = {"fw": "forward", "bw": "backward", "inference": "inference"}
 
 
 def _compile_kind(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, options: Options, kind: str):
+    if repro.enabled():  # TORCHDYNAMO_REPRO_AFTER=aot: the minifier watches this graph
+        return repro.wrap(lambda g, a: compile_fx_graph(g, a, options, _KIND_NAMES[kind]), gm, example_inputs,
+                          options={"mode": options.mode, **options.values})
     return compile_fx_graph(gm, example_inputs, options, _KIND_NAMES[kind])
