@@ -114,6 +114,20 @@ def _transformer_encoder_layer_fwd(
     return norm(x + feed_forward(x), norm_weight_2, norm_bias_2)
 
 
+def _weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
+    """Weight norm's backward (wav2vec2's positional convolution), as the
+    pointwise math and the sums its CPU and CUDA kernels compute. With
+    w = v * g / n, n the norm of v over every axis but `dim`:
+    grad_g = sum(grad_w * v) / n and grad_v = g / n * (grad_w - v * grad_g / n),
+    in float32 at least (the kernels accumulate bf16 and fp16 in float)."""
+    axes = [i for i in range(saved_v.dim()) if i != dim]
+    compute = torch.promote_types(saved_v.dtype, torch.float32)
+    v, g, norm, grad = (t.to(compute) for t in (saved_v, saved_g, saved_norms, grad_w))
+    grad_g = (grad * v).sum(axes, keepdim=True) / norm
+    grad_v = g / norm * (grad - v * (grad_g / norm))
+    return grad_v.to(saved_v.dtype), grad_g.to(saved_g.dtype)
+
+
 # --- foreach ops -------------------------------------------------------------------------
 #
 # Optimizers (Adam, AdamW, SGD with foreach=True, the default on CUDA) and
@@ -199,5 +213,6 @@ def decomposition_table() -> dict:
     for op in _KEEP:
         table.pop(op, None)
     table[aten._transformer_encoder_layer_fwd.default] = _transformer_encoder_layer_fwd
+    table[aten._weight_norm_interface_backward.default] = _weight_norm_interface_backward
     table.update(_foreach_decompositions())
     return table

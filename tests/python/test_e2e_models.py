@@ -182,6 +182,15 @@ def test_conv2d_relu_pool(device):
     check_model(model, (torch.randn(2, 3, 8, 8, device=device),), grad=True, reduction=True)
 
 
+@pytest.mark.parametrize("dim", [0, 2])
+def test_weight_norm_conv_training(dim, device):
+    # wav2vec2's positional convolution: weight norm's backward is decomposed,
+    # not left to ATen.
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 6, 3, padding=1), dim=dim).to(device)
+    check_model(conv, (torch.randn(2, 4, 9, device=device),), grad=True, reduction=True,
+                options={"fallback": "error"})
+
+
 def test_cross_entropy_loss(device):
     def f(logits, target):
         return F.cross_entropy(logits, target), F.nll_loss(F.log_softmax(logits, -1), target, reduction="sum")
