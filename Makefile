@@ -12,7 +12,9 @@ APT_PKGS := llvm-16-dev libclang-cpp16-dev libclang-16-dev clang-16 libomp-16-de
 # torch is pinned to the CPU wheel this machine kind carries; an installed
 # torch 2.11-2.13 is kept as it is.
 TORCH    := torch==2.13.0
-PIP_PKGS := pytest expecttest matplotlib tqdm pybind11 setuptools wheel numpy
+# transformers: the model suite and its tests build HuggingFace models from
+# configs (random weights, HF_HUB_OFFLINE=1: nothing is downloaded at run time).
+PIP_PKGS := pytest expecttest matplotlib tqdm pybind11 setuptools wheel numpy transformers
 
 .PHONY: all deps apt-deps pip-deps configure build install test test-cpp test-python test-python-avx2 demo gpu-check clean
 
@@ -33,8 +35,8 @@ apt-deps:
 pip-deps:
 	@$(PYTHON) -c "import torch, sys; v = tuple(int(x) for x in torch.__version__.split('+')[0].split('.')[:2]); sys.exit(0 if (2, 11) <= v <= (2, 13) else 1)" 2>/dev/null \
 	  || $(PYTHON) -m pip install -q "$(TORCH)"
-	@missing=$$($(PYTHON) -c "import importlib.util as u; print(' '.join(p for p, m in [('pytest','pytest'),('expecttest','expecttest'),('matplotlib','matplotlib'),('tqdm','tqdm'),('pybind11','pybind11'),('setuptools','setuptools'),('wheel','wheel'),('numpy','numpy')] if u.find_spec(m) is None))"); \
-	if [ -n "$$missing" ]; then echo "pip: installing $$missing"; $(PYTHON) -m pip install -q $$missing; fi
+	@missing=$$($(PYTHON) -c "import importlib.util as u; print(' '.join(p for p, m in [('pytest','pytest'),('expecttest','expecttest'),('matplotlib','matplotlib'),('tqdm','tqdm'),('pybind11','pybind11'),('setuptools','setuptools'),('wheel','wheel'),('numpy','numpy'),('transformers~=5.0','transformers')] if u.find_spec(m) is None))"); \
+	if [ -n "$$missing" ]; then echo "pip: installing $$missing"; $(PYTHON) -m pip install -q $$missing || exit 1; fi
 
 $(BUILD)/build.ninja:
 	cmake -G Ninja -S . -B $(BUILD) -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DCPPINDUCTOR_BUILD_TESTS=ON

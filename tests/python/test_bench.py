@@ -15,7 +15,7 @@ import torch
 from cppinductor.bench import Backend, BenchConfig, Row, run_bench
 from cppinductor.bench.bandwidth import gbps
 from cppinductor.bench.cli import main
-from cppinductor.bench.correctness import mismatch
+from cppinductor.bench.correctness import fp64_mismatch, mismatch
 from cppinductor.bench.report import format_table, read_json
 from cppinductor.bench.workloads import BY_NAME, MLP, WORKLOADS, select, sizes_for
 
@@ -227,10 +227,43 @@ def test_cli_json_table_and_only(tmp_path, capsys):
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
               "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s",
-              "backend_warmup_s", "load_avg", "peak_mb",
+              "backend_warmup_s", "load_avg", "peak_mb", "graphs", "graph_breaks", "fallbacks",
               "eager_part_ms", "compiled_part_ms", "alternating_ratio"}
     assert all(set(d) == fields for d in data)
     assert read_json(str(out))[1] == Row.from_json(data[1])
+    aot = data[1]
+    assert (aot["graphs"], aot["graph_breaks"], aot["fallbacks"]) == (1, 0, None)
+    assert data[0]["graphs"] is None  # eager compiles nothing
+
+
+def test_models_suite_selects_forwards_or_training_steps():
+    pytest.importorskip("transformers")
+    forwards = [w.name for w in select(None, quick=False, suite="models")]
+    steps = [w.name for w in select(None, quick=False, suite="models", train=True)]
+    assert {"gpt2", "bert", "t5", "llama", "mistral", "vit", "convnext", "resnet", "wav2vec2", "whisper"} <= set(forwards)
+    assert steps == [n + "_train" for n in forwards]
+
+
+def test_models_suite_row_is_checked_against_float64_and_counts_graphs(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    out = tmp_path / "rows.json"
+    assert main(["--size", "tiny", "--suite", "models", "--only", "bert", "--batch", "small",
+                 "--backends", "eager,cppinductor", "--fresh-process", "none", "--no-progress",
+                 "--json", str(out)]) == 0
+    ours = json.loads(out.read_text())[1]
+    assert ours["status"] == "ok", ours["error"]
+    assert (ours["graphs"], ours["graph_breaks"], ours["fallbacks"]) == (1, 0, 0)
+    assert "1/0/0" in capsys.readouterr().out
+
+
+def test_fp64_mismatch_accepts_reordered_sums_and_flags_wrong_values():
+    torch.manual_seed(0)
+    x = torch.randn(4096)
+    reference = x.double().sum()
+    eager, reordered = x.sum(), x.view(64, 64).sum(0).sum()
+    assert fp64_mismatch(eager, reordered, reference, atol=1e-3) is None
+    problem = fp64_mismatch(eager, eager + 0.01, reference, atol=1e-3)
+    assert problem is not None and "RMS error" in problem
 
 
 def test_cli_rejects_unknown_workload(capsys):

@@ -30,7 +30,11 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--only", metavar="A,B", help=f"workloads to run, from: {','.join(BY_NAME)}")
     p.add_argument("--suite", choices=SUITES, default="kernels",
                    help="kernels: memory- and compute-bound workloads; launch: launch-bound ones (tiny layer "
-                   "stacks, a small MLP, a decoder step), each backend also in reduce-overhead")
+                   "stacks, a small MLP, a decoder step), each backend also in reduce-overhead; models: HuggingFace "
+                   "models from configs (needs transformers), judged against float64")
+    p.add_argument("--train", action="store_true", help="models suite: training steps (forward + backward)")
+    p.add_argument("--batch", choices=("small", "large"), default="large",
+                   help="models suite: one short sequence (latency) or a batch (throughput)")
     p.add_argument("--backends",
                    help="torch.compile backend names, or name:mode; eager is always run (default: "
                    f"{','.join(DEFAULT_BACKENDS)}; with --suite launch: {','.join(LAUNCH_BACKENDS)})")
@@ -64,6 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
             backends=args.backends or ",".join(LAUNCH_BACKENDS if args.suite == "launch" else DEFAULT_BACKENDS),
             suite=args.suite,
+            train=args.train,
+            batch=args.batch,
             fresh_process=args.fresh_process,
             mode=args.mode,
             threads=args.threads,

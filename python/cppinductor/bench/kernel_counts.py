@@ -1,4 +1,5 @@
-"""Kernels generated per graph, and compile time per kernel, when the compiler reports them.
+"""Kernels generated per graph, and compile time per kernel, when the compiler
+reports them; graphs, graph breaks and eager fallbacks per first call.
 
 Read as process-wide cumulative counters before and after a first call; the
 difference is that graph's share. Sources:
@@ -10,9 +11,10 @@ difference is that graph's share. Sources:
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Iterator, Optional
 
 
 @dataclass(frozen=True)
@@ -44,3 +46,38 @@ def difference(before: Optional[KernelCounters], after: Optional[KernelCounters]
         return KernelCounters(kernels)
     seconds = after.kernel_compile_s - ((before.kernel_compile_s or 0.0) if before else 0.0)
     return KernelCounters(kernels, seconds)
+
+
+@dataclass
+class GraphCounts:
+    graphs: Optional[int] = None  # graphs Dynamo handed the backend
+    breaks: Optional[int] = None  # graph breaks Dynamo took
+    fallbacks: Optional[int] = None  # cppinductor: ops left to eager ATen (a whole-graph fallback counts each op)
+
+
+@contextlib.contextmanager
+def graph_counts(backend: Any) -> Iterator[GraphCounts]:
+    """Counts what a compiled backend's calls inside the block compiled:
+    Dynamo's graphs and graph breaks (its process-wide counters, before and
+    after) and, for cppinductor, the ops it left to eager."""
+    counts = GraphCounts()
+    if backend.is_eager:
+        yield counts
+        return
+    from torch._dynamo.utils import counters
+
+    graphs_before = counters["stats"]["unique_graphs"]
+    breaks_before = sum(counters["graph_break"].values())
+    with contextlib.ExitStack() as stack:
+        records = None
+        if backend.name == "cppinductor":
+            from .. import debug
+
+            records = stack.enter_context(debug.recording())
+        yield counts
+    counts.graphs = counters["stats"]["unique_graphs"] - graphs_before
+    counts.breaks = sum(counters["graph_break"].values()) - breaks_before
+    if records is not None:
+        from ..report import graph_report
+
+        counts.fallbacks = sum(len(graph_report(r).fallbacks) for r in records)

@@ -16,6 +16,12 @@ def _num(fmt: str) -> Callable[[Optional[float]], str]:
     return lambda v: "-" if v is None else format(v, fmt)
 
 
+def _graph_counts(r: Row) -> str:
+    if r.graphs is None:
+        return "-"
+    return "/".join("-" if v is None else str(v) for v in (r.graphs, r.graph_breaks, r.fallbacks))
+
+
 # (header, width, cell) — numbers right-aligned, text left-aligned
 _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("workload", 17, lambda r: r.workload),
@@ -33,6 +39,7 @@ _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("kern", 4, lambda r: "-" if r.kernels is None else str(r.kernels)),
     ("ms/kern", 7, lambda r: _num(".1f")(r.kernel_compile_ms)),
     ("peak MB", 7, lambda r: _num(".1f")(r.peak_mb)),
+    ("g/brk/fb", 8, lambda r: _graph_counts(r)),
     ("check", 5, lambda r: _STATUS.get(r.status, r.status)),
 ]
 _TEXT_COLUMNS = {"workload", "backend", "shape", "check"}
@@ -44,6 +51,7 @@ LEGEND = (
     "compile s: first call - steady time, warm process, cold caches · fresh s: same, first graph of a new process\n"
     "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager) · kern: kernels generated · "
     "ms/kern: compile time per kernel · peak MB (CUDA): memory of the case over its first three calls\n"
+    "g/brk/fb: graphs Dynamo compiled, graph breaks, ops left to eager ATen (cppinductor) on the first call\n"
     "name:mode rows compare against Inductor in the same mode (x ind)"
 )
 

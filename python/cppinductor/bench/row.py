@@ -36,6 +36,9 @@ class Row:
     compile_s_warm: Optional[float] = None  # first call - steady time, process already warm
     compile_s_fresh: Optional[float] = None  # same, first graph of a fresh process (probed workloads only)
     fresh_process_total_s: Optional[float] = None  # launch of that fresh process to its first result, imports included
+    graphs: Optional[int] = None  # graphs Dynamo compiled on the first call
+    graph_breaks: Optional[int] = None  # graph breaks Dynamo took on the first call
+    fallbacks: Optional[int] = None  # cppinductor: ops it left to eager ATen on the first call
     kernels: Optional[int] = None  # kernels generated for this graph, when the compiler reports it
     kernel_compile_ms: Optional[float] = None  # mean compile time per kernel (cppinductor's counters)
     compile_over_aot_eager_s: Optional[float] = None  # compile_s_warm - aot_eager's compile_s_warm

@@ -17,6 +17,7 @@ A backend that raises or differs from eager marks its row; the bench goes on.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 from dataclasses import dataclass, field
@@ -25,15 +26,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from . import kernel_counts
+from .kernel_counts import graph_counts
 from ._compile_probe import ProbeResult, probe
 from .backends import Backend, parse_backends
 from .bandwidth import CopyReferences, gbps
 from .caches import clear_in_memory_caches, fresh_caches
-from .correctness import mismatch, snapshot
+from .correctness import fp64_mismatch, mismatch, snapshot
 from .progress import Progress
 from .row import ERROR, INCORRECT, Row
 from .timing import POLICIES, alternation, interleaved_steady_times, time_once
-from .workloads import Workload, select, sizes_for, tolerance
+from .workloads import Case, Workload, select, sizes_for, tolerance
 
 FRESH_PROCESS_CHOICES = ("first", "all", "none")
 _PREFERRED_PROBE = "relu_bias"  # a small pointwise graph: what the compile-time targets talk about
@@ -52,6 +54,8 @@ class BenchConfig:
     threads: Optional[int] = None
     cpu_isa: Optional[str] = None  # cppinductor's cpu_isa option; None: its default (CPPINDUCTOR_CPU_ISA, else native)
     suite: str = "kernels"  # workloads.SUITES
+    train: bool = False  # the models suite: training steps instead of forwards
+    batch: str = "large"  # the models suite: small (latency) or large (throughput) inputs
     progress: bool = True
     workloads: List[Workload] = field(init=False)
     backend_list: List[Backend] = field(init=False)
@@ -63,7 +67,9 @@ class BenchConfig:
             from ..options import parse_options
 
             parse_options(None, {"cpu_isa": self.cpu_isa})  # a ValueError where the host cannot run it
-        self.workloads = select(self.only, quick=self.size == "quick", suite=self.suite)
+        if self.batch not in ("small", "large"):
+            raise ValueError(f"batch must be small or large, got {self.batch!r}")
+        self.workloads = select(self.only, quick=self.size == "quick", suite=self.suite, train=self.train)
         self.backend_list = parse_backends(self.backends, self.mode,
                                            {"cpu_isa": self.cpu_isa} if self.cpu_isa else None)
 
@@ -119,7 +125,7 @@ class _Runner:
     def __init__(self, config: BenchConfig) -> None:
         self.config = config
         self.policy = POLICIES[config.size]
-        self.sizes = sizes_for(config.device, config.size)
+        self.sizes = dataclasses.replace(sizes_for(config.device, config.size), model_batch=config.batch)
         self.copy_refs = CopyReferences(config.device, self.policy)
         self.unavailable = {b.label: b.unavailable_reason() for b in config.backend_list}
         self.runnable = [b for b in config.backend_list if self.unavailable[b.label] is None]
@@ -172,6 +178,7 @@ class _Runner:
         """Every backend's first call (compile), checked against eager's, then
         the steady state of all of them timed in interleaved rounds."""
         expected: Any = None
+        reference: Any = None  # the float64 result, where the case has one
         eager_failed: Optional[str] = None
         rows: List[Row] = []
         steps: Dict[str, Any] = {}
@@ -192,12 +199,13 @@ class _Runner:
                     row.status, row.error = ERROR, reason
                 else:
                     try:
-                        step, result = self.first_call(workload, backend, row, workload_scope)
+                        step, result, case = self.first_call(workload, backend, row, workload_scope)
                         steps[backend.label], by_label[backend.label] = step, row
                         if backend.is_eager:
                             expected = result
+                            reference = case.reference() if case.reference is not None else None
                         else:
-                            self.check(workload, expected, result, row)
+                            self.check(workload, expected, reference, result, row)
                     except Exception as e:
                         row.status, row.error = ERROR, _describe(e)
                         if backend.is_eager:
@@ -221,9 +229,10 @@ class _Runner:
             torch.cuda.empty_cache()
 
     def first_call(self, workload: Workload, backend: Backend, row: Row,
-                   scope: contextlib.ExitStack) -> Tuple[Any, Any]:
+                   scope: contextlib.ExitStack) -> Tuple[Any, Any, Case]:
         """Builds the case and times its first call (the compile) into row.
-        Returns the step to time later and a snapshot of the first result.
+        Returns the step to time later, a snapshot of the first result and
+        the case.
         The backend's cache directories stay in place until `scope` closes."""
         c = self.config
         scope.enter_context(fresh_caches(reset_dynamo=False))
@@ -243,7 +252,9 @@ class _Runner:
             torch.cuda.synchronize()
             baseline = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-        first_s, result = time_once(step, c.device)
+        with graph_counts(backend) as counts:
+            first_s, result = time_once(step, c.device)
+        row.graphs, row.graph_breaks, row.fallbacks = counts.graphs, counts.breaks, counts.fallbacks
         compiled = kernel_counts.difference(before, kernel_counts.read(backend.label))
         result = snapshot(result)
         if cuda:
@@ -270,10 +281,14 @@ class _Runner:
         if case.bytes_moved is not None and case.largest_input is not None:
             ref = self.copy_refs.for_tensor(case.largest_input)
             row.copy_gbps, row.copy_prealloc_gbps = ref.clone_gbps, ref.prealloc_gbps
-        return step, result
+        return step, result, case
 
-    def check(self, workload: Workload, expected: Any, actual: Any, row: Row) -> None:
-        problem = mismatch(expected, actual, tolerance(workload, self.config.dtype))
+    def check(self, workload: Workload, expected: Any, reference: Any, actual: Any, row: Row) -> None:
+        tol = tolerance(workload, self.config.dtype)
+        if reference is not None:
+            problem = fp64_mismatch(expected, actual, reference, tol[0])
+        else:
+            problem = mismatch(expected, actual, tol)
         row.correct = problem is None
         if problem:
             row.status, row.error = INCORRECT, problem[:_MAX_ERROR_CHARS]

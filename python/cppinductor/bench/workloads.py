@@ -35,6 +35,7 @@ class Sizes:
     mlp: Tuple[int, int, int]  # batch, d_model, d_hidden
     transformer: Tuple[int, int, int, int]  # batch, seq, d_model, heads
     alternating: Tuple[int, int, int]  # rows, inner, cols of the eager matmul feeding the compiled step
+    model_batch: str = "large"  # the model suite's inputs: small (latency) or large (throughput)
 
 
 # CPU: tens of MB per input (4096 x 4096 float32 = 64 MiB), the size the CPU
@@ -77,6 +78,9 @@ class Case:
     bytes_moved: Optional[int] = None  # None: not memory-bound, no GB/s
     largest_input: Optional[torch.Tensor] = None  # the copy reference copies this
     parts: Optional[Callable[[Compile], Tuple[Step, Step]]] = None  # (eager part, compiled part)
+    # The step's result in float64 (the models): backends are judged by their
+    # error from it against eager's, not against eager's result.
+    reference: Optional[Callable[[], Any]] = None
 
 
 @dataclass(frozen=True)
@@ -507,14 +511,18 @@ WORKLOADS: List[Workload] = [
              _build_layer_stack_train, True, _REDUCTION_TOL, suite="launch"),
 ]
 
-SUITES = ("kernels", "launch")
+SUITES = ("kernels", "launch", "models")
 
+from .models import workloads as _model_workloads  # noqa: E402 (models builds on Case and Workload above)
+
+WORKLOADS += _model_workloads()
 BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}
 
 
-def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels") -> List[Workload]:
+def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels", train: bool = False) -> List[Workload]:
     """Workloads in table order: the named ones (--only, any suite), else the
-    suite's, all of them or its quick subset."""
+    suite's, all of them or its quick subset; for the models, their training
+    steps (--train) or their forwards."""
     if only:
         unknown = [n for n in only if n not in BY_NAME]
         if unknown:
@@ -522,4 +530,6 @@ def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels") -
         return [w for w in WORKLOADS if w.name in set(only)]
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    if suite == "models":
+        return [w for w in WORKLOADS if w.suite == suite and (w.kind == "train") == train]
     return [w for w in WORKLOADS if w.suite == suite and (w.quick or not quick)]
