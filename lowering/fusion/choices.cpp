@@ -122,6 +122,12 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
   return cat("would recompute an expensive producer ", reads, " times (cost ", cost, " per element)");
 }
 
+std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads) {
+  if (reads <= 1 || whole_loads <= h.max_shared_producer_loads) return std::nullopt;
+  return cat("would load its ", whole_loads, " input buffers again at each of ", reads,
+             " reads: stored once instead");
+}
+
 std::optional<std::string> why_not_loops_without_outer(const FusionHeuristics& h, size_t outer_loops,
                                                        size_t stage_loops, std::optional<int64_t> stage_elements) {
   if (!h.epilogues_need_outer_loops || outer_loops > 0 || stage_loops == 0) return std::nullopt;

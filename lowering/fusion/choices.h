@@ -24,6 +24,14 @@ namespace cppi::lowering::fusion {
 struct FusionHeuristics {
   /// At or below this cost a producer is inlined into any number of reads.
   int cheap_cost = 8;
+  /// A producer that loads more than this many whole buffers (element for
+  /// element, not broadcast) is stored when it is read at more than one
+  /// place, however cheap its arithmetic: each read would load them all
+  /// again. Inlining compounds along a chain (a residual stream x1 = x0 + a,
+  /// x2 = x1 + b, ..., each read by a norm and by the next add): without a
+  /// bound the n-th norm reloads every earlier addend, O(n^2) traffic. Like
+  /// Inductor's realize_reads_threshold (4).
+  int max_shared_producer_loads = 4;
   /// Up to this many reads a producer of at most `expensive_cost` is inlined.
   int max_recompute_reads = 4;
   int expensive_cost = 40;
@@ -93,6 +101,10 @@ bool compares_exactly(const ir::Expr& e, const std::string& buffer);
 /// whose innermost loop it varies along (see outer_broadcast_cost).
 std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast = false,
                                              bool outer_broadcast = false);
+
+/// Why a producer that loads `whole_loads` whole buffers should not be
+/// inlined into `reads` places (see max_shared_producer_loads).
+std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads);
 
 /// Why a pointwise stage with inner loops should not join a kernel whose
 /// outer loops are `outer` (empty: no loop to parallelise over).

@@ -37,6 +37,14 @@ TEST(Choices, ModeratelyExpensiveProducersIntoAFewReads) {
   EXPECT_TRUE(fusion::why_not_recompute(h, 41, 2).has_value());
 }
 
+TEST(Choices, ProducersLoadingManyBuffersAreStoredWhenReadTwice) {
+  FusionHeuristics h;
+  EXPECT_FALSE(fusion::why_not_reload(h, 100, 1).has_value());
+  EXPECT_FALSE(fusion::why_not_reload(h, 4, 2).has_value());
+  EXPECT_EQ(fusion::why_not_reload(h, 5, 2).value_or(""),
+            "would load its 5 input buffers again at each of 2 reads: stored once instead");
+}
+
 TEST(Choices, BroadcastReadsOfVeryExpensiveProducers) {
   FusionHeuristics h;
   EXPECT_FALSE(fusion::why_not_recompute(h, 20, 1, /*broadcast=*/true).has_value());

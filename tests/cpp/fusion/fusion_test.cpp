@@ -264,6 +264,40 @@ TEST(Fusion, SumOfProductIsOneReductionWithItsPrologue) {
   EXPECT_EQ(compare_numerics(b.graph, fused), "");
 }
 
+/// A residual stream: h1 = x + a1, h2 = h1 + a2, ..., each h read by a row
+/// sum (a norm's statistics) and by the next add, each addend an ATen
+/// result (a matmul's; the interpreter has no ATen items, so no numerics here: the
+/// rule itself only chooses what to store). Inlining every add would make the n-th sum reload
+/// x and all n addends; the chain is cut where an add would load more than
+/// max_shared_producer_loads whole buffers at its two reads.
+TEST(Fusion, ResidualStreamIsStoredBeforeItsReadsReloadTooManyBuffers) {
+  GraphBuilder b;
+  const int depth = 8;
+  auto h = b.input("x", {16, 32});
+  for (int i = 1; i <= depth; ++i) {
+    auto addend = b.graph_value(cat("mm", i), {16, 32});
+    b.aten(addend, true, std::vector<BufferPtr>{});
+    auto next = i == depth ? b.output(cat("h", i), {16, 32}) : b.temp(cat("h", i), {16, 32});
+    b.pointwise(cat("add", i), next, ir::binary(BinaryOp::Add, at(h, {x(0), x(1)}), at(addend, {x(0), x(1)})));
+    b.reduction(cat("sum", i), b.output(cat("s", i), {16}), {32}, ReductionKind::Sum, at(next, {x(0), r(0)}));
+    h = next;
+  }
+  Remarks remarks;
+  FusionOptions options;
+  auto fused = run(b.graph, remarks, options);
+  size_t most = 0;
+  for (const auto& k : kernels(fused)) {
+    const auto args = ir::signature(*k).buffers;
+    const auto written = ir::written_buffers(*k);  // a stored h read back by its sum is no extra load
+    most = std::max<size_t>(most, std::count_if(args.begin(), args.end(), [&](const auto& a) {
+                              return a.read && !written.count(a.buffer->name);
+                            }));
+  }
+  EXPECT_LE(most, static_cast<size_t>(fusion::FusionHeuristics{}.max_shared_producer_loads + 1)) << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("input buffers again at each of 2 reads"), std::string::npos)
+      << remark_text(remarks);
+}
+
 /// layer_norm backward: grad_input per row (two row sums, then pointwise),
 /// grad_weight / grad_bias reduce over rows (the other axis).
 TEST(Fusion, LayerNormBackwardIsTwoKernels) {
