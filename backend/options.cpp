@@ -67,6 +67,10 @@ Expected<Options> Options::from_desc(const Desc& d) {
       auto b = want_bool();
       if (!b) return b.error();
       o.background_compile = *b;
+    } else if (key == "cpu_unroll_loops") {
+      auto b = want_bool();
+      if (!b) return b.error();
+      o.cpu_unroll_loops = *b;
     } else if (key == "cuda_fast_compile") {
       Status s = want_choice(&o.cuda_fast_compile, {{"default", CudaFastCompile::Default},
                                                     {"off", CudaFastCompile::Off},

@@ -31,6 +31,8 @@ struct Options {
   /// Python, where Dynamo and AOTAutograd have ~25 ms of work left per graph
   /// to overlap with the compile.
   bool background_compile = false;
+  /// LLVM's loop unroller on CPU kernels (CompileOptions::unroll_loops).
+  bool cpu_unroll_loops = true;
   /// NVRTC's --Ofast-compile level for CUDA kernels; Default: Min, and Off in
   /// the max-autotune modes.
   CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;

@@ -195,6 +195,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     opts.print.origin_source = origins;
     opts.compile.compiler = *compiler;
     opts.compile.avx512_off = isa->avx512_off;
+    opts.compile.unroll_loops = ctx.options.cpu_unroll_loops;
     auto compiled = cpu::start_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
     if (ctx.options.background_compile) {

@@ -417,9 +417,10 @@ void avoid_interleaved_access_groups() {
   });
 }
 
-void optimize(llvm::Module& module, llvm::TargetMachine& tm, int opt_level) {
+void optimize(llvm::Module& module, llvm::TargetMachine& tm, int opt_level, bool unroll_loops) {
   avoid_interleaved_access_groups();
   llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = unroll_loops;  // off: loops unroll only where a pragma forces it
   tuning.LoopVectorization = opt_level >= 2;
   tuning.SLPVectorization = opt_level >= 2;
   llvm::LoopAnalysisManager lam;
@@ -581,7 +582,7 @@ Expected<BackendResult> compile_with_clang_jit(const BackendRequest& request) {
 
     auto tm = make_target_machine(target, o.opt_level);
     if (!tm) return tm.error();
-    optimize(**module, **tm, o.opt_level);
+    optimize(**module, **tm, o.opt_level, o.unroll_loops);
     double t2 = now_ms();
     result.timings.optimize_ms = t2 - t1;
 

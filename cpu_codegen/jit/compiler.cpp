@@ -41,7 +41,7 @@ std::string module_key(const std::string& source, const CompileOptions& o,
                        const std::string& target_id) {
   Sha256 h;
   h.field("cppinductor-cpu-module-v1").field(compiler_name(o.compiler));
-  h.field(std::to_string(o.opt_level)).field(o.debug_symbols ? "g" : "");
+  h.field(std::to_string(o.opt_level)).field(o.debug_symbols ? "g" : "").field(o.unroll_loops ? "" : "no-unroll");
   h.field(o.target_cpu).field(o.avx512_off ? "-avx512" : "").field(std::to_string(o.defines.size()));
   for (const auto& d : o.defines) h.field(d);
   h.field(prelude_hash()).field(target_id).field(source);

@@ -42,6 +42,9 @@ struct CompileOptions {
   /// Asking for ClangJit in a build without it is an Error (Unsupported).
   Compiler compiler = default_compiler();
   int opt_level = 3;           // 0..3
+  /// LLVM's loop unrolling (full and partial) on top of the printer's own
+  /// (vector accumulators, explicit vector widths).
+  bool unroll_loops = true;
   /// DWARF + frame pointers. JIT code is not registered with gdb yet (use Gxx
   /// to step into kernels); for perf, set CPPINDUCTOR_PERF_MAP=1 and JIT'd
   /// kernels are listed in /tmp/perf-<pid>.map.

@@ -185,6 +185,7 @@ Expected<BackendResult> compile_with_gxx(const BackendRequest& request) {
                                    "-DCPPI_PRELUDE_DEFINES_RUNTIME", "-I", dir.path()};
   if (o.target_cpu.empty() && o.avx512_off) argv.push_back("-mno-avx512f");  // and every AVX-512 part after it
   if (o.debug_symbols) argv.insert(argv.end(), {"-g", "-fno-omit-frame-pointer"});
+  if (!o.unroll_loops) argv.push_back("-fno-unroll-loops");
   for (const auto& d : o.defines) argv.push_back("-D" + d);
   if (sleef_library_path().empty()) argv.push_back("-DCPPI_NO_SLEEF");
   argv.insert(argv.end(), {"-o", so, src});

@@ -65,6 +65,17 @@ typedef __SIZE_TYPE__ size_t;
 #define CPPI_NO_AUTOVEC
 #endif
 
+// Before a loop that encloses another loop: no unrolling. Unrolling an
+// outer loop copies the whole nest under it and buys nothing the inner
+// loop's own unrolling does not (SourceWriter in cpu_codegen/printer/c_printer.h).
+#if defined(__clang__)
+#define CPPI_ROLLED _Pragma("clang loop unroll(disable)")
+#elif defined(__GNUC__)
+#define CPPI_ROLLED _Pragma("GCC unroll 1")
+#else
+#define CPPI_ROLLED
+#endif
+
 // ---------------------------------------------------------------------------
 // Runtime interface. The library (cpu_codegen/jit/runtime.cpp) fills a table
 // of function pointers; kernels reach the thread pool only through it.

@@ -1,5 +1,6 @@
 #include "cpu_codegen/printer/c_printer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -18,22 +19,59 @@ using cppi::cat;
 
 // --- SourceWriter -----------------------------------------------------------------------
 
+namespace {
+
+bool is_loop_head(const std::string& s) { return s.rfind("for (", 0) == 0; }
+bool is_pragma(const std::string& s) { return s.rfind("CPPI_", 0) == 0 || s.rfind("_Pragma", 0) == 0 || s[0] == '#'; }
+
+}  // namespace
+
 void SourceWriter::line(const std::string& s) {
   if (s.empty()) {
-    out_ << "\n";
+    out_ += "\n";
     return;
   }
-  out_ << std::string(static_cast<size_t>(indent_) * 2, ' ') << s << "\n";
+  if (is_loop_head(s)) nested_loop();  // a one-line loop
+  out_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + s + "\n";
+  last_line_ = s;
 }
 
 void SourceWriter::open(const std::string& head) {
-  line(head.empty() ? "{" : head + " {");
+  const bool loop = is_loop_head(head);
+  if (loop) nested_loop();
+  const bool pragma_before = !last_line_.empty() && is_pragma(last_line_);
+  open_.push_back({out_.size(), indent_, loop, pragma_before});
+  out_ += std::string(static_cast<size_t>(indent_) * 2, ' ') + (head.empty() ? "{" : head + " {") + "\n";
+  last_line_ = head;
   ++indent_;
 }
 
 void SourceWriter::close(const std::string& tail) {
   --indent_;
+  if (!open_.empty()) open_.pop_back();
   line(tail);
+}
+
+void SourceWriter::nested_loop() {
+  auto loop = std::find_if(open_.rbegin(), open_.rend(), [](const Block& b) { return b.is_loop; });
+  if (loop == open_.rend() || loop->encloses_loop) return;
+  loop->encloses_loop = true;
+  if (!loop->pragma_before && !outer_loop_pragma_.empty()) outer_loops_.emplace_back(loop->head_offset, loop->indent);
+}
+
+std::string SourceWriter::str() const {
+  if (outer_loops_.empty()) return out_;
+  std::vector<std::pair<size_t, int>> at = outer_loops_;
+  std::sort(at.begin(), at.end());
+  std::string text;
+  size_t from = 0;
+  for (const auto& [offset, indent] : at) {
+    text.append(out_, from, offset - from);
+    text += std::string(static_cast<size_t>(indent) * 2, ' ') + outer_loop_pragma_ + "\n";
+    from = offset;
+  }
+  text.append(out_, from, std::string::npos);
+  return text;
 }
 
 // --- scopes -------------------------------------------------------------------------------

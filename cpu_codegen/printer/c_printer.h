@@ -33,19 +33,42 @@
 namespace cppi::codegen {
 
 /// Lines with indentation.
+///
+/// A `for` loop that encloses another loop gets `outer_loop_pragma` on the
+/// line before it (when one is set and the line before is not a pragma
+/// already). For the CPU kernels it keeps the loop rolled: LLVM otherwise
+/// fully unrolls short outer loops and unrolls the loops under them 16-fold,
+/// a copy of the inner vector loop per iteration. T5's graph: 174 KB of code
+/// and 4.2 s to compile, 39 KB and 0.9 s with outer loops rolled.
 class SourceWriter {
  public:
+  explicit SourceWriter(std::string outer_loop_pragma = "") : outer_loop_pragma_(std::move(outer_loop_pragma)) {}
   void line(const std::string& s);
   /// `head {` and indent.
   void open(const std::string& head);
   /// Dedent and `tail` (default "}").
   void close(const std::string& tail = "}");
-  void blank() { out_ << "\n"; }
-  std::string str() const { return out_.str(); }
+  void blank() { out_ += "\n"; }
+  std::string str() const;
 
  private:
-  std::ostringstream out_;
+  struct Block {
+    size_t head_offset;  // where the head's line starts in out_
+    int indent;
+    bool is_loop;
+    bool pragma_before;  // the line before the head is a pragma
+    bool encloses_loop = false;
+  };
+  /// Marks the innermost open loop as enclosing a loop.
+  void nested_loop();
+
+  std::string out_;
   int indent_ = 0;
+  std::string outer_loop_pragma_;
+  std::string last_line_;
+  std::vector<Block> open_;
+  /// (offset, indent) of the outer loops' heads, for str() to insert the pragma.
+  std::vector<std::pair<size_t, int>> outer_loops_;
 };
 
 /// A printed value: a C expression (usually a name or a literal). Vector

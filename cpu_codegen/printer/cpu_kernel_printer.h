@@ -108,7 +108,9 @@ inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
 class CpuKernelPrinter : public codegen::CPrinterBase {
  public:
   CpuKernelPrinter(const Kernel& k, const std::vector<std::string>& graph_symbols, const PrintOptions& options)
-      : CPrinterBase(k.var_ranges()), k_(k), sched_(k.schedule.cpu), graph_symbols_(graph_symbols), options_(options) {}
+      : CPrinterBase(k.var_ranges()), k_(k), sched_(k.schedule.cpu), graph_symbols_(graph_symbols), options_(options) {
+    out_ = codegen::SourceWriter("CPPI_ROLLED");  // outer loops stay rolled (see SourceWriter)
+  }
 
   std::string print(PrintedKernel* info);
 

@@ -33,6 +33,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                           "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
     "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "
                                  "the graph; its first call waits for them (default: on)"),
+    "cpu_unroll_loops": (bool, "let LLVM unroll loops of CPU kernels (clang JIT) beyond the vector code's own "
+                               "unrolling"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }

@@ -378,6 +378,19 @@ TEST_P(CompilerTest, DebugAndUnoptimisedBuildsRun) {
   }
 }
 
+TEST_P(CompilerTest, WithoutLoopUnrollingTheModuleRunsAndIsKeyedApart) {
+  CompileOptions o = options();
+  o.disk_cache = false;
+  auto unrolled = compile_cpp(k_pointwise, o);
+  o.unroll_loops = false;
+  auto rolled = compile_cpp(k_pointwise, o);
+  ASSERT_TRUE(unrolled.ok() && rolled.ok());
+  EXPECT_NE((*rolled)->key(), (*unrolled)->key());
+  using Sum = float (*)(const float*, int64_t);
+  std::vector<float> x(5000, 0.5f);
+  EXPECT_EQ(reinterpret_cast<Sum>((*rolled)->lookup("sum"))(x.data(), 5000), 2500.0f);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compilers, CompilerTest, ::testing::ValuesIn(test::available_compilers()),
                          [](const auto& info) { return std::string(test::name(info.param)); });
 
