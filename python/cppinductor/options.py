@@ -35,6 +35,9 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                  "the graph; its first call waits for them (default: on)"),
     "cpu_unroll_loops": (bool, "let LLVM unroll loops of CPU kernels (clang JIT) beyond the vector code's own "
                                "unrolling"),
+    "warm_start": (("auto", True, False), "store compiled graphs in AOTAutograd's cache so that another process "
+                                          "compiling the same model skips AOTAutograd's tracing (auto: training "
+                                          "graphs only)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }
@@ -70,7 +73,7 @@ class Options:
 def _check(name: str, value: Any) -> None:
     allowed, _ = OPTIONS[name]
     if isinstance(allowed, tuple):
-        if value not in allowed:
+        if not any(type(value) is type(a) and value == a for a in allowed):  # 1 is not True
             raise ValueError(f"cppinductor: option {name!r} must be one of {list(allowed)}, got {value!r}")
     elif allowed is bool:
         if not isinstance(value, bool):

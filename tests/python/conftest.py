@@ -7,12 +7,20 @@ present, on CUDA; the CUDA variants are skipped otherwise.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
 import torch
 import torch._dynamo
 from torch._dynamo.utils import counters
 
 from cppinductor import _C
+
+# Training graphs go through AOTAutograd's cache (warm start): each test
+# session starts from an empty one, so no test sees a graph an earlier run
+# stored.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="cppinductor-test-aot-")
 
 HAS_CUDA = torch.cuda.is_available()
 requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
