@@ -2,6 +2,7 @@
 
 Shows which kernel of a compiled workload is slower than the other backend's:
   python3 gpu_codegen/tools/kernel_profile.py transformer mlp_train [--size quick|full]
+  python3 gpu_codegen/tools/kernel_profile.py resnet gpt2_train --dtype bfloat16   (model suite, large batch)
 """
 
 from __future__ import annotations
@@ -16,9 +17,19 @@ import cppinductor  # noqa: F401  (registers the backend)
 from cppinductor.bench import workloads
 
 
-def profile_one(w, backend: str, sizes, steps: int, top: int) -> None:
+def build_case(name: str, sizes, dtype: torch.dtype):
+    if name in workloads.BY_NAME:
+        return workloads.BY_NAME[name].build(sizes, "cuda", dtype)
+    from cppinductor.bench import models
+
+    specs = {s.name: s for s in models.SPECS}
+    train = name.endswith("_train")
+    return models.model_case(specs[name.removesuffix("_train")], "cuda", dtype, "large", train)
+
+
+def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, top: int) -> None:
     torch._dynamo.reset()
-    case = w.build(sizes, "cuda", torch.float32)
+    case = build_case(name, sizes, dtype)
     step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
     for _ in range(3):
         step()
@@ -36,7 +47,7 @@ def profile_one(w, backend: str, sizes, steps: int, top: int) -> None:
         total += t
         rows.append((t, e.count // steps, e.key))
     rows.sort(reverse=True)
-    print(f"== {w.name} [{case.shape}] under {backend}: {total:.3f} ms of kernels per step")
+    print(f"== {name} [{case.shape}] under {backend}: {total:.3f} ms of kernels per step")
     for t, n, key in rows[:top]:
         print(f"  {t:8.3f} ms  x{n:<3d} {key[:110]}")
 
@@ -48,11 +59,12 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--backends", default="inductor,cppinductor")
     p.add_argument("--top", type=int, default=14, help="kernels listed per backend")
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     args = p.parse_args()
     sizes = workloads.sizes_for("cuda", args.size)
     for name in args.workloads:
         for backend in args.backends.split(","):
-            profile_one(workloads.BY_NAME[name], backend, sizes, args.steps, args.top)
+            profile_one(name, backend, sizes, getattr(torch, args.dtype), args.steps, args.top)
 
 
 if __name__ == "__main__":
