@@ -1,8 +1,12 @@
 """Rewrites of the ATen graph before it is exported to the C++ core.
 
-One pass so far, the one Inductor runs on GPUs as `unfuse_bias_add_to_pointwise`:
-an `addmm(bias, a, b)` whose every use is pointwise becomes `mm(a, b) + bias`,
-so the bias add fuses into the kernel that reads the product anyway.
+`unfuse_addmm_bias`, the pass Inductor runs on GPUs as
+`unfuse_bias_add_to_pointwise`: an `addmm(bias, a, b)` whose every use is
+pointwise becomes `mm(a, b) + bias`, so the bias add fuses into the kernel
+that reads the product anyway.
+
+`channels_last_convolutions` (at the end) runs a conv net's activations in
+the channels-last layout cuDNN's convolutions are fastest in.
 
 Why it pays on both devices:
 - CPU: ATen's addmm first copies the broadcast bias into the whole output and
@@ -71,3 +75,92 @@ def unfuse_addmm_bias(gm: torch.fx.GraphModule) -> int:
     if rewritten:
         gm.recompile()
     return rewritten
+
+
+# --- channels-last convolutions ---------------------------------------------------------------------
+#
+# cuDNN runs 2-d convolutions in NHWC. Given NCHW tensors it transposes the
+# input and weight to NHWC and the output back, around every convolution: in
+# ResNet-50's bf16 inference on the H200, 1.06 of 4.26 ms of kernel time.
+# Inductor's layout optimisation avoids it by running the net channels-last;
+# so do we: the first convolution's input (and each weight) is converted
+# once, every value computed from a channels-last value then comes out
+# channels-last as eager's ops would make it (values are re-propagated
+# through the graph), and graph outputs keep the strides they were traced
+# with.
+
+
+def _conv2d(node: torch.fx.Node) -> bool:
+    if node.target is not aten.convolution.default or node.args[6]:  # transposed
+        return False
+    x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(x, torch.Tensor) and x.dim() == 4
+
+
+def _channels_last(t: torch.Tensor) -> bool:
+    return t.is_contiguous(memory_format=torch.channels_last)
+
+
+def _static(values: list) -> bool:
+    return all(isinstance(v, torch.Tensor) and all(type(s) is int for s in (*v.shape, *v.stride()))
+               or type(v) in (int, float, bool) for v in values)
+
+
+def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
+    """Runs the graph's 2-d convolutions on channels-last tensors.
+
+    Returns how many convolutions it changed (0: the graph is unchanged).
+    Graphs with symbolic shapes are left alone."""
+    graph = gm.graph
+    convs = [n for n in graph.find_nodes(op="call_function", target=aten.convolution.default) if _conv2d(n)]
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    inputs = [n.meta.get("val") for n in placeholders]
+    if not convs or not _static(inputs):
+        return 0
+    fake_mode = next((v.fake_mode for v in inputs if hasattr(v, "fake_mode")), None)
+    if fake_mode is None:
+        return 0
+    output = graph.output_node()
+    traced = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in output.args[0]]
+    values = {n: n.meta.get("val") for n in graph.nodes}
+    inserted = []
+    for conv in convs:
+        for operand in conv.args[:2]:
+            with graph.inserting_before(conv):
+                clone = graph.call_function(aten.clone.default, (operand,), {"memory_format": torch.channels_last})
+            clone.meta["stack_trace"] = conv.meta.get("stack_trace")
+            conv.replace_input_with(operand, clone)
+            inserted.append(clone)
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    try:
+        FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
+    except Exception:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
+        for clone in inserted:
+            clone.replace_all_uses_with(clone.args[0])
+            graph.erase_node(clone)
+        for node, value in values.items():
+            node.meta["val"] = value
+        raise
+    for clone in inserted:  # already channels-last: no copy
+        if _channels_last(clone.args[0].meta["val"]):
+            clone.replace_all_uses_with(clone.args[0])
+            graph.erase_node(clone)
+    # Outputs in the strides they were traced with.
+    outs = list(output.args[0])
+    for i, (value, before) in enumerate(zip(outs, traced)):
+        if not isinstance(value, torch.fx.Node) or not isinstance(before, torch.Tensor):
+            continue
+        now = value.meta["val"]
+        if now.stride() == before.stride():
+            continue
+        with graph.inserting_before(output):
+            empty = graph.call_function(aten.new_empty_strided.default, (value, list(before.shape),
+                                                                           list(before.stride())))
+            copy = graph.call_function(aten.copy.default, (empty, value))
+        empty.meta["val"] = copy.meta["val"] = before
+        outs[i] = copy
+    output.args = (type(output.args[0])(outs),) + tuple(output.args[1:])
+    graph.lint()
+    gm.recompile()
+    return len(convs)

@@ -38,6 +38,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "warm_start": (("auto", True, False), "store compiled graphs in AOTAutograd's cache so that another process "
                                           "compiling the same model skips AOTAutograd's tracing (auto: training "
                                           "graphs only)"),
+    "layout_optimization": (("auto", True, False), "run inference graphs' 2-d convolutions and the values between "
+                                                   "them channels-last (auto: on CUDA; default: off)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }

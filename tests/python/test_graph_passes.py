@@ -84,3 +84,59 @@ def test_training_unfuses_only_what_the_backward_does_not_save():
     # Gradients match eager either way (check_model).
     assert "aten.addmm.default" not in cppinductor_counts(_linear_then(_relu, grad=True)).externs
     assert "aten.addmm.default" in cppinductor_counts(_linear_then(_gelu, grad=True)).externs
+
+
+# --- channels-last convolutions (layout_optimization) ------------------------------------------------
+
+
+class _ConvNet(nn.Module):
+    """Convolutions (one grouped, one 1x1) with batch norm, pooling, a
+    residual add, a reduction and an activation returned as it is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.c2, self.b2 = nn.Conv2d(16, 16, 3, padding=1, groups=4), nn.BatchNorm2d(16)
+        self.c3 = nn.Conv2d(16, 8, 1)
+
+    def forward(self, x):
+        y = F.max_pool2d(torch.relu(self.b1(self.c1(x))), 2)
+        z = torch.relu(self.b2(self.c2(y)) + y)
+        return self.c3(z).mean((2, 3)), z
+
+
+def _compiled_conv_net(options, *, grad=False, dynamic=False):
+    from cppinductor import debug
+
+    torch.manual_seed(0)
+    model = _ConvNet().eval()
+    x = torch.randn(2, 3, 16, 16, requires_grad=grad)
+    with torch.set_grad_enabled(grad), debug.recording() as records:
+        compiled = torch.compile(model, backend="cppinductor", dynamic=dynamic, options={"fallback": "error", **options})
+        out, ref = compiled(x), model(x)
+    for a, b in zip(out, ref):
+        assert torch.allclose(a, b, atol=1e-5)
+        assert a.stride() == b.stride()  # outputs keep the strides eager gives them
+    return records
+
+
+def _clones_to_channels_last(records) -> int:
+    return sum(1 for r in records for n in r.gm.graph.nodes
+               if n.target is torch.ops.aten.clone.default and n.kwargs.get("memory_format") == torch.channels_last)
+
+
+def test_convolutions_run_channels_last_converting_only_the_input_and_weights():
+    records = _compiled_conv_net({"layout_optimization": True})
+    # The image and the 3x3 weights; a 1x1 weight is channels-last as it is, and so are the activations.
+    assert _clones_to_channels_last(records) == 3
+    (record,) = records
+    pooled = next(n for n in record.gm.graph.nodes if n.name == "getitem")
+    assert pooled.meta["val"].is_contiguous(memory_format=torch.channels_last)
+    assert "(1024, 1, 128, 16)" in record.wrapper_source  # the pooled activation is allocated channels-last
+
+
+def test_layout_is_left_alone_on_cpu_in_training_and_with_symbolic_shapes():
+    assert _clones_to_channels_last(_compiled_conv_net({})) == 0  # off by default
+    assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": "auto"})) == 0  # CUDA only
+    assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, grad=True)) == 0
+    assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, dynamic=True)) == 0
