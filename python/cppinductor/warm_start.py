@@ -144,15 +144,20 @@ def _plain_target(target: Any) -> Any:
     raise NotCacheable(f"call target {target!r} cannot be stored")
 
 
+def _map_leaves(a: Any, leaf: Callable[[Any], Any]) -> Any:
+    """`a` with `leaf` applied inside lists, tuples, dicts and slices."""
+    if isinstance(a, (list, tuple)):
+        return type(a)(_map_leaves(x, leaf) for x in a)
+    if isinstance(a, dict):
+        return {k: _map_leaves(v, leaf) for k, v in a.items()}
+    if isinstance(a, slice):
+        return slice(_map_leaves(a.start, leaf), _map_leaves(a.stop, leaf), _map_leaves(a.step, leaf))
+    return leaf(a)
+
+
 def _plain_arg(a: Any) -> Any:
     if isinstance(a, torch.fx.Node):
         return _Ref(a.name)
-    if isinstance(a, (list, tuple)):
-        return type(a)(_plain_arg(x) for x in a)
-    if isinstance(a, dict):
-        return {k: _plain_arg(v) for k, v in a.items()}
-    if isinstance(a, slice):
-        return slice(_plain_arg(a.start), _plain_arg(a.stop), _plain_arg(a.step))
     if isinstance(a, _PLAIN):
         return a
     raise NotCacheable(f"argument of type {type(a).__name__} cannot be stored")
@@ -210,7 +215,8 @@ class GraphRecipe:
                 target = node.target
             else:
                 raise NotCacheable(f"{node.op} nodes are not stored")
-            nodes.append((node.name, node.op, target, _plain_arg(node.args), _plain_arg(node.kwargs),
+            nodes.append((node.name, node.op, target, _map_leaves(node.args, _plain_arg),
+                          _map_leaves(node.kwargs, _plain_arg),
                           _plain_val(node.meta.get("val")), node.meta.get("stack_trace")))
         return GraphRecipe(nodes, attributes)
 
@@ -223,15 +229,7 @@ class GraphRecipe:
         made: dict[str, torch.fx.Node] = {}
 
         def real(a: Any) -> Any:
-            if isinstance(a, _Ref):
-                return made[a.name]
-            if isinstance(a, (list, tuple)):
-                return type(a)(real(x) for x in a)
-            if isinstance(a, dict):
-                return {k: real(v) for k, v in a.items()}
-            if isinstance(a, slice):
-                return slice(real(a.start), real(a.stop), real(a.step))
-            return a
+            return _map_leaves(a, lambda x: made[x.name] if isinstance(x, _Ref) else x)
 
         root = torch.nn.Module()
         for name, tensor in self.attributes.items():
