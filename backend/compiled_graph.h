@@ -8,11 +8,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/graph.h"
 #include "lowering/ir/index_expr.h"
+#include "lowering/ir/kernel_cost.h"
 #include "support/remarks.h"
 #include "support/kernel_handle.h"
 #include "support/pending_compile.h"
@@ -89,6 +91,8 @@ struct KernelInfo {
   std::vector<std::string> nodes;  // FX nodes it computes
   bool vectorized = false;
   std::string schedule;  // the scheduler's why (Schedule::why); empty for ATen calls
+  /// Bytes and FLOPs of one call, from the kernel's IR (ir::kernel_cost); none for ATen calls.
+  std::optional<ir::KernelCost> cost;
 };
 
 struct CompiledGraph {

@@ -19,6 +19,7 @@
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/runtime/cuda_api.h"
 #include "lowering/fusion/fusion.h"
+#include "lowering/ir/kernel_cost.h"
 #include "lowering/ir/printer.h"
 #include "lowering/ops/lower_graph.h"
 
@@ -235,7 +236,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
   for (size_t i = 0; i < kernels.size(); ++i)
     cg.kernel_infos.push_back({kernels[i]->name, kernels[i]->device == ir::Device::CUDA ? "cuda" : "cpu",
                                kernel_kind(*kernels[i]), kernels[i]->origins, vectorized[i],
-                               kernels[i]->schedule.why});
+                               kernels[i]->schedule.why, ir::kernel_cost(*kernels[i])});
   return Status::success();
 }
 

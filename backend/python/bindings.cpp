@@ -196,6 +196,16 @@ PYBIND11_MODULE(_C, m) {
                                  d["nodes"] = k.nodes;
                                  d["vectorized"] = k.vectorized;
                                  d["schedule"] = k.schedule;
+                                 if (k.cost) {
+                                   // Constant counts as ints, symbolic ones as their expression.
+                                   auto count = [](const ir::IndexExpr& e) -> py::object {
+                                     if (auto c = e.constant()) return py::int_(*c);
+                                     return py::str(e.str());
+                                   };
+                                   d["bytes_read"] = count(k.cost->bytes_read);
+                                   d["bytes_written"] = count(k.cost->bytes_written);
+                                   d["flops"] = count(k.cost->flops);
+                                 }
                                  out.append(d);
                                }
                                return out;

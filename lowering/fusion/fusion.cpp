@@ -68,10 +68,9 @@ class RefusalLog {
     bool any = false;
     for (const auto& w : ir::writes(*p.nodes[a])) {
       if (!p.reads[b].count(w.buffer->name)) continue;
-      auto n = w.buffer->layout.numel().constant();
-      if (!n) return -1;
-      const int64_t once = *n * dtype_size(w.buffer->dtype);
-      total += w.buffer->kind == ir::BufferKind::Intermediate ? 2 * once : once;
+      const auto once = w.buffer->bytes().constant();
+      if (!once) return -1;
+      total += w.buffer->kind == ir::BufferKind::Intermediate ? 2 * *once : *once;
       any = true;
     }
     return any ? total : -1;

@@ -73,6 +73,8 @@ IndexExpr Layout::index(const std::vector<IndexExpr>& coords) const {
 
 IndexExpr Layout::numel() const { return product(sizes); }
 
+IndexExpr Buffer::bytes() const { return layout.numel() * dtype_size(dtype); }
+
 IndexExpr Layout::storage_size() const {
   std::vector<IndexExpr> terms{offset, index_const(1)};
   for (size_t i = 0; i < sizes.size(); ++i) terms.push_back((sizes[i] - 1) * strides[i]);

@@ -80,6 +80,8 @@ class Buffer {
   /// The same buffer with another layout (for passes that choose strides of
   /// flexible layouts). Throws if this layout is fixed.
   BufferPtr with_layout(Layout layout) const;
+  /// The bytes of its elements: numel() times the dtype's size.
+  IndexExpr bytes() const;
 
   const std::string name;
   const DType dtype;

@@ -4,6 +4,9 @@
     print(report)            # readable, with advice for common graph breaks
     report.to_dict()         # the same as plain data
 
+    cppinductor.explain(fn, run=True)(*args)   # also times each kernel and places it
+                                               # on the machine's roofline (roofline.py)
+
 One run of `fn` gives both halves: a Dynamo backend accumulates graphs and
 break reasons exactly as torch._dynamo.explain does, then hands each graph to
 the cppinductor backend, whose GraphRecords (forward, backward, inference)
@@ -21,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from . import debug
+from . import debug, roofline
 from .backend import cppinductor
 
 
@@ -32,6 +35,11 @@ class GraphReport:
     lowered_ops: int
     fallbacks: list[dict]
     externs: list[dict]
+    # name, device, kind, nodes, vectorized, schedule; bytes_read, bytes_written
+    # and flops per call (ints; expressions over size symbols where sizes are
+    # dynamic; None for an ATen call torch cannot count, "cost_unknown" says
+    # why); with run=True also time_s, gb_per_s, gflop_per_s, flops_per_byte,
+    # bound and roof_percent, or not_placed (roofline.py).
     kernels: list[dict]
     fusion_refusals: list[dict]
     compile_time_s: dict[str, float]
@@ -62,6 +70,8 @@ class ExplainReport:
     graph_break_count: int
     break_reasons: list[dict]
     graphs: list[GraphReport] = field(default_factory=list)
+    # With run=True: the machine's measured roofs the kernels are placed against.
+    roofs: roofline.Roofs | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -69,6 +79,7 @@ class ExplainReport:
             "graph_break_count": self.graph_break_count,
             "break_reasons": list(self.break_reasons),
             "graphs": [g.to_dict() for g in self.graphs],
+            "roofs": None if self.roofs is None else self.roofs.to_dict(),
         }
 
     def __str__(self) -> str:
@@ -84,7 +95,9 @@ def _aten_ops(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
 
 
 def graph_report(record: debug.GraphRecord) -> GraphReport:
-    """The per-graph half of the report, from one GraphRecord."""
+    """The per-graph half of the report, from one GraphRecord. Each kernel
+    entry carries its bytes read and written and its FLOPs per call: our
+    kernels' from their IR, ATen calls' where torch can count them."""
     ops = _aten_ops(record.gm)
     times = dict(record.python_times)
     if record.graph_fallback is not None:
@@ -92,7 +105,7 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
         fallbacks = [{"op": str(n.target), "reason": record.graph_fallback} for n in ops]
         kernels = [
             {"name": n.name, "device": _device_of(n), "kind": "fallback", "nodes": [n.name], "vectorized": False,
-             "schedule": ""}
+             "schedule": "", **roofline.aten_call_cost(n)}
             for n in ops
         ]
         times["total"] = sum(times.values())
@@ -110,8 +123,11 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
             times[stage] = times.get(stage, 0.0) + seconds
     times["total"] = sum(times.values())
     lowered = len(ops) - len(fallbacks) - len(externs)
+    nodes = {n.name: n for n in record.gm.graph.nodes}
+    kernels = [k if "flops" in k else {**k, **roofline.aten_call_cost(nodes[k["nodes"][0]])}
+               for k in record.compiled.kernel_infos]  # ATen calls have no cost from the IR
     return GraphReport(
-        record.kind, len(ops), lowered, fallbacks, externs, list(record.compiled.kernel_infos), refusals, times,
+        record.kind, len(ops), lowered, fallbacks, externs, kernels, refusals, times,
         dict(record.compiled.allocation_counts), _cudagraphs(record),
     )
 
@@ -163,21 +179,43 @@ class _Explainer:
 
 
 def explain(
-    fn: Callable[..., Any], *, mode: str | None = None, options: dict | None = None
+    fn: Callable[..., Any], *, mode: str | None = None, options: dict | None = None, run: bool = False,
+    repeat: int = 10,
 ) -> Callable[..., ExplainReport]:
-    """Returns a function that runs `fn` under torch.compile(backend="cppinductor") and reports."""
+    """Returns a function that runs `fn` under torch.compile(backend="cppinductor") and reports.
 
-    def run(*args: Any, **kwargs: Any) -> ExplainReport:
+    run=True: after compiling, `fn` runs once more to warm up and `repeat`
+    times under torch.profiler; each kernel gets its median time, achieved
+    GB/s and GFLOP/s, and its place on the machine's roofline (memory- or
+    compute-bound, % of that roof), and the report ends with the roofline
+    table (roofline.py). `fn` must tolerate the extra calls."""
+
+    def explained(*args: Any, **kwargs: Any) -> ExplainReport:
         torch._dynamo.reset()
         explainer = _Explainer(mode, options)
+        times = {}
         try:
             with debug.recording() as records:
-                torch._dynamo.optimize(explainer, nopython=False)(fn)(*args, **kwargs)
+                compiled = torch._dynamo.optimize(explainer, nopython=False)(fn)
+                compiled(*args, **kwargs)
+                if run:
+                    times = roofline.time_kernels(lambda: compiled(*args, **kwargs), records, repeat)
         finally:
             torch._dynamo.reset()
-        return explainer.report(records)
+        report = explainer.report(records)
+        if run:
+            report.roofs = roofline.machine_roofs(_roof_device(report))
+            roofline.place_graphs(report.graphs, records, times, report.roofs)
+        return report
 
-    return run
+    return explained
+
+
+def _roof_device(report: ExplainReport) -> str:
+    """The device the report's kernels run on: CUDA if any does (CUDA kernels
+    are not placed, but their graphs' ATen calls are), else the CPU."""
+    devices = {k["device"] for g in report.graphs for k in g.kernels}
+    return "cuda" if "cuda" in devices else "cpu"
 
 
 def explain_script(path: str, argv: list[str]) -> ExplainReport:
@@ -244,6 +282,9 @@ def format_report(report: ExplainReport) -> str:
     for i, g in enumerate(report.graphs):
         lines.append("")
         lines.extend(format_graph(i, g))
+    if report.roofs is not None:
+        lines.append("")
+        lines.extend(roofline.format_table(report.graphs, report.roofs))
     return "\n".join(lines)
 
 
@@ -257,6 +298,7 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
         lines.append(f"  {k['kind']:10} {k['name']} [{k['device']}{vec}] <- {', '.join(k['nodes'])}")
         if k.get("schedule"):
             lines.append(f"             schedule: {k['schedule']}")
+        lines.extend(f"             {line}" for line in _kernel_cost_lines(k))
     for f in g.fallbacks:
         lines.append(f"  fallback {f['op']}: {f['reason']}")
     for r in g.fusion_refusals:
@@ -269,6 +311,21 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     lines.append(f"  compile time: {stages}")
     return lines
 
+
+
+def _kernel_cost_lines(k: dict) -> list[str]:
+    """Bytes and FLOPs per call, then where timing placed the kernel."""
+    lines = []
+    if k.get("flops") is not None:
+        count = roofline.format_count
+        lines.append(f"cost: {count(k['bytes_read'], 'B')} read, {count(k['bytes_written'], 'B')} written, "
+                     f"{count(k['flops'], 'FLOP')}")
+    if "bound" in k:
+        lines.append(f"timed: {k['time_s'] * 1e3:.3f} ms, {k['gb_per_s']:.2f} GB/s, {k['gflop_per_s']:.2f} GFLOP/s: "
+                     f"{k['bound']}-bound at {k['roof_percent']:.0f}% of its roof")
+    elif "not_placed" in k:
+        lines.append(f"not placed: {k['not_placed']}")
+    return lines
 
 
 def _megabytes(n: int) -> str:

@@ -376,3 +376,19 @@ def test_launch_suite_selects_its_own_workloads_and_runs_modes_side_by_side():
     assert [r.backend for r in rows] == ["eager", "cppinductor", "cppinductor:reduce-overhead"]
     assert all(r.status == "ok" and r.correct for r in rows), rows
     assert rows[2].mode == "reduce-overhead"
+
+
+def test_roofline_explains_each_workload_prints_its_table_and_charts_it(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "roofline.png"
+    assert main(["--size", "tiny", "--only", "row_sum,softmax", "--roofline", str(path), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "row_sum: 1 graph(s)" in out and "softmax: 1 graph(s)" in out
+    assert out.count("Roofline (cpu): copy") == 2 and "memory" in out
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_roofline_without_matplotlib_fails_clearly_before_running(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(SystemExit, match="pip install matplotlib"):
+        main(["--size", "tiny", "--only", "copy", "--roofline", "x.png"])

@@ -43,7 +43,8 @@ def test_break_counts_equal_dynamo_explain():
 
 def test_to_dict_has_exactly_the_documented_keys():
     d = cppinductor.explain(lambda x: torch.mm(x, x).sort(dim=0).values.relu())(torch.randn(4, 4)).to_dict()
-    assert set(d) == {"graph_count", "graph_break_count", "break_reasons", "graphs"}
+    assert set(d) == {"graph_count", "graph_break_count", "break_reasons", "graphs", "roofs"}
+    assert d["roofs"] is None  # only with run=True
     (g,) = d["graphs"]
     assert set(g) == {
         "ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s", "buffers",
@@ -54,7 +55,9 @@ def test_to_dict_has_exactly_the_documented_keys():
     sort = [f for f in g["fallbacks"] if f["op"] == "aten.sort.default"]
     assert sort and sort[0]["reason"]
     for k in g["kernels"]:
-        assert set(k) == {"name", "device", "kind", "nodes", "vectorized", "schedule"}
+        cost = {"bytes_read", "bytes_written", "flops"}
+        assert set(k) - {"cost_unknown"} == {"name", "device", "kind", "nodes", "vectorized", "schedule", *cost}
+        assert ("cost_unknown" in k) == (k["flops"] is None), k  # sort: no FLOP formula
         assert k["kind"] in {"pointwise", "reduction", "scan", "template", "extern", "fallback"}
         assert k["nodes"], k
     assert all(f["reason"] for f in g["fallbacks"])

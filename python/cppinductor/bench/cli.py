@@ -10,8 +10,10 @@ from typing import List, Optional
 import torch
 
 from .backends import DEFAULT_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES
+from .. import roofline
 from .plot import require_matplotlib, write_plot
 from .report import format_table, write_json
+from .roofline import write_roofline
 from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
 from .workloads import BY_NAME, SUITES
 
@@ -48,6 +50,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                    help="cppinductor's cpu_isa option (default: $CPPINDUCTOR_CPU_ISA, else native)")
     p.add_argument("--json", metavar="FILE", help="write the rows as a JSON list")
     p.add_argument("--plot", metavar="FILE.png", help="speedup and compile time chart (needs matplotlib)")
+    p.add_argument("--roofline", metavar="FILE.png",
+                   help="instead of timing backends: explain each workload's step under cppinductor with its "
+                   "kernels timed, print the roofline tables and chart the kernels against the machine's "
+                   "roofs (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.add_argument("--size", choices=("full", "quick", "tiny"), help=argparse.SUPPRESS)  # tests: tiny
     return p.parse_args(argv)
@@ -57,6 +63,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     if args.plot:
         require_matplotlib()
+    if args.roofline:
+        try:
+            roofline.require_matplotlib()
+        except ImportError as e:
+            raise SystemExit(str(e)) from None
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
         return 2
@@ -80,6 +91,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     start = time.perf_counter()
+    if args.roofline:
+        print(write_roofline(config, args.roofline))
+        print(f"roofline chart: {args.roofline}; took {time.perf_counter() - start:.1f} s")
+        return 0
     rows = run_bench(config)
     print(format_table(rows))
     print(f"\nbench took {time.perf_counter() - start:.1f} s")
