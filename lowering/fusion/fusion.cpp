@@ -146,14 +146,13 @@ bool any_broadcast(const Program& p, const std::vector<size_t>& readers, const s
 /// Distinct buffers `producer` loads element for element: with an index that
 /// uses every one of its loop variables of extent other than 1 (a bias or a
 /// row statistic it broadcasts costs little to load again).
-int whole_loads(const ir::PointwiseNode& producer) {
+int whole_loads(const ir::ComputeNode& producer) {
   std::set<std::string> loop_vars;
-  const auto vars = producer.vars();
-  for (size_t i = 0; i < vars.size(); ++i) {
-    if (!producer.ranges[i].is_constant(1)) loop_vars.insert(vars[i].as<ir::IndexVar>()->name);
+  for (const auto& [var, extent] : fusion::var_ranges_of(producer)) {
+    if (!extent.is_constant(1)) loop_vars.insert(var);
   }
   std::set<std::string> buffers;
-  for (const auto& a : ir::reads(producer.store.value)) {
+  for (const auto& a : ir::reads(fusion::value_of(producer))) {
     const auto used = ir::free_vars(a.index);
     if (std::includes(used.begin(), used.end(), loop_vars.begin(), loop_vars.end())) buffers.insert(a.buffer->name);
   }
@@ -260,7 +259,7 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
         producer->store.buffer->device == ir::Device::CPU &&
         any_outer_broadcast(p, readers, maps, heuristics.outer_broadcast_repeats);
     auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast);
-    if (!why) why = fusion::why_not_reload(heuristics, whole_loads(*producer), reads);
+    if (!why) why = fusion::why_not_reload(heuristics, whole_loads(*p.nodes[i]), reads);
     if (why && !host_scalar) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;
