@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
+from torch._prims_common import compute_required_storage_length
 
 from . import debug
 
@@ -94,9 +95,7 @@ def machine_roofs(device: str = "cpu") -> Roofs:
 
 def _storage_bytes(t: torch.Tensor) -> int:
     """Bytes a tensor's elements span (an expanded one counts what it holds)."""
-    if t.numel() == 0:
-        return 0
-    return (1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if st > 0)) * t.element_size()
+    return compute_required_storage_length(t.shape, t.stride(), 0) * t.element_size()
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

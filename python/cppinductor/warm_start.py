@@ -51,6 +51,7 @@ import torch
 import torch.fx
 from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
 from torch._inductor.output_code import OutputCode
+from torch._prims_common import compute_required_storage_length
 
 log = logging.getLogger("cppinductor.warm_start")
 
@@ -173,23 +174,18 @@ def _plain_val(v: Any) -> Any:
         return _TensorVal(v.dtype, shape, stride, offset, v.device, v.requires_grad)
     if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         raise NotCacheable("symbolic shapes are not stored")
-    if isinstance(v, (list, tuple)):
-        return type(v)(_plain_val(x) for x in v)
     if isinstance(v, _PLAIN):
         return v
     raise NotCacheable(f"value of type {type(v).__name__} cannot be stored")
 
 
 def _fake_val(v: Any, mode: Any) -> Any:
-    if isinstance(v, _TensorVal):
-        with mode:
-            storage = 1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride)) if all(v.shape) else 0
-            base = torch.empty(v.offset + storage, dtype=v.dtype, device=v.device)
-            t = base.as_strided(v.shape, v.stride, v.offset)
-        return t.requires_grad_(v.requires_grad) if v.requires_grad and t.is_floating_point() else t
-    if isinstance(v, (list, tuple)):
-        return type(v)(_fake_val(x, mode) for x in v)
-    return v
+    if not isinstance(v, _TensorVal):
+        return v
+    with mode:
+        length = max(v.offset, compute_required_storage_length(v.shape, v.stride, v.offset))
+        t = torch.empty(length, dtype=v.dtype, device=v.device).as_strided(v.shape, v.stride, v.offset)
+    return t.requires_grad_() if v.requires_grad and t.is_floating_point() else t
 
 
 @dataclass
@@ -208,16 +204,16 @@ class GraphRecipe:
             elif node.op == "get_attr":
                 target = node.target
                 value = getattr(gm, node.target)
-                if not isinstance(value, torch.Tensor) or type(value) is not torch.Tensor:
-                    raise NotCacheable(f"attribute {node.target} of type {type(value).__name__} cannot be stored")
+                if type(value) is not torch.Tensor or "." in node.target:
+                    raise NotCacheable(f"attribute {node.target} ({type(value).__name__}) cannot be stored")
                 attributes[node.target] = value
             elif node.op in ("placeholder", "output"):
                 target = node.target
             else:
                 raise NotCacheable(f"{node.op} nodes are not stored")
             nodes.append((node.name, node.op, target, _map_leaves(node.args, _plain_arg),
-                          _map_leaves(node.kwargs, _plain_arg),
-                          _plain_val(node.meta.get("val")), node.meta.get("stack_trace")))
+                          _map_leaves(node.kwargs, _plain_arg), _map_leaves(node.meta.get("val"), _plain_val),
+                          node.meta.get("stack_trace")))
         return GraphRecipe(nodes, attributes)
 
     def build(self) -> torch.fx.GraphModule:
@@ -233,8 +229,6 @@ class GraphRecipe:
 
         root = torch.nn.Module()
         for name, tensor in self.attributes.items():
-            if "." in name:
-                raise NotCacheable(f"attribute {name} is nested")
             root.register_buffer(name, tensor)
         for name, op, target, args, kwargs, val, trace in self.nodes:
             if isinstance(target, _Op):
@@ -243,7 +237,7 @@ class GraphRecipe:
             if node.name != name:
                 raise NotCacheable(f"node {name} came back as {node.name}")
             if val is not None:
-                node.meta["val"] = _fake_val(val, mode)
+                node.meta["val"] = _map_leaves(val, lambda v: _fake_val(v, mode))
             if trace is not None:
                 node.meta["stack_trace"] = trace
             made[name] = node
