@@ -20,7 +20,7 @@ import torch.fx
 
 from . import _C, cudagraphs, debug, repro
 from .decompositions import decomposition_table
-from .graph_passes import channels_last_convolutions, unfuse_addmm_bias
+from .graph_passes import channels_last_convolutions, unfuse_addmm_bias, wants_channels_last
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -61,11 +61,8 @@ def compile_fx_graph(
     dump_dir = debug.graph_dump_dir(options, record)
     try:
         start = time.perf_counter()
-        if _runs_channels_last(gm, options, kind):
-            try:
-                channels_last_convolutions(gm)
-            except Exception as e:  # noqa: BLE001 - the graph is unchanged and compiles as traced
-                log.warning("channels-last layout not applied: %s: %s", type(e).__name__, e)
+        if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", False)):
+            channels_last_convolutions(gm)
         if options.get("unfuse_addmm_bias", True):
             unfuse_addmm_bias(gm)
         desc = export_graph(gm)
@@ -102,22 +99,6 @@ def compile_fx_graph(
         for hint in perf_hints(record):
             perf_hints_log.info("%s", hint)
     return runs
-
-
-def _runs_channels_last(gm: torch.fx.GraphModule, options: Options, kind: str) -> bool:
-    """Option layout_optimization: "auto" runs inference graphs with CUDA
-    convolutions channels-last (graph_passes.channels_last_convolutions).
-    Off by default until its speed on the GPU is measured."""
-    choice = options.get("layout_optimization", False)
-    if choice is False or kind != "inference":
-        return False
-    if choice is True:
-        return True
-    for node in gm.graph.find_nodes(op="call_function", target=torch.ops.aten.convolution.default):
-        x = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-        if isinstance(x, torch.Tensor) and x.is_cuda:
-            return True
-    return False
 
 
 def _fall_back(gm: torch.fx.GraphModule, options: Options, record: debug.GraphRecord, kind: str, error: Exception,
@@ -168,12 +149,8 @@ def cppinductor(
 
 
 def _warm_start(options: Options, example_inputs: Sequence[Any]) -> bool:
-    """Whether compiled graphs go through AOTAutograd's cache (warm_start.py).
-
-    "auto": for training graphs only. A cache hit saves AOTAutograd's joint
-    trace and partition (T5's training step: 9.1 -> 7.0 s), but computing
-    the key costs ~1.3 s once per process (it imports Inductor's codegen),
-    more than an inference graph's trace takes."""
+    """Whether compiled graphs go through AOTAutograd's cache ("auto":
+    training graphs only; warm_start.py says why)."""
     # torch's aot_compile (precompile) saves what the compilers return: it
     # needs GraphCodes whatever the graph, and writes no cache entry.
     precompiling = torch._functorch.config.force_autograd_cache

@@ -21,10 +21,13 @@ before the one rounding, where mm + add would round twice.
 
 from __future__ import annotations
 
+import logging
 import operator
 
 import torch
 import torch.fx
+
+log = logging.getLogger("cppinductor.graph_passes")
 
 aten = torch.ops.aten
 
@@ -80,9 +83,9 @@ def unfuse_addmm_bias(gm: torch.fx.GraphModule) -> int:
 # --- channels-last convolutions ---------------------------------------------------------------------
 #
 # cuDNN runs 2-d convolutions in NHWC. Given NCHW tensors it transposes the
-# input and weight to NHWC and the output back, around every convolution: in
-# ResNet-50's bf16 inference on the H200, 1.06 of 4.26 ms of kernel time.
-# Inductor's layout optimisation avoids it by running the net channels-last;
+# input and weight to NHWC and the output back, around every convolution
+# (ResNet-50 on the H200: docs/benchmark-notes.md, Models). Inductor's layout
+# optimisation avoids it by running the net channels-last;
 # so do we: the first convolution's input (and each weight) is converted
 # once, every value computed from a channels-last value then comes out
 # channels-last as eager's ops would make it (values are re-propagated
@@ -106,15 +109,27 @@ def _static(values: list) -> bool:
                or type(v) in (int, float, bool) for v in values)
 
 
+def _conv2ds(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
+    return [n for n in gm.graph.find_nodes(op="call_function", target=aten.convolution.default) if _conv2d(n)]
+
+
+def wants_channels_last(gm: torch.fx.GraphModule, choice: bool | str) -> bool:
+    """Option layout_optimization for an inference graph: True, False, or
+    "auto" (graphs with CUDA 2-d convolutions)."""
+    if choice == "auto":
+        return any(n.args[0].meta["val"].is_cuda for n in _conv2ds(gm))
+    return choice is True
+
+
 def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
     """Runs the graph's 2-d convolutions on channels-last tensors.
 
     Returns how many convolutions it changed (0: the graph is unchanged).
-    Graphs with symbolic shapes are left alone."""
+    Graphs with symbolic shapes, and graphs fake tensors cannot run again,
+    are left as traced."""
     graph = gm.graph
-    convs = [n for n in graph.find_nodes(op="call_function", target=aten.convolution.default) if _conv2d(n)]
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    inputs = [n.meta.get("val") for n in placeholders]
+    convs = _conv2ds(gm)
+    inputs = [n.meta.get("val") for n in graph.find_nodes(op="placeholder")]
     if not convs or not _static(inputs):
         return 0
     fake_mode = next((v.fake_mode for v in inputs if hasattr(v, "fake_mode")), None)
@@ -135,13 +150,14 @@ def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
 
     try:
         FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
-    except Exception:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
+    except Exception as e:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
         for clone in inserted:
             clone.replace_all_uses_with(clone.args[0])
             graph.erase_node(clone)
         for node, value in values.items():
             node.meta["val"] = value
-        raise
+        log.warning("channels-last layout not applied: %s: %s", type(e).__name__, e)
+        return 0
     for clone in inserted:  # already channels-last: no copy
         if _channels_last(clone.args[0].meta["val"]):
             clone.replace_all_uses_with(clone.args[0])

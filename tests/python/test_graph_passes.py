@@ -140,3 +140,16 @@ def test_layout_is_left_alone_on_cpu_in_training_and_with_symbolic_shapes():
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": "auto"})) == 0  # CUDA only
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, grad=True)) == 0
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, dynamic=True)) == 0
+
+
+def test_a_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, caplog):
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    def fail(self, *args):
+        raise RuntimeError("no fake kernel")
+
+    monkeypatch.setattr(FakeTensorProp, "propagate_dont_convert_inputs", fail)
+    with caplog.at_level("WARNING", logger="cppinductor.graph_passes"):
+        records = _compiled_conv_net({"layout_optimization": True})  # outputs and strides checked there
+    assert _clones_to_channels_last(records) == 0
+    assert "channels-last layout not applied: RuntimeError: no fake kernel" in caplog.text
