@@ -33,60 +33,6 @@ CpuTarget CpuTarget::host(const CpuIsaTarget& isa) {
   return t;
 }
 
-std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::string& var) {
-  auto c = coefficient(offset, ir::var(var));
-  if (!c || !c->constant()) return std::nullopt;
-  const int64_t step = *c->constant();
-  if (step < 0 || step > (int64_t{1} << 32) / 16) return std::nullopt;
-  return static_cast<uint32_t>(step);
-}
-
-bool transposed_load(const IndexExpr& index, bool masked, const std::string& vector_var, const std::string& tile_var) {
-  if (masked || !indirect_terms(index).empty()) return false;
-  auto form = affine_form(index, {ir::var(vector_var), ir::var(tile_var)});
-  if (!form) return false;
-  const IndexExpr& along_vector = form->strides[0];
-  return form->strides[1].is_constant(1) && !along_vector.is_constant(0) && !along_vector.is_constant(1);
-}
-
-std::optional<int> strided_load(const IndexExpr& index, bool masked, const std::string& vector_var) {
-  if (masked || !indirect_terms(index).empty()) return std::nullopt;
-  auto c = coefficient(index, ir::var(vector_var));
-  auto stride = c ? c->constant() : std::nullopt;
-  if (!stride || *stride < 2 || *stride > 4) return std::nullopt;
-  return static_cast<int>(*stride);
-}
-
-std::optional<int64_t> row_block_access(DType element, const IndexExpr& index, bool masked,
-                                        const std::string& vector_var, const Loop& row_loop) {
-  const bool whole = element == DType::Float32 || element == DType::Float64 || element == DType::Int32 ||
-                     element == DType::Int64;
-  const auto rows = row_loop.extent.constant();
-  if (!whole || masked || !rows || *rows < 2 || !indirect_terms(index).empty()) return std::nullopt;
-  auto form = affine_form(index, {ir::var(vector_var), row_loop.var});
-  if (!form || !form->strides[1].is_constant(1) || !form->strides[0].is_constant(*rows)) return std::nullopt;
-  return *rows;
-}
-
-IndexExpr row_block_start(const IndexExpr& index, const Loop& row_loop) {
-  return simplify(substitute(index, {{row_loop.var.as<IndexVar>()->name, index_const(0)}}));
-}
-
-std::optional<int> repeated_load(const IndexExpr& index, bool masked, const std::string& vector_var) {
-  if (masked || !indirect_terms(index).empty() || !depends_on(index, vector_var)) return std::nullopt;
-  if (coefficient(index, ir::var(vector_var))) return std::nullopt;  // affine: contiguous, strided or a gather
-  // vector_var = R * group + lane, lane in [0, R): the index must not depend
-  // on the lane and must step by 1 with the group.
-  const std::string group = vector_var + "_group", lane = vector_var + "_lane";
-  for (const int r : {2, 4, 8}) {
-    const IndexExpr split = ir::simplify(ir::substitute(index, {{vector_var, ir::var(group) * r + ir::var(lane)}}),
-                                         {{lane, index_const(r)}});
-    auto c = coefficient(split, ir::var(group));
-    if (!depends_on(split, lane) && c && c->is_constant(1)) return r;
-  }
-  return std::nullopt;
-}
-
 size_t parallel_loops_without_races(const Kernel& k) {
   if (!accumulates(k)) return k.outer.size();
   VarRanges ranges;
