@@ -142,37 +142,33 @@ PyObject* check_pointers(PyObject* self, PyObject* list) {
 PyMethodDef check_def = {"check_pointers", reinterpret_cast<PyCFunction>(&check_pointers), METH_O,
                          "Whether each listed argument is at its recorded address (see kernel_launcher.h)."};
 
+/// A C function (`def`) whose self is a capsule owning `state`: the state
+/// lives as long as the function.
+template <class T>
+py::object function_owning(T* state, const char* capsule_name, PyMethodDef* def) {
+  PyObject* capsule = PyCapsule_New(state, capsule_name, [](PyObject* c) {
+    delete static_cast<T*>(PyCapsule_GetPointer(c, PyCapsule_GetName(c)));
+  });
+  if (capsule == nullptr) {
+    delete state;
+    throw py::error_already_set();
+  }
+  PyObject* function = PyCFunction_New(def, capsule);
+  Py_DECREF(capsule);  // the function holds it
+  if (function == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(function);
+}
+
 }  // namespace
 
 py::object make_pointer_check(const std::vector<std::pair<int64_t, uintptr_t>>& expected) {
   auto* check = new PointerCheck;
   for (const auto& [index, ptr] : expected) check->expected.emplace_back(index, reinterpret_cast<void*>(ptr));
-  PyObject* capsule = PyCapsule_New(check, kCheckCapsuleName, [](PyObject* c) {
-    delete static_cast<PointerCheck*>(PyCapsule_GetPointer(c, kCheckCapsuleName));
-  });
-  if (capsule == nullptr) {
-    delete check;
-    throw py::error_already_set();
-  }
-  PyObject* function = PyCFunction_New(&check_def, capsule);
-  Py_DECREF(capsule);
-  if (function == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(function);
+  return function_owning(check, kCheckCapsuleName, &check_def);
 }
 
 py::object make_kernel_launcher(std::shared_ptr<KernelHandle> kernel, int num_buffers) {
-  auto* launcher = new Launcher{std::move(kernel), num_buffers};
-  PyObject* capsule = PyCapsule_New(launcher, kCapsuleName, [](PyObject* c) {
-    delete static_cast<Launcher*>(PyCapsule_GetPointer(c, kCapsuleName));
-  });
-  if (capsule == nullptr) {
-    delete launcher;
-    throw py::error_already_set();
-  }
-  PyObject* function = PyCFunction_New(&launch_def, capsule);
-  Py_DECREF(capsule);  // the function holds it
-  if (function == nullptr) throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(function);
+  return function_owning(new Launcher{std::move(kernel), num_buffers}, kCapsuleName, &launch_def);
 }
 
 void set_tensor_data_ptr_function(uintptr_t address, py::object type) {
