@@ -1,9 +1,9 @@
 """Where the host time of a launch-bound compiled call goes.
 
-    python3 gpu_codegen/tools/call_profile.py [--workload layer_stack] [--calls 2000] [--out DIR]
+    python3 gpu_codegen/tools/call_profile.py [--workload layer_stack] [--mode default] [--calls 2000] [--out DIR]
 
 Builds one workload of the bench's launch suite on CUDA, compiles it with
-cppinductor and Inductor in the default mode, and for each: µs per call
+cppinductor and Inductor in one mode (--mode), and for each: µs per call
 (host wall time over many calls, the GPU far from busy), a cProfile of the
 calls sorted by own time, written with our generated wrappers (wrapper.py)
 to DIR/profile_<backend>.txt, so the lines a call runs can be read beside
@@ -25,6 +25,7 @@ import torch
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workload", default="layer_stack")
+    p.add_argument("--mode", default="default", help="torch.compile mode of both backends")
     p.add_argument("--calls", type=int, default=2000)
     p.add_argument("--out", default=os.environ.get("OUT", "."))
     args = p.parse_args()
@@ -35,7 +36,7 @@ def main() -> None:
     case = BY_NAME[args.workload].build(sizes_for("cuda", "quick"), "cuda", torch.float32)
     for backend in ("cppinductor", "inductor"):
         with debug.recording() as records:
-            step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
+            step = case.make_step(lambda fn: torch.compile(fn, backend=backend, mode=args.mode))
             for _ in range(20):
                 step()
         torch.cuda.synchronize()

@@ -22,7 +22,7 @@ if [ -z "${SKIP_BENCH:-}" ]; then
 fi
 python3 gpu_codegen/tools/cudagraph_states.py 2>&1 | grep -v "^torch\." | tail -12
 if [ -z "${SKIP_PROFILE:-}" ]; then
-  python3 gpu_codegen/tools/call_profile.py --out "$OUT" > "$OUT/call_profile.txt" 2>&1
+  python3 gpu_codegen/tools/call_profile.py --out "$OUT" ${PROFILE_ARGS:-} > "$OUT/call_profile.txt" 2>&1
   grep "us per call" "$OUT/call_profile.txt"
 fi
 echo "total: $(( $(date +%s) - start )) s"

@@ -61,7 +61,7 @@ def compile_fx_graph(
     dump_dir = debug.graph_dump_dir(options, record)
     try:
         start = time.perf_counter()
-        if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", False)):
+        if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", "auto")):
             channels_last_convolutions(gm)
         if options.get("unfuse_addmm_bias", True):
             unfuse_addmm_bias(gm)

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from conftest import requires_cuda
 from kernel_counts import Program, cppinductor_counts
 
 
@@ -105,17 +106,20 @@ class _ConvNet(nn.Module):
         return self.c3(z).mean((2, 3)), z
 
 
-def _compiled_conv_net(options, *, grad=False, dynamic=False):
+def _compiled_conv_net(options, *, grad=False, dynamic=False, device="cpu"):
     from cppinductor import debug
 
     torch.manual_seed(0)
-    model = _ConvNet().eval()
-    x = torch.randn(2, 3, 16, 16, requires_grad=grad)
+    model = _ConvNet().eval().to(device)
+    x = torch.randn(2, 3, 16, 16, requires_grad=grad, device=device)
     with torch.set_grad_enabled(grad), debug.recording() as records:
         compiled = torch.compile(model, backend="cppinductor", dynamic=dynamic, options={"fallback": "error", **options})
         out, ref = compiled(x), model(x)
+    # cuDNN runs float32 convolutions in TF32 by default: NCHW and NHWC pick
+    # different algorithms.
+    atol = 1e-5 if device == "cpu" else 1e-3
     for a, b in zip(out, ref):
-        assert torch.allclose(a, b, atol=1e-5)
+        assert torch.allclose(a, b, atol=atol)
         assert a.stride() == b.stride()  # outputs keep the strides eager gives them
     return records
 
@@ -136,10 +140,15 @@ def test_convolutions_run_channels_last_converting_only_the_input_and_weights():
 
 
 def test_layout_is_left_alone_on_cpu_in_training_and_with_symbolic_shapes():
-    assert _clones_to_channels_last(_compiled_conv_net({})) == 0  # off by default
-    assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": "auto"})) == 0  # CUDA only
+    assert _clones_to_channels_last(_compiled_conv_net({})) == 0  # the default, "auto": CUDA graphs only
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, grad=True)) == 0
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, dynamic=True)) == 0
+
+
+@requires_cuda
+def test_cuda_convolutions_run_channels_last_by_default_and_not_when_turned_off():
+    assert _clones_to_channels_last(_compiled_conv_net({}, device="cuda")) == 3
+    assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": False}, device="cuda")) == 0
 
 
 def test_a_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, caplog):
