@@ -233,10 +233,14 @@ std::vector<ir::IndexExpr> to_index(const std::vector<SizeExpr>& e) {
   return out;
 }
 
-ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask) {
+ir::IndexExpr element_index(const TensorRef& t, const std::vector<ir::IndexExpr>& coords) {
   std::map<std::string, ir::IndexExpr> sub;
   for (size_t i = 0; i < coords.size(); ++i) sub["v" + std::to_string(i)] = coords[i];
-  return ir::load(t.buffer, ir::substitute(t.index, sub), std::move(mask));
+  return ir::substitute(t.index, sub);
+}
+
+ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask) {
+  return ir::load(t.buffer, element_index(t, coords), std::move(mask));
 }
 
 ir::Expr load_broadcast(const TensorRef& t, const std::vector<ir::IndexExpr>& coords) {

@@ -190,6 +190,8 @@ ir::Device ir_device(const TensorMeta& meta);
 ir::IndexExpr to_index(const SizeExpr& e);
 std::vector<ir::IndexExpr> to_index(const std::vector<SizeExpr>& e);
 
+/// Where `t`'s element at logical coordinates `coords` sits in its buffer.
+ir::IndexExpr element_index(const TensorRef& t, const std::vector<ir::IndexExpr>& coords);
 /// `t` at logical coordinates `coords` (optionally masked).
 ir::Expr load(const TensorRef& t, const std::vector<ir::IndexExpr>& coords, ir::Expr mask = {});
 /// `t` broadcast (numpy rules, trailing dims aligned) to the coordinates of

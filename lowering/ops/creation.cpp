@@ -134,11 +134,7 @@ Status lower_copy_inplace(const OpCall& c) {
   CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(src, self.sizes));
   emit_pointwise_store(
       c.ctx, c.node.name, self.sizes, self.buffer,
-      [&](const std::vector<ir::IndexExpr>& x) {
-        std::map<std::string, ir::IndexExpr> sub;
-        for (size_t i = 0; i < x.size(); ++i) sub["v" + std::to_string(i)] = x[i];
-        return ir::substitute(self.index, sub);
-      },
+      [&](const std::vector<ir::IndexExpr>& x) { return element_index(self, x); },
       [&](const std::vector<ir::IndexExpr>& x) { return ir::cast(load_broadcast(src, x), self.dtype); });
   TensorRef alias = self;
   alias.is_view = true;

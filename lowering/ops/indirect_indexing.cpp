@@ -252,6 +252,31 @@ Status lower_index_put(const OpCall& c) {
   return Status::success();
 }
 
+/// index_put_(self, indices, values) into a graph input whose old value
+/// nothing else reads (graph_passes.reinplace_input_scatters makes it from an
+/// index_put and AOTAutograd's copy_ of the result back into the input): the
+/// stores go straight into the input, with no copy of it before or after.
+/// The value is the input itself (an alias: recomputing it is idempotent
+/// without accumulate, which is why accumulate stays functional).
+Status lower_index_put_inplace(const OpCall& c) {
+  if (c.flag(3, "accumulate", false)) return Error::unsupported("index_put_ with accumulate");
+  CPPI_ASSIGN_OR_RETURN(a, advanced_index(c));
+  if (a.self.buffer->kind != ir::BufferKind::GraphInput)
+    return Error::unsupported("index_put_ into a tensor that is not a graph input");
+  CPPI_ASSIGN_OR_RETURN(values, c.tensor(2, "values"));
+  if (values.device != a.self.device) return Error::unsupported("index_put_ across devices");
+  CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(values, a.result_sizes));
+  emit_pointwise_store(
+      c.ctx, c.node.name, a.result_sizes, a.self.buffer,
+      [&](const std::vector<IndexExpr>& o) { return element_index(a.self, a.self_coords(o)); },
+      [&](const std::vector<IndexExpr>& o) { return ir::cast(load_broadcast(values, o), a.self.dtype); },
+      StoreMode::Overwrite);
+  TensorRef alias = a.self;
+  alias.is_view = true;
+  c.set_result(alias);
+  return Status::success();
+}
+
 /// How a scatter combines src with what is at a position: scatter
 /// overwrites; scatter_add adds; scatter_reduce's sum without self first
 /// zeroes the positions it scatters to, then adds.
@@ -321,6 +346,7 @@ void register_indirect_indexing_lowerings(Registry& r) {
   r.add("aten._unsafe_index.Tensor", lower_index);
   r.add("aten.index_put.default", lower_index_put);
   r.add("aten._unsafe_index_put.default", lower_index_put);
+  r.add("aten.index_put_.default", lower_index_put_inplace);
   r.add("aten.scatter.src", [](const OpCall& c) { return lower_scatter(c, false); });
   r.add("aten.scatter.value", [](const OpCall& c) { return lower_scatter(c, true); });
   r.add("aten.scatter_add.default", [](const OpCall& c) { return lower_scatter(c, false, ScatterKind::Add); });

@@ -75,6 +75,8 @@ HELPER_NAMES = (
     "range_enter",  # the profiled variant's: opens a torch.profiler range, returns its handle
     "range_exit",  # closes it
 )
+# In-place ops our kernels run (into a graph input) whose value is their first argument.
+_STORES_INTO_FIRST_ARG = frozenset({torch.ops.aten.copy_.default, torch.ops.aten.index_put_.default})
 # ATen ops whose result is a view of their first argument with its dtype, at
 # an offset relative to the argument's: the static case builds it with
 # reinterpret_tensor. Not reshape (it may copy), not as_strided (its offset
@@ -161,6 +163,9 @@ class _Printer:
         self._taken = set(_RESERVED)
         self.slot_names = [self._fresh(self._slot_base(s)) for s in range(compiled.num_slots)]
         self._slot_of = {n: i for i, n in enumerate(self.nodes)}
+        # Nodes ATen runs whole (no lowering); other non-extern ATen steps
+        # only make a value the kernels computed.
+        self._fallbacks = {r["node"] for r in compiled.remarks if r["kind"] == "fallback"}
 
     def _slot_base(self, slot: int) -> str:
         return self.nodes[slot].name if slot < len(self.nodes) else f"buf{slot}"
@@ -291,6 +296,11 @@ class _Printer:
         target = node.target
         if target is operator.getitem and not node.kwargs:  # a multi-output op's result
             self.emit(f"{out} = {self.literal(node.args[0])}[{self.literal(node.args[1])}]")
+            return
+        if target in _STORES_INTO_FIRST_ARG and not step.is_extern and node.name not in self._fallbacks:
+            # A kernel already stored it (copy_ or index_put_ into a graph
+            # input): the value is the input itself.
+            self.emit(f"{out} = {self.literal(node.args[0])}")
             return
         call = self._call(node)
         view = self._static_view(node)

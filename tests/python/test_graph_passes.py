@@ -1,5 +1,7 @@
-"""graph_passes.unfuse_addmm_bias: an addmm whose uses are all pointwise runs as
-mm + a bias add fused into its readers; anything else keeps addmm."""
+"""graph_passes: unfuse_addmm_bias (an addmm whose uses are all pointwise runs
+as mm + a bias add fused into its readers; anything else keeps addmm),
+channels_last_convolutions, and reinplace_input_scatters (a graph input's
+update stored straight into it)."""
 
 from __future__ import annotations
 
@@ -162,3 +164,82 @@ def test_a_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, capl
         records = _compiled_conv_net({"layout_optimization": True})  # outputs and strides checked there
     assert _clones_to_channels_last(records) == 0
     assert "channels-last layout not applied: RuntimeError: no fake kernel" in caplog.text
+
+
+# --- scatters into graph inputs stored in place (reinplace_input_scatters) -----------------------------------
+
+
+class _Cache(nn.Module):
+    """A key cache updated at one position per call, then read whole (a decoder step's)."""
+
+    def __init__(self, update):
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(2, 16, 8))
+        self.update = update
+
+    def forward(self, k, pos):
+        self.update(self.keys, k, pos)
+        return (self.keys * 2).sum(1) + k.sum()
+
+
+def _run_cache(update, device="cpu", steps=4, fallback="error"):
+    """Compiled and eager caches over `steps` calls: outputs and buffers must
+    agree each call. Returns the compiled graphs' records."""
+    from cppinductor import debug
+
+    eager, model = _Cache(update).to(device), _Cache(update).to(device)
+    with torch.no_grad(), debug.recording() as records:
+        compiled = torch.compile(model, backend="cppinductor", options={"fallback": fallback})
+        for step in range(steps):
+            k, pos = torch.randn(2, 1, 8, device=device), torch.tensor([3 * step + 1], device=device)
+            torch.testing.assert_close(compiled(k, pos), eager(k, pos))
+            torch.testing.assert_close(model.keys, eager.keys)
+    return records
+
+
+def _targets(records):
+    return [n.target for r in records for n in r.gm.graph.nodes if n.op == "call_function"]
+
+
+def test_an_index_copy_into_a_buffer_stores_in_place_and_copies_nothing():
+    records = _run_cache(lambda keys, k, pos: keys.index_copy_(1, pos, k))
+    targets = _targets(records)
+    assert torch.ops.aten.index_put_.default in targets and torch.ops.aten.copy_.default not in targets, targets
+    # No buffer the cache's size but the copies made when a caller's cache has other strides.
+    source = records[0].wrapper_source
+    allocations = [line for line in source.splitlines() if "empty_strided_cpu((2, 16, 8)" in line]
+    assert all(".copy_(arg" in line for line in allocations), source
+
+
+def test_a_cache_whose_old_value_is_read_stays_functional():
+    def update(keys, k, pos):
+        old = keys.sum()
+        keys.index_copy_(1, pos, k + old)
+
+    targets = _targets(_run_cache(update))
+    assert torch.ops.aten.index_put_.default not in targets and torch.ops.aten.copy_.default in targets, targets
+
+
+def test_an_accumulating_index_put_stays_functional():
+    def update(keys, k, pos):
+        keys.index_put_((torch.arange(2, device=keys.device), pos), k[:, 0], accumulate=True)
+
+    targets = _targets(_run_cache(update))
+    assert torch.ops.aten.index_put_.default not in targets, targets
+
+
+def test_an_in_place_scatter_aten_runs_whole_still_stores():
+    """A boolean mask index has no lowering: ATen runs index_put_ itself (the
+    wrapper must call it, not take the cache as already written)."""
+
+    def update(keys, k, pos):
+        keys[:, torch.arange(16, device=keys.device) == pos] = k * 3
+
+    records = _run_cache(update, fallback="eager")
+    assert torch.ops.aten.index_put_.default in _targets(records)
+
+
+@requires_cuda
+def test_an_index_copy_into_a_cuda_buffer_stores_in_place():
+    targets = _targets(_run_cache(lambda keys, k, pos: keys.index_copy_(1, pos, k), device="cuda"))
+    assert torch.ops.aten.index_put_.default in targets and torch.ops.aten.copy_.default not in targets, targets
