@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 #include "lowering/ir/index_expr.h"
 #include "lowering/ir/kernel_cost.h"
 #include "support/remarks.h"

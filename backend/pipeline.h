@@ -4,8 +4,8 @@
 #pragma once
 
 #include "backend/compiled_graph.h"
-#include "backend/graph.h"
-#include "backend/options.h"
+#include "lowering/graph/graph.h"
+#include "lowering/graph/options.h"
 #include "support/status.h"
 
 namespace cppi {

@@ -10,9 +10,9 @@
 
 #include "backend/buffer_reuse.h"
 #include "backend/compiled_graph.h"
-#include "backend/desc.h"
-#include "backend/graph.h"
-#include "backend/options.h"
+#include "lowering/graph/desc.h"
+#include "lowering/graph/graph.h"
+#include "lowering/graph/options.h"
 #include "backend/pipeline.h"
 #include "backend/python/errors.h"
 #include "backend/python/kernel_launcher.h"

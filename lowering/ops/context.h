@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 #include "lowering/ir/expr.h"
 #include "lowering/ir/node.h"
 #include "lowering/lowered_graph.h"

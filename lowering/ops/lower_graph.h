@@ -1,5 +1,5 @@
 /// \file
-/// The lowering stage: an imported ATen graph (backend/graph.h) becomes a
+/// The lowering stage: an imported ATen graph (lowering/graph/graph.h) becomes a
 /// LoweredGraph (lowering/lowered_graph.h): pre-fusion compute nodes for
 /// every op with a lowering, views folded into the indices of their readers,
 /// and an AtenItem (with a Remark saying why) for everything else.
@@ -21,7 +21,7 @@
 ///   index expression wherever they are used as scalars.
 #pragma once
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 #include "lowering/lowered_graph.h"
 #include "support/remarks.h"
 #include "support/status.h"

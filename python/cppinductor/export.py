@@ -1,6 +1,6 @@
 """ATen FX graph -> plain data ("graph description") for the C++ core.
 
-The description is nested dicts/lists/scalars only (see backend/desc.h):
+The description is nested dicts/lists/scalars only (see lowering/graph/desc.h):
 
     {"symbols": ["s0", ...],
      "nodes": [{"name", "op", "target", "args", "kwargs", "val", ["stack_trace"]}, ...]}

@@ -58,7 +58,7 @@ class Options:
         return self.values.get("fallback") == "error"
 
     def for_core(self, debug_dir: str | None) -> dict[str, Any]:
-        """The dict handed to the C++ core (backend/options.cpp)."""
+        """The dict handed to the C++ core (lowering/graph/options.cpp)."""
         out = {k: v for k, v in self.values.items() if k not in ("dump_code",)}
         out["mode"] = self.mode
         out["background_compile"] = self.values.get("background_compile", True)

@@ -1,7 +1,7 @@
 // Graph import/export: the round trip, validation errors and symbol binding.
 #include <gtest/gtest.h>
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 
 namespace cppi {
 namespace {

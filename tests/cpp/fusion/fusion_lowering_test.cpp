@@ -4,7 +4,7 @@
 // so fusion_test does not depend on the lowering library.
 #include <gtest/gtest.h>
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 #include "fusion_test_util.h"
 #include "lowering/ir/printer.h"
 #include "lowering/ops/lower_graph.h"

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <map>
 
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 #include "lowering/ir/interpreter.h"
 #include "lowering/ir/printer.h"
 #include "lowering/ir/scalar_convert.h"

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "backend/desc.h"
+#include "lowering/graph/desc.h"
 #include "support/cpu_isa.h"
 #include "support/status.h"
 

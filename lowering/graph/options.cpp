@@ -1,4 +1,4 @@
-#include "backend/options.h"
+#include "lowering/graph/options.h"
 
 #include <initializer_list>
 #include <type_traits>

@@ -1,7 +1,7 @@
 /// \file
 /// `Desc`: the plain-data tree (none, bool, int, float, string, list, ordered
 /// dict) that crosses the Python/C++ boundary. python/cppinductor/export.py
-/// turns an ATen FX graph into one; backend/graph.cpp validates and imports it.
+/// turns an ATen FX graph into one; lowering/graph/graph.cpp validates and imports it.
 /// Keeping the boundary generic means the bindings never change when the
 /// graph format grows, and C++ tests build graphs without Python.
 #pragma once

@@ -1,4 +1,4 @@
-#include "backend/desc.h"
+#include "lowering/graph/desc.h"
 
 #include <cmath>
 #include <cstdio>

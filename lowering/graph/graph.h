@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/desc.h"
+#include "lowering/graph/desc.h"
 #include "support/dtype.h"
 #include "support/status.h"
 

@@ -1,4 +1,4 @@
-#include "backend/graph.h"
+#include "lowering/graph/graph.h"
 
 #include <algorithm>
 #include <map>
