@@ -67,7 +67,7 @@ typedef __SIZE_TYPE__ size_t;
 
 // Before a loop that encloses another loop: no unrolling. Unrolling an
 // outer loop copies the whole nest under it and buys nothing the inner
-// loop's own unrolling does not (SourceWriter in cpu_codegen/printer/c_printer.h).
+// loop's own unrolling does not (SourceWriter in codegen/c_printer.h).
 #if defined(__clang__)
 #define CPPI_ROLLED _Pragma("clang loop unroll(disable)")
 #elif defined(__GNUC__)

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "cpu_codegen/printer/c_printer.h"
+#include "codegen/c_printer.h"
 
 namespace cppi::cpu {
 

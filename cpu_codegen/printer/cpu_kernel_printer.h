@@ -69,7 +69,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cpu_codegen/printer/c_printer.h"
+#include "codegen/c_printer.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"

@@ -2,7 +2,7 @@
 /// parallel modes) and the reduction states, updates and combines they print.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
-#include "cpu_codegen/printer/op_tables.h"
+#include "codegen/op_tables.h"
 #include "lowering/ir/expr_visitor.h"
 
 namespace cppi::cpu::detail {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "cpu_codegen/printer/op_tables.h"
+#include "codegen/op_tables.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"

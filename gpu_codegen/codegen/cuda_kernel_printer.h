@@ -7,7 +7,7 @@
 /// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
 ///
-/// It derives from the C printer (cpu_codegen/printer/c_printer.h) and
+/// It derives from the C printer (codegen/c_printer.h) and
 /// overrides only what differs on the GPU. Shapes of the code it prints
 /// (gpu_schedule.h has the contract of each mapping):
 ///
@@ -58,7 +58,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cpu_codegen/printer/c_printer.h"
+#include "codegen/c_printer.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "lowering/ir/expr_visitor.h"

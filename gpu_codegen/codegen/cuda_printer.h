@@ -4,7 +4,7 @@
 /// decides nothing: it prints the mapping the schedule names and fails with
 /// Error::Kind::Internal on a schedule it cannot honour.
 ///
-/// The printer derives from the C printer (cpu_codegen/printer/c_printer.h)
+/// The printer derives from the C printer (codegen/c_printer.h)
 /// and shares its scalar op table; it adds what differs on the GPU: kernel
 /// parameters, thread indexing, __launch_bounds__, warp/block reductions,
 /// register-cached rows and 16-byte vector accesses. Math names resolve to

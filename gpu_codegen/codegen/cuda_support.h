@@ -1,7 +1,7 @@
 /// \file
 /// Device helpers that generated CUDA kernels need beyond the CUDA prelude
 /// (gpu_codegen/prelude/cppinductor_cuda_prelude.cuh): the functions the
-/// shared scalar op table (cpu_codegen/printer/op_tables.h) names — cppi_exp,
+/// shared scalar op table (codegen/op_tables.h) names — cppi_exp,
 /// cppi_wadd, cppi_int_floordiv, ... — mapped to CUDA's libdevice math
 /// (expf, not the __expf intrinsics: accuracy first), Python-style index
 /// division, Philox random numbers, the reduction ops the prelude lacks

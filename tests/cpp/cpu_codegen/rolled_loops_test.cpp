@@ -2,7 +2,7 @@
 // another, and the CPU printer's kernels carry the mark (CPPI_ROLLED).
 #include <gtest/gtest.h>
 
-#include "cpu_codegen/printer/c_printer.h"
+#include "codegen/c_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "kernel_builders.h"
 

@@ -1,11 +1,11 @@
-#include "cpu_codegen/printer/c_printer.h"
+#include "codegen/c_printer.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-#include "cpu_codegen/printer/op_tables.h"
+#include "codegen/op_tables.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/scalar_convert.h"
 #include "support/status.h"

@@ -1,4 +1,4 @@
-#include "cpu_codegen/printer/op_tables.h"
+#include "codegen/op_tables.h"
 
 namespace cppi::codegen {
 
