@@ -97,7 +97,8 @@ def test_replays_equal_eager_over_calls_with_new_inputs():
             x = torch.randn(8, 64, device="cuda")
             out = compiled(x)
             torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)
-    assert _states(model, x) == ["used: 1 graph(s) recorded, 2 replays, 1 calls uncaptured"]
+        # (Under no_grad: with grad on, warm start compiles the backward with the forward.)
+        assert _states(model, x) == ["used: 1 graph(s) recorded, 2 replays, 1 calls uncaptured"]
 
 
 @requires_cuda
