@@ -65,7 +65,7 @@ def compile_fx_graph(
             channels_last_convolutions(gm)
         if options.get("unfuse_addmm_bias", True):
             unfuse_addmm_bias(gm)
-        reinplace_input_scatters(gm)
+        reinplace_input_scatters(gm, record.input_copies)
         desc = export_graph(gm)
         record.python_times["export"] = time.perf_counter() - start
         configure_cpu_runtime()

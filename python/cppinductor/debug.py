@@ -42,6 +42,9 @@ class GraphRecord:
     # In a CUDA-graph mode: whether the graph is captured, or why not
     # (a cudagraphs.CudaGraphState; str() says it).
     cudagraphs: Any = None
+    # Updates of graph inputs left as a copy of the whole input and a copy
+    # back, and why (graph_passes.reinplace_input_scatters).
+    input_copies: list[str] = field(default_factory=list)
 
     @property
     def remarks(self) -> list[dict]:

@@ -110,28 +110,43 @@ def _accumulates(node: torch.fx.Node) -> bool:
     return bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
 
 
-def reinplace_input_scatters(gm: torch.fx.GraphModule) -> int:
+def _why_not_in_place(x: torch.fx.Node, update: torch.fx.Node, copy: torch.fx.Node) -> str | None:
+    """Why `copy_(x, update)` with update = index_put(x, ...) cannot become
+    index_put_(x, ...), or None."""
+    if _accumulates(update):
+        return "the scatter accumulates (its in-place value may be recomputed, which would add twice)"
+    others = [u.name for u in x.users if u is not update and u is not copy]
+    if others:
+        return f"{', '.join(sorted(others))} also read{'s' if len(others) == 1 else ''} its old value"
+    before, after = x.meta.get("val"), update.meta.get("val")
+    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+        return "its values are not known"
+    if (before.shape, before.stride(), before.dtype, before.storage_offset()) != \
+            (after.shape, after.stride(), after.dtype, after.storage_offset()):
+        return "the update's layout is not the input's"
+    return None
+
+
+def reinplace_input_scatters(gm: torch.fx.GraphModule, refused: list[str] | None = None) -> int:
     """`copy_(x, index_put(x, ...))` on a graph input x read by nothing else
     becomes `index_put_(x, ...)`, its value taking the copy_'s uses.
 
     Nothing else may read x: a reader of its old value could run after the
     in-place store. The scatter's result must have x's layout, so the readers
-    of the result see x as they saw the copy. Returns how many it rewrote."""
+    of the result see x as they saw the copy. Returns how many it rewrote;
+    appends to `refused` why each other such update stays a copy."""
     changed = 0
     for copy in list(gm.graph.find_nodes(op="call_function", target=aten.copy_.default)):
         x, update = copy.args[0], copy.args[1]
         if not isinstance(x, torch.fx.Node) or x.op != "placeholder" or not isinstance(update, torch.fx.Node) \
                 or copy.kwargs:
             continue
-        if update.target not in _INPLACE_SCATTERS or update.args[0] is not x or _accumulates(update):
+        if update.target not in _INPLACE_SCATTERS or update.args[0] is not x:
             continue
-        if set(x.users) != {update, copy}:
-            continue
-        before, after = x.meta.get("val"), update.meta.get("val")
-        if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
-            continue
-        if (before.shape, before.stride(), before.dtype, before.storage_offset()) != \
-                (after.shape, after.stride(), after.dtype, after.storage_offset()):
+        why = _why_not_in_place(x, update, copy)
+        if why is not None:
+            if refused is not None:
+                refused.append(f"{update.name} into input {x.name} copies the whole input and back: {why}")
             continue
         update.target = _INPLACE_SCATTERS[update.target]
         copy.replace_all_uses_with(update)

@@ -334,14 +334,15 @@ def _megabytes(n: int) -> str:
 
 def perf_hints(record: debug.GraphRecord) -> list[str]:
     """What costs this graph speed, one line each: ops that run in ATen
-    (fallbacks, or the whole graph) and fusions refused that send a buffer
-    through memory, the largest first. CUDA graphs say why they are not used
+    (fallbacks, or the whole graph), updates of inputs left as whole copies,
+    and fusions refused that send a buffer through memory, the largest first. CUDA graphs say why they are not used
     at their own decision (cudagraphs.py)."""
     report = graph_report(record)
     name = f"graph {record.id} ({record.kind})"
     if record.graph_fallback is not None:
         return [f"{name} runs in eager PyTorch: {record.graph_fallback}"]
     hints = [f"{name}: {f['op']} runs in ATen (not compiled): {f['reason']}" for f in report.fallbacks]
+    hints += [f"{name}: {why}" for why in record.input_copies]
     refusals = sorted((r for r in report.fusion_refusals if "bytes" in r), key=lambda r: -r["bytes"])
     hints += [f"{name}: {r['a']} and {r['b']} not fused, {_megabytes(r['bytes'])} through memory per call: "
               f"{r['reason']}" for r in refusals]

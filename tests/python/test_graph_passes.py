@@ -216,8 +216,13 @@ def test_a_cache_whose_old_value_is_read_stays_functional():
         old = keys.sum()
         keys.index_copy_(1, pos, k + old)
 
-    targets = _targets(_run_cache(update))
+    records = _run_cache(update)
+    targets = _targets(records)
     assert torch.ops.aten.index_put_.default not in targets and torch.ops.aten.copy_.default in targets, targets
+    from cppinductor.report import perf_hints
+
+    hints = [h for r in records for h in perf_hints(r) if "copies the whole input" in h]
+    assert len(hints) == 1 and "also reads its old value" in hints[0], hints
 
 
 def test_an_accumulating_index_put_stays_functional():
