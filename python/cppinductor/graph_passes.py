@@ -5,15 +5,6 @@
 pointwise becomes `mm(a, b) + bias`, so the bias add fuses into the kernel
 that reads the product anyway.
 
-`channels_last_convolutions` (at the end) runs a conv net's activations in
-the channels-last layout cuDNN's convolutions are fastest in.
-
-`reinplace_input_scatters` writes an update of a graph input straight into
-it: AOTAutograd hands an in-place `cache.index_copy_(...)` over as a
-functional `index_put(cache, ...)` into a new tensor plus a `copy_` of it back
-into the input, two copies of the whole input per call for a few stored
-elements (Inductor's `reinplace_inplaceable_ops`).
-
 Why it pays on both devices:
 - CPU: ATen's addmm first copies the broadcast bias into the whole output and
   then runs the GEMM with beta=1, reading it back. For a transformer block's
@@ -23,6 +14,15 @@ Why it pays on both devices:
 
 Half-precision addmm stays whole: its bias is added to the float accumulator
 before the one rounding, where mm + add would round twice.
+
+`channels_last_convolutions` runs a conv net's activations in
+the channels-last layout cuDNN's convolutions are fastest in.
+
+`reinplace_input_scatters` writes an update of a graph input straight into
+it: AOTAutograd hands an in-place `cache.index_copy_(...)` over as a
+functional `index_put(cache, ...)` into a new tensor plus a `copy_` of it back
+into the input, two copies of the whole input per call for a few stored
+elements (Inductor's `reinplace_inplaceable_ops`).
 """
 
 from __future__ import annotations
@@ -97,66 +97,6 @@ def unfuse_addmm_bias(gm: torch.fx.GraphModule) -> int:
 # channels-last as eager's ops would make it (values are re-propagated
 # through the graph), and graph outputs keep the strides they were traced
 # with.
-
-
-# Functional scatters into a copy of their first argument, and the in-place
-# op that stores into it. Not accumulating ones: the value of the in-place
-# node may be recomputed by ATen (an alias), which must not add twice.
-_INPLACE_SCATTERS = {aten.index_put.default: aten.index_put_.default,
-                     aten._unsafe_index_put.default: aten.index_put_.default}
-
-
-def _accumulates(node: torch.fx.Node) -> bool:
-    return bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
-
-
-def _why_not_in_place(x: torch.fx.Node, update: torch.fx.Node, copy: torch.fx.Node) -> str | None:
-    """Why `copy_(x, update)` with update = index_put(x, ...) cannot become
-    index_put_(x, ...), or None."""
-    if _accumulates(update):
-        return "the scatter accumulates (its in-place value may be recomputed, which would add twice)"
-    others = [u.name for u in x.users if u is not update and u is not copy]
-    if others:
-        return f"{', '.join(sorted(others))} also read{'s' if len(others) == 1 else ''} its old value"
-    before, after = x.meta.get("val"), update.meta.get("val")
-    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
-        return "its values are not known"
-    if (before.shape, before.stride(), before.dtype, before.storage_offset()) != \
-            (after.shape, after.stride(), after.dtype, after.storage_offset()):
-        return "the update's layout is not the input's"
-    return None
-
-
-def reinplace_input_scatters(gm: torch.fx.GraphModule, refused: list[str] | None = None) -> int:
-    """`copy_(x, index_put(x, ...))` on a graph input x read by nothing else
-    becomes `index_put_(x, ...)`, its value taking the copy_'s uses.
-
-    Nothing else may read x: a reader of its old value could run after the
-    in-place store. The scatter's result must have x's layout, so the readers
-    of the result see x as they saw the copy. Returns how many it rewrote;
-    appends to `refused` why each other such update stays a copy."""
-    changed = 0
-    for copy in list(gm.graph.find_nodes(op="call_function", target=aten.copy_.default)):
-        x, update = copy.args[0], copy.args[1]
-        if not isinstance(x, torch.fx.Node) or x.op != "placeholder" or not isinstance(update, torch.fx.Node) \
-                or copy.kwargs:
-            continue
-        if update.target not in _INPLACE_SCATTERS or update.args[0] is not x:
-            continue
-        why = _why_not_in_place(x, update, copy)
-        if why is not None:
-            if refused is not None:
-                refused.append(f"{update.name} into input {x.name} copies the whole input and back: {why}")
-            continue
-        update.target = _INPLACE_SCATTERS[update.target]
-        copy.replace_all_uses_with(update)
-        gm.graph.erase_node(copy)
-        changed += 1
-    if changed:
-        gm.graph.lint()
-        gm.recompile()
-        log.debug("%d scatters into graph inputs now store in place", changed)
-    return changed
 
 
 def _conv2d(node: torch.fx.Node) -> bool:
@@ -246,3 +186,65 @@ def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
     graph.lint()
     gm.recompile()
     return len(convs)
+
+
+# --- scatters into graph inputs, stored in place ------------------------------------------------------
+
+# Functional scatters into a copy of their first argument, and the in-place
+# op that stores into it. Not accumulating ones: the value of the in-place
+# node may be recomputed by ATen (an alias), which must not add twice.
+_INPLACE_SCATTERS = {aten.index_put.default: aten.index_put_.default,
+                     aten._unsafe_index_put.default: aten.index_put_.default}
+
+
+def _accumulates(node: torch.fx.Node) -> bool:
+    return bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False))
+
+
+def _why_not_in_place(x: torch.fx.Node, update: torch.fx.Node, copy: torch.fx.Node) -> str | None:
+    """Why `copy_(x, update)` with update = index_put(x, ...) cannot become
+    index_put_(x, ...), or None."""
+    if _accumulates(update):
+        return "the scatter accumulates (its in-place value may be recomputed, which would add twice)"
+    others = [u.name for u in x.users if u is not update and u is not copy]
+    if others:
+        return f"{', '.join(sorted(others))} also read{'s' if len(others) == 1 else ''} its old value"
+    before, after = x.meta.get("val"), update.meta.get("val")
+    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor):
+        return "its values are not known"
+    if (before.shape, before.stride(), before.dtype, before.storage_offset()) != \
+            (after.shape, after.stride(), after.dtype, after.storage_offset()):
+        return "the update's layout is not the input's"
+    return None
+
+
+def reinplace_input_scatters(gm: torch.fx.GraphModule, refused: list[str] | None = None) -> int:
+    """`copy_(x, index_put(x, ...))` on a graph input x read by nothing else
+    becomes `index_put_(x, ...)`, its value taking the copy_'s uses.
+
+    Nothing else may read x: a reader of its old value could run after the
+    in-place store. The scatter's result must have x's layout, so the readers
+    of the result see x as they saw the copy. Returns how many it rewrote;
+    appends to `refused` why each other such update stays a copy."""
+    changed = 0
+    for copy in list(gm.graph.find_nodes(op="call_function", target=aten.copy_.default)):
+        x, update = copy.args[0], copy.args[1]
+        if not isinstance(x, torch.fx.Node) or x.op != "placeholder" or not isinstance(update, torch.fx.Node) \
+                or copy.kwargs:
+            continue
+        if update.target not in _INPLACE_SCATTERS or update.args[0] is not x:
+            continue
+        why = _why_not_in_place(x, update, copy)
+        if why is not None:
+            if refused is not None:
+                refused.append(f"{update.name} into input {x.name} copies the whole input and back: {why}")
+            continue
+        update.target = _INPLACE_SCATTERS[update.target]
+        copy.replace_all_uses_with(update)
+        gm.graph.erase_node(copy)
+        changed += 1
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+        log.debug("%d scatters into graph inputs now store in place", changed)
+    return changed

@@ -39,7 +39,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                           "compiling the same model skips AOTAutograd's tracing (auto: training "
                                           "graphs only)"),
     "layout_optimization": (("auto", True, False), "run inference graphs' 2-d convolutions and the values between "
-                                                   "them channels-last (auto, the default: graphs with CUDA convolutions)"),
+                                                   "them channels-last (auto, the default: graphs with CUDA "
+                                                   "convolutions)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }

@@ -335,8 +335,9 @@ def _megabytes(n: int) -> str:
 def perf_hints(record: debug.GraphRecord) -> list[str]:
     """What costs this graph speed, one line each: ops that run in ATen
     (fallbacks, or the whole graph), updates of inputs left as whole copies,
-    and fusions refused that send a buffer through memory, the largest first. CUDA graphs say why they are not used
-    at their own decision (cudagraphs.py)."""
+    and fusions refused that send a buffer through memory, the largest first.
+    CUDA graphs say why they are not used at their own decision
+    (cudagraphs.py)."""
     report = graph_report(record)
     name = f"graph {record.id} ({record.kind})"
     if record.graph_fallback is not None:
