@@ -55,6 +55,7 @@ struct Step {
   Kind kind = Kind::Aten;
   int node = -1;
   bool is_extern = false;
+  bool recomputes = false;  // Aten: remakes a value compute nodes made (lowering::AtenItem)
   int kernel = -1;
   std::vector<int> buffers;          // Kernel: slots in kernel argument order
   std::vector<Allocation> allocs;    // Kernel: slots to allocate first

@@ -87,6 +87,7 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
       step.kind = Step::Kind::Aten;
       step.node = aten->graph_node;
       step.is_extern = aten->is_extern;
+      step.recomputes = aten->recomputes;
       filled.insert(aten->graph_node);
     } else {
       const ir::Kernel& k = *std::get<ir::KernelPtr>(item);

@@ -32,6 +32,9 @@ struct AtenItem {
   /// The graph nodes whose values the call reads (its arguments, in order of
   /// appearance). Fusion keeps exactly these values in memory for it.
   std::vector<int> reads;
+  /// The value was computed in compute nodes (a view, an alias, a symbolic
+  /// value): ATen only makes it again for what reads it at run time.
+  bool recomputes = false;
 };
 
 /// Where a buffer's tensor lives at run time. Graph-node buffers use the

@@ -129,6 +129,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("kind", &Step::kind)
       .def_readonly("node", &Step::node)
       .def_readonly("is_extern", &Step::is_extern)
+      .def_readonly("recomputes", &Step::recomputes)
       .def_readonly("kernel", &Step::kernel)
       .def_readonly("buffers", &Step::buffers)
       .def_readonly("allocs", &Step::allocs)

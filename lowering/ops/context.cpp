@@ -147,10 +147,10 @@ void LoweringContext::ensure_runtime(int node) {
   if (v.runtime_ready) return;
   // A view, a symbolic value or an alias: cheap for ATen to recompute from
   // its inputs, which must be available first.
-  emit_aten(node, /*is_extern=*/false);
+  emit_aten(node, /*is_extern=*/false, /*recomputes=*/true);
 }
 
-void LoweringContext::emit_aten(int node, bool is_extern) {
+void LoweringContext::emit_aten(int node, bool is_extern, bool recomputes) {
   std::vector<int> reads;
   std::function<void(const Arg&)> visit = [&](const Arg& a) {
     if (a.kind == Arg::Kind::Node) {
@@ -162,7 +162,7 @@ void LoweringContext::emit_aten(int node, bool is_extern) {
   const Node& n = graph_.nodes[node];
   for (const auto& a : n.args) visit(a);
   for (const auto& [k, a] : n.kwargs) visit(a);
-  result_.program.emplace_back(AtenItem{node, is_extern, std::move(reads)});
+  result_.program.emplace_back(AtenItem{node, is_extern, std::move(reads), recomputes});
   values_[node].runtime_ready = true;
 }
 

@@ -140,7 +140,7 @@ class LoweringContext {
   void emit(ir::ComputeNode node);
   /// Appends an AtenItem for `node`, first making every node it reads
   /// available at run time.
-  void emit_aten(int node, bool is_extern);
+  void emit_aten(int node, bool is_extern, bool recomputes = false);
   /// Makes node's slot hold its value at run time (AtenItems for views and
   /// symbolic nodes, recursively).
   void ensure_runtime(int node);

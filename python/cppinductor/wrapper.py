@@ -163,9 +163,6 @@ class _Printer:
         self._taken = set(_RESERVED)
         self.slot_names = [self._fresh(self._slot_base(s)) for s in range(compiled.num_slots)]
         self._slot_of = {n: i for i, n in enumerate(self.nodes)}
-        # Nodes ATen runs whole (no lowering); other non-extern ATen steps
-        # only make a value the kernels computed.
-        self._fallbacks = {r["node"] for r in compiled.remarks if r["kind"] == "fallback"}
 
     def _slot_base(self, slot: int) -> str:
         return self.nodes[slot].name if slot < len(self.nodes) else f"buf{slot}"
@@ -297,7 +294,7 @@ class _Printer:
         if target is operator.getitem and not node.kwargs:  # a multi-output op's result
             self.emit(f"{out} = {self.literal(node.args[0])}[{self.literal(node.args[1])}]")
             return
-        if target in _STORES_INTO_FIRST_ARG and not step.is_extern and node.name not in self._fallbacks:
+        if target in _STORES_INTO_FIRST_ARG and step.recomputes:
             # A kernel already stored it (copy_ or index_put_ into a graph
             # input): the value is the input itself.
             self.emit(f"{out} = {self.literal(node.args[0])}")

@@ -5,6 +5,8 @@ update stored straight into it)."""
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -209,6 +211,32 @@ def test_an_index_copy_into_a_buffer_stores_in_place_and_copies_nothing():
     source = records[0].wrapper_source
     allocations = [line for line in source.splitlines() if "empty_strided_cpu((2, 16, 8)" in line]
     assert all(".copy_(arg" in line for line in allocations), source
+
+
+def test_an_extern_reading_the_updated_input_takes_the_input_itself():
+    """A matmul (ATen) reads the cache after the kernel's update: the
+    wrapper hands it the input, with no ATen index_put_ run again."""
+    from cppinductor import debug
+
+    class Cache(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("keys", torch.zeros(16, 8))
+
+        def forward(self, k, pos, w):
+            self.keys.index_copy_(0, pos, k)
+            return self.keys @ w
+
+    eager, model = Cache(), Cache()
+    w = torch.randn(8, 4)
+    with torch.no_grad(), debug.recording() as records:
+        compiled = torch.compile(model, backend="cppinductor", options={"fallback": "error"})
+        for step in range(3):
+            k, pos = torch.randn(1, 8), torch.tensor([5 * step])
+            torch.testing.assert_close(compiled(k, pos, w), eager(k, pos, w))
+            torch.testing.assert_close(model.keys, eager.keys)
+    source = records[0].wrapper_source
+    assert re.search(r"^    index_put = arg\d+_1$", source, re.M) and "aten_index_put" not in source, source
 
 
 def test_a_cache_whose_old_value_is_read_stays_functional():
