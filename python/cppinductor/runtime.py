@@ -22,7 +22,7 @@ import torch.fx
 
 from . import _C
 from .debug import new_graph_id
-from .wrapper import HELPER_NAMES, generate_wrapper, storage_bytes
+from .wrapper import HELPER_NAMES, generate_wrapper
 
 
 def _loaded_libgomp() -> str | None:
@@ -129,11 +129,11 @@ def _reuse(old: torch.Tensor, sizes, strides, dtype: torch.dtype, nbytes: int, d
     if storage.nbytes() < nbytes:
         return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
     if old.dtype == dtype:
-        return torch.as_strided(old, sizes, strides, 0)
+        return _reinterpret(old, sizes, strides, -old.storage_offset())
     return torch.empty(0, dtype=dtype, device=old.device).set_(storage, 0, sizes, strides)
 
 
-def _in_place(old: torch.Tensor, sizes: tuple, strides: tuple, dtype: torch.dtype, device) -> torch.Tensor:
+def _in_place(old: torch.Tensor, sizes: tuple, strides: tuple, dtype: torch.dtype, nbytes: int, device) -> torch.Tensor:
     """The tensor a kernel writes over an input it reads for the last time
     (backend/buffer_reuse.h, in place): the kernel stores each element where
     it loaded it, through `old`'s data pointer, so the new buffer must start
@@ -144,8 +144,8 @@ def _in_place(old: torch.Tensor, sizes: tuple, strides: tuple, dtype: torch.dtyp
     if old.dtype == dtype and old.storage_offset() == 0:
         if old.stride() == strides and old.shape == sizes:
             return old
-        if old.untyped_storage().nbytes() >= storage_bytes(sizes, strides, dtype):
-            return torch.as_strided(old, sizes, strides, 0)
+        if old.untyped_storage().nbytes() >= nbytes:
+            return _reinterpret(old, sizes, strides, 0)
     return torch.empty_strided(sizes, strides, dtype=dtype, device=device)
 
 
@@ -196,6 +196,9 @@ def _reinterpret_tensor() -> Any:
     return lambda t, sizes, strides, increment: torch.as_strided(t, sizes, strides, t.storage_offset() + increment)
 
 
+_reinterpret = _reinterpret_tensor()
+
+
 def _share_tensor_data_ptr() -> None:
     """Kernel launchers read tensors' data pointers through torch's own C
     function, as Inductor's CPU kernels do (no data_ptr() call per buffer);
@@ -242,7 +245,7 @@ HELPERS = {
     "empty_strided": torch.empty_strided,
     "empty_strided_cpu": _empty_strided_cpu(),
     "empty_strided_cuda": _empty_strided_cuda(),
-    "reinterpret_tensor": _reinterpret_tensor(),
+    "reinterpret_tensor": _reinterpret,
     "in_place": _in_place,
     "reuse": _reuse,
     "draw_seed": _draw_seed,

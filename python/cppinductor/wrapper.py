@@ -29,6 +29,11 @@ place over an input it reads last), and calls the kernel. Slots are set to
 None after their last use (`free_after`), at the same points as the plan, so
 peak memory is the plan's.
 
+What a call does not do: make a view nothing but another view reads (a view
+of views is one reinterpret_tensor of the first tensor that is not a view),
+run a step without effects whose value nothing reads (the views and split
+pieces that only fused kernels needed), or check an input's layout twice.
+
 Static shapes print every layout as constants. With size symbols, layouts are
 evaluated per call by the core (`CompiledGraph.allocation`). The observed
 variant (memory.track_live_bytes), printed in the same pass, also hands its
@@ -100,6 +105,10 @@ _VIEW_OPS = frozenset(
         _aten.diagonal.default,
     }
 )
+# ATen ops whose results are views of their first argument, in a tuple.
+_SPLIT_OPS = frozenset({_aten.split_with_sizes.default, _aten.split.Tensor})
+# Steps without effects: not printed when nothing reads their value.
+_PURE_OPS = _VIEW_OPS | _SPLIT_OPS | {_aten.unbind.int, operator.getitem}
 # Marks the lines only the observed variant has.
 _OBSERVED = "\0observed\0"
 # Marks the lines only the profiled variant has (a range around each kernel step).
@@ -128,6 +137,21 @@ class Layout:
     nbytes: str
     on_cpu: bool
     on_cuda: bool = False
+
+
+@dataclass(frozen=True)
+class _View:
+    """A view step with static shapes, printed as one reinterpret_tensor of
+    its root: the first tensor up its chain of views (and split pieces) that
+    is not one. `fallback` is the chain of ATen calls, for a root whose
+    strides are not the traced ones."""
+
+    root: torch.fx.Node
+    root_strides: tuple
+    sizes: tuple
+    strides: tuple
+    offset: int
+    fallback: str
 
 
 def _dynamic_layout(layout: tuple) -> tuple:
@@ -163,6 +187,12 @@ class _Printer:
         self._taken = set(_RESERVED)
         self.slot_names = [self._fresh(self._slot_base(s)) for s in range(compiled.num_slots)]
         self._slot_of = {n: i for i, n in enumerate(self.nodes)}
+        # (slot, strides) of the kernel-step layout checks printed so far.
+        self._checked: set[tuple[int, str]] = set()
+        self.views: dict[torch.fx.Node, _View] = {}
+        self.skipped: set[int] = set()
+        self.frees: list[list[int]] = []
+        self._plan_steps()
 
     def _slot_base(self, slot: int) -> str:
         return self.nodes[slot].name if slot < len(self.nodes) else f"buf{slot}"
@@ -270,13 +300,15 @@ class _Printer:
                 self.emit(f"buffer_counts[{i}] += {counts[key]}")
         self.emit_observation(True)
         for index, step in enumerate(compiled.steps):
-            if step.kind == _C.StepKind.Aten:
+            if index in self.skipped:
+                pass
+            elif step.kind == _C.StepKind.Aten:
                 self.aten_step(step)
             else:
                 self.kernel_step(index, step)
             self.emit_observation(False)  # before the frees: the step's inputs and outputs coexist
-            if step.free_after:
-                self.emit(" = ".join(self.slot_names[s] for s in step.free_after) + " = None")
+            if self.frees[index]:
+                self.emit(" = ".join(self.slot_names[s] for s in self.frees[index]) + " = None")
         self.emit(f"return {self.literal(self.nodes[-1].args[0])}")
 
     def emit_observation(self, call_starts: bool) -> None:
@@ -290,6 +322,15 @@ class _Printer:
         if node.op == "get_attr":
             self.emit(f"{out} = {self._global(getattr(self.gm, node.target), node.target)}")
             return
+        view = self.views.get(node)
+        if view is not None:
+            # Inductor's reinterpret_tensor: the view without the dispatcher
+            # (0.5 us instead of 1.2 us), when the root has the strides the
+            # view was traced with.
+            x = self.literal(view.root)
+            self.emit(f"{out} = reinterpret_tensor({x}, {self.literal(view.sizes)}, {self.literal(view.strides)}, "
+                      f"{view.offset}) if {x}.stride() == {self.literal(view.root_strides)} else {view.fallback}")
+            return
         target = node.target
         if target is operator.getitem and not node.kwargs:  # a multi-output op's result
             self.emit(f"{out} = {self.literal(node.args[0])}[{self.literal(node.args[1])}]")
@@ -299,17 +340,10 @@ class _Printer:
             # input): the value is the input itself.
             self.emit(f"{out} = {self.literal(node.args[0])}")
             return
-        call = self._call(node)
-        view = self._static_view(node)
-        if view is not None:
-            # Inductor's reinterpret_tensor: the view without the dispatcher
-            # (0.5 us instead of 1.2 us), when the input has the strides the
-            # view was traced with.
-            x, x_strides, sizes, strides, offset = view
-            call = f"reinterpret_tensor({x}, {sizes}, {strides}, {offset}) if {x}.stride() == {x_strides} else {call}"
-        self.emit(f"{out} = {call}")
+        self.emit(f"{out} = {self._call(node)}")
 
-    def _call(self, node: torch.fx.Node) -> str:
+    def _call(self, node: torch.fx.Node, first: str | None = None) -> str:
+        """`node`'s call; `first` replaces the expression of its first argument."""
         target = node.target
         if isinstance(target, torch._ops.OpOverload):
             # Its __call__ only forwards to the C++ callable `_op`: calling
@@ -318,26 +352,98 @@ class _Printer:
         else:
             name = self._global(target, getattr(target, "__name__", "fn"))
         args = [self.literal(a) for a in node.args]
+        if first is not None:
+            args[0] = first
         args += [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
         return f"{name}({', '.join(args)})"
 
-    def _static_view(self, node: torch.fx.Node) -> tuple[str, str, str, str, str] | None:
-        """(input, its traced strides, sizes, strides, storage offset increment)
-        of a view op with static shapes that keeps its input's dtype, else None."""
-        if self.dynamic or node.target not in _VIEW_OPS or not isinstance(node.args[0], torch.fx.Node):
+    # -- which steps print, and what they read ------------------------------------
+
+    def _plan_steps(self) -> None:
+        """Fills views, skipped and frees. A view of a view (or of a split's
+        piece) is printed from its root, so the views between need not exist;
+        a step without effects whose value nothing reads is not printed (views
+        only the fused kernels read, an in-place update the kernels stored).
+        Frees stay where the plan puts them, except that a root lives on until
+        the last view printed from it (a view shares its root's storage: no
+        byte lives longer)."""
+        steps = self.compiled.steps
+        if not self.dynamic:
+            for step in steps:
+                if step.kind == _C.StepKind.Aten:
+                    view = self._static_view(self.nodes[step.node])
+                    if view is not None:
+                        self.views[self.nodes[step.node]] = view
+        live = {self._slot_of[n] for n in self.nodes[-1].all_input_nodes}
+        last_read: dict[int, int] = {}
+        for index in reversed(range(len(steps))):
+            step = steps[index]
+            if step.kind == _C.StepKind.Aten and step.node not in live and self._pure(step):
+                self.skipped.add(index)
+                continue
+            for slot in self._reads(step):
+                live.add(slot)
+                last_read.setdefault(slot, index)
+        unmade = {steps[i].node for i in self.skipped}
+        self.frees = [[] for _ in steps]
+        for index, step in enumerate(steps):
+            for slot in step.free_after:
+                if slot not in unmade:
+                    self.frees[max(index, last_read.get(slot, index))].append(slot)
+
+    def _pure(self, step: Any) -> bool:
+        node = self.nodes[step.node]
+        return (node.op == "get_attr" or node.target in _PURE_OPS
+                or (step.recomputes and node.target in _STORES_INTO_FIRST_ARG))
+
+    def _reads(self, step: Any) -> set[int]:
+        """The slots a step's printed lines read."""
+        if step.kind != _C.StepKind.Aten:
+            slots = set(step.buffers) | {e.slot for e in step.expected_layouts}
+            return slots | {a.reuse for a in step.allocs if a.reuse >= 0}
+        node = self.nodes[step.node]
+        if node in self.views:
+            return {self._slot_of[self.views[node].root]}
+        if step.recomputes and node.target in _STORES_INTO_FIRST_ARG:
+            return {self._slot_of[node.args[0]]}
+        return {self._slot_of[n] for n in node.all_input_nodes}
+
+    def _view_input(self, node: torch.fx.Node) -> torch.fx.Node | None:
+        """The tensor `node` is a view of: a view op's first argument, or the
+        input of the split whose piece it is; else None."""
+        x = node.args[0] if node.args else None
+        if node.target is operator.getitem and isinstance(x, torch.fx.Node) and x.target in _SPLIT_OPS:
+            x = x.args[0]
+        elif node.target not in _VIEW_OPS:
             return None
-        x, y = node.args[0].meta.get("val"), node.meta.get("val")
-        if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
+        return x if isinstance(x, torch.fx.Node) else None
+
+    def _static_view(self, node: torch.fx.Node) -> _View | None:
+        """`node` as a _View when it is a view with static shapes that keeps
+        its input's dtype and device, else None. Views are planned in step
+        order, so a view's input, if a view, is already planned."""
+        x = self._view_input(node)
+        if x is None:
             return None
-        if x.dtype != y.dtype or x.device != y.device:
+        inner = self.views.get(x)
+        root = inner.root if inner is not None else x
+        xv, yv, rv = x.meta.get("val"), node.meta.get("val"), root.meta.get("val")
+        if not all(isinstance(v, torch.Tensor) for v in (xv, yv, rv)):
+            return None
+        if xv.dtype != yv.dtype or xv.device != yv.device:
             return None
         try:
-            layout = (tuple(x.stride()), tuple(y.shape), tuple(y.stride()), y.storage_offset() - x.storage_offset())
+            layout = (tuple(rv.stride()), tuple(yv.shape), tuple(yv.stride()), yv.storage_offset() - rv.storage_offset())
         except RuntimeError:  # no strides (a sparse or nested meta value)
             return None
         if not all(type(v) is int for part in layout[:3] for v in part) or type(layout[3]) is not int:
             return None
-        return (self.literal(node.args[0]), *(self.literal(part) for part in layout))
+        x_expr = inner.fallback if inner is not None else self.literal(x)
+        if node.target is operator.getitem:
+            fallback = f"{self._call(node.args[0], x_expr)}[{node.args[1]!r}]"
+        else:
+            fallback = self._call(node, x_expr)
+        return _View(root, *layout, fallback)
 
     def kernel_step(self, index: int, step: Any) -> None:
         """Re-lay out outside tensors, allocate the outputs, run the kernel,
@@ -351,10 +457,15 @@ class _Printer:
         for i, (expected, written) in enumerate(zip(step.expected_layouts, step.expected_written)):
             lay = self.layout("expected_layout", index, i)
             x = names[expected.slot]
+            check = (expected.slot, lay.strides)
+            if check in self._checked and not written:
+                continue  # checked (and re-laid out) by an earlier step: a slot is assigned once
             if written:
                 original = self._fresh(f"{x}_original")
                 written_back.append((x, original))
                 self.emit(f"{original} = None")
+            elif not self.dynamic:
+                self._checked.add(check)
             self.emit(f"if {x}.stride() != {lay.strides} and {x}.numel() > 1:")
             if written:
                 self.emit(f"{original} = {x}", 2)
@@ -366,7 +477,7 @@ class _Printer:
                 self.emit(f"{out} = {self.empty(lay)}")
             elif a.in_place:  # the kernel still reads the old buffer: freed after the step
                 old = names[a.reuse]
-                self.emit(f"{out} = in_place({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.device})")
+                self.emit(f"{out} = in_place({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
             else:
                 old = names[a.reuse]
                 self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")

@@ -115,13 +115,13 @@ def test_mlp_training_in_place_matches_eager(device):
 
 def test_the_runtime_writes_over_the_storage_where_the_kernel_reads():
     same = torch.randn(6, 8)
-    assert _in_place(same, (6, 8), (8, 1), torch.float32, "cpu") is same
+    assert _in_place(same, (6, 8), (8, 1), torch.float32, 192, "cpu") is same
     flat = torch.randn(48)  # a [B*T, C] result written as [B, T, C]
-    view = _in_place(flat, (6, 8), (8, 1), torch.float32, "cpu")
+    view = _in_place(flat, (6, 8), (8, 1), torch.float32, 192, "cpu")
     assert view.data_ptr() == flat.data_ptr() and view.stride() == (8, 1)
     # A tensor that does not start at its storage (or is too small): fresh.
     offset = torch.randn(10)[2:]
-    fresh = _in_place(offset, (8,), (1,), torch.float32, "cpu")
+    fresh = _in_place(offset, (8,), (1,), torch.float32, 32, "cpu")
     assert fresh.untyped_storage().data_ptr() != offset.untyped_storage().data_ptr()
     small = torch.randn(4)
-    assert _in_place(small, (2, 4), (4, 1), torch.float32, "cpu").data_ptr() != small.data_ptr()
+    assert _in_place(small, (2, 4), (4, 1), torch.float32, 32, "cpu").data_ptr() != small.data_ptr()

@@ -50,7 +50,7 @@ def test_every_kind_of_step_is_in_the_source():
     function = compile_program(inputs())
     source = function.source
     assert re.search(r"^    mm = aten_mm_default\(", source, re.M), source
-    assert "= in_place(mm, (8, 12), (12, 1), float32, 'cpu')" in source, source
+    assert "= in_place(mm, (8, 12), (12, 1), float32, 384, 'cpu')" in source, source
     assert re.search(r"= reuse\(\w+, \(8, 12\), \(12, 1\), float32, 384, 'cpu'\)\n", source), source
     assert "_original.copy_(" in source, source  # the write-back of a re-laid-out mutated input
     assert re.search(r"^    \w+( = \w+)* = None$", source, re.M), source
@@ -82,6 +82,44 @@ def test_a_view_is_reinterpreted_only_when_its_input_has_the_traced_strides():
     for w_layout in (w, w.t().contiguous().t()):  # the traced strides, then others: ATen's own view
         out = function([x, w_layout, b])
         torch.testing.assert_close(out, expected)
+
+
+def heads(x: torch.Tensor, w: torch.Tensor, v: torch.Tensor):
+    y = x @ w                              # an extern result
+    a, b, c = y.split(8, -1)
+    q = a.view(4, 2, 4).permute(1, 0, 2)   # views of a split piece
+    s = torch.relu(b) + c                  # pieces only a kernel reads
+    t = v.t().unsqueeze(0)                 # views of views of an input
+    return q @ t[:, :4, :2], s
+
+
+def test_a_chain_of_views_is_one_reinterpret_of_its_root():
+    args = (torch.randn(4, 12), torch.randn(12, 24), torch.randn(2, 4))
+    function = compile_program(args, heads)
+    source = function.source
+    # The split and the views between a root and what the matmul reads are not made ...
+    assert not re.search(r"^    \w+ = aten_split", source, re.M), source
+    assert re.search(r"^    \w+ = reinterpret_tensor\(mm, \(2, 4, 4\), \(4, 24, 1\), 0\) if mm.stride\(\) == \(24, 1\) else ", source, re.M), source
+    assert re.search(r"^    \w+ = reinterpret_tensor\(v_1, \(2, 4, 2\), \(0, 1, 4\), 0\) if v_1.stride\(\) == \(4, 1\) else ", source, re.M), source
+    # ... so not one line makes a piece of the split, nor a view nothing prints.
+    assert not re.search(r"^    \w+ = \w+\[\d\]$", source, re.M), source
+    assert source.count("reinterpret_tensor(") == 3, source
+    x, w, v = args
+    expected = heads(x, w, v)
+    for v_layout in (v, v.t().contiguous().t()):  # the traced strides, then the chain of ATen views
+        torch.testing.assert_close(function([x, w, v_layout]), expected)
+
+
+def test_an_input_is_checked_once():
+    def two_kernels(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(torch.relu(x) @ w + x)  # x is read by the kernels before and after the matmul
+
+    args = (torch.randn(8, 8), torch.randn(8, 8))
+    function = compile_program(args, two_kernels)
+    assert function.source.count("if x_1.stride() != (8, 1)") == 1, function.source
+    x, w = args
+    x_transposed = x.t().contiguous().t()
+    torch.testing.assert_close(function([x_transposed, w]), two_kernels(x, w))
 
 
 def test_the_dumped_wrapper_is_the_function_that_runs(tmp_path):
