@@ -96,6 +96,28 @@ struct KernelInfo {
   std::optional<ir::KernelCost> cost;
 };
 
+/// max-autotune (backend/autotune.h): one candidate schedule of a kernel.
+struct KernelCandidate {
+  std::shared_ptr<KernelHandle> kernel;  // candidate 0: the graph's own kernel
+  std::string label;                     // "heuristic", "one thread", ...
+  std::string schedule;                  // cpu::describe_cpu_schedule
+};
+
+/// One kernel's tuning; an empty key: the kernel is not tuned (not CPU, or
+/// no schedule but the heuristic's).
+struct KernelTuning {
+  std::string key;  // the cache entry's name
+  /// To time at the first call; empty after a cache hit.
+  std::vector<KernelCandidate> candidates;
+  /// After a cache hit: the winner's label and schedule.
+  std::string cached_label, cached_schedule;
+  /// Why the cache was not read (an unusable directory, a corrupted entry).
+  std::string cache_problem;
+  /// Positions of the buffers the kernel writes, in launch order, and of
+  /// those it also reads (a run then depends on what the last one left).
+  std::vector<int> written, read_written;
+};
+
 struct CompiledGraph {
   Graph graph;
   std::vector<Step> steps;
@@ -107,6 +129,9 @@ struct CompiledGraph {
   std::vector<StageTime> stage_times;
   /// Generated sources, one entry per compiled module, for dumps and tests.
   std::vector<std::pair<std::string, std::string>> sources;  // (file name, text)
+  /// max-autotune: each kernel's tuning, in kernel order (backend/autotune.h);
+  /// empty when the option is off.
+  std::vector<KernelTuning> tuning;
   /// The CPU kernels while they compile in the background
   /// (Options::background_compile); finish_compile() waits and clears it.
   std::shared_ptr<PendingCompile> pending_compile;

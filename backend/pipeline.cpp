@@ -6,6 +6,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "backend/autotune.h"
 #include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/codegen_support.h"
@@ -172,6 +173,28 @@ std::map<std::string, std::string> origin_sources(const Graph& g) {
   return out;
 }
 
+/// max-autotune: starts compiling the CPU kernels' alternative schedules
+/// (a module of their own, so that one the compiler refuses costs only the
+/// tuning) and records every kernel's candidates in cg.tuning.
+Status start_tuning_candidates(PipelineContext& ctx, CpuTuningPlan& plan, const cpu::CompiledCpuKernels& compiled,
+                               const std::vector<size_t>& cpu_index, const cpu::CpuKernelOptions& opts) {
+  CompiledGraph& cg = ctx.result;
+  cg.tuning.resize(cg.kernels.size());
+  for (size_t i = 0; i < plan.tuning.size(); ++i) {
+    if (!plan.tuning[i].candidates.empty()) plan.tuning[i].candidates[0].kernel = compiled.kernels[i];
+    cg.tuning[cpu_index[i]] = std::move(plan.tuning[i]);
+  }
+  if (plan.alternatives.empty()) return Status::success();
+  auto alternatives = cpu::start_cpu_kernels(plan.alternatives, cg.graph.symbols, opts);
+  if (!alternatives) return alternatives.error();
+  ctx.dump("kernels_autotune_candidates.cpp", alternatives->source);
+  for (size_t a = 0; a < plan.owners.size(); ++a) {
+    const auto [kernel, candidate] = plan.owners[a];
+    cg.tuning[cpu_index[kernel]].candidates[candidate].kernel = alternatives->kernels[a];
+  }
+  return Status::success();
+}
+
 /// Prints and compiles the graph's kernels, one module per device, and
 /// records what explain reports about each. Handles keep program order.
 Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& kernels) {
@@ -197,6 +220,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     opts.compile.compiler = *compiler;
     opts.compile.avx512_off = isa->avx512_off;
     opts.compile.unroll_loops = ctx.options.cpu_unroll_loops;
+    CpuTuningPlan tuning;
+    if (ctx.options.autotune)
+      tuning = plan_cpu_tuning(cpu_kernels, cpu::CpuTarget::host(*isa), cg.graph.symbols, opts.print);
     auto compiled = cpu::start_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
     if (ctx.options.background_compile) {
@@ -211,6 +237,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
       cg.kernels[cpu_index[i]] = compiled->kernels[i];
       vectorized[cpu_index[i]] = compiled->kernels[i]->info().vectorized;
+    }
+    if (ctx.options.autotune) {
+      if (Status s = start_tuning_candidates(ctx, tuning, *compiled, cpu_index, opts); !s) return s;
     }
   }
   if (!cuda_kernels.empty()) {

@@ -8,6 +8,7 @@
 
 #include <optional>
 
+#include "backend/autotune.h"
 #include "backend/buffer_reuse.h"
 #include "backend/compiled_graph.h"
 #include "lowering/graph/desc.h"
@@ -242,7 +243,55 @@ PYBIND11_MODULE(_C, m) {
           },
           py::arg("kernel"), py::arg("num_buffers"),
           "launch(*buffers[, symbols[, stream]]): runs compiled kernel `kernel` on `num_buffers` tensors "
-          "(backend/python/kernel_launcher.h).");
+          "(backend/python/kernel_launcher.h).")
+      .def(
+          "kernel_tuning",
+          [](const CompiledGraph& cg, int kernel) -> py::object {
+            if (kernel < 0 || size_t(kernel) >= cg.tuning.size() || cg.tuning[kernel].key.empty()) return py::none();
+            const KernelTuning& t = cg.tuning[kernel];
+            py::dict d;
+            d["key"] = t.key;
+            py::list candidates;
+            for (const auto& c : t.candidates) candidates.append(py::make_tuple(c.label, c.schedule));
+            d["candidates"] = candidates;
+            d["cached_label"] = t.cached_label;
+            d["cached_schedule"] = t.cached_schedule;
+            d["cache_problem"] = t.cache_problem;
+            d["written"] = t.written;
+            d["read_written"] = t.read_written;
+            return d;
+          },
+          py::arg("kernel"),
+          "max-autotune: kernel `kernel`'s candidates [(label, schedule)], its cache entry (key, cached_label, "
+          "cached_schedule, cache_problem) and the positions of the buffers it writes (written) and also reads "
+          "(read_written); None if not tuned "
+          "(backend/autotune.h).")
+      .def(
+          "candidate_launcher",
+          [](const CompiledGraph& cg, int kernel, int candidate, int num_buffers) {
+            return python::make_kernel_launcher(cg.tuning.at(kernel).candidates.at(candidate).kernel, num_buffers);
+          },
+          py::arg("kernel"), py::arg("candidate"), py::arg("num_buffers"),
+          "A launcher (as kernel_launcher) for candidate `candidate` of kernel `kernel`.")
+      .def(
+          "wait_for_candidate",
+          [](const CompiledGraph& cg, int kernel, int candidate) {
+            const auto& handle = cg.tuning.at(kernel).candidates.at(candidate).kernel;
+            if (const auto* cpu_handle = dynamic_cast<const cpu::CpuKernelHandle*>(handle.get())) {
+              py::gil_scoped_release unlocked;
+              cpu_handle->module();  // throws CompilerError if its module failed to compile
+            }
+          },
+          py::arg("kernel"), py::arg("candidate"),
+          "Waits until candidate `candidate` of kernel `kernel` is compiled; raises CompilerError if it is not.");
+  m.attr("TUNING_CACHE_HEADER") = kTuningCacheHeader;
+  m.def(
+      "write_tuning_entry",
+      [](const std::string& key, const std::string& payload) {
+        if (Status s = write_tuning_entry(key, payload); !s) raise(s.error());
+      },
+      py::arg("key"), py::arg("payload"),
+      "Writes a max-autotune cache entry atomically under <cache dir>/autotune (backend/autotune.h).");
   m.def("make_pointer_check", &python::make_pointer_check, py::arg("expected"),
         "check(args) -> bool: whether args[i] has data pointer p for each (i, p) (kernel_launcher.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),

@@ -7,6 +7,7 @@
 
 #include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
+#include "cpu_codegen/schedule/schedule_candidates.h"
 #include "lowering/ir/expr_visitor.h"
 
 namespace cppi::cpu {
@@ -70,23 +71,7 @@ void CpuKernelPrinter::print_header() {
       if (it != options_.origin_source.end()) out_.line("//   " + o + ": " + it->second);
     }
   }
-  std::string s = cat("// schedule: parallel_loops=", sched_.parallel_loops, " grain=", sched_.grain_size,
-                      " parallel_reduction=", sched_.parallel_reduction ? "yes" : "no",
-                      " vectorized=", to_string(sched_.vectorized));
-  if (sched_.vectorized != VectorizedLoop::None) s += cat(" width=", sched_.vector_width, " tail=", to_string(sched_.tail));
-  if (sched_.column_block > 0) s += cat(" column_block=", sched_.column_block, " row_block=", sched_.row_block);
-  if (sched_.cascade_block > 0) s += cat(" cascade_block=", sched_.cascade_block);
-  if (sched_.vector_accumulators != 1) s += cat(" vector_accumulators=", sched_.vector_accumulators);
-  if (sched_.transpose_tile) s += " transpose_tile=yes";
-  if (sched_.row_blocks) s += " row_blocks=yes";
-  if (sched_.epilogue_in_lanes) s += " epilogue_in_lanes=yes";
-  if (sched_.reduction_trees) s += " reduction_trees=yes";
-  if (!sched_.vector_loop_splits.empty()) {
-    s += " vector_loop_splits=";
-    for (size_t i = 0; i < sched_.vector_loop_splits.size(); ++i) s += cat(i ? "," : "", sched_.vector_loop_splits[i]);
-  }
-  if (sched_.prefault_outputs) s += " prefault_outputs=yes";
-  out_.line(s);
+  out_.line("// schedule: " + describe_cpu_schedule(sched_));
   if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
 }
 

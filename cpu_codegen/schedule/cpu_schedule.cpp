@@ -65,9 +65,6 @@ size_t parallel_loops_without_races(const Kernel& k) {
 
 namespace {
 
-/// Vector accumulators of a vectorised sum, max or min (CpuSchedule::vector_accumulators).
-constexpr int kVectorAccumulators = 4;
-
 /// Whether `buffer`'s first access in the kernel is a pointwise stage that
 /// stores it without loading it, and every load of it reads what that store
 /// wrote in the same outer iteration (the same index once the loops are
@@ -446,7 +443,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
     // Enough independent adds or compare-selects in flight to hide their
     // latency: amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms
     // (eager 2.8).
-    d.cpu.vector_accumulators = kVectorAccumulators;
+    d.cpu.vector_accumulators = target.vector_accumulators;
     // Stage loops too short for all of them to fill only pay for combining
     // them: sums over 508400 rows of 33 floats, two threads, 5.64 -> 5.22 ms
     // (Inductor 4.77); rows of 17, 5.60 -> 4.88 (Inductor 5.49).
@@ -456,7 +453,7 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
       const auto n = loops.empty() ? std::optional<int64_t>(0) : loops.back().extent.constant();
       longest = n ? std::max(longest, *n) : std::numeric_limits<int64_t>::max();
     }
-    if (longest < int64_t{kVectorAccumulators} * inner_width) d.cpu.vector_accumulators = 1;
+    if (longest < int64_t{target.vector_accumulators} * inner_width) d.cpu.vector_accumulators = 1;
     vec_why = inner_why;
   };
   if (any_stage_loops) {
@@ -693,13 +690,13 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
   if (vec_outer && (!d.cpu.parallel_reduction || split_tiles) && !d.cpu.row_blocks) {
     const size_t tiled = ir::leading_looped_reductions(k.stages);
     if (tiled > 0) {
-      constexpr int64_t kRowBlock = 16, kBlockBytes = 4096, kRepassBlockBytes = 1024;
+      const int64_t row_block = target.row_block, block_bytes = target.column_block_bytes;
       AccessCounts counts;
       for (const auto& st : k.stages) scan_stage(st, var_name(k.outer.back()), &counts);
       const int64_t vector_bytes = int64_t{d.cpu.vector_width} * counts.max_lane_bytes;
       const int64_t outer_vectors = (est(k.outer.back().extent) + d.cpu.vector_width - 1) / d.cpu.vector_width;
       const auto& rows = std::get<ReductionStage>(k.stages[0]).loops[0].extent;
-      if (outer_vectors > 1 && est(rows) > kRowBlock) {
+      if (outer_vectors > 1 && est(rows) > row_block) {
         // A pointwise stage with loops makes the kernel pass over the block
         // again (softmax over dim 0: four passes); a 1 KiB piece of each row
         // keeps the block in L2 between them (two threads, softmax over dim
@@ -709,10 +706,10 @@ Decision decide(const Kernel& k, const CpuTarget& target) {
         // threads: 0.19-0.23 ms with 4 KiB pieces, Inductor 0.16).
         bool repasses = tiled > 1;
         for (const auto& st : k.stages) repasses = repasses || (std::holds_alternative<PointwiseStage>(st) && !loops_of(st).empty());
-        d.cpu.column_block = static_cast<int>(std::max<int64_t>(1, (repasses ? kRepassBlockBytes : kBlockBytes) / vector_bytes));
-        d.cpu.row_block = kRowBlock;
+        d.cpu.column_block = static_cast<int>(std::max<int64_t>(1, (repasses ? block_bytes / 4 : block_bytes) / vector_bytes));
+        d.cpu.row_block = row_block;
         d.why += cat("; column reduction", tiled > 1 ? cat("s (", tiled, ")") : std::string(), " tiled ",
-                     d.cpu.column_block, " vectors x ", kRowBlock, " rows");
+                     d.cpu.column_block, " vectors x ", row_block, " rows");
       }
     }
   }

@@ -108,6 +108,14 @@ struct CpuTarget {
   int64_t min_parallel_work = 32768;
   /// The value assumed for a size symbol in the estimates above.
   int64_t symbol_hint = 1024;
+  /// Constants of the rules below that max-autotune varies
+  /// (schedule_candidates.h); these defaults are the heuristic's.
+  /// Vector accumulators of a vectorised sum, max or min.
+  int vector_accumulators = 4;
+  /// Column-reduction tiles: bytes of each row a tile covers (a quarter of
+  /// it where the kernel passes over the tile again), and rows per step.
+  int64_t column_block_bytes = 4096;
+  int64_t row_block = 16;
 
   /// The running CPU's hardware threads, with the vectors of `isa` (the
   /// cpu_isa option made concrete for the host: support/cpu_isa.h).

@@ -82,6 +82,10 @@ Expected<Options> Options::from_desc(const Desc& d) {
       auto b = want_bool();
       if (!b) return b.error();
       o.inject_relu_bug_testing_only = *b;
+    } else if (key == "autotune") {
+      auto b = want_bool();
+      if (!b) return b.error();
+      o.autotune = *b;
     } else if (key == "deterministic") {
       auto b = want_bool();
       if (!b) return b.error();

@@ -36,6 +36,11 @@ struct Options {
   /// NVRTC's --Ofast-compile level for CUDA kernels; Default: Min, and Off in
   /// the max-autotune modes.
   CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;
+  /// max-autotune: each CPU kernel also compiles with its alternative
+  /// schedules (cpu::cpu_schedule_candidates), which the runtime times on
+  /// the first call. Set by the Python side from the mode and the
+  /// max_autotune option.
+  bool autotune = false;
   /// Fault injection for tests of the accuracy checks: makes relu codegen
   /// wrong on purpose (Inductor's inject_relu_bug_TESTING_ONLY).
   bool inject_relu_bug_testing_only = false;

@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.fx
 
-from . import _C, cudagraphs, debug, repro
+from . import _C, autotune, cudagraphs, debug, repro
 from .decompositions import decomposition_table
 from .graph_passes import channels_last_convolutions, reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last
 from .export import export_graph
@@ -86,7 +86,11 @@ def compile_fx_graph(
             s for stage, s in compiled.stage_times if stage in _KERNEL_COMPILE_STAGES)
         return None
 
-    function = CompiledFunction(gm, compiled, record.id, compiled_kernels, kind)
+    tuning = None
+    if options.autotune:
+        tuning = autotune.GraphTuning(float(options.get("max_autotune_seconds", 10.0)), record.autotune,
+                                      options.get("autotune_fault_TESTING_ONLY", False))
+    function = CompiledFunction(gm, compiled, record.id, compiled_kernels, kind, tuning)
     record.wrapper_source = function.source
     runs: Callable[[list], Any] = function
     if options.mode in cudagraphs.MODES:

@@ -45,6 +45,9 @@ class GraphRecord:
     # Updates of graph inputs left as a copy of the whole input and a copy
     # back, and why (graph_passes.reinplace_input_scatters).
     input_copies: list[str] = field(default_factory=list)
+    # max-autotune: per tuned kernel, its candidates, their times and the
+    # winner (autotune.py), filled at the graph's first call.
+    autotune: list[dict] = field(default_factory=list)
 
     @property
     def remarks(self) -> list[dict]:

@@ -42,6 +42,12 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                                    "them channels-last (auto, the default: graphs with CUDA "
                                                    "convolutions)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
+    "max_autotune": (("auto", True, False), "time each CPU kernel's candidate schedules at its first call and keep "
+                                            "the fastest, caching the winner on disk (auto, the default: in the "
+                                            "max-autotune modes)"),
+    "max_autotune_seconds": (float, "the most seconds one graph's first call spends timing candidates (default 10)"),
+    "autotune_fault_TESTING_ONLY": (bool, "make max-autotune's second candidate of each kernel look wrong, to test "
+                                          "that a wrong candidate is dropped"),
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }
 
@@ -58,11 +64,18 @@ class Options:
     def fallback_error(self) -> bool:
         return self.values.get("fallback") == "error"
 
+    @property
+    def autotune(self) -> bool:
+        """Whether kernels are tuned (the max_autotune option, else the mode)."""
+        value = self.values.get("max_autotune", "auto")
+        return self.mode in ("max-autotune", "max-autotune-no-cudagraphs") if value == "auto" else value
+
     def for_core(self, debug_dir: str | None) -> dict[str, Any]:
         """The dict handed to the C++ core (lowering/graph/options.cpp)."""
         out = {k: v for k, v in self.values.items() if k not in ("dump_code",)}
         out["mode"] = self.mode
         out["background_compile"] = self.values.get("background_compile", True)
+        out["autotune"] = self.autotune
         # Not a user option: accumulating scatters on CUDA fall back to
         # ATen's deterministic kernels when the user asked for determinism.
         out["deterministic"] = torch.are_deterministic_algorithms_enabled()
@@ -81,6 +94,9 @@ def _check(name: str, value: Any) -> None:
     elif allowed is bool:
         if not isinstance(value, bool):
             raise ValueError(f"cppinductor: option {name!r} must be a bool, got {value!r}")
+    elif allowed is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+            raise ValueError(f"cppinductor: option {name!r} must be a number of seconds, got {value!r}")
     elif not isinstance(value, allowed):
         raise ValueError(f"cppinductor: option {name!r} must be a {allowed.__name__}, got {value!r}")
 

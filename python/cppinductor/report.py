@@ -49,6 +49,10 @@ class GraphReport:
     # In mode="reduce-overhead" / "max-autotune": whether CUDA graphs are
     # used for this graph, or why not (cudagraphs.py); None in other modes.
     cudagraphs: str | None = None
+    # max-autotune: per tuned kernel, its candidates (label, schedule,
+    # time_us, dropped) and the winner, measured or from the tuning cache
+    # (autotune.py); empty in other modes or before the first call.
+    autotune: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -61,6 +65,7 @@ class GraphReport:
             "compile_time_s": self.compile_time_s,
             "buffers": self.buffers,
             "cudagraphs": self.cudagraphs,
+            "autotune": self.autotune,
         }
 
 
@@ -128,7 +133,7 @@ def graph_report(record: debug.GraphRecord) -> GraphReport:
                for k in record.compiled.kernel_infos]  # ATen calls have no cost from the IR
     return GraphReport(
         record.kind, len(ops), lowered, fallbacks, externs, kernels, refusals, times,
-        dict(record.compiled.allocation_counts), _cudagraphs(record),
+        dict(record.compiled.allocation_counts), _cudagraphs(record), list(record.autotune),
     )
 
 
@@ -307,10 +312,26 @@ def format_graph(index: int, g: GraphReport) -> list[str]:
     lines.append(f"  buffers per call: {g.buffers['fresh']} fresh, {g.buffers['reused']} reused")
     if g.cudagraphs is not None:
         lines.append(f"  CUDA graphs: {g.cudagraphs}")
+    lines.extend(_autotune_lines(g.autotune))
     stages = ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in g.compile_time_s.items())
     lines.append(f"  compile time: {stages}")
     return lines
 
+
+
+def _autotune_lines(tuned: list[dict]) -> list[str]:
+    """max-autotune's choices: per kernel the winner, then each candidate's
+    time or why it was dropped."""
+    lines = []
+    for t in tuned:
+        how = "from the tuning cache" if t["source"] == "cache" else t["source"]
+        lines.append(f"  max-autotune {t['kernel']}: {t['winner']!r} ({how}, {t['seconds'] * 1e3:.0f} ms tuning)")
+        for c in t["candidates"]:
+            took = f"{c['time_us']:.1f} us" if c["time_us"] is not None else "-"
+            mark = "*" if c["label"] == t["winner"] else " "
+            dropped = f"  dropped: {c['dropped']}" if c["dropped"] else ""
+            lines.append(f"           {mark} {c['label']:24} {took:>12}{dropped}")
+    return lines
 
 
 def _kernel_cost_lines(k: dict) -> list[str]:

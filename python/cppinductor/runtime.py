@@ -22,6 +22,7 @@ import torch.fx
 
 from . import _C
 from .debug import new_graph_id
+from .autotune import GraphTuning, KernelTuner
 from .wrapper import HELPER_NAMES, generate_wrapper
 
 
@@ -288,15 +289,21 @@ class CompiledFunction:
     fallback when the compile failed)."""
 
     def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", graph_id: int | None = None,
-                 finished: CompileFinished | None = None, kind: str = "inference") -> None:
+                 finished: CompileFinished | None = None, kind: str = "inference",
+                 tuning: "GraphTuning | None" = None) -> None:
         # An instance attribute: Dynamo's disable() wrapper copies __dict__,
         # not class attributes, and AOTAutograd checks the wrapper.
         self._boxed_call = True
         self.compiled = compiled
         self._name = f"<cppinductor graph {new_graph_id() if graph_id is None else graph_id}>"
-        self._code = generate_wrapper(gm, compiled)
+        self._code = generate_wrapper(gm, compiled, tuning)
         self._scope = {**HELPERS, **self._code.globals}
-        self._run = _load(self._code.source, self._scope, self._name, self)
+        # Kernels timed at their first call rebind their global in every
+        # function made from the source (autotune.KernelTuner).
+        self._tuners = [v for v in self._code.globals.values() if isinstance(v, KernelTuner)]
+        for tuner in self._tuners:
+            tuner.scopes.append(self._scope)
+        self._run = self._load(self._code.source, self._name)
         self._run_observed = None  # compiled when first needed
         self._run_profiled = None  # likewise
         # The graph's range in torch.profiler: "cppinductor graph 3 (forward)".
@@ -313,6 +320,12 @@ class CompiledFunction:
     def source(self) -> str:
         return self._code.source
 
+    def _load(self, source: str, filename: str) -> Any:
+        run = _load(source, self._scope, filename, self)
+        for tuner in self._tuners:
+            tuner.scopes.append(run.__globals__)
+        return run
+
     def __call__(self, args: list) -> Any:
         if _step_observer[0] is None:
             # Under an active torch.profiler, one range for the call and one
@@ -324,7 +337,7 @@ class CompiledFunction:
         if self._instead is not None:
             return self._instead(args)
         if self._run_observed is None:
-            self._run_observed = _load(self._code.observed_source, self._scope, self._name[:-1] + " observed>", self)
+            self._run_observed = self._load(self._code.observed_source, self._name[:-1] + " observed>")
         return self._run_observed(args)
 
     def _run_under_profiler(self, args: list) -> Any:
@@ -332,7 +345,7 @@ class CompiledFunction:
         if self._instead is not None:
             return self._instead(args)
         if self._run_profiled is None:
-            self._run_profiled = _load(self._code.profiled_source, self._scope, self._name[:-1] + " profiled>", self)
+            self._run_profiled = self._load(self._code.profiled_source, self._name[:-1] + " profiled>")
         handle = _range_enter(self.range_name, None)
         try:
             return self._run_profiled(args)

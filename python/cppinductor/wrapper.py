@@ -176,9 +176,10 @@ class WrapperCode:
 class _Printer:
     """Prints one graph's call function; owns its names, lines and globals."""
 
-    def __init__(self, gm: torch.fx.GraphModule, compiled: Any) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, compiled: Any, tuning: Any = None) -> None:
         self.gm = gm
         self.compiled = compiled
+        self.tuning = tuning  # autotune.GraphTuning, or None
         self.nodes = list(gm.graph.nodes)
         self.dynamic = bool(compiled.symbol_bindings)
         self.lines: list[str] = []
@@ -483,6 +484,8 @@ class _Printer:
                 self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
                 self.emit(f"{old} = None")
         launcher = compiled.kernel_launcher(kernel, len(step.buffers))
+        if self.tuning is not None:
+            launcher = self.tuning.launcher(compiled, kernel, len(step.buffers), launcher)
         call = [names[b] for b in step.buffers]
         on_cuda = compiled.kernel_devices[kernel] == "cuda"
         if self.dynamic or on_cuda:
@@ -490,7 +493,10 @@ class _Printer:
         if on_cuda:
             call.append("stream")
         self.lines.append(_PROFILED + f"    profiler_range = range_enter({kernel_range_name(compiled, kernel)!r})")
-        self.emit(f"{self._global(launcher, compiled.kernel_names[kernel])}({', '.join(call)})")
+        name = self._global(launcher, compiled.kernel_names[kernel])
+        if hasattr(launcher, "global_name"):  # an autotune.KernelTuner: it rebinds this name
+            launcher.global_name = name
+        self.emit(f"{name}({', '.join(call)})")
         self.lines.append(_PROFILED + "    range_exit(profiler_range)")
         for x, original in written_back:  # the kernel mutated a graph input
             self.emit(f"if {original} is not None:")
@@ -511,11 +517,12 @@ def kernel_range_name(compiled: "_C.CompiledGraph", kernel: int, most: int = 5) 
     return "_".join([number, *ops[:most]] + (["etc"] if len(ops) > most else []))
 
 
-def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph") -> WrapperCode:
+def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", tuning: Any = None) -> WrapperCode:
     """The source of `call(args)` for `compiled` (the plan of `gm`), its
     observed and profiled variants, and the globals they need besides
-    runtime.py's HELPERS."""
-    printer = _Printer(gm, compiled)
+    runtime.py's HELPERS. With `tuning` (an autotune.GraphTuning), the
+    globals of kernels with candidates to time are KernelTuners."""
+    printer = _Printer(gm, compiled, tuning)
     printer.print_function()
     plain = [line for line in printer.lines if not line.startswith((_OBSERVED, _PROFILED))]
     observed = [line.removeprefix(_OBSERVED) for line in printer.lines if not line.startswith(_PROFILED)]

@@ -1,0 +1,252 @@
+"""max-autotune at run time: a kernel's candidate schedules timed on its first
+call, and the fastest kept.
+
+With mode="max-autotune" (or "max-autotune-no-cudagraphs", or the option
+max_autotune=True) the compile (backend/autotune.h) gives each CPU kernel its
+candidate schedules: the heuristic's, then the schedules the same rules pick
+for other targets (one thread, other chunk sizes, accumulator counts, column
+tiles, half-width vectors). Until its first call, the wrapper's global for
+such a kernel is a KernelTuner. That call runs every candidate on the call's
+own tensors, each from the same starting contents (whatever the kernel
+writes is saved and put back):
+
+- a candidate that fails to compile or run, or whose results differ from
+  the heuristic's beyond reordered float sums, is dropped with the reason;
+- the others are timed in interleaved rounds, medians compared; one must
+  beat the heuristic by more than the noise (`_MARGIN`) to win, so tuning
+  never makes a kernel slower than default mode's;
+- the winner replaces the tuner in the wrapper's globals (later calls pay
+  nothing) and runs the call for real; the result goes to the tuning cache,
+  so another process compiles the winner alone and times nothing.
+
+A graph's tuning stops at its time bound (option max_autotune_seconds): the
+kernels not yet tuned keep the heuristic's schedule, and say so. explain()
+lists each kernel's candidates, their times and the winner
+(GraphRecord.autotune).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import _C
+
+log = logging.getLogger("cppinductor.autotune")
+
+# A candidate replaces the heuristic only when its median is this much lower.
+_MARGIN = 0.97
+# Timing rounds per kernel: at least, and at most; after the least, rounds
+# stop once a kernel's timing took _ROUND_TIME seconds.
+_MIN_ROUNDS, _MAX_ROUNDS, _ROUND_TIME = 3, 15, 0.05
+# A candidate whose first run took this many times the heuristic's is not timed.
+_FAR_SLOWER = 2.0
+# How far a candidate's results may be from the heuristic's (sums reorder).
+_TOLERANCE = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (2e-2, 1e-2),
+}
+
+
+@dataclass
+class GraphTuning:
+    """One graph's tuning: its time bound, and the reports its kernels add
+    (GraphRecord.autotune)."""
+
+    seconds: float
+    reports: list[dict] = field(default_factory=list)
+    fault: bool = False  # max_autotune's fault injection: corrupts candidate 1's results
+    spent: float = 0.0
+
+    def launcher(self, compiled: Any, kernel: int, num_buffers: int, plain: Any) -> Any:
+        """What the wrapper calls for `kernel`: a KernelTuner when it has
+        candidates to time, else `plain` (reporting a cache hit)."""
+        info = compiled.kernel_tuning(kernel)
+        if info is None:
+            return plain
+        name = compiled.kernel_names[kernel]
+        if info["cache_problem"]:
+            log.warning("%s: %s", name, info["cache_problem"])
+        if info["cached_label"]:
+            self.reports.append({"kernel": name, "winner": info["cached_label"], "schedule": info["cached_schedule"],
+                                 "source": "cache", "candidates": [], "seconds": 0.0})
+            return plain
+        if len(info["candidates"]) < 2:
+            return plain
+        launchers = [compiled.candidate_launcher(kernel, j, num_buffers) for j in range(len(info["candidates"]))]
+        return KernelTuner(name, info, launchers, self, lambda j: compiled.wait_for_candidate(kernel, j))
+
+
+class KernelTuner:
+    """Stands in for a kernel's launcher in the wrapper's globals until the
+    kernel's first call, which tunes it (see the module docstring)."""
+
+    def __init__(self, name: str, info: dict, launchers: list[Any], graph: GraphTuning, wait: Any) -> None:
+        self.name = name
+        self.wait = wait  # wait(j): until candidate j is compiled (raises if it failed to)
+        self.global_name = name  # the wrapper's name for it (set when printed)
+        self.info = info
+        self.launchers = launchers
+        self.graph = graph
+        self.scopes: list[dict] = []  # the globals of every function that calls it
+        self.winner: Any = None  # the chosen candidate's launcher, once tuned
+
+    def __call__(self, *args: Any) -> Any:
+        if self.winner is None:
+            self.winner = self._tune(args)
+            for scope in self.scopes:
+                scope[self.global_name] = self.winner
+        return self.winner(*args)
+
+    def _tune(self, args: tuple) -> Any:
+        start = time.perf_counter()
+        labels = self.info["candidates"]
+        results = [{"label": label, "schedule": schedule, "time_us": None, "dropped": None}
+                   for label, schedule in labels]
+        report = {"kernel": self.name, "winner": labels[0][0], "schedule": labels[0][1], "source": "measured",
+                  "candidates": results, "seconds": 0.0}
+        self.graph.reports.append(report)
+        remaining = self.graph.seconds - self.graph.spent
+        if remaining <= 0:
+            report["source"] = "heuristic: the graph's tuning time bound was reached"
+            for r in results[1:]:
+                r["dropped"] = "not timed: the time bound was reached"
+            return self.launchers[0]
+        written = [args[i] for i in self.info["written"] if isinstance(args[i], torch.Tensor)]
+        saved = [t.clone() for t in written]
+
+        def restore() -> None:
+            for t, s in zip(written, saved):
+                t.copy_(s)
+
+        # Runs that read what the last one wrote start from the saved
+        # contents; others just write the same values again.
+        restore_each = restore if _reads_what_it_writes(args, self.info) else None
+        alive = self._check_candidates(args, written, restore_each, results)
+        times = self._time(args, alive, restore_each, start + remaining)
+        restore()
+        for j, ts in times.items():
+            results[j]["time_us"] = round(sorted(ts)[len(ts) // 2] * 1e6, 2)
+        best = min(times, key=lambda j: results[j]["time_us"])
+        if results[best]["time_us"] > _MARGIN * results[0]["time_us"]:
+            best = 0
+        report["winner"], report["schedule"] = labels[best]
+        log.info("%s: %r kept (%s us; the heuristic's %s us)", self.name, labels[best][0], results[best]["time_us"],
+                 results[0]["time_us"])
+        report["seconds"] = round(time.perf_counter() - start, 4)
+        self.graph.spent += time.perf_counter() - start
+        self._write_cache(report)
+        return self.launchers[best]
+
+    def _check_candidates(self, args: tuple, written: list[torch.Tensor], restore: Any,
+                          results: list[dict]) -> list[int]:
+        """Runs each candidate once, compares what it wrote with the
+        heuristic's, and returns the ones kept (`restore`, unless None,
+        before each run)."""
+        reference: list[torch.Tensor] = []
+        alive = []
+        first = 0.0
+        for j, launch in enumerate(self.launchers):
+            try:
+                self.wait(j)
+                if restore is not None:
+                    restore()
+                t = time.perf_counter()
+                launch(*args)
+                took = time.perf_counter() - t
+            except Exception as e:  # a candidate's module that did not compile, a kernel that raised
+                if j == 0:
+                    raise
+                results[j]["dropped"] = f"did not run: {e}"
+                continue
+            if j == 1 and self.graph.fault and written:
+                _corrupt(written[0])
+            if j == 0:
+                reference, first = [t.clone() for t in written], took
+            else:
+                why = _mismatch(reference, written)
+                if why is None and took > _FAR_SLOWER * first:
+                    results[j]["time_us"] = round(took * 1e6, 2)
+                    why = f"not timed: its run took {took / first:.1f}x the heuristic's"
+                if why is not None:
+                    results[j]["dropped"] = why
+                    log.info("%s: candidate %r dropped: %s", self.name, results[j]["label"], why)
+                    continue
+            alive.append(j)
+        return alive
+
+    def _time(self, args: tuple, alive: list[int], restore: Any, deadline: float) -> dict[int, list]:
+        """Each kept candidate's run times, in interleaved rounds (each run
+        after `restore`, unless None), until enough rounds or the graph's
+        deadline."""
+        times: dict[int, list] = {j: [] for j in alive}
+        start = time.perf_counter()
+        for round_ in range(_MAX_ROUNDS):
+            for j in alive:
+                if restore is not None:
+                    restore()
+                t = time.perf_counter()
+                self.launchers[j](*args)
+                times[j].append(time.perf_counter() - t)
+            now = time.perf_counter()
+            if now > deadline or (round_ + 1 >= _MIN_ROUNDS and now - start > _ROUND_TIME):
+                break
+        return times
+
+    def _write_cache(self, report: dict) -> None:
+        payload = f"{_C.TUNING_CACHE_HEADER}\n{report['schedule']}\n{json.dumps(report)}\n"
+        try:
+            _C.write_tuning_entry(self.info["key"], payload)
+        except (_C.CompilerError, _C.UnsupportedError, ValueError, OSError) as e:
+            log.warning("%s: the tuning result was not cached: %s", self.name, e)
+
+
+def _reads_what_it_writes(args: tuple, info: dict) -> bool:
+    """Whether a run of the kernel reads what an earlier run wrote: a buffer
+    it reads and writes, or an output sharing storage with an input (a
+    buffer written in place over one the kernel reads)."""
+    if info["read_written"]:
+        return True
+    written = set(info["written"])
+    outputs = {args[i].untyped_storage().data_ptr() for i in written if isinstance(args[i], torch.Tensor)}
+    return any(isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() in outputs
+               for i, a in enumerate(args) if i not in written)
+
+
+def _corrupt(t: torch.Tensor) -> None:
+    flat = t.view(-1)
+    if flat.numel():
+        flat[0] = ~flat[0] if t.dtype == torch.bool else flat[0] + 1
+
+
+# Elements compared at a time, into two reused buffers: torch.allclose over
+# 16M floats made fresh 64 MB temporaries (0.30 s a compare; this, 0.03).
+_COMPARE_CHUNK = 1 << 18
+
+
+def _mismatch(expected: list[torch.Tensor], actual: list[torch.Tensor]) -> str | None:
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        e, a = e.reshape(-1), a.reshape(-1)
+        if e.dtype not in _TOLERANCE:
+            if not torch.equal(a, e):
+                return f"output {i} differs from the heuristic's"
+            continue
+        rtol, atol = _TOLERANCE[e.dtype]
+        diff, bound = torch.empty(min(e.numel(), _COMPARE_CHUNK), dtype=e.dtype), torch.empty(0, dtype=e.dtype)
+        for start in range(0, e.numel(), _COMPARE_CHUNK):
+            ec, ac = e[start:start + _COMPARE_CHUNK], a[start:start + _COMPARE_CHUNK]
+            d, b = diff[:ec.numel()], bound.resize_(ec.numel())
+            torch.sub(ac, ec, out=d).abs_()
+            torch.abs(ec, out=b).mul_(rtol).add_(atol)
+            # NaN differences fail the test; NaN against NaN (and inf against inf) is a match.
+            if not bool((d <= b).all()) and not bool(torch.isclose(ac, ec, rtol, atol, equal_nan=True).all()):
+                worst = (ac.double() - ec.double()).abs().nan_to_num(float("inf")).max().item()
+                return f"output {i} differs from the heuristic's by up to {worst:.3g}"
+    return None
