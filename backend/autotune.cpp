@@ -4,6 +4,11 @@
 #include "cpu_codegen/jit/disk_cache.h"
 #include "cpu_codegen/jit/sha256.h"
 #include "cpu_codegen/schedule/schedule_candidates.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/gpu_schedule_candidates.h"
+
+#include <functional>
+#include <optional>
 
 namespace cppi {
 
@@ -32,7 +37,8 @@ std::string winner_schedule(const std::string& payload) {
 
 /// Looks `t.key` up: the index of the winning candidate, or -1 (a miss, or
 /// an unusable entry: t.cache_problem says why).
-int cached_winner(const std::vector<cpu::CpuCandidate>& candidates, KernelTuning& t) {
+template <typename Candidates>
+int cached_winner(const Candidates& candidates, KernelTuning& t) {
   auto dir = tuning_dir();
   if (!dir) {
     t.cache_problem = dir.error().message;
@@ -48,51 +54,102 @@ int cached_winner(const std::vector<cpu::CpuCandidate>& candidates, KernelTuning
   if (!payload) return -1;
   const std::string schedule = winner_schedule(*payload);
   for (size_t j = 0; j < candidates.size(); ++j)
-    if (!schedule.empty() && cpu::describe_cpu_schedule(candidates[j].kernel->schedule.cpu) == schedule) return int(j);
+    if (!schedule.empty() && candidates[j].schedule == schedule) return int(j);
   t.cache_problem = "ignored a tuning cache entry that names none of the kernel's schedules: " + path;
   return -1;
 }
 
 }  // namespace
 
-CpuTuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTarget& target,
-                              const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print) {
-  CpuTuningPlan plan;
+namespace {
+
+/// One candidate as plan_tuning sees it, whatever the device.
+struct Candidate {
+  ir::KernelPtr kernel;
+  std::string label;
+  std::string schedule;  // its describe_*_schedule line
+};
+
+/// The device-independent plan: cache lookups, the key, the alternatives
+/// that print. `printed(k)`: k's printed source, or nullopt if it does not
+/// print; `target`: what else the key must hold (device, vector width,
+/// threads or multiprocessors).
+TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels,
+                       const std::function<std::vector<Candidate>(const ir::KernelPtr&)>& candidates_of,
+                       const std::function<std::optional<std::string>(const ir::KernelPtr&)>& printed,
+                       const std::string& target) {
+  TuningPlan plan;
   plan.tuning.resize(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
-    const auto candidates = cpu::cpu_schedule_candidates(kernels[i], target, kMostCandidates);
+    const std::vector<Candidate> candidates = candidates_of(kernels[i]);
     if (candidates.size() < 2) continue;
-    KernelTuning& t = plan.tuning[i];
-    auto heuristic = cpu::print_cpu_module({candidates[0].kernel}, graph_symbols, print);
+    auto heuristic = printed(candidates[0].kernel);
     if (!heuristic) continue;  // the graph's own print reports it
+    KernelTuning& t = plan.tuning[i];
     cpu::Sha256 key;
-    key.field("cppinductor autotune v1").field(cat(target.vector_bytes)).field(cat(target.num_threads));
-    key.field(heuristic->kernel_sources[0]);
-    for (const auto& c : candidates) key.field(cpu::describe_cpu_schedule(c.kernel->schedule.cpu));
+    key.field("cppinductor autotune v1").field(target).field(*heuristic);
+    for (const auto& c : candidates) key.field(c.schedule);
     t.key = key.hex_digest();
     const auto sig = ir::signature(*kernels[i]);
     for (size_t b = 0; b < sig.buffers.size(); ++b) {
       if (sig.buffers[b].written) t.written.push_back(int(b));
       if (sig.buffers[b].written && sig.buffers[b].read) t.read_written.push_back(int(b));
     }
-
     if (int w = cached_winner(candidates, t); w >= 0) {
       const auto& won = candidates[size_t(w)].kernel;
       kernels[i] = ir::Kernel::make(kernels[i]->name, won->device, won->outer, won->stages, won->schedule, won->origins);
       t.cached_label = candidates[size_t(w)].label;
-      t.cached_schedule = cpu::describe_cpu_schedule(won->schedule.cpu);
+      t.cached_schedule = candidates[size_t(w)].schedule;
       continue;
     }
-    t.candidates.push_back({nullptr, candidates[0].label, cpu::describe_cpu_schedule(candidates[0].kernel->schedule.cpu)});
+    t.candidates.push_back({nullptr, candidates[0].label, candidates[0].schedule});
     for (size_t j = 1; j < candidates.size(); ++j) {
-      if (!cpu::print_cpu_module({candidates[j].kernel}, graph_symbols, print)) continue;
+      if (!printed(candidates[j].kernel)) continue;
       plan.owners.emplace_back(i, t.candidates.size());
       plan.alternatives.push_back(candidates[j].kernel);
-      t.candidates.push_back({nullptr, candidates[j].label, cpu::describe_cpu_schedule(candidates[j].kernel->schedule.cpu)});
+      t.candidates.push_back({nullptr, candidates[j].label, candidates[j].schedule});
     }
     if (t.candidates.size() < 2) t.candidates.clear();  // none printed: nothing to time
   }
   return plan;
+}
+
+}  // namespace
+
+TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTarget& target,
+                           const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print) {
+  return plan_tuning(
+      kernels,
+      [&](const ir::KernelPtr& k) {
+        std::vector<Candidate> out;
+        for (auto& c : cpu::cpu_schedule_candidates(k, target, kMostCandidates))
+          out.push_back({c.kernel, c.label, cpu::describe_cpu_schedule(c.kernel->schedule.cpu)});
+        return out;
+      },
+      [&](const ir::KernelPtr& k) -> std::optional<std::string> {
+        auto m = cpu::print_cpu_module({k}, graph_symbols, print);
+        if (!m) return std::nullopt;
+        return m->kernel_sources[0];
+      },
+      cat("cpu ", target.vector_bytes, " ", target.num_threads));
+}
+
+TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTarget& target,
+                           const std::vector<std::string>& graph_symbols, const gpu::CudaPrintOptions& print) {
+  return plan_tuning(
+      kernels,
+      [&](const ir::KernelPtr& k) {
+        std::vector<Candidate> out;
+        for (auto& c : gpu::gpu_schedule_candidates(k, target, kMostCandidates))
+          out.push_back({c.kernel, c.label, gpu::describe_gpu_schedule(c.kernel->schedule.gpu)});
+        return out;
+      },
+      [&](const ir::KernelPtr& k) -> std::optional<std::string> {
+        auto m = gpu::print_cuda_module({k}, graph_symbols, print);
+        if (!m) return std::nullopt;
+        return m->source;
+      },
+      cat("cuda sm_", target.compute_capability, " ", target.multiprocessors));
 }
 
 Status write_tuning_entry(const std::string& key, const std::string& payload) {

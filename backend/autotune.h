@@ -1,6 +1,6 @@
 /// \file
-/// max-autotune at compile time (Options::autotune). Each CPU kernel gets its
-/// candidate schedules (cpu::cpu_schedule_candidates). Where the tuning cache
+/// max-autotune at compile time (Options::autotune). Each kernel gets its
+/// candidate schedules (cpu::cpu_schedule_candidates, gpu::gpu_schedule_candidates). Where the tuning cache
 /// holds this kernel's winner, measured by an earlier process, the kernel is
 /// compiled with that schedule and nothing is timed. Otherwise the other
 /// candidates compile beside the graph, and the runtime times them all at
@@ -10,9 +10,11 @@
 /// The cache is one entry per kernel under <cache dir>/autotune (the kernel
 /// cache's private directory, entries checked by SHA-256: cpu_codegen/jit/
 /// disk_cache.h), named by a hash of the heuristic kernel's printed source,
-/// every candidate's schedule, the vector width and the thread count. An
-/// entry's payload starts with kTuningCacheHeader, then the winner's
-/// schedule line (describe_cpu_schedule), then what the runtime measured.
+/// every candidate's schedule and the target (CPU: vector width and thread
+/// count; GPU: compute capability and multiprocessors). An entry's payload
+/// starts with kTuningCacheHeader, then the winner's schedule line
+/// (describe_cpu_schedule / describe_gpu_schedule), then what the runtime
+/// measured.
 #pragma once
 
 #include <memory>
@@ -23,25 +25,29 @@
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/kernel.h"
+#include "gpu_codegen/codegen/cuda_printer.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
 #include "support/status.h"
 
 namespace cppi {
 
 inline constexpr const char* kTuningCacheHeader = "cppinductor-autotune 1";
 
-/// The CPU kernels' tuning, before they are printed: `kernels` (scheduled,
-/// every one on the CPU) has each cache hit replaced by the winning
-/// candidate under the kernel's own name. `alternatives` lists the
-/// candidates to compile beside them (each printed alone first: one the
-/// printer refuses is left out), `owners` their (kernel, candidate) places in
-/// `tuning`, whose handles the caller fills once compiled.
-struct CpuTuningPlan {
+/// The kernels' tuning, before they are printed: `kernels` (scheduled, all
+/// on one device) has each cache hit replaced by the winning candidate under
+/// the kernel's own name. `alternatives` lists the candidates to compile
+/// beside them (each printed alone first: one the printer refuses is left
+/// out), `owners` their (kernel, candidate) places in `tuning`, whose
+/// handles the caller fills once compiled.
+struct TuningPlan {
   std::vector<KernelTuning> tuning;  // one per kernel
   std::vector<ir::KernelPtr> alternatives;
   std::vector<std::pair<size_t, size_t>> owners;
 };
-CpuTuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTarget& target,
-                              const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print);
+TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTarget& target,
+                           const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print);
+TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTarget& target,
+                           const std::vector<std::string>& graph_symbols, const gpu::CudaPrintOptions& print);
 
 /// Writes a tuning cache entry (the runtime's, after it measured a kernel):
 /// `payload` must start with kTuningCacheHeader and the winner's schedule line.

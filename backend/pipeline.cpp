@@ -173,26 +173,32 @@ std::map<std::string, std::string> origin_sources(const Graph& g) {
   return out;
 }
 
-/// max-autotune: starts compiling the CPU kernels' alternative schedules
-/// (a module of their own, so that one the compiler refuses costs only the
-/// tuning) and records every kernel's candidates in cg.tuning.
-Status start_tuning_candidates(PipelineContext& ctx, CpuTuningPlan& plan, const cpu::CompiledCpuKernels& compiled,
-                               const std::vector<size_t>& cpu_index, const cpu::CpuKernelOptions& opts) {
-  CompiledGraph& cg = ctx.result;
+/// max-autotune: records each kernel of one device in cg.tuning with its
+/// candidates. `own` are the graph's handles of those kernels (candidate 0),
+/// `compile_alternatives` compiles the other candidates (a module of their
+/// own, so that one the compiler refuses costs only the tuning).
+template <typename Handles, typename CompileAlternatives>
+void record_tuning(CompiledGraph& cg, TuningPlan& plan, const Handles& own, const std::vector<size_t>& index,
+                   CompileAlternatives compile_alternatives) {
   cg.tuning.resize(cg.kernels.size());
   for (size_t i = 0; i < plan.tuning.size(); ++i) {
-    if (!plan.tuning[i].candidates.empty()) plan.tuning[i].candidates[0].kernel = compiled.kernels[i];
-    cg.tuning[cpu_index[i]] = std::move(plan.tuning[i]);
+    if (!plan.tuning[i].candidates.empty()) plan.tuning[i].candidates[0].kernel = own[i];
+    cg.tuning[index[i]] = std::move(plan.tuning[i]);
   }
-  if (plan.alternatives.empty()) return Status::success();
-  auto alternatives = cpu::start_cpu_kernels(plan.alternatives, cg.graph.symbols, opts);
-  if (!alternatives) return alternatives.error();
-  ctx.dump("kernels_autotune_candidates.cpp", alternatives->source);
+  if (plan.alternatives.empty()) return;
+  auto alternatives = compile_alternatives(plan.alternatives);
+  if (!alternatives) {  // time nothing: the heuristic's schedules stand
+    for (const auto& [kernel, candidate] : plan.owners) {
+      KernelTuning& t = cg.tuning[index[kernel]];
+      t.candidates.clear();
+      t.cache_problem = "the candidate schedules did not compile: " + alternatives.error().message;
+    }
+    return;
+  }
   for (size_t a = 0; a < plan.owners.size(); ++a) {
     const auto [kernel, candidate] = plan.owners[a];
-    cg.tuning[cpu_index[kernel]].candidates[candidate].kernel = alternatives->kernels[a];
+    cg.tuning[index[kernel]].candidates[candidate].kernel = (*alternatives)[a];
   }
-  return Status::success();
 }
 
 /// Prints and compiles the graph's kernels, one module per device, and
@@ -220,7 +226,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     opts.compile.compiler = *compiler;
     opts.compile.avx512_off = isa->avx512_off;
     opts.compile.unroll_loops = ctx.options.cpu_unroll_loops;
-    CpuTuningPlan tuning;
+    TuningPlan tuning;
     if (ctx.options.autotune)
       tuning = plan_cpu_tuning(cpu_kernels, cpu::CpuTarget::host(*isa), cg.graph.symbols, opts.print);
     auto compiled = cpu::start_cpu_kernels(cpu_kernels, cg.graph.symbols, opts);
@@ -239,15 +245,35 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
       vectorized[cpu_index[i]] = compiled->kernels[i]->info().vectorized;
     }
     if (ctx.options.autotune) {
-      if (Status s = start_tuning_candidates(ctx, tuning, *compiled, cpu_index, opts); !s) return s;
+      record_tuning(cg, tuning, compiled->kernels, cpu_index, [&](const std::vector<ir::KernelPtr>& alternatives)
+                        -> Expected<std::vector<std::shared_ptr<cpu::CpuKernelHandle>>> {
+        auto started = cpu::start_cpu_kernels(alternatives, cg.graph.symbols, opts);  // compiles in the background
+        if (!started) return started.error();
+        ctx.dump("kernels_autotune_candidates.cpp", started->source);
+        return started->kernels;
+      });
     }
   }
   if (!cuda_kernels.empty()) {
     gpu::CudaKernelOptions opts;
     opts.print.origin_source = origins;
     opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
+    TuningPlan tuning;
+    if (ctx.options.autotune) {
+      auto target = gpu::GpuTarget::current();
+      if (target) tuning = plan_gpu_tuning(cuda_kernels, *target, cg.graph.symbols, opts.print);
+    }
     auto compiled = gpu::compile_cuda_kernels(cuda_kernels, cg.graph.symbols, opts);
     if (!compiled) return compiled.error();
+    if (ctx.options.autotune) {
+      record_tuning(cg, tuning, compiled->kernels, cuda_index, [&](const std::vector<ir::KernelPtr>& alternatives)
+                        -> Expected<std::vector<std::shared_ptr<gpu::CudaKernelHandle>>> {
+        auto built = gpu::compile_cuda_kernels(alternatives, cg.graph.symbols, opts);
+        if (!built) return built.error();
+        ctx.dump("kernels_autotune_candidates.cu", built->source);
+        return built->kernels;
+      });
+    }
     ctx.dump(gpu::kCudaCodegenHeaderName, gpu::cuda_codegen_header().text);  // what kernels.cu includes
     ctx.dump("kernels.cu", compiled->source);
     ctx.dump("kernels.ptx", compiled->ptx);

@@ -7,6 +7,7 @@
 
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 #include "gpu_codegen/codegen/cuda_support.h"
+#include "gpu_codegen/codegen/gpu_schedule_candidates.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::gpu {
@@ -132,12 +133,7 @@ void CudaKernelPrinter::print_header() {
       if (it != options_.origin_source.end()) out_.line("//   " + o + ": " + it->second);
     }
   }
-  out_.line(cat("// schedule: mapping=", to_string(g_.mapping), " block=", g_.block_size, " grid=", g_.grid_size,
-                " elements_per_thread=", g_.elements_per_thread,
-                g_.threads_per_column != 1 ? cat(" threads_per_column=", g_.threads_per_column) : std::string(),
-                g_.row_splits != 1 ? cat(" row_splits=", g_.row_splits) : std::string(),
-                g_.cache_vector != 1 ? cat(" cache_vector=", g_.cache_vector) : std::string(),
-                g_.flat_vector ? " flat_vector=true" : ""));
+  out_.line("// schedule: " + describe_gpu_schedule(g_));
   if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
 }
 

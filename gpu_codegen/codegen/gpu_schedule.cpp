@@ -406,7 +406,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   }
   if (!any_loops) {
     g.mapping = GpuMapping::GridStridePointwise;
-    g.block_size = kPointwiseBlock;
+    g.block_size = target.pointwise_block;
     const PointwiseVector v = any_reduction ? PointwiseVector{} : pointwise_vector(k);
     g.elements_per_thread = v.width;
     g.flat_vector = v.flat;
@@ -449,7 +449,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
     // slice still folds a run of rows.
     const int64_t fill = static_cast<int64_t>(target.multiprocessors) * kResidentThreadsPerSm / std::max<int64_t>(columns, 1);
     int r = 1;
-    while (r < kMaxColumnSlices && 2 * r <= fill && 2 * r * 16 <= length) r *= 2;
+    while (r < target.max_column_slices && 2 * r <= fill && 2 * r * 16 <= length) r *= 2;
     if (r < 2) {
       *why = "stage loops are strided, the innermost outer loop is contiguous; short columns or many of them: one "
              "thread per column";
@@ -459,7 +459,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
     g.block_size = 32 * r;
     *why = cat("stage loops are strided, the innermost outer loop is contiguous: 32 columns x ", r,
                " row slices per block, combined in shared memory");
-    g.row_splits = column_splits(k, target, r, length);
+    g.row_splits = target.split_rows ? column_splits(k, target, r, length) : 1;
     if (g.row_splits > 1) *why += cat("; few columns: each group split across ", g.row_splits, " blocks");
     return g;
   }
@@ -526,6 +526,8 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
         threads = kSmallCachedRowBlock;
       }
     }
+    if (target.row_block_shift > 0) threads = std::min(threads << target.row_block_shift, target.max_threads_per_block);
+    if (target.row_block_shift < 0) threads = std::max(threads >> -target.row_block_shift, 64);
     g.block_size = threads;
   }
   g.elements_per_thread = 0;
@@ -550,7 +552,7 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   }
   *why = cat(g.mapping == GpuMapping::RowPerWarp ? "row per warp" : "row per block", " (row length ",
              length ? std::to_string(*length) : to_string(longest), ", ", threads, " threads per row); ", cache_why);
-  if (g.mapping == GpuMapping::RowPerBlock && g.elements_per_thread == 0) {
+  if (g.mapping == GpuMapping::RowPerBlock && g.elements_per_thread == 0 && target.split_rows) {
     g.row_splits = row_splits(k, target, threads, longest_hint);
     if (g.row_splits > 1) *why += cat("; few rows: each split across ", g.row_splits, " blocks");
   }

@@ -147,6 +147,17 @@ struct GpuTarget {
   int compute_capability = 90;
   /// The value assumed for a size symbol in estimates.
   int64_t symbol_hint = 1024;
+  /// Constants of the rules below that max-autotune varies
+  /// (gpu_schedule_candidates.h); these defaults are the heuristic's.
+  /// Threads per block of pointwise kernels.
+  int pointwise_block = 128;
+  /// Row-per-block kernels' threads per row, times 2^row_block_shift
+  /// (within [64, max_threads_per_block]).
+  int row_block_shift = 0;
+  /// The most row slices of a column group.
+  int max_column_slices = 32;
+  /// Whether a few long rows (or column groups) may split across blocks.
+  bool split_rows = true;
 
   /// The current CUDA device (gpu_codegen/runtime); Unsupported without one.
   static Expected<GpuTarget> current();

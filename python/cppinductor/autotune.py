@@ -2,10 +2,12 @@
 call, and the fastest kept.
 
 With mode="max-autotune" (or "max-autotune-no-cudagraphs", or the option
-max_autotune=True) the compile (backend/autotune.h) gives each CPU kernel its
+max_autotune=True) the compile (backend/autotune.h) gives each kernel its
 candidate schedules: the heuristic's, then the schedules the same rules pick
-for other targets (one thread, other chunk sizes, accumulator counts, column
-tiles, half-width vectors). Until its first call, the wrapper's global for
+for other targets (CPU: one thread, other chunk sizes, accumulator counts,
+column tiles, 32-byte vectors on AVX-512; GPU: other block sizes and threads
+per row, fewer column slices, no split rows). CUDA kernels are timed with
+CUDA events on the stream they launch on. Until its first call, the wrapper's global for
 such a kernel is a KernelTuner. That call runs every candidate on the call's
 own tensors, each from the same starting contents (whatever the kernel
 writes is saved and put back):
@@ -158,9 +160,7 @@ class KernelTuner:
                 self.wait(j)
                 if restore is not None:
                     restore()
-                t = time.perf_counter()
-                launch(*args)
-                took = time.perf_counter() - t
+                took = _run_time(launch, args)
             except Exception as e:  # a candidate's module that did not compile, a kernel that raised
                 if j == 0:
                     raise
@@ -192,9 +192,7 @@ class KernelTuner:
             for j in alive:
                 if restore is not None:
                     restore()
-                t = time.perf_counter()
-                self.launchers[j](*args)
-                times[j].append(time.perf_counter() - t)
+                times[j].append(_run_time(self.launchers[j], args))
             now = time.perf_counter()
             if now > deadline or (round_ + 1 >= _MIN_ROUNDS and now - start > _ROUND_TIME):
                 break
@@ -206,6 +204,21 @@ class KernelTuner:
             _C.write_tuning_entry(self.info["key"], payload)
         except (_C.CompilerError, _C.UnsupportedError, ValueError, OSError) as e:
             log.warning("%s: the tuning result was not cached: %s", self.name, e)
+
+
+def _run_time(launch: Any, args: tuple) -> float:
+    """Seconds one launch takes: CUDA events around a CUDA kernel on the
+    stream it launches on (the current one), the host's clock otherwise."""
+    if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        launch(*args)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+    t = time.perf_counter()
+    launch(*args)
+    return time.perf_counter() - t
 
 
 def _reads_what_it_writes(args: tuple, info: dict) -> bool:
@@ -226,8 +239,9 @@ def _corrupt(t: torch.Tensor) -> None:
         flat[0] = ~flat[0] if t.dtype == torch.bool else flat[0] + 1
 
 
-# Elements compared at a time, into two reused buffers: torch.allclose over
-# 16M floats made fresh 64 MB temporaries (0.30 s a compare; this, 0.03).
+# CPU elements compared at a time, into two reused buffers: torch.allclose
+# over 16M floats made fresh 64 MB temporaries (0.30 s a compare; this,
+# 0.03). A GPU compares whole tensors: its chunks would cost a launch each.
 _COMPARE_CHUNK = 1 << 18
 
 
@@ -239,9 +253,11 @@ def _mismatch(expected: list[torch.Tensor], actual: list[torch.Tensor]) -> str |
                 return f"output {i} differs from the heuristic's"
             continue
         rtol, atol = _TOLERANCE[e.dtype]
-        diff, bound = torch.empty(min(e.numel(), _COMPARE_CHUNK), dtype=e.dtype), torch.empty(0, dtype=e.dtype)
-        for start in range(0, e.numel(), _COMPARE_CHUNK):
-            ec, ac = e[start:start + _COMPARE_CHUNK], a[start:start + _COMPARE_CHUNK]
+        chunk = max(1, e.numel() if e.is_cuda else _COMPARE_CHUNK)
+        diff = torch.empty(min(e.numel(), chunk), dtype=e.dtype, device=e.device)
+        bound = torch.empty(0, dtype=e.dtype, device=e.device)
+        for start in range(0, e.numel(), chunk):
+            ec, ac = e[start:start + chunk], a[start:start + chunk]
             d, b = diff[:ec.numel()], bound.resize_(ec.numel())
             torch.sub(ac, ec, out=d).abs_()
             torch.abs(ec, out=b).mul_(rtol).add_(atol)

@@ -42,7 +42,7 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                                    "them channels-last (auto, the default: graphs with CUDA "
                                                    "convolutions)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
-    "max_autotune": (("auto", True, False), "time each CPU kernel's candidate schedules at its first call and keep "
+    "max_autotune": (("auto", True, False), "time each kernel's candidate schedules at its first call and keep "
                                             "the fastest, caching the winner on disk (auto, the default: in the "
                                             "max-autotune modes)"),
     "max_autotune_seconds": (float, "the most seconds one graph's first call spends timing candidates (default 10)"),

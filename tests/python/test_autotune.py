@@ -183,3 +183,17 @@ def test_the_tuners_give_way_to_the_winners(monkeypatch):
         assert tuner.winner is not None and tuner.scopes
         # Every function made from the wrapper's source calls the winner itself now.
         assert all(scope[tuner.global_name] is tuner.winner for scope in tuner.scopes)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_kernels_are_timed_and_the_winner_runs():
+    x, w = (t.cuda() for t in inputs())
+    with debug.recording() as records:
+        fn = torch.compile(norms, backend="cppinductor", mode="max-autotune-no-cudagraphs")
+        for _ in range(3):
+            torch.testing.assert_close(fn(x, w), norms(x, w), rtol=1e-4, atol=1e-4)
+    tuned = records[0].autotune
+    assert tuned, "no CUDA kernel was tuned"
+    for t in tuned:
+        assert t["source"] == "measured" and len(t["candidates"]) >= 2, t
+        assert all(c["time_us"] is not None or c["dropped"] for c in t["candidates"]), t

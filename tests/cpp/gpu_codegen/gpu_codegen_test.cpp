@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "gpu_codegen/codegen/cuda_kernel.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_codegen/codegen/gpu_schedule_candidates.h"
 #include "gpu_codegen/runtime/device_memory.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
 #include "gpu_test_kernels.h"
@@ -354,6 +356,33 @@ TEST(CudaRun, EveryMappingMatchesTheInterpreter) {
     for (const auto& k : mapping_variants(c.kernel)) {
       run_and_compare(c.label, k, c.symbols, /*specials=*/false, seed++);
       run_and_compare(c.label + " (NaN/inf)", k, c.symbols, /*specials=*/true, seed++);
+    }
+  }
+}
+
+// max-autotune's candidates (gpu_schedule_candidates.h): the heuristic's
+// first, each schedule once, and each computing what the interpreter does.
+TEST(GpuScheduleCandidates, TheHeuristicComesFirstAndEveryScheduleOnce) {
+  for (const KernelPtr& k : {softmax(19, 4096), column_sum(300, 1000), add_relu_mul(64, 1024)}) {
+    const auto candidates = gpu_schedule_candidates(k, GpuTarget{}, 16);
+    ASSERT_GE(candidates.size(), 2u) << k->name;
+    EXPECT_EQ(candidates[0].label, "heuristic");
+    EXPECT_EQ(describe_gpu_schedule(candidates[0].kernel->schedule.gpu),
+              describe_gpu_schedule(schedule_for_gpu(k, GpuTarget{})->schedule.gpu));
+    std::set<std::string> seen;
+    for (size_t j = 0; j < candidates.size(); ++j) {
+      EXPECT_TRUE(seen.insert(describe_gpu_schedule(candidates[j].kernel->schedule.gpu)).second) << candidates[j].label;
+      if (j > 0) EXPECT_EQ(candidates[j].kernel->name, cat(k->name, "_c", j));
+    }
+  }
+}
+
+TEST(CudaRun, EveryScheduleCandidateMatchesTheInterpreter) {
+  REQUIRE_GPU();
+  unsigned seed = 1000;
+  for (const auto& c : all_cases()) {
+    for (const auto& candidate : gpu_schedule_candidates(c.kernel, GpuTarget{}, 16)) {
+      run_and_compare(c.label + " as " + candidate.label, candidate.kernel, c.symbols, /*specials=*/false, seed++);
     }
   }
 }
