@@ -1,9 +1,8 @@
 #include "cpu_codegen/schedule/schedule_candidates.h"
 
 #include <algorithm>
-#include <functional>
-#include <set>
 
+#include "lowering/ir/schedule_variants.h"
 #include "support/status.h"
 
 namespace cppi::cpu {
@@ -13,10 +12,7 @@ using ir::KernelPtr;
 
 namespace {
 
-struct TargetVariant {
-  std::string label;
-  std::function<void(CpuTarget&)> change;
-};
+using TargetVariant = ir::TargetVariant<CpuTarget>;
 
 /// Elements the kernel touches per call, roughly: the outer iterations times
 /// the sum over stages of their loops' iterations (size symbols count as
@@ -62,19 +58,10 @@ std::vector<TargetVariant> target_variants(const ir::Kernel& k, const CpuTarget&
 
 std::vector<CpuCandidate> cpu_schedule_candidates(const KernelPtr& kernel, const CpuTarget& target, size_t most) {
   std::vector<CpuCandidate> out;
-  const KernelPtr heuristic = schedule_for_cpu(kernel, target);
-  out.push_back({heuristic, "heuristic"});
-  std::set<std::string> seen = {describe_cpu_schedule(heuristic->schedule.cpu)};
-  for (const TargetVariant& v : target_variants(*kernel, target)) {
-    if (out.size() >= most) break;
-    CpuTarget t = target;
-    v.change(t);
-    const KernelPtr scheduled = schedule_for_cpu(kernel, t);
-    if (!seen.insert(describe_cpu_schedule(scheduled->schedule.cpu)).second) continue;
-    const KernelPtr named = ir::Kernel::make(cat(kernel->name, "_c", out.size()), scheduled->device, scheduled->outer,
-                                             scheduled->stages, scheduled->schedule, scheduled->origins);
-    out.push_back({named, v.label});
-  }
+  for (auto& [k, label] : ir::schedule_variants(
+           kernel, target, target_variants(*kernel, target), schedule_for_cpu,
+           [](const ir::Kernel& s) { return describe_cpu_schedule(s.schedule.cpu); }, most))
+    out.push_back({k, label});
   return out;
 }
 

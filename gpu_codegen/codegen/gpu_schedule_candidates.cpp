@@ -1,8 +1,6 @@
 #include "gpu_codegen/codegen/gpu_schedule_candidates.h"
 
-#include <functional>
-#include <set>
-
+#include "lowering/ir/schedule_variants.h"
 #include "support/status.h"
 
 namespace cppi::gpu {
@@ -12,10 +10,7 @@ using ir::KernelPtr;
 
 namespace {
 
-struct TargetVariant {
-  std::string label;
-  std::function<void(GpuTarget&)> change;
-};
+using TargetVariant = ir::TargetVariant<GpuTarget>;
 
 std::vector<TargetVariant> target_variants() {
   return {
@@ -32,19 +27,10 @@ std::vector<TargetVariant> target_variants() {
 
 std::vector<GpuCandidate> gpu_schedule_candidates(const KernelPtr& kernel, const GpuTarget& target, size_t most) {
   std::vector<GpuCandidate> out;
-  const KernelPtr heuristic = schedule_for_gpu(kernel, target);
-  out.push_back({heuristic, "heuristic"});
-  std::set<std::string> seen = {describe_gpu_schedule(heuristic->schedule.gpu)};
-  for (const TargetVariant& v : target_variants()) {
-    if (out.size() >= most) break;
-    GpuTarget t = target;
-    v.change(t);
-    const KernelPtr scheduled = schedule_for_gpu(kernel, t);
-    if (!seen.insert(describe_gpu_schedule(scheduled->schedule.gpu)).second) continue;
-    out.push_back({ir::Kernel::make(cat(kernel->name, "_c", out.size()), scheduled->device, scheduled->outer,
-                                    scheduled->stages, scheduled->schedule, scheduled->origins),
-                   v.label});
-  }
+  for (auto& [k, label] : ir::schedule_variants(
+           kernel, target, target_variants(), schedule_for_gpu,
+           [](const ir::Kernel& s) { return describe_gpu_schedule(s.schedule.gpu); }, most))
+    out.push_back({k, label});
   return out;
 }
 
