@@ -396,73 +396,47 @@ GpuSchedule decide_scan(const Kernel& k, const ScanStage& scan, const GpuTarget&
   return g;
 }
 
-GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
-  if (const ScanStage* scan = scan_of(k)) return decide_scan(k, *scan, target, why);
+/// A column kernel (is_column_kernel): a thread per column, or column
+/// groups of 32 columns x row slices combined in shared memory, split across
+/// blocks when the groups are few.
+GpuSchedule decide_columns(const Kernel& k, const GpuTarget& target, std::string* why) {
   GpuSchedule g;
-  bool any_loops = false, any_reduction = false;
+  g.mapping = GpuMapping::ColumnReduction;
+  g.block_size = kColumnBlock;
+  if (reads_own_writes_in_loops(k)) {
+    *why = "stage loops are strided, the innermost outer loop is contiguous; a looped stage reads what the "
+           "kernel writes: one thread per column";
+    return g;
+  }
+  const int64_t columns = hinted(product_of(k.outer), target.symbol_hint).value_or(target.symbol_hint);
+  int64_t length = 1;
   for (const auto& s : k.stages) {
-    any_loops |= !loops_of(s).empty();
-    any_reduction |= std::holds_alternative<ReductionStage>(s);
+    length = std::max(length, hinted(product_of(loops_of(s)), target.symbol_hint).value_or(target.symbol_hint));
   }
-  if (!any_loops) {
-    g.mapping = GpuMapping::GridStridePointwise;
-    g.block_size = target.pointwise_block;
-    const PointwiseVector v = any_reduction ? PointwiseVector{} : pointwise_vector(k);
-    g.elements_per_thread = v.width;
-    g.flat_vector = v.flat;
-    *why = g.elements_per_thread > 1
-               ? cat("pointwise: ", g.elements_per_thread, " contiguous elements per thread (16-byte accesses",
-                     v.flat ? ", over the flattened loops)" : ")")
-               : "pointwise: scalar (no contiguous, vectorisable innermost access)";
+  // Enough row slices to fill the GPU (resident threads / columns), at
+  // most 32 (a 1024-thread block), and no more than length / 16 so each
+  // slice still folds a run of rows.
+  const int64_t fill = static_cast<int64_t>(target.multiprocessors) * kResidentThreadsPerSm / std::max<int64_t>(columns, 1);
+  int r = 1;
+  while (r < target.max_column_slices && 2 * r <= fill && 2 * r * 16 <= length) r *= 2;
+  if (r < 2) {
+    *why = "stage loops are strided, the innermost outer loop is contiguous; short columns or many of them: one "
+           "thread per column";
     return g;
   }
-  // A pooling window or a sum of a few neighbours: a warp (or a block) per
-  // output leaves most of its lanes idle and combines across them for a
-  // handful of values (avg_pool2d(x, 2) on 64x128x112x112, H200: 3.86 ms,
-  // Triton 0.125). One thread per outer iteration walks the loops itself.
-  bool thread_rows = hinted(product_of(k.outer), target.symbol_hint).value_or(0) >= kThreadRowMinOuter;
-  for (const auto& s : k.stages) {
-    const auto length = product_of(loops_of(s)).constant();
-    thread_rows = thread_rows && length && *length <= kThreadRow;
-  }
-  if (thread_rows) {
-    g.mapping = GpuMapping::ColumnReduction;
-    g.block_size = kColumnBlock;
-    *why = cat("stage loops of at most ", kThreadRow, " iterations: one thread per outer iteration");
-    return g;
-  }
-  if (is_column_kernel(k)) {
-    g.mapping = GpuMapping::ColumnReduction;
-    g.block_size = kColumnBlock;
-    if (reads_own_writes_in_loops(k)) {
-      *why = "stage loops are strided, the innermost outer loop is contiguous; a looped stage reads what the "
-             "kernel writes: one thread per column";
-      return g;
-    }
-    const int64_t columns = hinted(product_of(k.outer), target.symbol_hint).value_or(target.symbol_hint);
-    int64_t length = 1;
-    for (const auto& s : k.stages) {
-      length = std::max(length, hinted(product_of(loops_of(s)), target.symbol_hint).value_or(target.symbol_hint));
-    }
-    // Enough row slices to fill the GPU (resident threads / columns), at
-    // most 32 (a 1024-thread block), and no more than length / 16 so each
-    // slice still folds a run of rows.
-    const int64_t fill = static_cast<int64_t>(target.multiprocessors) * kResidentThreadsPerSm / std::max<int64_t>(columns, 1);
-    int r = 1;
-    while (r < target.max_column_slices && 2 * r <= fill && 2 * r * 16 <= length) r *= 2;
-    if (r < 2) {
-      *why = "stage loops are strided, the innermost outer loop is contiguous; short columns or many of them: one "
-             "thread per column";
-      return g;
-    }
-    g.threads_per_column = r;
-    g.block_size = 32 * r;
-    *why = cat("stage loops are strided, the innermost outer loop is contiguous: 32 columns x ", r,
-               " row slices per block, combined in shared memory");
-    g.row_splits = target.split_rows ? column_splits(k, target, r, length) : 1;
-    if (g.row_splits > 1) *why += cat("; few columns: each group split across ", g.row_splits, " blocks");
-    return g;
-  }
+  g.threads_per_column = r;
+  g.block_size = 32 * r;
+  *why = cat("stage loops are strided, the innermost outer loop is contiguous: 32 columns x ", r,
+             " row slices per block, combined in shared memory");
+  g.row_splits = target.split_rows ? column_splits(k, target, r, length) : 1;
+  if (g.row_splits > 1) *why += cat("; few columns: each group split across ", g.row_splits, " blocks");
+  return g;
+}
+
+/// A row kernel: a row per warp or per block, cached in registers when it
+/// fits, split across blocks when rows are few and long.
+GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* why) {
+  GpuSchedule g;
   IndexExpr longest = 1;
   int64_t longest_hint = 1;
   for (const auto& s : k.stages) {
@@ -557,6 +531,45 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
     if (g.row_splits > 1) *why += cat("; few rows: each split across ", g.row_splits, " blocks");
   }
   return g;
+}
+
+GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
+  if (const ScanStage* scan = scan_of(k)) return decide_scan(k, *scan, target, why);
+  GpuSchedule g;
+  bool any_loops = false, any_reduction = false;
+  for (const auto& s : k.stages) {
+    any_loops |= !loops_of(s).empty();
+    any_reduction |= std::holds_alternative<ReductionStage>(s);
+  }
+  if (!any_loops) {
+    g.mapping = GpuMapping::GridStridePointwise;
+    g.block_size = target.pointwise_block;
+    const PointwiseVector v = any_reduction ? PointwiseVector{} : pointwise_vector(k);
+    g.elements_per_thread = v.width;
+    g.flat_vector = v.flat;
+    *why = g.elements_per_thread > 1
+               ? cat("pointwise: ", g.elements_per_thread, " contiguous elements per thread (16-byte accesses",
+                     v.flat ? ", over the flattened loops)" : ")")
+               : "pointwise: scalar (no contiguous, vectorisable innermost access)";
+    return g;
+  }
+  // A pooling window or a sum of a few neighbours: a warp (or a block) per
+  // output leaves most of its lanes idle and combines across them for a
+  // handful of values (avg_pool2d(x, 2) on 64x128x112x112, H200: 3.86 ms,
+  // Triton 0.125). One thread per outer iteration walks the loops itself.
+  bool thread_rows = hinted(product_of(k.outer), target.symbol_hint).value_or(0) >= kThreadRowMinOuter;
+  for (const auto& s : k.stages) {
+    const auto length = product_of(loops_of(s)).constant();
+    thread_rows = thread_rows && length && *length <= kThreadRow;
+  }
+  if (thread_rows) {
+    g.mapping = GpuMapping::ColumnReduction;
+    g.block_size = kColumnBlock;
+    *why = cat("stage loops of at most ", kThreadRow, " iterations: one thread per outer iteration");
+    return g;
+  }
+  if (is_column_kernel(k)) return decide_columns(k, target, why);
+  return decide_rows(k, target, why);
 }
 
 }  // namespace
