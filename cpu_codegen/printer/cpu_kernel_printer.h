@@ -321,6 +321,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// variable, else a scalar.
   CValue value(const Expr& e, ValueScope& scope);
   CValue vector_node(const Expr& e, ValueScope& scope);
+  /// A load along the vector loop: whole, strided, repeated, from a row block
+  /// or a transposed tile, forwarded from a store, masked, or lane by lane.
+  CValue vector_load(const Load& n, ValueScope& scope);
   /// Text of `v` as a vector of its dtype (splat if scalar).
   std::string as_vector(const CValue& v);
   /// Text of a bool `v` as a lane mask of `bytes`-wide lanes.

@@ -210,6 +210,68 @@ std::string CpuKernelPrinter::lane_element(const Load& n, ValueScope& scope) {
   return access;
 }
 
+CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
+  CValue r;
+  r.dtype = n.dtype;
+  r.vector = true;
+  if (r.dtype == DType::Bool) r.mask_bytes = 4;
+  const std::string mem_type = n.dtype == DType::Bool ? "cppi_u8x" + width() : vtype(n.dtype);
+  std::string loaded;
+  auto stride = coefficient(n.index, var(vvar_));
+  const bool contiguous = stride && stride->is_constant(1);
+  if (const RowBlock* b = row_block_of(n.buffer, n.index, n.mask.defined())) {
+    loaded = cat(b->array, "[", var_name(*row_loop_), "]");
+  } else if (const CValue* forwarded = forwarded_load(n)) {
+    loaded = forwarded->text;
+  } else if (!tail_lanes_.empty()) {
+    loaded = masked_tail_load(n, mem_type, contiguous, scope);
+  } else if (n.mask.defined()) {
+    UncheckedIndices unchecked(*this, true);
+    const CValue m = value(n.mask, scope);
+    const std::string mask = m.vector ? m.text : as_mask(m, 4);
+    const std::string lanes = lane_lambda(lane_element(n, scope));
+    // Elements one or a few apart: whole vectors where every lane is on.
+    const auto strided = strided_load(n.index, false, vvar_);
+    if (contiguous || strided) {
+      const std::string load_fn = strided ? cat("cppi_vload_strided<", mem_type, ", ", *strided, ">")
+                                          : cat("cppi_vload<", mem_type, ">");
+      const std::string whole = cat("[&]() { return ", load_fn, "(&", pointer_name(n.buffer->name), "[",
+                                    access_index(n.index, scope), "]); }");
+      loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar_, ", ", lanes, ")");
+    } else {
+      loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
+    }
+  } else {
+    const TransposedLoad* tiled = nullptr;
+    if (!tile_row_.empty()) {
+      for (const auto& t : transposed_) {
+        if (t.buffer->name == n.buffer->name && t.index == n.index) tiled = &t;
+      }
+    }
+    if (contiguous) {
+      loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope), "])");
+    } else if (tiled) {
+      // This row of the tile (print_transposed_tile) holds the vector's lanes.
+      loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", tile_row_, "])");
+    } else if (auto s = strided_load(n.index, false, vvar_)) {
+      loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n.buffer->name), "[",
+                   access_index(n.index, scope), "])");
+    } else if (auto rep = repeated_load(n.index, false, vvar_); rep && sched_.vector_width % *rep == 0) {
+      loaded = cat("cppi_vload_repeat<", mem_type, ", ", *rep, ">(&", pointer_name(n.buffer->name), "[",
+                   access_index(n.index, scope), "], ", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+    } else {
+      loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+    }
+  }
+  if (n.dtype == DType::Bool) {
+    r.mask_bytes = 1;
+    r.text = cat("(", loaded, " != cppi_vsplat<", mem_type, ">(0))");
+  } else {
+    r.text = loaded;
+  }
+  return r;
+}
+
 CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
   CValue r;
   r.dtype = e.dtype();
@@ -219,64 +281,7 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
   switch (e.kind()) {
     case ExprKind::Constant:
     case ExprKind::LocalRef: break;  // never varying / handled by value()
-    case ExprKind::Load: {
-      auto n = e.as<Load>();
-      const std::string mem_type = n->dtype == DType::Bool ? "cppi_u8x" + w : vtype(n->dtype);
-      std::string loaded;
-      auto stride = coefficient(n->index, var(vvar_));
-      const bool contiguous = stride && stride->is_constant(1);
-      if (const RowBlock* b = row_block_of(n->buffer, n->index, n->mask.defined())) {
-        loaded = cat(b->array, "[", var_name(*row_loop_), "]");
-      } else if (const CValue* forwarded = forwarded_load(*n)) {
-        loaded = forwarded->text;
-      } else if (!tail_lanes_.empty()) {
-        loaded = masked_tail_load(*n, mem_type, contiguous, scope);
-      } else if (n->mask.defined()) {
-        UncheckedIndices unchecked(*this, true);
-        const CValue m = value(n->mask, scope);
-        const std::string mask = m.vector ? m.text : as_mask(m, 4);
-        const std::string lanes = lane_lambda(lane_element(*n, scope));
-        // Elements one or a few apart: whole vectors where every lane is on.
-        const auto strided = strided_load(n->index, false, vvar_);
-        if (contiguous || strided) {
-          const std::string load_fn = strided ? cat("cppi_vload_strided<", mem_type, ", ", *strided, ">")
-                                              : cat("cppi_vload<", mem_type, ">");
-          const std::string whole = cat("[&]() { return ", load_fn, "(&", pointer_name(n->buffer->name), "[",
-                                        access_index(n->index, scope), "]); }");
-          loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar_, ", ", lanes, ")");
-        } else {
-          loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
-        }
-      } else {
-        const TransposedLoad* tiled = nullptr;
-        if (!tile_row_.empty()) {
-          for (const auto& t : transposed_) {
-            if (t.buffer->name == n->buffer->name && t.index == n->index) tiled = &t;
-          }
-        }
-        if (contiguous) {
-          loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n->buffer->name), "[", access_index(n->index, scope), "])");
-        } else if (tiled) {
-          // This row of the tile (print_transposed_tile) holds the vector's lanes.
-          loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", tile_row_, "])");
-        } else if (auto s = strided_load(n->index, false, vvar_)) {
-          loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n->buffer->name), "[",
-                       access_index(n->index, scope), "])");
-        } else if (auto rep = repeated_load(n->index, false, vvar_); rep && sched_.vector_width % *rep == 0) {
-          loaded = cat("cppi_vload_repeat<", mem_type, ", ", *rep, ">(&", pointer_name(n->buffer->name), "[",
-                       access_index(n->index, scope), "], ", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
-        } else {
-          loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(*n, scope)), ")");
-        }
-      }
-      if (n->dtype == DType::Bool) {
-        r.mask_bytes = 1;
-        r.text = cat("(", loaded, " != cppi_vsplat<", mem_type, ">(0))");
-      } else {
-        r.text = loaded;
-      }
-      return r;
-    }
+    case ExprKind::Load: return vector_load(*e.as<Load>(), scope);
     case ExprKind::IndexValue: {
       const IndexExpr& idx = e.as<IndexValue>()->index;
       auto stride = coefficient(idx, var(vvar_));
