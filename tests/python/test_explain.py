@@ -48,8 +48,9 @@ def test_to_dict_has_exactly_the_documented_keys():
     (g,) = d["graphs"]
     assert set(g) == {
         "ops", "lowered_ops", "fallbacks", "externs", "kernels", "fusion_refusals", "compile_time_s", "buffers",
-        "cudagraphs",
+        "cudagraphs", "autotune",
     }
+    assert g["autotune"] == []  # max-autotune's choices: none in the default mode
     assert "total" in g["compile_time_s"]
     assert {"op": "aten.mm.default"} in g["externs"]
     sort = [f for f in g["fallbacks"] if f["op"] == "aten.sort.default"]
