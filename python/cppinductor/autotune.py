@@ -9,8 +9,9 @@ column tiles, 32-byte vectors on AVX-512; GPU: other block sizes and threads
 per row, fewer column slices, no split rows). CUDA kernels are timed with
 CUDA events on the stream they launch on. Until its first call, the wrapper's global for
 such a kernel is a KernelTuner. That call runs every candidate on the call's
-own tensors, each from the same starting contents (whatever the kernel
-writes is saved and put back):
+own tensors, each from the same starting contents (a kernel that reads what
+it writes has those buffers saved and put back before each run; others
+write the same values each time, and nothing of theirs is copied):
 
 - a candidate that fails to compile or run, or whose results differ from
   the heuristic's beyond reordered float sums, is dropped with the reason;
@@ -122,18 +123,18 @@ class KernelTuner:
                 r["dropped"] = "not timed: the time bound was reached"
             return self.launchers[0]
         written = [args[i] for i in self.info["written"] if isinstance(args[i], torch.Tensor)]
-        saved = [t.clone() for t in written]
+        # Runs that read what the last one wrote start from saved contents,
+        # and the call's own run after them too; others just write the same
+        # values again, so nothing of theirs is saved (no extra memory).
+        restore: Any = None
+        if _reads_what_it_writes(args, self.info):
+            saved = [t.clone() for t in written]
+            restore = lambda: [t.copy_(s) for t, s in zip(written, saved)]  # noqa: E731
 
-        def restore() -> None:
-            for t, s in zip(written, saved):
-                t.copy_(s)
-
-        # Runs that read what the last one wrote start from the saved
-        # contents; others just write the same values again.
-        restore_each = restore if _reads_what_it_writes(args, self.info) else None
-        alive = self._check_candidates(args, written, restore_each, results)
-        times = self._time(args, alive, restore_each, start + remaining)
-        restore()
+        alive = self._check_candidates(args, written, restore, results)
+        times = self._time(args, alive, restore, start + remaining)
+        if restore is not None:
+            restore()
         for j, ts in times.items():
             results[j]["time_us"] = round(sorted(ts)[len(ts) // 2] * 1e6, 2)
         best = min(times, key=lambda j: results[j]["time_us"])
