@@ -196,3 +196,18 @@ def test_perf_hints_name_fallbacks_and_refused_fusions_with_their_bytes(caplog):
     (graph,) = cppinductor.explain(f)(x).to_dict()["graphs"]
     (refusal,) = graph["fusion_refusals"]
     assert refusal["bytes"] == 2 * 64 * 4, refusal
+
+
+def test_the_codegen_corpus_tool_tells_same_code_from_changed(tmp_path):
+    from cppinductor.tools import codegen_corpus
+
+    for run in ("before", "after"):
+        assert codegen_corpus.dump(str(tmp_path / run), ["relu_bias", "softmax"], "tiny") == []
+    assert codegen_corpus.compare(str(tmp_path / "before"), str(tmp_path / "after")) == {}
+    # One kernel edited: that workload, and only it, differs.
+    (path,) = [os.path.join(d, "kernels.cpp") for d, _, files in os.walk(tmp_path / "after" / "softmax")
+               if "kernels.cpp" in files]
+    with open(path, "a") as f:
+        f.write("// edited\n")
+    assert list(codegen_corpus.compare(str(tmp_path / "before"), str(tmp_path / "after"))) == ["softmax"]
+    assert codegen_corpus.main(["compare", str(tmp_path / "before"), str(tmp_path / "after")]) == 1
