@@ -90,7 +90,11 @@ def compile_fx_graph(
     if options.autotune:
         tuning = autotune.GraphTuning(float(options.get("max_autotune_seconds", 10.0)), record.autotune,
                                       options.get("autotune_fault_TESTING_ONLY", False))
-    function = CompiledFunction(gm, compiled, record.id, compiled_kernels, kind, tuning)
+    # reduce-overhead on the CPU: a forward's inputs are what Dynamo guarded
+    # (their strides included); a backward's come from autograd, and keep
+    # their checks.
+    guarded = options.mode == "reduce-overhead" and kind != "backward" and set(compiled.kernel_devices) <= {"cpu"}
+    function = CompiledFunction(gm, compiled, record.id, compiled_kernels, kind, tuning, guarded)
     record.wrapper_source = function.source
     runs: Callable[[list], Any] = function
     if options.mode in cudagraphs.MODES:

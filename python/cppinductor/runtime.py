@@ -290,13 +290,13 @@ class CompiledFunction:
 
     def __init__(self, gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", graph_id: int | None = None,
                  finished: CompileFinished | None = None, kind: str = "inference",
-                 tuning: "GraphTuning | None" = None) -> None:
+                 tuning: "GraphTuning | None" = None, guarded_inputs: bool = False) -> None:
         # An instance attribute: Dynamo's disable() wrapper copies __dict__,
         # not class attributes, and AOTAutograd checks the wrapper.
         self._boxed_call = True
         self.compiled = compiled
         self._name = f"<cppinductor graph {new_graph_id() if graph_id is None else graph_id}>"
-        self._code = generate_wrapper(gm, compiled, tuning)
+        self._code = generate_wrapper(gm, compiled, tuning, guarded_inputs)
         self._scope = {**HELPERS, **self._code.globals}
         # Kernels timed at their first call rebind their global in every
         # function made from the source (autotune.KernelTuner).

@@ -176,10 +176,13 @@ class WrapperCode:
 class _Printer:
     """Prints one graph's call function; owns its names, lines and globals."""
 
-    def __init__(self, gm: torch.fx.GraphModule, compiled: Any, tuning: Any = None) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, compiled: Any, tuning: Any = None,
+                 guarded_inputs: bool = False) -> None:
         self.gm = gm
         self.compiled = compiled
         self.tuning = tuning  # autotune.GraphTuning, or None
+        # The graph's inputs have the traced strides whenever it runs (see generate_wrapper).
+        self.guarded_inputs = guarded_inputs
         self.nodes = list(gm.graph.nodes)
         self.dynamic = bool(compiled.symbol_bindings)
         self.lines: list[str] = []
@@ -392,6 +395,9 @@ class _Printer:
                 if slot not in unmade:
                     self.frees[max(index, last_read.get(slot, index))].append(slot)
 
+    def _is_input(self, slot: int) -> bool:
+        return slot < len(self.nodes) and self.nodes[slot].op == "placeholder"
+
     def _pure(self, step: Any) -> bool:
         node = self.nodes[step.node]
         return (node.op == "get_attr" or node.target in _PURE_OPS
@@ -461,6 +467,8 @@ class _Printer:
             check = (expected.slot, lay.strides)
             if check in self._checked and not written:
                 continue  # checked (and re-laid out) by an earlier step: a slot is assigned once
+            if self.guarded_inputs and not written and not self.dynamic and self._is_input(expected.slot):
+                continue
             if written:
                 original = self._fresh(f"{x}_original")
                 written_back.append((x, original))
@@ -517,12 +525,17 @@ def kernel_range_name(compiled: "_C.CompiledGraph", kernel: int, most: int = 5) 
     return "_".join([number, *ops[:most]] + (["etc"] if len(ops) > most else []))
 
 
-def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", tuning: Any = None) -> WrapperCode:
+def generate_wrapper(gm: torch.fx.GraphModule, compiled: "_C.CompiledGraph", tuning: Any = None,
+                     guarded_inputs: bool = False) -> WrapperCode:
     """The source of `call(args)` for `compiled` (the plan of `gm`), its
     observed and profiled variants, and the globals they need besides
     runtime.py's HELPERS. With `tuning` (an autotune.GraphTuning), the
-    globals of kernels with candidates to time are KernelTuners."""
-    printer = _Printer(gm, compiled, tuning)
+    globals of kernels with candidates to time are KernelTuners.
+    `guarded_inputs`: the graph's inputs always have their traced strides
+    (Dynamo's guards check the strides of a static-shape graph's inputs), so
+    the kernels' layout checks of inputs they do not write are left out, as
+    Inductor leaves its input asserts out in reduce-overhead mode."""
+    printer = _Printer(gm, compiled, tuning, guarded_inputs)
     printer.print_function()
     plain = [line for line in printer.lines if not line.startswith((_OBSERVED, _PROFILED))]
     observed = [line.removeprefix(_OBSERVED) for line in printer.lines if not line.startswith(_PROFILED)]

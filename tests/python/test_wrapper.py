@@ -178,3 +178,39 @@ def test_a_launcher_checks_its_arguments():
         launch(torch.empty(1))
     with pytest.raises(AttributeError, match="data_ptr"):
         launch(*(["not a tensor"] * len(step.buffers)))
+
+
+def test_reduce_overhead_leaves_out_the_input_checks_dynamo_guards():
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(torch.relu(x) @ w + x)
+
+    x, w = torch.randn(8, 8), torch.randn(8, 8)
+    sources = {}
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        with debug.recording() as records:
+            compiled = torch.compile(f, backend="cppinductor", mode=mode)
+            torch.testing.assert_close(compiled(x, w), f(x, w))
+            # Other strides: Dynamo's guard recompiles; the unchecked kernels never see them.
+            x_t = x.t().contiguous().t()
+            torch.testing.assert_close(compiled(x_t, w), f(x_t, w))
+        sources[mode] = records[0].wrapper_source
+    input_check = r"arg\d+_1\.stride\(\) != "
+    assert re.search(input_check, sources["default"]), sources["default"]
+    assert not re.search(input_check, sources["reduce-overhead"]), sources["reduce-overhead"]
+    torch._dynamo.reset()
+
+
+def test_reduce_overhead_keeps_a_backwards_input_checks():
+    def f(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(torch.relu(x) @ w + x).sum()
+
+    x, w = torch.randn(8, 8, requires_grad=True), torch.randn(8, 8)
+    torch._dynamo.reset()
+    with debug.recording() as records:
+        torch.compile(f, backend="cppinductor", mode="reduce-overhead")(x, w).backward()
+    backward = [r for r in records if r.kind == "backward"]
+    assert backward and ".stride() != " in backward[0].wrapper_source
+    expected = torch.autograd.grad(f(x, w), x)[0]
+    torch.testing.assert_close(x.grad, expected)
+    torch._dynamo.reset()
