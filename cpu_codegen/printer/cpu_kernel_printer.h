@@ -207,6 +207,19 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// over the rows.
   void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to,
                            bool overlapped_rest = false);
+  /// Inside print_tiled_columns: the block of columns being tiled, by the C
+  /// names of its vector variable, the vector's index in the block and the
+  /// block's count of vectors; split_rows: the rows split among the threads.
+  struct TiledBlock {
+    std::string var, vector_index, vectors;
+    bool split_rows = false;
+  };
+  /// Inside print_tiled_columns: reduction stage `s` (stage `index`, with
+  /// loops) over the block, its rows row_block at a time, into the tile
+  /// `<result>_tile` the later stages read (cascaded, split across threads).
+  void print_tiled_reduction(const ReductionStage& s, size_t index, const TiledBlock& block,
+                             const std::function<void()>& open_vector_loop,
+                             const std::function<void(size_t)>& bind_earlier_results);
   /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the
   /// block, its loops outside a vector loop over the block's columns, so each
   /// step walks one contiguous piece of a row.

@@ -576,97 +576,111 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
       slots[i] = slot;
       continue;
     }
-    const Loop& first = s.loops[0];
-    const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
-    const Bound rows = extent(first);
-    out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time",
-                  split_rows ? ", the rows split among the threads" : ""));
-    // Split rows (parallel_reduction): each chunk of rows tiles into a tile
-    // of its own, returned as a struct; the chunks' tiles combine in order
-    // and land in the tile the later stages read.
-    const std::string vst = vstate_type(s.kind, t), part = tile + "_part", parts = tile + "_parts";
-    const std::string row_lo = split_rows ? r + "_chunk_begin" : "0", row_hi = split_rows ? r + "_chunk_end" : rows.text;
-    if (split_rows) {
-      // The outer loop's vectors (the schedule asks for a constant extent).
-      const auto extent = k_.outer.back().extent.constant();
-      if (!extent) fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need a constant outer loop"));
-      const int64_t vectors = std::min<int64_t>(sched_.column_block, (*extent + w - 1) / w);
-      out_.line(cat("struct ", part, " { ", vst, " v[", vectors, "]; };"));
-      out_.line(cat(part, " ", tile, "_identity;"));
-      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "_identity.v[k] = ", vstate_identity(s.kind, t), ";"));
-      out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", rows.text, ", ",
-                    std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [=](int64_t ", row_lo,
-                    ", int64_t ", row_hi, ", ", part, ") -> ", part));
-    }
-    // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
-    // terms per lane, merged into levels of totals (cascade_levels).
-    const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
-    const int levels = cascade ? cascade_levels(rows.value, sched_.cascade_block) : 0;
-    auto total_tile = [&](int l) { return l == 1 ? tile + "_total" : cat(tile, "_total", l); };
-    auto total_slot = [&](int l) { return cat(total_tile(l), "[", vi, "]"); };
-    auto merges = [&](int l) { return cat(tile, "_merges", l); };
-    const std::string terms = tile + "_terms";
-    out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
-    for (int l = 1; l <= levels; ++l)
-      out_.line(cat(vstate_type(s.kind, t), " ", total_tile(l), "[", sched_.column_block, "];"));
-    open_vector_loop();
-    out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
-    for (int l = 1; l <= levels; ++l) out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
-    out_.close();
-    if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
-    for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
-    out_.open(cat("for (int64_t ", rblk, " = ", row_lo, "; ", rblk, " < ", row_hi, "; ", rblk, " += ", sched_.row_block, ")"));
-    out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", row_hi,
-                  ");"));
-    open_vector_loop();
-    enter_vector(v);
-    bind_earlier_results(i);
-    const std::string acc = print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
-    leave_vector();
-    out_.line(cat(slot, " = ", acc, ";"));
-    out_.close();
-    if (cascade) {
-      std::string per_row;
-      for (size_t l = 1; l < s.loops.size(); ++l) per_row += cat(" * (", extent(s.loops[l]).text, ")");
-      out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
-      out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
-      open_vector_loop();
-      out_.line(cat(total_slot(1), " = ", vstate_combine(s.kind, t, total_slot(1), slot), ";"));
-      out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
-      out_.close();
-      out_.line(cat(terms, " = 0;"));
-      for (int l = 1; l < levels; ++l) {
-        out_.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
-        open_vector_loop();
-        out_.line(cat(total_slot(l + 1), " = ", vstate_combine(s.kind, t, total_slot(l + 1), total_slot(l)), ";"));
-        out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
-        out_.close();
-        out_.line(cat(merges(l), " = 0;"));
-      }
-      for (int l = 1; l < levels; ++l) out_.close();
-      out_.close();
-    }
-    out_.close();
-    if (cascade) {
-      // The stage's result is complete before a later stage reads it: the
-      // levels folded in, lowest first.
-      open_vector_loop();
-      for (int l = 1; l <= levels; ++l)
-        out_.line(cat(slot, " = ", vstate_combine(s.kind, t, total_slot(l), slot), ";"));
-      out_.close();
-    }
-    if (split_rows) {
-      out_.line(cat(part, " out;"));
-      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) out.v[k] = ", tile, "[k];"));
-      out_.line("return out;");
-      out_.close(cat("}, [&](", part, " a, const ", part, "& b) { for (int64_t k = 0; k < ", count, "; ++k) a.v[k] = ",
-                     vstate_combine(s.kind, t, "a.v[k]", "b.v[k]"), "; return a; });"));
-      out_.line(cat(vst, " ", tile, "[", sched_.column_block, "];"));
-      out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "[k] = ", parts, ".v[k];"));
-    }
+    print_tiled_reduction(s, i, TiledBlock{v, vi, count, split_rows}, open_vector_loop, bind_earlier_results);
     slots[i] = slot;
   }
   out_.close();
+}
+
+void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, const TiledBlock& block,
+                                             const std::function<void()>& open_vector_loop,
+                                             const std::function<void(size_t)>& bind_earlier_results) {
+  const std::string& vi = block.vector_index;
+  const std::string& count = block.vectors;
+  const std::string& v = block.var;
+  const bool split_rows = block.split_rows;
+  const int64_t w = sched_.vector_width;
+  const DType t = s.body.dtype();
+  const std::string tile = local_name(s.results[0]) + "_tile";
+  const std::string slot = cat(tile, "[", vi, "]");
+  const Loop& first = s.loops[0];
+  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
+  const Bound rows = extent(first);
+  out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time",
+                split_rows ? ", the rows split among the threads" : ""));
+  // Split rows (parallel_reduction): each chunk of rows tiles into a tile
+  // of its own, returned as a struct; the chunks' tiles combine in order
+  // and land in the tile the later stages read.
+  const std::string vst = vstate_type(s.kind, t), part = tile + "_part", parts = tile + "_parts";
+  const std::string row_lo = split_rows ? r + "_chunk_begin" : "0", row_hi = split_rows ? r + "_chunk_end" : rows.text;
+  if (split_rows) {
+    // The outer loop's vectors (the schedule asks for a constant extent).
+    const auto extent = k_.outer.back().extent.constant();
+    if (!extent) fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need a constant outer loop"));
+    const int64_t vectors = std::min<int64_t>(sched_.column_block, (*extent + w - 1) / w);
+    out_.line(cat("struct ", part, " { ", vst, " v[", vectors, "]; };"));
+    out_.line(cat(part, " ", tile, "_identity;"));
+    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "_identity.v[k] = ", vstate_identity(s.kind, t), ";"));
+    out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", rows.text, ", ",
+                  std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [=](int64_t ", row_lo,
+                  ", int64_t ", row_hi, ", ", part, ") -> ", part));
+  }
+  // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
+  // terms per lane, merged into levels of totals (cascade_levels).
+  const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
+  const int levels = cascade ? cascade_levels(rows.value, sched_.cascade_block) : 0;
+  auto total_tile = [&](int l) { return l == 1 ? tile + "_total" : cat(tile, "_total", l); };
+  auto total_slot = [&](int l) { return cat(total_tile(l), "[", vi, "]"); };
+  auto merges = [&](int l) { return cat(tile, "_merges", l); };
+  const std::string terms = tile + "_terms";
+  out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
+  for (int l = 1; l <= levels; ++l)
+    out_.line(cat(vstate_type(s.kind, t), " ", total_tile(l), "[", sched_.column_block, "];"));
+  open_vector_loop();
+  out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
+  for (int l = 1; l <= levels; ++l) out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
+  out_.close();
+  if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
+  for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
+  out_.open(cat("for (int64_t ", rblk, " = ", row_lo, "; ", rblk, " < ", row_hi, "; ", rblk, " += ", sched_.row_block, ")"));
+  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", row_hi,
+                ");"));
+  open_vector_loop();
+  enter_vector(v);
+  bind_earlier_results(i);
+  const std::string acc = print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
+  leave_vector();
+  out_.line(cat(slot, " = ", acc, ";"));
+  out_.close();
+  if (cascade) {
+    std::string per_row;
+    for (size_t l = 1; l < s.loops.size(); ++l) per_row += cat(" * (", extent(s.loops[l]).text, ")");
+    out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
+    out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
+    open_vector_loop();
+    out_.line(cat(total_slot(1), " = ", vstate_combine(s.kind, t, total_slot(1), slot), ";"));
+    out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
+    out_.close();
+    out_.line(cat(terms, " = 0;"));
+    for (int l = 1; l < levels; ++l) {
+      out_.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
+      open_vector_loop();
+      out_.line(cat(total_slot(l + 1), " = ", vstate_combine(s.kind, t, total_slot(l + 1), total_slot(l)), ";"));
+      out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
+      out_.close();
+      out_.line(cat(merges(l), " = 0;"));
+    }
+    for (int l = 1; l < levels; ++l) out_.close();
+    out_.close();
+  }
+  out_.close();
+  if (cascade) {
+    // The stage's result is complete before a later stage reads it: the
+    // levels folded in, lowest first.
+    open_vector_loop();
+    for (int l = 1; l <= levels; ++l)
+      out_.line(cat(slot, " = ", vstate_combine(s.kind, t, total_slot(l), slot), ";"));
+    out_.close();
+  }
+  if (split_rows) {
+    out_.line(cat(part, " out;"));
+    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) out.v[k] = ", tile, "[k];"));
+    out_.line("return out;");
+    out_.close(cat("}, [&](", part, " a, const ", part, "& b) { for (int64_t k = 0; k < ", count, "; ++k) a.v[k] = ",
+                   vstate_combine(s.kind, t, "a.v[k]", "b.v[k]"), "; return a; });"));
+    out_.line(cat(vst, " ", tile, "[", sched_.column_block, "];"));
+    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "[k] = ", parts, ".v[k];"));
+  }
 }
 
 void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& v,
