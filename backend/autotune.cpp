@@ -36,26 +36,32 @@ std::string winner_schedule(const std::string& payload) {
 }
 
 /// Looks `t.key` up: the index of the winning candidate, or -1 (a miss, or
-/// an unusable entry: t.cache_problem says why).
-template <typename Candidates>
-int cached_winner(const Candidates& candidates, KernelTuning& t) {
+/// an unusable entry: t.problem says why).
+/// One candidate as plan_tuning sees it, whatever the device.
+struct Candidate {
+  ir::KernelPtr kernel;
+  std::string label;
+  std::string schedule;  // its describe_*_schedule line
+};
+
+int cached_winner(const std::vector<Candidate>& candidates, KernelTuning& t) {
   auto dir = tuning_dir();
   if (!dir) {
-    t.cache_problem = dir.error().message;
+    t.problem = dir.error().message;
     return -1;
   }
   bool corrupt = false;
   const std::string path = *dir + "/" + t.key;
   auto payload = cpu::read_cache_entry(path, &corrupt);
   if (corrupt) {
-    t.cache_problem = "ignored a corrupted tuning cache entry " + path;
+    t.problem = "ignored a corrupted tuning cache entry " + path;
     return -1;
   }
   if (!payload) return -1;
   const std::string schedule = winner_schedule(*payload);
   for (size_t j = 0; j < candidates.size(); ++j)
     if (!schedule.empty() && candidates[j].schedule == schedule) return int(j);
-  t.cache_problem = "ignored a tuning cache entry that names none of the kernel's schedules: " + path;
+  t.problem = "ignored a tuning cache entry that names none of the kernel's schedules: " + path;
   return -1;
 }
 
@@ -63,12 +69,6 @@ int cached_winner(const Candidates& candidates, KernelTuning& t) {
 
 namespace {
 
-/// One candidate as plan_tuning sees it, whatever the device.
-struct Candidate {
-  ir::KernelPtr kernel;
-  std::string label;
-  std::string schedule;  // its describe_*_schedule line
-};
 
 /// The device-independent plan: cache lookups, the key, the alternatives
 /// that print. `printed(k)`: k's printed source, or nullopt if it does not

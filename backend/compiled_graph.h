@@ -111,8 +111,9 @@ struct KernelTuning {
   std::vector<KernelCandidate> candidates;
   /// After a cache hit: the winner's label and schedule.
   std::string cached_label, cached_schedule;
-  /// Why the cache was not read (an unusable directory, a corrupted entry).
-  std::string cache_problem;
+  /// What went wrong, if anything: the cache not read (an unusable
+  /// directory, a corrupted entry), the candidates not compiled.
+  std::string problem;
   /// Positions of the buffers the kernel writes, in launch order, and of
   /// those it also reads (a run then depends on what the last one left).
   std::vector<int> written, read_written;

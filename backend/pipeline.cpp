@@ -191,7 +191,7 @@ void record_tuning(CompiledGraph& cg, TuningPlan& plan, const Handles& own, cons
     for (const auto& [kernel, candidate] : plan.owners) {
       KernelTuning& t = cg.tuning[index[kernel]];
       t.candidates.clear();
-      t.cache_problem = "the candidate schedules did not compile: " + alternatives.error().message;
+      t.problem = "the candidate schedules did not compile: " + alternatives.error().message;
     }
     return;
   }

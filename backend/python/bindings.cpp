@@ -256,14 +256,14 @@ PYBIND11_MODULE(_C, m) {
             d["candidates"] = candidates;
             d["cached_label"] = t.cached_label;
             d["cached_schedule"] = t.cached_schedule;
-            d["cache_problem"] = t.cache_problem;
+            d["problem"] = t.problem;
             d["written"] = t.written;
             d["read_written"] = t.read_written;
             return d;
           },
           py::arg("kernel"),
           "max-autotune: kernel `kernel`'s candidates [(label, schedule)], its cache entry (key, cached_label, "
-          "cached_schedule, cache_problem) and the positions of the buffers it writes (written) and also reads "
+          "cached_schedule, problem) and the positions of the buffers it writes (written) and also reads "
           "(read_written); None if not tuned "
           "(backend/autotune.h).")
       .def(

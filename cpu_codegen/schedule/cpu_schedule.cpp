@@ -168,13 +168,13 @@ struct Facts {
 Facts facts_of(const Kernel& k, const CpuTarget& target) {
   Facts f{k, target, Estimator{target}};
   f.outer_iters = f.est.product(k.outer);
+  f.stage_work = detail::stage_work(k, f.est);
+  f.work = detail::kernel_work(k, f.est);
   for (const auto& s : k.stages) {
-    f.stage_work = std::min<int64_t>(INT64_MAX / 2, f.stage_work + f.est.product(loops_of(s)));
     if (std::holds_alternative<ReductionStage>(s)) ++f.reductions;
     else if (!loops_of(s).empty()) f.pointwise_loops = true;
     if (!loops_of(s).empty()) f.any_stage_loops = true;
   }
-  f.work = Estimator::sat_mul(f.outer_iters, std::max<int64_t>(1, f.stage_work));
   return f;
 }
 

@@ -204,4 +204,14 @@ bool pointwise_loops_split(const Kernel& k) {
   return true;
 }
 
+int64_t stage_work(const Kernel& k, const Estimator& est) {
+  int64_t work = 0;
+  for (const auto& s : k.stages) work = std::min<int64_t>(INT64_MAX / 2, work + est.product(loops_of(s)));
+  return work;
+}
+
+int64_t kernel_work(const Kernel& k, const Estimator& est) {
+  return Estimator::sat_mul(est.product(k.outer), std::max<int64_t>(1, stage_work(k, est)));
+}
+
 }  // namespace cppi::cpu::detail

@@ -66,6 +66,13 @@ struct Estimator {
   }
 };
 
+/// The iterations of the stages' loops per outer iteration, summed over the
+/// stages (at most INT64_MAX / 2).
+int64_t stage_work(const ir::Kernel& k, const Estimator& est);
+/// Elements of work the schedule weighs: the outer iterations times
+/// stage_work (at least 1).
+int64_t kernel_work(const ir::Kernel& k, const Estimator& est);
+
 /// True when every store of `k` writes its buffer densely in row-major order
 /// of the outer loops and then its stage's loops: index = sum v_i * (product
 /// of the later extents), every extent constant, the buffer exactly that many

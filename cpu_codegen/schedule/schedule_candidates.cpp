@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cpu_codegen/schedule/kernel_facts.h"
 #include "lowering/ir/schedule_variants.h"
 #include "support/status.h"
 
@@ -14,20 +15,6 @@ namespace {
 
 using TargetVariant = ir::TargetVariant<CpuTarget>;
 
-/// Elements the kernel touches per call, roughly: the outer iterations times
-/// the sum over stages of their loops' iterations (size symbols count as
-/// CpuTarget::symbol_hint).
-int64_t work_of(const ir::Kernel& k, const CpuTarget& t) {
-  auto product = [&](const std::vector<ir::Loop>& loops) {
-    double p = 1;
-    for (const auto& l : loops) p *= double(l.extent.constant().value_or(t.symbol_hint));
-    return p;
-  };
-  double stages = 0;
-  for (const auto& s : k.stages) stages += product(ir::loops_of(s));
-  return int64_t(std::min(product(k.outer) * std::max(1.0, stages), 1e18));
-}
-
 /// In the order they are tried: where `most` cuts the list, the ones that
 /// most often won on the bench's rows stay. Threads and chunk sizes matter
 /// only near the point where splitting a kernel starts to pay: a kernel of
@@ -35,7 +22,7 @@ int64_t work_of(const ir::Kernel& k, const CpuTarget& t) {
 std::vector<TargetVariant> target_variants(const ir::Kernel& k, const CpuTarget& t) {
   constexpr int64_t kSplitMatters = 64;
   std::vector<TargetVariant> v;
-  if (work_of(k, t) / kSplitMatters < t.min_parallel_work) {
+  if (detail::kernel_work(k, detail::Estimator{t}) / kSplitMatters < t.min_parallel_work) {
     // Below the threshold every kernel of constant sizes runs serial.
     if (t.num_threads > 1) v.push_back({"one thread", [](CpuTarget& x) { x.min_parallel_work = INT64_MAX / 4; }});
     v.push_back({"4x the work per chunk", [](CpuTarget& x) { x.min_parallel_work *= 4; }});

@@ -75,8 +75,8 @@ class GraphTuning:
         if info is None:
             return plain
         name = compiled.kernel_names[kernel]
-        if info["cache_problem"]:
-            log.warning("%s: %s", name, info["cache_problem"])
+        if info["problem"]:
+            log.warning("%s: %s", name, info["problem"])
         if info["cached_label"]:
             self.reports.append({"kernel": name, "winner": info["cached_label"], "schedule": info["cached_schedule"],
                                  "source": "cache", "candidates": [], "seconds": 0.0})

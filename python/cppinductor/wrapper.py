@@ -304,12 +304,10 @@ class _Printer:
                 self.emit(f"buffer_counts[{i}] += {counts[key]}")
         self.emit_observation(True)
         for index, step in enumerate(compiled.steps):
-            if index in self.skipped:
-                pass
-            elif step.kind == _C.StepKind.Aten:
-                self.aten_step(step)
-            else:
+            if step.kind != _C.StepKind.Aten:
                 self.kernel_step(index, step)
+            elif index not in self.skipped:  # only ATen steps are left out
+                self.aten_step(step)
             self.emit_observation(False)  # before the frees: the step's inputs and outputs coexist
             if self.frees[index]:
                 self.emit(" = ".join(self.slot_names[s] for s in self.frees[index]) + " = None")

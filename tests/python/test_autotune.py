@@ -52,7 +52,7 @@ def compile_and_run(options: dict, args=None):
 
 def test_each_kernel_is_timed_once_and_the_winner_runs_from_then_on():
     fn, record, args = compile_and_run({})
-    tuned = record.autotune
+    tuned = list(record.autotune)
     assert len(tuned) >= 2, tuned
     for t in tuned:
         assert t["source"] == "measured"
