@@ -145,25 +145,28 @@ bool is_flat_access(const Kernel& k, const IndexExpr& index) {
   return true;
 }
 
-/// Stride-1 loads along `v` over the stages with loops.
-int contiguous_loads(const Kernel& k, const IndexExpr& v) {
-  int n = 0;
-  for (const auto& s : k.stages) {
-    if (loops_of(s).empty()) continue;
-    for (const Load* l : loads_of(s)) n += is_stride(l->index, v, 1) ? 1 : 0;
-  }
-  return n;
-}
-
+/// Whether the loads of the stages with loops run along the kernel's outer
+/// loop rather than along the stages' loops (a column reduction). A load that
+/// does not move in its stage's loops (a row's target or maximum, read for
+/// every element) is read once per outer point whichever way threads are laid
+/// out, so it does not count: counted, the row maximum and sum of a softmax
+/// backward outvoted its two row reads and made it a column kernel.
 bool is_column_kernel(const Kernel& k) {
   if (k.outer.empty()) return false;
-  int along_stage = 0;
+  const IndexExpr& outer = k.outer.back().var;
+  int along_stage = 0, along_outer = 0;
   for (const auto& s : k.stages) {
     const auto& loops = loops_of(s);
     if (loops.empty()) continue;
-    for (const Load* l : loads_of(s)) along_stage += is_stride(l->index, loops.back().var, 1) ? 1 : 0;
+    for (const Load* l : loads_of(s)) {
+      bool moves = false;
+      for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
+      if (!moves) continue;
+      along_stage += is_stride(l->index, loops.back().var, 1) ? 1 : 0;
+      along_outer += is_stride(l->index, outer, 1) ? 1 : 0;
+    }
   }
-  return contiguous_loads(k, k.outer.back().var) > along_stage;
+  return along_outer > along_stage;
 }
 
 /// Whether a stage with loops reads a buffer the kernel writes: splitting its

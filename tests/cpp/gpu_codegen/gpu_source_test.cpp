@@ -110,6 +110,15 @@ TEST(GpuSchedule, RowsAndColumns) {
   EXPECT_NE(explain_gpu_schedule(*softmax(16384, 4096), GpuTarget{}).find("cached in registers"), std::string::npos);
 }
 
+TEST(GpuSchedule, PerRowValuesReadInTheLoopsDoNotMakeAColumnKernel) {
+  // Two loads run along the row, five are the same for the whole row (a
+  // row's scale, maximum and log-sum): still rows, not columns.
+  auto k = scheduled(log_softmax_backward(4096, 8192));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  EXPECT_GT(k->schedule.gpu.elements_per_thread, 0);  // the row is cached
+  EXPECT_EQ(scheduled(column_sum(4096, 8192))->schedule.gpu.mapping, GpuMapping::ColumnReduction);
+}
+
 // --- generated source -------------------------------------------------------------------------
 
 TEST(GpuSchedule, FewLongRowsSplitAcrossBlocks) {

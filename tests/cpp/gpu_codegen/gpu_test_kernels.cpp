@@ -264,6 +264,21 @@ KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   return Kernel::make("softmax", Device::CUDA, {{x0, rows}}, {amax, denom, norm}, {}, {"amax", "sub", "exp", "sum", "div"});
 }
 
+KernelPtr log_softmax_backward(const IndexExpr& rows, const IndexExpr& cols) {
+  auto g = input("g", DType::Float32, {rows, cols}), x = input("x", DType::Float32, {rows, cols});
+  auto amax = input("amax", DType::Float32, {rows}), lse = input("lse", DType::Float32, {rows});
+  auto scale = input("scale", DType::Float32, {rows});
+  auto out = output("out", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), r0 = var("r0");
+  // Per-row values read in the loops (as cross-entropy's backward reads a
+  // row's scale, maximum and log-sum): invariant along the row.
+  auto grad = [&] { return mul(load(g, g->layout.index({x0, r0})), load(scale, x0)); };
+  auto sum = ReductionStage::make({{r0, cols}}, ReductionKind::Sum, grad(), {"sum"});
+  Expr p = unary(UnaryOp::Exp, sub(sub(load(x, x->layout.index({x0, r0})), load(amax, x0)), load(lse, x0)));
+  PointwiseStage store{{{r0, cols}}, {Store::make(out, out->layout.index({x0, r0}), sub(grad(), mul(p, sum.result())))}};
+  return Kernel::make("log_softmax_backward", Device::CUDA, {{x0, rows}}, {sum, store}, {}, {"_log_softmax_backward_data"});
+}
+
 KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   auto in = input("x", t, {rows, cols}), w = input("w", t, {cols}), b = input("b", t, {cols});
   auto out = output("out", t, {rows, cols});

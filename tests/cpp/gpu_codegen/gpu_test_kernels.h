@@ -80,6 +80,8 @@ KernelPtr four_load_row_sums(const IndexExpr& rows, const IndexExpr& cols, int l
 KernelPtr middle_sum_scale(const IndexExpr& a, const IndexExpr& r, const IndexExpr& c);
 /// Softmax over the last dim.
 KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// out = g * scale[row] - exp(x - amax[row] - lse[row]) * sum(g * scale[row]) over each row.
+KernelPtr log_softmax_backward(const IndexExpr& rows, const IndexExpr& cols);
 /// layer_norm over the last dim with weight and bias (eps 1e-5), Welford stats.
 KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// var (correction 1) and mean over the last dim, Welford.
