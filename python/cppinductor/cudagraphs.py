@@ -14,7 +14,9 @@ What a call does, as Inductor's cudagraph trees do for users:
   static input indices) and a backward's saved tensors (the forward's outputs,
   at fixed addresses when the forward replays). One that moves makes the
   call run uncaptured; after three calls in a row with new addresses the
-  graph is recorded again, at most eight times.
+  graph is recorded again, at most eight times. A recording replaced so (or
+  dropped when its function stops using CUDA graphs) keeps its memory while
+  tensors its replays returned are still held.
 - Outputs live in the graph's memory pool. Each call returns new tensors
   over that memory; a replay that rewrites it makes the previous call's
   outputs raise a clear error when read (never a silently changed value).
@@ -273,6 +275,10 @@ class _Recording:
         self.live: list[weakref.ref] = []
         pool.add(self)
 
+    def outputs_alive(self) -> bool:
+        """Whether a tensor returned by a replay is still held and readable."""
+        return any(ref() is not None for ref in self.live)
+
     def retire_outputs(self) -> None:
         for ref in self.live:
             t = ref()
@@ -356,11 +362,16 @@ class CudaGraphFunction:
         self._rerecords = 0
         self._moved = 0  # calls in a row whose static inputs moved
         self._saved: list[weakref.ref] = []  # a forward's saved tensors from its last replay
+        # Recordings dropped (recorded again, or disabled) while outputs of
+        # their replays were alive: kept so their memory stays theirs.
+        self._kept: list[_Recording] = []
         self._disabled: str | None = None
         self._state = _state(record)
 
     def disable(self, reason: str) -> None:
         self._disabled = reason
+        for recording in self._recordings.values():
+            self._drop(recording)
         self._recordings.clear()
         self._state.reason = reason
         perf_hints.warning("CUDA graph not used for a %s graph: %s", self._kind, reason)
@@ -400,7 +411,7 @@ class CudaGraphFunction:
                 self.disable(f"parameters or saved tensors moved to new addresses more than {MAX_RERECORDS} times")
                 return self._function(args)
             self._rerecords += 1
-            del self._recordings[key]
+            self._drop(self._recordings.pop(key))
             return self._record_and_replay(key, args)
         self._moved = 0
         if self._saved_pending():
@@ -408,6 +419,16 @@ class CudaGraphFunction:
                             "await their backward", self._kind)
             return self._uncaptured(args)
         return self._replay(recording, args)
+
+    def _drop(self, recording: _Recording) -> None:
+        """Forgets a recording. Freed, its outputs' memory would go back to the
+        pool, and the next capture could write over tensors its replays
+        returned that are still held (a forward's saved tensors awaiting their
+        backward: FSDP2 moves parameters every step, so its graphs record
+        again mid-step); so it is kept until those are gone."""
+        self._kept = [r for r in self._kept if r.outputs_alive()]
+        if recording.outputs_alive():
+            self._kept.append(recording)
 
     def _saved_pending(self) -> bool:
         return any(ref() is not None for ref in self._saved)

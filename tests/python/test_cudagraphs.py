@@ -303,3 +303,35 @@ def test_a_python_scalar_input_is_part_of_the_recording_key():
     for scale in [0.5, 1.5, 2.5] * 2 + [float(v) for v in range(12)]:
         for _ in range(3):
             torch.testing.assert_close(compiled(x, scale), f(x, scale))
+
+
+@requires_cuda
+def test_a_replays_output_keeps_its_value_when_moved_parameters_make_the_graph_record_again():
+    """FSDP2 frees and gathers parameters every step, so their addresses move
+    and the graph records again, and after MAX_RERECORDS stops using CUDA
+    graphs, while outputs of earlier replays (a forward's saved tensors) are
+    still held: those keep their values."""
+    from cppinductor import cudagraphs
+
+    lin = nn.Linear(256, 256).cuda()
+    compiled = _compile(lin)
+    x = torch.randn(64, 256, device="cuda")
+    held = []
+    with torch.no_grad():
+        for step in range(cudagraphs.RERECORD_AFTER * (cudagraphs.MAX_RERECORDS + 2)):
+            if step >= 2:
+                lin.weight.data = lin.weight.data.clone()  # same parameter, a new address
+            out = compiled(x + step)
+            torch.testing.assert_close(out, lin(x + step))
+            if step % cudagraphs.RERECORD_AFTER == 1:  # a replay's output (the others run uncaptured)
+                held.append((out, out.clone()))
+    checked = 0
+    for out, expected in held:
+        try:
+            value = out + 0
+        except RuntimeError as e:  # retired by a later replay: an error, never a changed value
+            assert "overwrote" in str(e)
+            continue
+        torch.testing.assert_close(value, expected)
+        checked += 1
+    assert checked >= cudagraphs.MAX_RERECORDS, checked
