@@ -3,6 +3,7 @@
 Shows which kernel of a compiled workload is slower than the other backend's:
   python3 gpu_codegen/tools/kernel_profile.py transformer mlp_train [--size quick|full]
   python3 gpu_codegen/tools/kernel_profile.py resnet gpt2_train --dtype bfloat16   (model suite, large batch)
+  python3 gpu_codegen/tools/kernel_profile.py distributed_transformer   (the distributed suite's model, one GPU)
 """
 
 from __future__ import annotations
@@ -17,7 +18,34 @@ import cppinductor  # noqa: F401  (registers the backend)
 from cppinductor.bench import workloads
 
 
-def build_case(name: str, sizes, dtype: torch.dtype):
+class _DistributedModelCase:
+    """One GPU's training step of the distributed suite's model (no process group)."""
+
+    def __init__(self, size: str, dtype: torch.dtype):
+        from cppinductor.bench import distributed
+
+        self.size = distributed.SIZES[size]
+        self.dtype = dtype
+        self.shape = f"{self.size.batch}x{self.size.tokens} tokens, dim {self.size.dim}"
+        self.model_type = distributed.TinyTransformer
+
+    def make_step(self, compile_):
+        torch.manual_seed(0)
+        model = self.model_type(self.size).cuda().to(self.dtype)
+        step_model = compile_(model)
+        tokens = torch.randint(0, self.size.vocab, (self.size.batch, self.size.tokens), device="cuda")
+        targets = torch.roll(tokens, -1, dims=1)
+
+        def step():
+            step_model(tokens, targets).backward()
+            for p in model.parameters():
+                p.grad = None
+        return step
+
+
+def build_case(name: str, sizes, dtype: torch.dtype, size: str = "full"):
+    if name == "distributed_transformer":
+        return _DistributedModelCase(size, dtype)
     if name in workloads.BY_NAME:
         return workloads.BY_NAME[name].build(sizes, "cuda", dtype)
     from cppinductor.bench import models
@@ -27,9 +55,9 @@ def build_case(name: str, sizes, dtype: torch.dtype):
     return models.model_case(specs[name.removesuffix("_train")], "cuda", dtype, "large", train)
 
 
-def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, top: int) -> None:
+def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, top: int, size: str) -> None:
     torch._dynamo.reset()
-    case = build_case(name, sizes, dtype)
+    case = build_case(name, sizes, dtype, size)
     step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
     for _ in range(3):
         step()
@@ -64,7 +92,7 @@ def main() -> None:
     sizes = workloads.sizes_for("cuda", args.size)
     for name in args.workloads:
         for backend in args.backends.split(","):
-            profile_one(name, backend, sizes, getattr(torch, args.dtype), args.steps, args.top)
+            profile_one(name, backend, sizes, getattr(torch, args.dtype), args.steps, args.top, args.size)
 
 
 if __name__ == "__main__":

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import List, Optional
 
 import torch
 
-from .backends import DEFAULT_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES
+from .backends import DEFAULT_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES, parse_backends
 from .. import roofline
 from .plot import require_matplotlib, write_plot
 from .report import format_table, write_json
 from .roofline import write_roofline
+from .distributed import DISTRIBUTED_BACKENDS, STRATEGIES, config_for, format_distributed, run_distributed
 from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
 from .workloads import BY_NAME, SUITES
 
@@ -30,10 +32,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="fewer workloads, smaller models, shorter measurements (make demo)")
     p.add_argument("--only", metavar="A,B", help=f"workloads to run, from: {','.join(BY_NAME)}")
-    p.add_argument("--suite", choices=SUITES, default="kernels",
+    p.add_argument("--suite", choices=SUITES + ("distributed",), default="kernels",
                    help="kernels: memory- and compute-bound workloads; launch: launch-bound ones (tiny layer "
                    "stacks, a small MLP, a decoder step), each backend also in reduce-overhead; models: HuggingFace "
-                   "models from configs (needs transformers), judged against float64")
+                   "models from configs (needs transformers), judged against float64; distributed: a small "
+                   "transformer trained under DDP and FSDP2, one process per GPU (NCCL; gloo with --device cpu), "
+                   f"--only picks strategies from {','.join(STRATEGIES)}")
     p.add_argument("--train", action="store_true", help="models suite: training steps (forward + backward)")
     p.add_argument("--batch", choices=("small", "large"), default="large",
                    help="models suite: one short sequence (latency) or a batch (throughput)")
@@ -41,6 +45,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                    help="torch.compile backend names, or name:mode; eager is always run (default: "
                    f"{','.join(DEFAULT_BACKENDS)}; with --suite launch: {','.join(LAUNCH_BACKENDS)})")
     p.add_argument("--mode", choices=MODES, help=f"torch.compile mode for {' and '.join(MODE_BACKENDS)}")
+    p.add_argument("--world", type=int, default=2, help="distributed suite: processes (one per GPU)")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="distributed suite: seconds before the workers are stopped (what finished is reported)")
     p.add_argument("--dtype", choices=_DTYPES, default="float32")
     p.add_argument("--fresh-process", choices=FRESH_PROCESS_CHOICES, default="first",
                    help="workloads whose first compile is also timed in a fresh process: the first "
@@ -71,6 +78,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
         return 2
+    if args.suite == "distributed":
+        return _main_distributed(args)
     try:
         config = BenchConfig(
             device=args.device,
@@ -102,4 +111,23 @@ def main(argv: Optional[List[str]] = None) -> int:
         write_json(rows, args.json)
     if args.plot:
         write_plot(rows, args.plot)
+    return 0
+
+
+def _main_distributed(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    try:
+        config = config_for(args.device, args.size or ("quick" if args.quick else "full"),
+                            parse_backends(args.backends or ",".join(DISTRIBUTED_BACKENDS), args.mode),
+                            [n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
+                            world=args.world, timeout_s=args.timeout)
+        rows = run_distributed(config)
+    except (ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(format_distributed(rows))
+    print(f"\nbench took {time.perf_counter() - start:.1f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
     return 0
