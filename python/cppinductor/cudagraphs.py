@@ -215,8 +215,8 @@ class _Recording:
         self.pool = pool
         self.message = message
         # One C call checks every static input's address (parameters: dozens).
-        self.matches = _C.make_pointer_check([(i, a.data_ptr()) for i, a in enumerate(args)
-                                              if i in static and isinstance(a, torch.Tensor)])
+        self.addresses = {i: a.data_ptr() for i, a in enumerate(args) if i in static and isinstance(a, torch.Tensor)}
+        self.matches = _C.make_pointer_check(list(self.addresses.items()))
         # The buffers non-static inputs are copied into; static inputs are
         # only addresses from here on (holding them would keep a call's
         # tensors, a backward's saved ones, alive for the graph's life).
@@ -278,6 +278,10 @@ class _Recording:
     def outputs_alive(self) -> bool:
         """Whether a tensor returned by a replay is still held and readable."""
         return any(ref() is not None for ref in self.live)
+
+    def moved_inputs(self, args: list) -> list[int]:
+        """The static inputs not where this recording reads them."""
+        return [i for i, ptr in self.addresses.items() if args[i].data_ptr() != ptr]
 
     def retire_outputs(self) -> None:
         for ref in self.live:
@@ -346,8 +350,9 @@ class CudaGraphFunction:
 
     def __init__(self, function: Callable[[list], Any], *, kind: str, static_indices: Sequence[int],
                  mutated: Sequence[int], scalar_args: Sequence[int], saved_start: int | None, dynamic: bool,
-                 device: torch.device, record: Any) -> None:
+                 device: torch.device, record: Any, input_names: Sequence[str] = ()) -> None:
         self._boxed_call = True
+        self._input_names = list(input_names)
         self._function = function
         self._kind = kind
         self._static = set(static_indices)
@@ -404,6 +409,9 @@ class CudaGraphFunction:
                 return self._function(args)
             return self._record_and_replay(key, args)
         if not recording.matches(args):
+            for i in recording.moved_inputs(args):
+                name = self._input_names[i] if i < len(self._input_names) else str(i)
+                self._state.moved[name] = self._state.moved.get(name, 0) + 1
             self._moved += 1
             if self._moved < RERECORD_AFTER:
                 return self._uncaptured(args)
@@ -467,14 +475,20 @@ class CudaGraphState:
     def __init__(self) -> None:
         self.reason: str | None = None  # set: not used, and why
         self.recorded = self.replays = self.uncaptured = 0
+        self.moved: dict[str, int] = {}  # static input name -> calls its new address ran uncaptured
 
     def __str__(self) -> str:
         if self.reason is not None:
-            return f"not used: {self.reason}"
+            return f"not used: {self.reason}{self._moved_text()}"
         if not self.recorded:
             return f"pending: records on the second call ({self.uncaptured} uncaptured so far)"
         return (f"used: {self.recorded} graph(s) recorded, {self.replays} replays, "
-                f"{self.uncaptured} calls uncaptured")
+                f"{self.uncaptured} calls uncaptured{self._moved_text()}")
+
+    def _moved_text(self) -> str:
+        """The static inputs that moved most often: what to keep in place."""
+        worst = sorted(self.moved.items(), key=lambda item: -item[1])[:3]
+        return f" (static inputs that moved: {', '.join(f'{n} x{c}' for n, c in worst)})" if worst else ""
 
 
 def _state(record: Any) -> CudaGraphState:
@@ -505,4 +519,5 @@ def wrap(function: Callable[[list], Any], *, gm: torch.fx.GraphModule, example_i
     scalar_args = [i for i, a in enumerate(example_inputs) if not isinstance(a, torch.Tensor)]
     return CudaGraphFunction(function, kind=kind, static_indices=static, mutated=list(mutated),
                              scalar_args=scalar_args, saved_start=saved_output_start(kind), dynamic=dynamic,
-                             device=device, record=record)
+                             device=device, record=record,
+                             input_names=[n.name for n in gm.graph.nodes if n.op == "placeholder"])

@@ -48,6 +48,18 @@ def test_a_cpu_graph_runs_as_in_default_mode_and_says_why(caplog):
     assert any("CUDA graph not used" in r.message for r in caplog.records)
 
 
+def test_the_state_names_the_static_inputs_that_moved():
+    from cppinductor.cudagraphs import CudaGraphState
+
+    state = CudaGraphState()
+    state.recorded, state.replays, state.uncaptured = 2, 5, 3
+    state.moved = {"primals_3": 1, "primals_1": 3}
+    assert str(state) == ("used: 2 graph(s) recorded, 5 replays, 3 calls uncaptured "
+                          "(static inputs that moved: primals_1 x3, primals_3 x1)")
+    state.reason = "parameters or saved tensors moved to new addresses more than 8 times"
+    assert str(state).startswith("not used: parameters") and str(state).endswith("primals_3 x1)")
+
+
 def test_default_mode_reports_nothing_about_cuda_graphs():
     report = cppinductor.explain(lambda x: x.relu() + 1)(torch.randn(4))
     assert report.graphs[0].cudagraphs is None and "CUDA graphs" not in str(report)
