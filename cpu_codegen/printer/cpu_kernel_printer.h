@@ -308,6 +308,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::vector<std::string> print_reduction_core(const std::vector<const ReductionStage*>& run, const Bound& lo0,
                                                 const Bound& hi0, const std::vector<std::string>& result_names,
                                                 const std::string& lane_init = "");
+  class ReductionCore;  // print_reduction_core's accumulators and loops (cpu_reductions.cpp)
   /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
                                    const std::string& result_name = "", const std::string& lane_init = "");

@@ -154,23 +154,36 @@ bool splits_into_accumulators(const ReductionStage& s) {
 
 }  // namespace
 
-std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vector<const ReductionStage*>& run,
-                                                                const Bound& lo0, const Bound& hi0,
-                                                                const std::vector<std::string>& result_names,
-                                                                const std::string& lane_init) {
-  const ReductionStage& head = *run.front();
-  const bool lanes = in_vector();
-  const bool horizontal_mode =
-      !lanes && sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !head.loops.empty();
-  if (run.size() > 1 && !horizontal_mode) fail(cat("kernel ", k_.name, ": a one-pass run outside horizontal mode"));
-  // The run's stages share their loops (one_pass_end), hence the position.
-  const IndexExpr pos = reduction_position(head);
-  // A masked tail (TailKind::Masked) leaves no scalar steps in horizontal mode.
-  const bool scalar_acc = !horizontal_mode || sched_.tail != TailKind::Masked;
+/// print_reduction_core's work for one call: each stage's accumulators (a
+/// scalar state `acc` in scalar mode and for horizontal mode's scalar tail,
+/// vector states `vacc`, `vacc_1`, ... in lane and horizontal modes, and
+/// with a cascade levels of `total`s), the loops that feed them, and the
+/// final states.
+class CpuKernelPrinter::ReductionCore {
+ public:
+  ReductionCore(CpuKernelPrinter& p, const std::vector<const ReductionStage*>& run, const std::string& lane_init)
+      : p_(p),
+        head_(*run.front()),
+        lanes_(p.in_vector()),
+        horizontal_mode_(!lanes_ && p.sched_.vectorized == VectorizedLoop::InnermostOfEachStage &&
+                         !head_.loops.empty()),
+        // The run's stages share their loops (one_pass_end), hence the position.
+        pos_(p.reduction_position(head_)),
+        // A masked tail (TailKind::Masked) leaves no scalar steps in horizontal mode.
+        scalar_acc_(!horizontal_mode_ || p.sched_.tail != TailKind::Masked) {
+    if (run.size() > 1 && !horizontal_mode_) fail(cat("kernel ", p_.k_.name, ": a one-pass run outside horizontal mode"));
+    for (const ReductionStage* s : run) add(*s, lane_init);
+  }
 
-  // One stage's accumulation: a scalar state `acc` (scalar mode, and the
-  // scalar tail in horizontal mode), vector states `vacc`, `vacc_1`, ...
-  // (lane and horizontal modes), and with a cascade a `total`.
+  /// Declares the states (from `lane_init` in lane mode when given), the
+  /// cascade's totals and its counters.
+  void declare(const std::string& lane_init);
+  /// The accumulation over the run's loops, the first over [lo0, hi0).
+  void accumulate(const Bound& lo0, const Bound& hi0);
+  /// Each stage's final state (see print_reduction_core).
+  std::vector<std::string> results(const std::vector<std::string>& result_names);
+
+ private:
   struct Accumulation {
     const ReductionStage* s;
     DType t;
@@ -180,253 +193,320 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
     std::string vacc_k(int k) const { return k == 0 || accumulators == 1 ? vacc : cat(vacc, "_", k); }
     std::string total_l(int l) const { return l == 1 ? total : cat(total, "_", l); }
   };
-  // Cascade (CpuSchedule::cascade_block): the accumulators restart every
-  // `block` terms of the innermost loop, their block result merged into a
-  // total; a vector lane sees one term per vector iteration. Tiled columns
-  // (lane_init) cascade per row block instead (print_tiled_columns).
-  std::vector<Accumulation> accs;
-  int group = 1;  // vectors per step of the grouped loop
-  bool any_cascade = false;
-  for (const ReductionStage* s : run) {
-    Accumulation a;
-    a.s = s;
-    a.t = s->body.dtype();
-    a.base = local_name(s->results[0]);
-    a.acc = a.base + "_acc";
-    a.vacc = a.base + "_vacc";
-    a.total = a.base + "_total";
-    a.accumulators = horizontal_mode && splits_into_accumulators(*s) ? sched_.vector_accumulators : 1;
-    if (a.accumulators < 1) fail(cat("kernel ", k_.name, ": vector_accumulators ", a.accumulators));
-    a.cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s->kind, a.t) && !s->loops.empty() && lane_init.empty();
-    group = std::max(group, a.accumulators);
-    any_cascade |= a.cascade;
-    accs.push_back(a);
+
+  void add(const ReductionStage& s, const std::string& lane_init);
+  std::string merges(int l) const { return cat(accs_.front().base, "_merges", l); }
+  std::string combine(const Accumulation& a, const std::string& x, const std::string& y) const {
+    return lanes_ ? p_.vstate_combine(a.s->kind, a.t, x, y) : p_.state_combine(a.s->kind, a.t, x, y);
   }
-  for (const auto& a : accs) {
+  std::string identity(const Accumulation& a) const {
+    return lanes_ ? p_.vstate_identity(a.s->kind, a.t) : p_.state_identity(a.s->kind, a.t);
+  }
+  void merge_accumulators(const Accumulation& a, bool reset);
+  std::string block_state(const Accumulation& a) const;
+  void flush();
+  void step() { lanes_ ? lane_step() : scalar_step(); }
+  void scalar_step();
+  void lane_step();
+  void vector_step(const std::string& v, int k);
+  void loops(size_t level, const Bound& lo0, const Bound& hi0);
+  void cascade_blocks(const std::string& v, const Bound& lo, const Bound& hi);
+  void innermost(const std::string& v, const Bound& lo, const Bound& hi);
+  void grouped_vectors(const std::string& v, const std::string& from, const std::string& to);
+
+  CpuKernelPrinter& p_;
+  const ReductionStage& head_;
+  const bool lanes_;
+  const bool horizontal_mode_;
+  const IndexExpr pos_;
+  const bool scalar_acc_;
+  std::vector<Accumulation> accs_;
+  int group_ = 1;  // vectors per step of the grouped loop
+  bool any_cascade_ = false;
+  int64_t block_ = 0;
+  int levels_ = 0;
+  std::string terms_;
+};
+
+// Cascade (CpuSchedule::cascade_block): the accumulators restart every
+// `block` terms of the innermost loop, their block result merged into a
+// total; a vector lane sees one term per vector iteration. Tiled columns
+// (lane_init) cascade per row block instead (print_tiled_columns).
+void CpuKernelPrinter::ReductionCore::add(const ReductionStage& s, const std::string& lane_init) {
+  Accumulation a;
+  a.s = &s;
+  a.t = s.body.dtype();
+  a.base = p_.local_name(s.results[0]);
+  a.acc = a.base + "_acc";
+  a.vacc = a.base + "_vacc";
+  a.total = a.base + "_total";
+  a.accumulators = horizontal_mode_ && splits_into_accumulators(s) ? p_.sched_.vector_accumulators : 1;
+  if (a.accumulators < 1) fail(cat("kernel ", p_.k_.name, ": vector_accumulators ", a.accumulators));
+  a.cascade = p_.sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, a.t) && !s.loops.empty() && lane_init.empty();
+  group_ = std::max(group_, a.accumulators);
+  any_cascade_ |= a.cascade;
+  accs_.push_back(a);
+}
+
+void CpuKernelPrinter::ReductionCore::declare(const std::string& lane_init) {
+  auto& out = p_.out_;
+  for (const auto& a : accs_) {
     // Vector states only where vectors run: a loop-less stage in scalar mode
     // may be of a dtype with no vector at the kernel's width (an int64 prod
     // after an int32 amin's 16 lanes).
-    const bool vectors = lanes || horizontal_mode;
-    const std::string vst = vectors ? vstate_type(a.s->kind, a.t) : "", vid = vectors ? vstate_identity(a.s->kind, a.t) : "";
-    if (lanes) {
-      out_.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
+    const bool vectors = lanes_ || horizontal_mode_;
+    const std::string vst = vectors ? p_.vstate_type(a.s->kind, a.t) : "";
+    const std::string vid = vectors ? p_.vstate_identity(a.s->kind, a.t) : "";
+    if (lanes_) {
+      out.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
     } else {
-      if (scalar_acc) out_.line(cat(state_type(a.s->kind, a.t), " ", a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
-      if (horizontal_mode) {
-        for (int k = 0; k < a.accumulators; ++k) out_.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
+      if (scalar_acc_) out.line(cat(p_.state_type(a.s->kind, a.t), " ", a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
+      if (horizontal_mode_) {
+        for (int k = 0; k < a.accumulators; ++k) out.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
       }
     }
   }
-  const int64_t block = sched_.cascade_block * (horizontal_mode ? sched_.vector_width : 1);
+  block_ = p_.sched_.cascade_block * (horizontal_mode_ ? p_.sched_.vector_width : 1);
   // Levels of totals (cascade_levels), from the stage's whole extent (a
   // parallel chunk's share is at most that).
   std::optional<int64_t> all_terms = int64_t{1};
-  for (const auto& l : head.loops) {
+  for (const auto& l : head_.loops) {
     const auto n = l.extent.constant();
     all_terms = n && all_terms ? std::optional<int64_t>(*all_terms * *n) : std::nullopt;
   }
-  const int levels = any_cascade ? cascade_levels(all_terms, block) : 0;
-  for (const auto& a : accs) {
+  levels_ = any_cascade_ ? cascade_levels(all_terms, block_) : 0;
+  for (const auto& a : accs_) {
     if (!a.cascade) continue;
-    for (int l = 1; l <= levels; ++l) {
-      out_.line(lanes ? cat(vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", vstate_identity(a.s->kind, a.t), ";")
-                      : cat(state_type(a.s->kind, a.t), " ", a.total_l(l), " = ", state_identity(a.s->kind, a.t), ";"));
+    for (int l = 1; l <= levels_; ++l) {
+      out.line(lanes_ ? cat(p_.vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";")
+                      : cat(p_.state_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";"));
     }
   }
-  const std::string terms = accs.front().base + "_terms";
-  auto merges = [&](int l) { return cat(accs.front().base, "_merges", l); };
-  if (any_cascade) out_.line(cat("int64_t ", terms, " = 0;"));
-  for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
-  auto combine = [&](const Accumulation& a, const std::string& x, const std::string& y) {
-    return lanes ? vstate_combine(a.s->kind, a.t, x, y) : state_combine(a.s->kind, a.t, x, y);
-  };
+  terms_ = accs_.front().base + "_terms";
+  if (any_cascade_) out.line(cat("int64_t ", terms_, " = 0;"));
+  for (int l = 1; l < levels_; ++l) out.line(cat("int64_t ", merges(l), " = 0;"));
+}
 
-  // Folds accumulators 1.. into the first, pairwise; with `reset` they
-  // restart for the next cascade block.
-  auto merge_accumulators = [&](const Accumulation& a, bool reset) {
-    for (int step = 1; step < a.accumulators; step *= 2) {
-      for (int k = 0; k + step < a.accumulators; k += 2 * step) {
-        const CValue part{a.vacc_k(k + step), a.t, true, a.t == DType::Bool ? 4 : 0};
-        out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), part, "") + ";");
-      }
+/// Folds accumulators 1.. into the first, pairwise; with `reset` they
+/// restart for the next cascade block.
+void CpuKernelPrinter::ReductionCore::merge_accumulators(const Accumulation& a, bool reset) {
+  for (int step = 1; step < a.accumulators; step *= 2) {
+    for (int k = 0; k + step < a.accumulators; k += 2 * step) {
+      const CValue part{a.vacc_k(k + step), a.t, true, a.t == DType::Bool ? 4 : 0};
+      p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), part, "") + ";");
     }
-    if (!reset) return;
-    for (int k = 1; k < a.accumulators; ++k) {
-      out_.line(cat(a.vacc_k(k), " = ", vstate_identity(a.s->kind, a.t), ";"));
-    }
-  };
-  // The block so far, as one state (accumulators merged).
-  auto block_state = [&](const Accumulation& a) {
-    if (!horizontal_mode) return lanes ? a.vacc : a.acc;
-    const std::string h = horizontal(a.s->kind, a.t, a.vacc);
-    return scalar_acc ? state_combine(a.s->kind, a.t, h, a.acc) : h;
-  };
-  auto flush = [&] {
-    for (const auto& a : accs) {
+  }
+  if (!reset) return;
+  for (int k = 1; k < a.accumulators; ++k) {
+    p_.out_.line(cat(a.vacc_k(k), " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
+  }
+}
+
+/// The block so far, as one state (accumulators merged).
+std::string CpuKernelPrinter::ReductionCore::block_state(const Accumulation& a) const {
+  if (!horizontal_mode_) return lanes_ ? a.vacc : a.acc;
+  const std::string h = p_.horizontal(a.s->kind, a.t, a.vacc);
+  return scalar_acc_ ? p_.state_combine(a.s->kind, a.t, h, a.acc) : h;
+}
+
+/// A cascade block is done: its state into the first total, each level into
+/// the next every kCascadeFanIn merges.
+void CpuKernelPrinter::ReductionCore::flush() {
+  auto& out = p_.out_;
+  for (const auto& a : accs_) {
+    if (!a.cascade) continue;
+    merge_accumulators(a, true);
+    out.line(cat(a.total, " = ", combine(a, a.total, block_state(a)), ";"));
+    if (lanes_ || horizontal_mode_) out.line(cat(a.vacc, " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
+    if (!lanes_ && scalar_acc_) out.line(cat(a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
+  }
+  for (int l = 1; l < levels_; ++l) {
+    out.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
+    for (const auto& a : accs_) {
       if (!a.cascade) continue;
-      merge_accumulators(a, true);
-      out_.line(cat(a.total, " = ", combine(a, a.total, block_state(a)), ";"));
-      if (lanes || horizontal_mode) out_.line(cat(a.vacc, " = ", vstate_identity(a.s->kind, a.t), ";"));
-      if (!lanes && scalar_acc) out_.line(cat(a.acc, " = ", state_identity(a.s->kind, a.t), ";"));
+      out.line(cat(a.total_l(l + 1), " = ", combine(a, a.total_l(l + 1), a.total_l(l)), ";"));
+      out.line(cat(a.total_l(l), " = ", identity(a), ";"));
     }
-    // Each level into the next every kCascadeFanIn merges.
-    for (int l = 1; l < levels; ++l) {
-      out_.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
-      for (const auto& a : accs) {
-        if (!a.cascade) continue;
-        out_.line(cat(a.total_l(l + 1), " = ", combine(a, a.total_l(l + 1), a.total_l(l)), ";"));
-        out_.line(cat(a.total_l(l), " = ",
-                      lanes ? vstate_identity(a.s->kind, a.t) : state_identity(a.s->kind, a.t), ";"));
-      }
-      out_.line(cat(merges(l), " = 0;"));
-    }
-    for (int l = 1; l < levels; ++l) out_.close();
-  };
-  // One position: every stage's body in one scope, so a value two stages
-  // share (the element, x - mean) is computed once.
-  auto scalar_step = [&] {
-    ValueScope scope(stage_scope_);
-    for (const auto& a : accs) {
-      const CValue v = value(a.s->body, scope);
-      out_.line(scalar_update(a.s->kind, a.t, a.acc, v.text, index(pos)) + ";");
-    }
-  };
-  auto lane_step = [&] {
-    ValueScope scope(stage_scope_);
-    for (const auto& a : accs) {
-      const CValue v = value(a.s->body, scope);
-      out_.line(vector_update(a.s->kind, a.t, a.vacc, v, cat("cppi_vsplat<cppi_i64x", width(), ">(", index(pos), ")")) +
-                ";");
-    }
-  };
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == head.loops.size()) {
-      if (lanes) lane_step();
-      else scalar_step();
-      return;
-    }
-    const Loop& l = head.loops[level];
-    const std::string v = var_name(l);
-    const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
-    const Bound hi = level == 0 ? hi0 : extent(l);
-    if (level + 1 < head.loops.size()) {
-      out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-      loops(level + 1);
-      out_.close();
-      return;
-    }
-    auto innermost = [&](const Bound& lo, const Bound& hi) {
-      if (!horizontal_mode) {
-        out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-        loops(level + 1);
-        out_.close();
-        return;
-      }
-      // Vector k of a group goes to each stage's accumulator k.
-      auto vector_step = [&](int k) {
-        enter_vector(v);
-        ValueScope scope(stage_scope_);
-        for (const auto& a : accs) {
-          CValue val = value(a.s->body, scope);
-          if (!tail_lanes_.empty()) val = identity_where_tail_is_off(a.s->kind, a.t, val);
-          out_.line(vector_update(a.s->kind, a.t, a.vacc_k(k), val,
-                                  cat("cppi_viota<cppi_i64x", width(), ">(", index(pos), ")")) +
-                    ";");
-        }
-        leave_vector();
-      };
-      if (group == 1) {
-        print_stage_vector_loop(v, lo, hi, [&] { vector_step(0); }, scalar_step);
-        return;
-      }
-      // Groups of `group` vectors; the whole vectors after the last group go
-      // to the first accumulators.
-      const int64_t span = int64_t{group} * sched_.vector_width;
-      print_stage_split_loop(
-          v, lo, hi,
-          [&](const std::string& from, const std::string& to) {
-            const std::string g = v + "_grp", g_end = v + "_grp_end";
-            out_.open("");  // g_end is local: another stage may loop over a v of the same name
-            out_.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", span, " * ", span, ";"));
-            out_.line("CPPI_NO_AUTOVEC");
-            out_.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", span, ")"));
-            for (int k = 0; k < group; ++k) {
-              out_.open("");
-              out_.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * sched_.vector_width, ";"));
-              vector_step(k);
-              out_.close();
-            }
-            out_.close();
-            out_.line("CPPI_NO_AUTOVEC");
-            out_.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", width(), ")"));
-            vector_step(0);
-            out_.close();
-            out_.close();
-          },
-          [&] { vector_step(0); }, scalar_step);
-    };
-    if (!any_cascade) {
-      innermost(lo, hi);
-      return;
-    }
-    // A constant innermost loop of at most one block runs whole; a longer or
-    // symbolic one runs in blocks. Either way the terms are counted after it.
-    const bool whole = lo.value && hi.value && *hi.value - *lo.value <= block;
-    const std::string from = whole ? lo.text : v + "_cblk", to = whole ? hi.text : v + "_cblk_end";
-    if (whole) {
-      out_.open("");
-      innermost(lo, hi);
-    } else {
-      out_.open(cat("for (int64_t ", from, " = ", lo.text, "; ", from, " < ", hi.text, "; ", from, " += ", block, ")"));
-      out_.line(cat("const int64_t ", to, " = cppi_min_i<int64_t>(", from, " + ", block, ", ", hi.text, ");"));
-      innermost(Bound{from, std::nullopt}, Bound{to, std::nullopt});
-    }
-    out_.line(cat(terms, " += ", to, " - ", from, ";"));
-    out_.open(cat("if (", terms, " >= ", block, ")"));
-    flush();
-    out_.line(cat(terms, " = 0;"));
-    out_.close();
-    out_.close();
-  };
-  if (head.loops.empty()) {
-    if (lanes) lane_step();
-    else scalar_step();
-  } else {
-    loops(0);
+    out.line(cat(merges(l), " = 0;"));
   }
+  for (int l = 1; l < levels_; ++l) out.close();
+}
 
+// One position: every stage's body in one scope, so a value two stages share
+// (the element, x - mean) is computed once.
+void CpuKernelPrinter::ReductionCore::scalar_step() {
+  ValueScope scope(p_.stage_scope_);
+  for (const auto& a : accs_) {
+    const CValue v = p_.value(a.s->body, scope);
+    p_.out_.line(p_.scalar_update(a.s->kind, a.t, a.acc, v.text, p_.index(pos_)) + ";");
+  }
+}
+
+void CpuKernelPrinter::ReductionCore::lane_step() {
+  ValueScope scope(p_.stage_scope_);
+  for (const auto& a : accs_) {
+    const CValue v = p_.value(a.s->body, scope);
+    p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc, v,
+                                  cat("cppi_vsplat<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
+                 ";");
+  }
+}
+
+/// Horizontal mode: vector k of a group goes to each stage's accumulator k.
+void CpuKernelPrinter::ReductionCore::vector_step(const std::string& v, int k) {
+  p_.enter_vector(v);
+  ValueScope scope(p_.stage_scope_);
+  for (const auto& a : accs_) {
+    CValue val = p_.value(a.s->body, scope);
+    if (!p_.tail_lanes_.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val);
+    p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), val,
+                                  cat("cppi_viota<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
+                 ";");
+  }
+  p_.leave_vector();
+}
+
+void CpuKernelPrinter::ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
+  if (head_.loops.empty()) {
+    step();
+  } else {
+    loops(0, lo0, hi0);
+  }
+}
+
+void CpuKernelPrinter::ReductionCore::loops(size_t level, const Bound& lo0, const Bound& hi0) {
+  auto& out = p_.out_;
+  if (level == head_.loops.size()) {
+    step();
+    return;
+  }
+  const Loop& l = head_.loops[level];
+  const std::string v = p_.var_name(l);
+  const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
+  const Bound hi = level == 0 ? hi0 : p_.extent(l);
+  if (level + 1 < head_.loops.size()) {
+    out.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
+    loops(level + 1, lo0, hi0);
+    out.close();
+    return;
+  }
+  if (any_cascade_) {
+    cascade_blocks(v, lo, hi);
+  } else {
+    innermost(v, lo, hi);
+  }
+}
+
+/// The innermost loop in cascade blocks: a constant loop of at most one block
+/// runs whole, a longer or symbolic one in blocks; either way the terms are
+/// counted after it.
+void CpuKernelPrinter::ReductionCore::cascade_blocks(const std::string& v, const Bound& lo, const Bound& hi) {
+  auto& out = p_.out_;
+  const bool whole = lo.value && hi.value && *hi.value - *lo.value <= block_;
+  const std::string from = whole ? lo.text : v + "_cblk", to = whole ? hi.text : v + "_cblk_end";
+  if (whole) {
+    out.open("");
+    innermost(v, lo, hi);
+  } else {
+    out.open(cat("for (int64_t ", from, " = ", lo.text, "; ", from, " < ", hi.text, "; ", from, " += ", block_, ")"));
+    out.line(cat("const int64_t ", to, " = cppi_min_i<int64_t>(", from, " + ", block_, ", ", hi.text, ");"));
+    innermost(v, Bound{from, std::nullopt}, Bound{to, std::nullopt});
+  }
+  out.line(cat(terms_, " += ", to, " - ", from, ";"));
+  out.open(cat("if (", terms_, " >= ", block_, ")"));
+  flush();
+  out.line(cat(terms_, " = 0;"));
+  out.close();
+  out.close();
+}
+
+/// The innermost loop: scalar steps, or in horizontal mode vectors and the
+/// scalar tail.
+void CpuKernelPrinter::ReductionCore::innermost(const std::string& v, const Bound& lo, const Bound& hi) {
+  if (!horizontal_mode_) {
+    p_.out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
+    step();
+    p_.out_.close();
+    return;
+  }
+  if (group_ == 1) {
+    p_.print_stage_vector_loop(v, lo, hi, [&] { vector_step(v, 0); }, [&] { scalar_step(); });
+    return;
+  }
+  p_.print_stage_split_loop(
+      v, lo, hi, [&](const std::string& from, const std::string& to) { grouped_vectors(v, from, to); },
+      [&] { vector_step(v, 0); }, [&] { scalar_step(); });
+}
+
+/// Groups of `group_` vectors, one per accumulator; the whole vectors after
+/// the last group go to the first accumulators.
+void CpuKernelPrinter::ReductionCore::grouped_vectors(const std::string& v, const std::string& from,
+                                                      const std::string& to) {
+  auto& out = p_.out_;
+  const int64_t span = int64_t{group_} * p_.sched_.vector_width;
+  const std::string g = v + "_grp", g_end = v + "_grp_end";
+  out.open("");  // g_end is local: another stage may loop over a v of the same name
+  out.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", span, " * ", span, ";"));
+  out.line("CPPI_NO_AUTOVEC");
+  out.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", span, ")"));
+  for (int k = 0; k < group_; ++k) {
+    out.open("");
+    out.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * p_.sched_.vector_width, ";"));
+    vector_step(v, k);
+    out.close();
+  }
+  out.close();
+  out.line("CPPI_NO_AUTOVEC");
+  out.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", p_.width(), ")"));
+  vector_step(v, 0);
+  out.close();
+  out.close();
+}
+
+std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vector<std::string>& result_names) {
+  auto& out = p_.out_;
   std::vector<std::string> states;
-  for (size_t j = 0; j < accs.size(); ++j) {
-    const Accumulation& a = accs[j];
-    if (!tree_row_.empty()) {
+  for (size_t j = 0; j < accs_.size(); ++j) {
+    const Accumulation& a = accs_[j];
+    if (!p_.tree_row_.empty()) {
       // The row's vector is its whole state: masked tails, or whole vectors
       // only (the scalar state stays the identity), and no cascade.
-      const auto n = head.loops.back().extent.constant();
-      const bool whole_vectors = head.loops.size() == 1 && n && *n % sched_.vector_width == 0;
-      if (!horizontal_mode || a.cascade || (scalar_acc && !whole_vectors)) {
-        fail(cat("kernel ", k_.name, ": a reduction tree needs a vector state"));
+      const auto n = head_.loops.back().extent.constant();
+      const bool whole_vectors = head_.loops.size() == 1 && n && *n % p_.sched_.vector_width == 0;
+      if (!horizontal_mode_ || a.cascade || (scalar_acc_ && !whole_vectors)) {
+        fail(cat("kernel ", p_.k_.name, ": a reduction tree needs a vector state"));
       }
       merge_accumulators(a, false);
-      out_.line(cat(a.base, "_vaccs[", tree_row_, "] = ", a.vacc, ";"));
+      out.line(cat(a.base, "_vaccs[", p_.tree_row_, "] = ", a.vacc, ";"));
       states.push_back("");
       continue;
     }
-    if (!a.cascade && (lanes || !horizontal_mode)) {
-      states.push_back(lanes ? a.vacc : a.acc);
+    if (!a.cascade && (lanes_ || !horizontal_mode_)) {
+      states.push_back(lanes_ ? a.vacc : a.acc);
       continue;
     }
     merge_accumulators(a, false);
     const std::string name = j < result_names.size() ? result_names[j] : "";
-    const std::string combined = lanes ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
+    const std::string combined = lanes_ ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
     // The block so far, then the levels of totals, lowest first.
-    std::string result = lanes ? a.vacc : block_state(a);
+    std::string result = lanes_ ? a.vacc : block_state(a);
     if (a.cascade)
-      for (int l = 1; l <= levels; ++l) result = combine(a, a.total_l(l), result);
-    out_.line(cat("const ", lanes ? vstate_type(a.s->kind, a.t) : state_type(a.s->kind, a.t), " ", combined, " = ",
-                  result, ";"));
+      for (int l = 1; l <= levels_; ++l) result = combine(a, a.total_l(l), result);
+    out.line(cat("const ", lanes_ ? p_.vstate_type(a.s->kind, a.t) : p_.state_type(a.s->kind, a.t), " ", combined,
+                 " = ", result, ";"));
     states.push_back(combined);
   }
   return states;
+}
+
+std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vector<const ReductionStage*>& run,
+                                                                const Bound& lo0, const Bound& hi0,
+                                                                const std::vector<std::string>& result_names,
+                                                                const std::string& lane_init) {
+  ReductionCore core(*this, run, lane_init);
+  core.declare(lane_init);
+  core.accumulate(lo0, hi0);
+  return core.results(result_names);
 }
 
 // --- reductions: states, updates, combines ---------------------------------------------------
