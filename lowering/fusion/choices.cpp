@@ -106,6 +106,14 @@ int recompute_cost(const ir::Expr& e) {
   return c.cost;
 }
 
+int invariant_cost(const ir::Expr& e, const std::string& var) {
+  if (e.kind() == ir::ExprKind::Constant) return 0;
+  if (!ir::free_vars(e).count(var)) return recompute_cost(e);
+  int cost = 0;
+  for (const ir::Expr& operand : ir::operands(e)) cost += invariant_cost(operand, var);
+  return cost;
+}
+
 std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost, int reads, bool broadcast,
                                              bool outer_broadcast) {
   if (broadcast && cost > h.expensive_cost) {

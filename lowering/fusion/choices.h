@@ -46,6 +46,12 @@ struct FusionHeuristics {
   /// repeats cost less than the kernel that would store it.
   int outer_broadcast_cost = 4;
   int64_t outer_broadcast_repeats = 16;
+  /// CPU: a producer read in an order that takes its innermost dim outward
+  /// (a permute) recomputes, for every element, the work that does not
+  /// depend on that dim, which its own kernel hoists out of its innermost
+  /// loop. Above this cost (a log and a few integer operations: the bucket of
+  /// T5's relative position bias, computed per head) it is stored once.
+  int turned_outward_cost = 12;
   /// A reduction without outer loops runs serially in its kernel (or splits
   /// itself across threads): pointwise stages with loops do not join it,
   /// they would lose their parallel loop...
@@ -81,6 +87,12 @@ struct FusionHeuristics {
 /// loads 1, cheap arithmetic 1, division and square roots 2,
 /// transcendental functions (exp, log, sin, erf, pow, ...) 4, constants 0.
 int recompute_cost(const ir::Expr& e);
+
+/// recompute_cost of the parts of `e` that do not depend on loop variable
+/// `var` (its largest such subexpressions, loads' indirect indices
+/// included): what a loop over `var` innermost computes once, after
+/// loop-invariant hoisting, and an outer loop over it recomputes.
+int invariant_cost(const ir::Expr& e, const std::string& var);
 
 /// Whether evaluating `e` in another kernel may give other last bits: it
 /// calls a math function (exp, log, erf, sin, pow, ...) whose vector variants

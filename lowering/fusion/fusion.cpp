@@ -185,6 +185,43 @@ bool any_outer_broadcast(const Program& p, const std::vector<size_t>& readers,
   return false;
 }
 
+/// Why no pointwise reader should recompute `producer` in an order that
+/// takes the producer's innermost variable outward (a permuted read), or
+/// nullopt. Work that does not depend on that variable (the position an
+/// embedding row is gathered from, computed from the query and key of a
+/// relative position bias) runs once per row in the producer's own kernel,
+/// hoisted out of its innermost loop; in a reader whose innermost loop the
+/// producer's value moves along it runs for every element. Stored once
+/// instead where that work costs more than `turned_outward_cost`.
+std::optional<std::string> why_not_turn_outward(const Program& p, const ir::PointwiseNode& producer,
+                                                const std::vector<size_t>& readers,
+                                                const std::vector<fusion::ReadMap>& maps,
+                                                const fusion::FusionHeuristics& heuristics) {
+  const auto producer_vars = producer.vars();
+  if (producer_vars.size() < 2) return std::nullopt;
+  const std::string inner = producer_vars.back().as<ir::IndexVar>()->name;
+  const auto extent = producer.ranges.back().constant();
+  const int64_t repeats = extent ? *extent : heuristics.outer_broadcast_repeats;
+  const int cost = fusion::invariant_cost(producer.store.value, inner);
+  if (repeats < 2 || cost <= heuristics.turned_outward_cost) return std::nullopt;
+  for (size_t r = 0; r < readers.size(); ++r) {
+    const auto* reader = std::get_if<ir::PointwiseNodePtr>(&*p.nodes[readers[r]]);
+    if (!reader || (*reader)->ranges.empty()) continue;
+    const std::string reader_inner = (*reader)->vars().back().as<ir::IndexVar>()->name;
+    for (const auto& point : maps[r].points) {
+      if (point.size() != producer_vars.size() || ir::free_vars(point.back()).count(reader_inner)) continue;
+      // A value that does not move along the reader's innermost loop is
+      // hoisted out of it whole.
+      bool moves = false;
+      for (const auto& coordinate : point) moves = moves || ir::free_vars(coordinate).count(reader_inner);
+      if (!moves) continue;
+      return cat("its reader loops over the producer's innermost dim outside its own innermost loop: work that "
+                 "does not depend on that dim (cost ", cost, ") would run for each of its ", repeats, " positions");
+    }
+  }
+  return std::nullopt;
+}
+
 /// A producer that only transforms reductions' results (rsqrt(m2 / N + eps))
 /// within `expensive_cost`: its value is fixed per outer position, so a
 /// reader's inner loop computes it once after loop-invariant hoisting.
@@ -260,6 +297,9 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
         any_outer_broadcast(p, readers, maps, heuristics.outer_broadcast_repeats);
     auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast);
     if (!why) why = fusion::why_not_reload(heuristics, whole_loads(*p.nodes[i]), reads);
+    if (!why && producer->store.buffer->device == ir::Device::CPU) {
+      why = why_not_turn_outward(p, *producer, readers, maps, heuristics);
+    }
     if (why && !host_scalar) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;

@@ -467,6 +467,45 @@ TEST(Fusion, CpuStoresAProducerRepeatedAlongItsReadersOuterLoop) {
   }
 }
 
+/// p[r, c] = g(w[r]) + v[c] with g a chain of `logs` logs (cost 4 each,
+/// plus the load), read transposed (out[c, r] = p[r, c]) or in order.
+GraphBuilder transposed_read(ir::Device device, int logs, bool transposed) {
+  GraphBuilder b;
+  b.device = device;
+  auto w = b.input("w", {32});
+  auto v = b.input("v", {8});
+  auto p = b.temp("p", {32, 8});
+  auto out = transposed ? b.output("out", {8, 32}) : b.output("out", {32, 8});
+  Expr g = at(w, {x(0)});
+  for (int i = 0; i < logs; ++i) g = ir::unary(UnaryOp::Log, g);
+  b.pointwise("p", p, ir::binary(BinaryOp::Add, g, at(v, {x(1)})));
+  b.pointwise("out", out, ir::unary(UnaryOp::Neg, transposed ? at(p, {x(1), x(0)}) : at(p, {x(0), x(1)})));
+  return b;
+}
+
+TEST(Fusion, CpuStoresAProducerWhoseInnermostDimItsReaderTurnsOutward) {
+  // g(w[r]) does not depend on c: the producer's own kernel computes it once
+  // per row (hoisted out of its innermost loop over c); the transposed reader
+  // loops over c outside r and would compute it for every element.
+  auto g = transposed_read(ir::Device::CPU, 4, true);
+  Remarks remarks;
+  auto fused = run(g.graph, remarks);
+  EXPECT_EQ(kernels(fused).size(), 2u) << remark_text(remarks);
+  EXPECT_NE(remark_text(remarks).find("its reader loops over the producer's innermost dim outside its own innermost "
+                                      "loop: work that does not depend on that dim (cost 17)"),
+            std::string::npos)
+      << remark_text(remarks);
+  EXPECT_EQ(compare_numerics(g.graph, fused), "");
+  // Inlined where it is cheap, read in order, or on CUDA.
+  for (const auto& inlined : {transposed_read(ir::Device::CPU, 2, true), transposed_read(ir::Device::CPU, 4, false),
+                              transposed_read(ir::Device::CUDA, 4, true)}) {
+    Remarks r;
+    auto f = run(inlined.graph, r);
+    EXPECT_EQ(kernels(f).size(), 1u) << remark_text(r);
+    EXPECT_EQ(compare_numerics(inlined.graph, f), "");
+  }
+}
+
 }  // namespace
 }  // namespace cppi::lowering::testing
 
