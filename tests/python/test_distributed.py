@@ -3,11 +3,14 @@ against eager DDP in the same processes.
 
 - DDP(torch.compile(model, backend="cppinductor")): our forward and
   backward graphs run inside DDP's hooks; parameters equal eager DDP's.
-- torch.compile(DDP(model)) and FSDP2 (fully_shard) under torch.compile:
-  on this torch (2.11-2.13) Dynamo compiles nothing of either on the CPU,
-  for any backend (DDP's forward and FSDP2's hooks are skipped frames), so
-  they run eagerly: the test checks results stay eager's and that no graph
-  reached us, and will say so if a torch release starts compiling them.
+- torch.compile(DDP(model)) and FSDP2 (fully_shard) under torch.compile of
+  this nn.Sequential: on this torch (2.11-2.13) Dynamo compiles nothing of
+  either on the CPU, for any backend (DDP's forward and FSDP2's hooks are
+  skipped frames; why no frame of the Sequential is traced after them was
+  not established), so they run eagerly: the test checks results stay eager's and that no graph
+  reached us, and will say so if a torch release starts compiling them. A
+  module with a forward of its own is compiled under both: the distributed
+  bench suite's transformer (test_distributed_suite.py).
 """
 
 import json
