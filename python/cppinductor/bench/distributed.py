@@ -48,6 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from .backends import Backend
+from .workloads import TransformerBlock
 
 STRATEGIES = ("ddp", "ddp_inner", "fsdp2")
 DISTRIBUTED_BACKENDS = ("eager", "inductor", "cppinductor", "inductor:reduce-overhead",
@@ -90,31 +91,15 @@ class DistributedConfig:
     param_atol: float = 1e-4
 
 
-class Block(nn.Module):
-    def __init__(self, dim: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.norm1 = nn.LayerNorm(dim)
-        self.qkv = nn.Linear(dim, 3 * dim)
-        self.proj = nn.Linear(dim, dim)
-        self.norm2 = nn.LayerNorm(dim)
-        self.up = nn.Linear(dim, 4 * dim)
-        self.down = nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
-        attn = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
-        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
-
-
 class TinyTransformer(nn.Module):
+    """Token and position embeddings, pre-norm causal blocks, a head and the
+    next-token cross-entropy."""
+
     def __init__(self, size: ModelSize):
         super().__init__()
         self.embed = nn.Embedding(size.vocab, size.dim)
         self.pos = nn.Parameter(torch.randn(size.tokens, size.dim) * 0.02)
-        self.blocks = nn.ModuleList(Block(size.dim, size.heads) for _ in range(size.layers))
+        self.blocks = nn.ModuleList(TransformerBlock(size.dim, size.heads) for _ in range(size.layers))
         self.norm = nn.LayerNorm(size.dim)
         self.head = nn.Linear(size.dim, size.vocab)
 
