@@ -9,6 +9,15 @@
 
 namespace cppi {
 
+/// A functional collective (all_reduce, all_gather_into_tensor,
+/// reduce_scatter_tensor, wait_tensor, ...): nothing to lower, c10d runs it.
+/// Not an extern for the memory plan: wait_tensor returns its input, and a
+/// collective's input must outlive the asynchronous work that reads it.
+inline bool is_collective_op(std::string_view target) {
+  constexpr std::string_view kPrefix = "_c10d_functional.";
+  return target.substr(0, kPrefix.size()) == kPrefix;
+}
+
 inline bool is_extern_op(std::string_view target) {
   static constexpr std::string_view kExterns[] = {
       "aten.mm.default",          "aten.addmm.default",       "aten.bmm.default",

@@ -41,9 +41,12 @@ const char* device_without_codegen(const LoweringContext& ctx, const Node& n) {
 
 /// The node runs through ATen; its tensor result (or, for tuples, each
 /// getitem's) is a buffer bound to the slot, fixed to the meta layout.
-void run_through_aten(LoweringContext& ctx, int i, bool is_extern, const std::string& reason) {
+/// `planned_as_fallback`: an extern (not a gap) that the memory plan still
+/// treats as a fallback, whose result may alias its inputs (collectives).
+void run_through_aten(LoweringContext& ctx, int i, bool is_extern, const std::string& reason,
+                      bool planned_as_fallback = false) {
   const Node& n = ctx.graph().nodes[i];
-  ctx.emit_aten(i, is_extern);
+  ctx.emit_aten(i, is_extern && !planned_as_fallback);
   ctx.remarks().add({is_extern ? Remark::Kind::Extern : Remark::Kind::Fallback, n.name, n.target, "", reason});
   NodeValue& v = ctx.value(i);
   v.from_aten = true;
@@ -218,6 +221,10 @@ void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
     return run_through_aten(ctx, i, is_extern_op(n.target), cat("no codegen for ", dev));
   }
   if (is_extern_op(n.target)) return run_through_aten(ctx, i, true, "calls the vendor library through ATen");
+  if (is_collective_op(n.target)) {
+    // Its values may alias and must live until their wait.
+    return run_through_aten(ctx, i, true, "a collective: c10d runs it through ATen", /*planned_as_fallback=*/true);
+  }
   bool host_scalars = false;
   if (std::string other = other_device_argument(ctx, n, &host_scalars); !other.empty())
     return run_through_aten(ctx, i, false,

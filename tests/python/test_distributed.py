@@ -123,3 +123,56 @@ def test_wrappers_torch_does_not_compile_on_the_cpu_stay_eager(results, how):
         # Nothing reached us on this torch; a release that compiles these
         # on the CPU turns this into a reminder to test what it compiles.
         assert r["graphs"] == [], f"{how} now compiles graphs on the CPU: {r}"
+
+
+_COLLECTIVES_WORKER = textwrap.dedent('''
+    import json, os, sys
+    import torch
+    import torch.distributed as dist
+    import torch.distributed._functional_collectives as funcol
+    import torch.multiprocessing as mp
+
+
+    def f(x):
+        y = funcol.all_reduce(x.relu() * 2, "sum", dist.group.WORLD)
+        z = funcol.all_gather_tensor(y + 1, 0, dist.group.WORLD)
+        return z.sin() + 1
+
+
+    def worker(rank, world, port, out):
+        os.environ["MASTER_ADDR"] = "127.0.0.1"
+        os.environ["MASTER_PORT"] = str(port)
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        from cppinductor import debug
+        x = torch.randn(8, 4) + rank
+        with debug.recording() as records:
+            got = torch.compile(f, backend="cppinductor", options={"fallback": "error"})(x)
+        want = f(x)
+        with open(f"{out}.{rank}", "w") as fh:
+            json.dump({"max_difference": float((got - want).abs().max()), "shape": list(got.shape),
+                       "wrappers": [r.wrapper_source for r in records]}, fh)
+        dist.destroy_process_group()
+
+
+    if __name__ == "__main__":
+        mp.spawn(worker, args=(2, int(sys.argv[2]), sys.argv[1]), nprocs=2)
+''')
+
+
+def test_functional_collectives_inside_a_compiled_graph_run_between_our_kernels(tmp_path):
+    """all_reduce and all_gather traced into the graph (as FSDP2 and DDP's
+    python reducer put them there) run as ATen calls in our wrapper, each
+    waited for before its result is read."""
+    script = tmp_path / "collectives.py"
+    script.write_text(_COLLECTIVES_WORKER)
+    out = tmp_path / "result.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    proc = subprocess.run([sys.executable, str(script), str(out), str(_free_port())], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    for rank in range(2):
+        r = json.loads((tmp_path / f"result.json.{rank}").read_text())
+        assert r["max_difference"] < 1e-5 and r["shape"] == [16, 4], r
+        (wrapper,) = r["wrappers"]
+        assert "all_reduce" in wrapper and "all_gather_into_tensor" in wrapper and "wait_tensor" in wrapper
+        assert "kernel" in wrapper  # the pointwise work around them is ours
