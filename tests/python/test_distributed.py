@@ -95,17 +95,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("distributed")
+def _run_two_ranks(folder, worker: str) -> list:
+    """Runs `worker` (a script spawning two gloo ranks) and returns each rank's JSON result."""
     script = folder / "worker.py"
-    script.write_text(_WORKER)
+    script.write_text(worker)
     out = folder / "result.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     proc = subprocess.run([sys.executable, str(script), str(out), str(_free_port())], capture_output=True,
                           text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return [json.loads((folder / f"result.json.{rank}").read_text()) for rank in range(2)]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return _run_two_ranks(tmp_path_factory.mktemp("distributed"), _WORKER)
 
 
 def test_ddp_around_a_compiled_module_trains_as_eager_ddp(results):
@@ -163,15 +167,7 @@ def test_functional_collectives_inside_a_compiled_graph_run_between_our_kernels(
     """all_reduce and all_gather traced into the graph (as FSDP2 and DDP's
     python reducer put them there) run as ATen calls in our wrapper, each
     waited for before its result is read."""
-    script = tmp_path / "collectives.py"
-    script.write_text(_COLLECTIVES_WORKER)
-    out = tmp_path / "result.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    proc = subprocess.run([sys.executable, str(script), str(out), str(_free_port())], capture_output=True,
-                          text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    for rank in range(2):
-        r = json.loads((tmp_path / f"result.json.{rank}").read_text())
+    for r in _run_two_ranks(tmp_path, _COLLECTIVES_WORKER):
         assert r["max_difference"] < 1e-5 and r["shape"] == [16, 4], r
         (wrapper,) = r["wrappers"]
         assert "all_reduce" in wrapper and "all_gather_into_tensor" in wrapper and "wait_tensor" in wrapper
