@@ -15,23 +15,20 @@ import torch._dynamo
 from torch.profiler import ProfilerActivity, profile
 
 import cppinductor  # noqa: F401  (registers the backend)
-from cppinductor.bench import workloads
+from cppinductor.bench import distributed, workloads
 
 
 class _DistributedModelCase:
     """One GPU's training step of the distributed suite's model (no process group)."""
 
     def __init__(self, size: str, dtype: torch.dtype):
-        from cppinductor.bench import distributed
-
         self.size = distributed.SIZES[size]
         self.dtype = dtype
         self.shape = f"{self.size.batch}x{self.size.tokens} tokens, dim {self.size.dim}"
-        self.model_type = distributed.TinyTransformer
 
     def make_step(self, compile_):
         torch.manual_seed(0)
-        model = self.model_type(self.size).cuda().to(self.dtype)
+        model = distributed.TinyTransformer(self.size).cuda().to(self.dtype)
         step_model = compile_(model)
         tokens = torch.randint(0, self.size.vocab, (self.size.batch, self.size.tokens), device="cuda")
         targets = torch.roll(tokens, -1, dims=1)

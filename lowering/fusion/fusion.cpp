@@ -212,9 +212,7 @@ std::optional<std::string> why_not_turn_outward(const Program& p, const ir::Poin
       if (point.size() != producer_vars.size() || ir::free_vars(point.back()).count(reader_inner)) continue;
       // A value that does not move along the reader's innermost loop is
       // hoisted out of it whole.
-      bool moves = false;
-      for (const auto& coordinate : point) moves = moves || ir::free_vars(coordinate).count(reader_inner);
-      if (!moves) continue;
+      if (!vars_of_point(point).count(reader_inner)) continue;
       return cat("its reader loops over the producer's innermost dim outside its own innermost loop: work that "
                  "does not depend on that dim (cost ", cost, ") would run for each of its ", repeats, " positions");
     }

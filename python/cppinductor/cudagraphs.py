@@ -350,7 +350,7 @@ class CudaGraphFunction:
 
     def __init__(self, function: Callable[[list], Any], *, kind: str, static_indices: Sequence[int],
                  mutated: Sequence[int], scalar_args: Sequence[int], saved_start: int | None, dynamic: bool,
-                 device: torch.device, record: Any, input_names: Sequence[str] = ()) -> None:
+                 device: torch.device, record: Any, input_names: Sequence[str]) -> None:
         self._boxed_call = True
         self._input_names = list(input_names)
         self._function = function
@@ -410,7 +410,7 @@ class CudaGraphFunction:
             return self._record_and_replay(key, args)
         if not recording.matches(args):
             for i in recording.moved_inputs(args):
-                name = self._input_names[i] if i < len(self._input_names) else str(i)
+                name = self._input_names[i]
                 self._state.moved[name] = self._state.moved.get(name, 0) + 1
             self._moved += 1
             if self._moved < RERECORD_AFTER:

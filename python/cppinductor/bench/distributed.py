@@ -29,7 +29,6 @@ finished before a failure is still reported.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import gc
 import json
@@ -47,6 +46,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..cudagraphs import MODES as CUDA_GRAPH_MODES
 from .backends import Backend
 from .workloads import TransformerBlock
 
@@ -143,7 +143,7 @@ class _Trainer:
         self.model = TinyTransformer(size).to(device)
         self.wrapped = _wrap(strategy, self.model, backend, device)
         self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.05, momentum=0.9)
-        self.cudagraphs = backend.mode in ("reduce-overhead", "max-autotune")
+        self.cudagraphs = backend.mode in CUDA_GRAPH_MODES
 
     def step(self, batch) -> torch.Tensor:
         if self.cudagraphs:
@@ -185,7 +185,7 @@ def _compile_counts(records) -> Dict[str, object]:
     }
 
 
-def _check(config: DistributedConfig, backend: Backend, trainer_losses, params, reference) -> Dict[str, object]:
+def _check(config: DistributedConfig, trainer_losses, params, reference) -> Dict[str, object]:
     if reference is None:
         return {}
     ref_losses, ref_params = reference
@@ -226,7 +226,7 @@ def _run_strategy(config: DistributedConfig, strategy: str, rank: int, device: t
                 row["peak_mib"] = (torch.cuda.max_memory_allocated(device) - base) / 2**20
             params = trainer.full_parameters()
             row.update(_compile_counts(records))
-            row.update(_check(config, backend, losses, params, reference))
+            row.update(_check(config, losses, params, reference))
             if reference is None:
                 reference = (losses, params)
             trainers[backend.label] = trainer
@@ -381,5 +381,5 @@ def config_for(device: str, size: str, backends: Sequence[Backend], strategies: 
     unknown = set(strategies or ()) - set(STRATEGIES)
     if unknown:
         raise ValueError(f"unknown strategy {', '.join(sorted(unknown))}; known: {', '.join(STRATEGIES)}")
-    return dataclasses.replace(DistributedConfig(device=device, size=size, backends=list(backends)),
-                               strategies=tuple(strategies or STRATEGIES), **kwargs)
+    return DistributedConfig(device=device, size=size, backends=list(backends),
+                             strategies=tuple(strategies or STRATEGIES), **kwargs)
