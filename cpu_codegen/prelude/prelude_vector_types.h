@@ -367,7 +367,9 @@ template <class V>
 CPPI_INLINE V cppi_viota_step(typename cppi_vec_traits<V>::element_type start,
                               typename cppi_vec_traits<V>::element_type step) {
   V v;
-  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = start + i * step;
+  // In int64, then narrowed: int32 lanes wrap as the int64 iota's cast would.
+  using E = typename cppi_vec_traits<V>::element_type;
+  for (int i = 0; i < cppi_vec_traits<V>::lanes_v; ++i) v[i] = (E)((int64_t)start + (int64_t)i * (int64_t)step);
   return v;
 }
 template <class To, class From>

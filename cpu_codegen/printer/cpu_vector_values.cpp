@@ -296,6 +296,11 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
     }
     case ExprKind::Cast: {
       auto n = e.as<Cast>();
+      if (auto step = int32_iota_step(*n, vvar_)) {
+        r.text = cat("cppi_viota_step<cppi_i32x", w, ">((int32_t)(", access_index(n->value.as<IndexValue>()->index, scope),
+                     "), ", *step, ")");
+        return r;
+      }
       const CValue x = value(n->value, scope);
       r.text = vector_cast(n->value.dtype(), n->dtype, x);
       // A half or bfloat16 value is compared with zero as float32 (vector_cast

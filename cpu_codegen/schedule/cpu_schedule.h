@@ -129,6 +129,13 @@ struct CpuTarget {
 /// lane by lane, and the schedule counts them as gathers.
 std::optional<uint32_t> philox_lane_step(const ir::IndexExpr& offset, const std::string& var);
 
+/// The step between neighbouring lanes of cast<int32>(IndexValue(index))
+/// in a vector loop over `var`, when the vector printer makes it an int32
+/// iota (cppi_viota_step on int32 lanes; modular arithmetic makes that the
+/// cast of the int64 iota lane by lane): a constant step and no indirect
+/// leaves. Such a value keeps the loop at int32's width, not int64's.
+std::optional<int64_t> int32_iota_step(const ir::Cast& cast, const std::string& var);
+
 /// Whether a vector loop over `vector_var` reads a load at `index` from a
 /// transposed tile whose rows run along `tile_var`
 /// (CpuSchedule::transpose_tile): an unmasked load without indirect leaves whose index is affine in both,

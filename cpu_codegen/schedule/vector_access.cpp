@@ -122,8 +122,9 @@ class AccessScanner : public ExprVisitor {
     if (depends_on(n.index, var_)) note_dtype(DType::Int64);
     note_indirect(n.index);
     // Any constant step is an iota (cppi_viota_step); the rest lane by lane.
+    // An index that does not move is one scalar, broadcast.
     auto c = coefficient(n.index, ir::var(var_));
-    if (!c || !c->constant() || !indirect_terms(n.index).empty()) ++counts_->gathers;
+    if (depends_on(n.index, var_) && (!c || !c->constant() || !indirect_terms(n.index).empty())) ++counts_->gathers;
     ExprVisitor::visit(n);
   }
   void visit(const Random& n) override {
@@ -135,6 +136,7 @@ class AccessScanner : public ExprVisitor {
   }
   void visit(const Cast& n) override {
     if (varies(n.value)) note_dtype(n.dtype);
+    if (varies(n.value) && int32_iota_step(n, var_)) return;  // int32 lanes from the start
     ExprVisitor::visit(n);
   }
   void visit(const Unary& n) override {
@@ -267,6 +269,14 @@ std::optional<uint32_t> philox_lane_step(const IndexExpr& offset, const std::str
   const int64_t step = *c->constant();
   if (step < 0 || step > (int64_t{1} << 32) / 16) return std::nullopt;
   return static_cast<uint32_t>(step);
+}
+
+std::optional<int64_t> int32_iota_step(const Cast& cast, const std::string& var) {
+  auto iv = cast.value.as<IndexValue>();
+  if (cast.dtype != DType::Int32 || !iv || !indirect_terms(iv->index).empty()) return std::nullopt;
+  auto c = coefficient(iv->index, ir::var(var));
+  if (!c || !c->constant()) return std::nullopt;
+  return *c->constant();
 }
 
 bool transposed_load(const IndexExpr& index, bool masked, const std::string& vector_var, const std::string& tile_var) {

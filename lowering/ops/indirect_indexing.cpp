@@ -17,6 +17,8 @@
 // ir::Store::accumulate: on the CPU their kernel runs parallel only over
 // the loops no two of whose points add into one element, on CUDA each add is
 // atomic.
+#include <limits>
+
 #include "lowering/ops/op_call.h"
 #include "lowering/ops/registry.h"
 
@@ -282,6 +284,21 @@ Status lower_index_put_inplace(const OpCall& c) {
 /// zeroes the positions it scatters to, then adds.
 enum class ScatterKind { Overwrite, Add, AddWithoutSelf };
 
+/// Whether `index` holds one position along `dim` for every row of `self`
+/// (size 1 there, self's sizes elsewhere), as cross-entropy's backward
+/// scatters its -1s. Then each element is either the one scattered to or
+/// self's, and a scalar scatter is the pointwise
+/// where(x[dim] == index[row], value, self[x]): no copy of self and no store
+/// through the index, so it fuses with what reads it (Inductor's
+/// scatter_upon_const_tensor). The index still goes through an indirect
+/// leaf, so a position out of range raises as eager's does.
+bool one_position_per_row(const TensorRef& self, const TensorRef& index, size_t dim) {
+  for (size_t d = 0; d < self.rank(); ++d) {
+    if (d == dim ? index.sizes[d] != ir::index_const(1) : index.sizes[d] != self.sizes[d]) return false;
+  }
+  return true;
+}
+
 /// scatter.src / scatter.value(self, dim, index, src), scatter_add(self,
 /// dim, index, src), scatter_reduce.two(self, dim, index, src, "sum",
 /// include_self): out = self; out[x with x[dim] = index[x]] = src[x] (or the
@@ -306,6 +323,20 @@ Status lower_scatter(const OpCall& c, bool scalar_src, ScatterKind kind = Scatte
   }
   if (kind != ScatterKind::Overwrite) CPPI_RETURN_IF_ERROR_STATUS(check_accumulate(c, x));
   ir::BufferPtr out = c.result_buffer();
+  if (value && kind == ScatterKind::Overwrite && one_position_per_row(x, idx, dim)) {
+    emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+      std::vector<IndexExpr> row = o;
+      row[dim] = ir::index_const(0);
+      // Positions compare as int32 where they fit: twice the CPU's vector lanes.
+      const auto n = x.sizes[dim].constant();
+      const DType t = n && *n <= std::numeric_limits<int32_t>::max() ? DType::Int32 : DType::Int64;
+      Expr hit = ir::compare(ir::CompareOp::Eq, ir::cast(ir::IndexValue::make(position(idx, row, x.sizes[dim])), t),
+                             ir::cast(ir::IndexValue::make(o[dim]), t));
+      return ir::where(hit, value->as_expr(out->dtype), load(x, o));
+    });
+    c.set_result_buffer(out);
+    return Status::success();
+  }
   emit_copy(c, x, out);
   auto scattered_to = [&](const std::vector<IndexExpr>& o) {
     std::vector<IndexExpr> coords = o;

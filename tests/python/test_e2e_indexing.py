@@ -21,6 +21,8 @@ import sys
 import textwrap
 
 from check import check_model, compile_fn
+from cppinductor import debug
+from cppinductor.report import graph_report
 
 NO_FALLBACK = {"fallback": "error"}
 
@@ -107,6 +109,37 @@ def test_scatter(device):
     x = torch.zeros(4, 6, device=device)
     i = torch.stack([torch.randperm(6, device=device)[:3] for _ in range(4)])
     check_model(f, (x, i, torch.randn(4, 3, device=device)), options=NO_FALLBACK)
+
+
+def test_scatter_of_one_position_per_row_is_pointwise(device):
+    """A scalar scatter whose index has one position per row (cross-entropy's
+    backward scatters its -1s so) is a pointwise where(): its backward is one
+    kernel, with no fill of the whole tensor and no store through the index,
+    ignore_index rows included; along dim 0 too, and onto a self that is not
+    a constant. An index out of range still raises, as eager's does."""
+
+    def loss(logits, target):
+        return F.cross_entropy(logits, target)
+
+    logits = torch.randn(16, 37, device=device)
+    target = torch.randint(0, 37, (16,), device=device)
+    target[3] = -100
+    torch._dynamo.reset()
+    with debug.recording() as records:
+        check_model(loss, (logits, target), grad=True, options=NO_FALLBACK, reduction=True)
+    backward = graph_report([r for r in records if r.kind == "backward"][0])
+    assert [k["kind"] for k in backward.kernels if k["kind"] in ("pointwise", "reduction")] == ["reduction"]
+
+    def along_rows(x, i):
+        return x.scatter(0, i, 2.5) * 3, torch.zeros_like(x).scatter(1, i.t(), -1.0)
+
+    x = torch.randn(5, 4, device=device)
+    check_model(along_rows, (x, torch.tensor([[3, 0, 2, 2]], device=device)), options=NO_FALLBACK)
+
+    if device == "cpu":
+        compiled = compile_fn(lambda x, i: x.scatter(0, i, 2.5) * 3, options=NO_FALLBACK)
+        with pytest.raises(IndexError, match="index 5 is out of bounds"):
+            compiled(x, torch.tensor([[0, 5, 1, 2]]))
 
 
 def test_cross_entropy_forward_gathers(device):

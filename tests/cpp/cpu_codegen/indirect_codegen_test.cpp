@@ -90,6 +90,21 @@ KernelPtr gather_1d_kernel(int64_t n, int64_t size) {
                       {PointwiseStage{{}, {Store::make(out, x0, load(x, indirect(load(idx, x0), size)))}}});
 }
 
+/// out[x0, x1] = idx[x0] == x1 ? -1 : x[x0, x1], positions compared as
+/// `compare` (a scalar scatter of one position per row, as lowered, but
+/// negative positions wrap here so random indices are all valid).
+KernelPtr one_hot_kernel(int64_t rows, int64_t cols, DType compare = DType::Int32) {
+  auto x = input("arg0", DType::Float32, {rows, cols});
+  auto idx = input("arg1", DType::Int64, {rows});
+  auto out = output("buf0", DType::Float32, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr hit = ir::compare(CompareOp::Eq, cast(IndexValue::make(indirect(load(idx, x0), cols)), compare),
+                         cast(IndexValue::make(x1), compare));
+  Expr v = where(hit, const_float(-1.0), load(x, x0 * cols + x1));
+  return Kernel::make("one_hot_0", Device::CPU, {Loop{x0, rows}, Loop{x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, x0 * cols + x1, v)}}});
+}
+
 std::string source_of(const KernelPtr& k) {
   auto m = print_cpu_module({k}, {}, {});
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
@@ -119,6 +134,24 @@ TEST(IndirectCodegen, GatherAlongTheVectorVariableStaysScalar) {
   }
   auto scatter = schedule_for_cpu(scatter_rows_kernel(8, 5, 64), target());
   EXPECT_EQ(scatter->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);  // contiguous along x1
+}
+
+TEST(IndirectCodegen, AnIndexThatDoesNotMoveAlongTheVectorIsBroadcast) {
+  // The row's position is one scalar per row; compared as int32 the vector
+  // keeps float32's 16 lanes (an int32 iota), as int64 it has 8.
+  auto k = schedule_for_cpu(one_hot_kernel(64, 100), target());
+  EXPECT_EQ(k->schedule.cpu.vectorized, VectorizedLoop::InnermostOuter);
+  EXPECT_EQ(k->schedule.cpu.vector_width, 16);
+  EXPECT_NE(source_of(k).find("cppi_viota_step<cppi_i32x16>((int32_t)(x1), 1)"), std::string::npos);
+  EXPECT_EQ(schedule_for_cpu(one_hot_kernel(64, 100, DType::Int64), target())->schedule.cpu.vector_width, 8);
+  for (const CpuTarget& t : {target(), target(1 << 30)}) {
+    for (DType c : {DType::Int32, DType::Int64}) {
+      RunOptions o;
+      o.int_range = 36;
+      auto scheduled = schedule_for_cpu(one_hot_kernel(9, 37, c), t);
+      EXPECT_EQ(run_and_compare(scheduled, o), "") << to_string(scheduled->schedule);
+    }
+  }
 }
 
 TEST(IndirectCodegen, CompiledMatchesTheInterpreterWithWrap) {
