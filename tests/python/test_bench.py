@@ -95,7 +95,7 @@ def test_bytes_moved_is_inputs_read_plus_outputs_written():
     for name, elements in expected.items():
         case = BY_NAME[name].build(s, "cpu", torch.float32)
         assert case.bytes_moved == 4 * elements, name
-    for w in WORKLOADS:
+    for w in (w for w in WORKLOADS if w.devices is None or "cpu" in w.devices):
         assert (w.kind == "memory") == (w.build(s, "cpu", torch.float32).bytes_moved is not None), w.name
 
 
@@ -225,7 +225,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "cpu_isa",
               "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
-              "gbps", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
+              "gbps", "flops", "tflops", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
               "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s",
               "backend_warmup_s", "load_avg", "peak_mb", "graphs", "graph_breaks", "fallbacks",
               "eager_part_ms", "compiled_part_ms", "alternating_ratio"}
@@ -376,6 +376,22 @@ def test_launch_suite_selects_its_own_workloads_and_runs_modes_side_by_side():
     assert [r.backend for r in rows] == ["eager", "cppinductor", "cppinductor:reduce-overhead"]
     assert all(r.status == "ok" and r.correct for r in rows), rows
     assert rows[2].mode == "reduce-overhead"
+
+
+def test_gemm_suite_reports_tflops_and_leaves_fp8_to_cuda(capsys):
+    cpu = [w.name for w in select(None, quick=False, suite="gemm")]
+    cuda = [w.name for w in select(None, quick=False, suite="gemm", device="cuda")]
+    assert cpu[:2] == ["mm_relu_m1", "addmm_gelu_m1"] and "bmm_scale" in cpu
+    assert [n for n in cuda if n not in cpu] == ["scaled_mm_relu_m16", "scaled_mm_relu_large"]
+    assert main(["--suite", "gemm", "--size", "tiny", "--only", "addmm_gelu_m16,bmm_scale", "--backends",
+                 "cppinductor", "--fresh-process", "none", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(("addmm_gelu_m16", "bmm_scale"))]
+    assert [r[2] for r in rows] == ["16x64x96", "4x32x16x32"], out
+    # 2 * M * N * K flops: 196608 for 16 x 64 x 96; TFLOP/s is a column of its own.
+    built = BY_NAME["addmm_gelu_m16"].build(sizes_for("cpu", "tiny"), "cpu", torch.float32)
+    assert built.flops == 2 * 16 * 64 * 96
+    assert "TFLOP/s" in out and out.count(" ok") >= 4
 
 
 def test_roofline_explains_each_workload_prints_its_table_and_charts_it(tmp_path, capsys):

@@ -19,6 +19,9 @@ EAGER = "eager"
 DEFAULT_BACKENDS = ("eager", "aot_eager", "inductor", "cppinductor")
 # The launch-bound suite: both backends in the default mode and with CUDA graphs.
 LAUNCH_BACKENDS = ("eager", "inductor", "inductor:reduce-overhead", "cppinductor", "cppinductor:reduce-overhead")
+# The GEMM suite: both backends in the default mode and in max-autotune (where templates compete).
+GEMM_BACKENDS = ("eager", "inductor", "inductor:max-autotune-no-cudagraphs", "cppinductor",
+                 "cppinductor:max-autotune-no-cudagraphs")
 MODE_BACKENDS = ("inductor", "cppinductor")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 

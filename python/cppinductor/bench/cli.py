@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import torch
 
-from .backends import DEFAULT_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES, parse_backends
+from .backends import DEFAULT_BACKENDS, GEMM_BACKENDS, LAUNCH_BACKENDS, MODE_BACKENDS, MODES, parse_backends
 from .. import roofline
 from .plot import require_matplotlib, write_plot
 from .report import format_table, write_json
@@ -20,6 +20,7 @@ from .runner import FRESH_PROCESS_CHOICES, BenchConfig, run_bench
 from .workloads import BY_NAME, SUITES
 
 _DTYPES = ("float32", "bfloat16", "float16")
+SUITE_BACKENDS = {"launch": LAUNCH_BACKENDS, "gemm": GEMM_BACKENDS}
 
 
 def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
@@ -35,7 +36,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--suite", choices=SUITES + ("distributed",), default="kernels",
                    help="kernels: memory- and compute-bound workloads; launch: launch-bound ones (tiny layer "
                    "stacks, a small MLP, a decoder step), each backend also in reduce-overhead; models: HuggingFace "
-                   "models from configs (needs transformers), judged against float64; distributed: a small "
+                   "models from configs (needs transformers), judged against float64; gemm: matmuls with "
+                   "epilogues at model layer shapes, M from 1 up, each backend also in max-autotune (TFLOP/s); "
+                   "distributed: a small "
                    "transformer trained under DDP and FSDP2, one process per GPU (NCCL; gloo with --device cpu), "
                    f"--only picks strategies from {','.join(STRATEGIES)}")
     p.add_argument("--train", action="store_true", help="models suite: training steps (forward + backward)")
@@ -43,7 +46,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
                    help="models suite: one short sequence (latency) or a batch (throughput)")
     p.add_argument("--backends",
                    help="torch.compile backend names, or name:mode; eager is always run (default: "
-                   f"{','.join(DEFAULT_BACKENDS)}; with --suite launch: {','.join(LAUNCH_BACKENDS)})")
+                   f"{','.join(DEFAULT_BACKENDS)}; with --suite launch: {','.join(LAUNCH_BACKENDS)}; with --suite "
+                   f"gemm: {','.join(GEMM_BACKENDS)})")
     p.add_argument("--mode", choices=MODES, help=f"torch.compile mode for {' and '.join(MODE_BACKENDS)}")
     p.add_argument("--world", type=int, default=2, help="distributed suite: processes (one per GPU)")
     p.add_argument("--timeout", type=float, default=900.0,
@@ -86,7 +90,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             dtype=getattr(torch, args.dtype),
             size=args.size or ("quick" if args.quick else "full"),
             only=[n.strip() for n in args.only.split(",") if n.strip()] if args.only else None,
-            backends=args.backends or ",".join(LAUNCH_BACKENDS if args.suite == "launch" else DEFAULT_BACKENDS),
+            backends=args.backends or ",".join(SUITE_BACKENDS.get(args.suite, DEFAULT_BACKENDS)),
             suite=args.suite,
             train=args.train,
             batch=args.batch,

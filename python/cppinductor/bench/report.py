@@ -31,6 +31,7 @@ _COLUMNS: List[Tuple[str, int, Callable[[Row], str]]] = [
     ("x eager", 7, lambda r: _num(".2f")(r.speedup_vs_eager)),
     ("x ind", 6, lambda r: _num(".2f")(r.speedup_vs_inductor)),
     ("GB/s", 7, lambda r: _num(".1f")(r.gbps)),
+    ("TFLOP/s", 7, lambda r: _num(".1f")(r.tflops)),
     ("%copy", 6, lambda r: _num(".0f")(r.pct_of_copy)),
     ("alt", 5, lambda r: _num(".2f")(r.alternating_ratio)),
     ("compile s", 9, lambda r: _num(".3f")(r.compile_s_warm)),
@@ -47,6 +48,7 @@ _TEXT_COLUMNS = {"workload", "backend", "shape", "check"}
 LEGEND = (
     "ms: median steady-state time per call · x eager / x ind: speedup over eager / inductor\n"
     "GB/s: minimal bytes (inputs read + outputs written once) / time · %copy: vs eager x.clone() of the same size\n"
+    "TFLOP/s (gemm suite): 2·M·N·K per matmul / time\n"
     "alt: eager and compiled halves alternating / the two halves each run alone in a loop (alternating only)\n"
     "compile s: first call - steady time, warm process, cold caches · fresh s: same, first graph of a new process\n"
     "+aot s: compile time on top of Dynamo + AOTAutograd (aot_eager) · kern: kernels generated · "

@@ -17,7 +17,7 @@ class Row:
     dtype: str
     threads: int
     torch_version: str
-    kind: str  # memory | compute | train | interop
+    kind: str  # memory | compute | train | interop | launch | model | gemm
     cpu_isa: Optional[str] = None  # cppinductor on the CPU: the vector ISA its kernels were compiled for
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
@@ -29,6 +29,8 @@ class Row:
     speedup_vs_inductor: Optional[float] = None  # inductor time / this time (>1: faster than inductor)
     bytes_moved: Optional[int] = None  # minimal bytes: inputs read once + outputs written once
     gbps: Optional[float] = None  # bytes_moved / time, 1e9 bytes
+    flops: Optional[int] = None  # floating-point operations per call (the GEMM suite)
+    tflops: Optional[float] = None  # flops / time, 1e12
     copy_gbps: Optional[float] = None  # eager x.clone() of the largest input, same run
     pct_of_copy: Optional[float] = None  # 100 * gbps / copy_gbps
     copy_prealloc_gbps: Optional[float] = None  # eager out.copy_(x), no allocation: raw bandwidth

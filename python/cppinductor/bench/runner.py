@@ -69,7 +69,8 @@ class BenchConfig:
             parse_options(None, {"cpu_isa": self.cpu_isa})  # a ValueError where the host cannot run it
         if self.batch not in ("small", "large"):
             raise ValueError(f"batch must be small or large, got {self.batch!r}")
-        self.workloads = select(self.only, quick=self.size == "quick", suite=self.suite, train=self.train)
+        self.workloads = select(self.only, quick=self.size == "quick", suite=self.suite, train=self.train,
+                                device=self.device)
         self.backend_list = parse_backends(self.backends, self.mode,
                                            {"cpu_isa": self.cpu_isa} if self.cpu_isa else None)
 
@@ -237,7 +238,7 @@ class _Runner:
         c = self.config
         scope.enter_context(fresh_caches(reset_dynamo=False))
         case = workload.build(self.sizes, c.device, c.dtype)
-        row.shape, row.bytes_moved = case.shape, case.bytes_moved
+        row.shape, row.bytes_moved, row.flops = case.shape, case.bytes_moved, case.flops
         before = kernel_counts.read(backend.label)
         if case.parts is not None:
             eager_part, compiled_part = case.parts(backend.compiler())
@@ -311,6 +312,8 @@ def _derive(rows: List[Row]) -> None:
             if inductor and inductor.time_ms:
                 r.speedup_vs_inductor = inductor.time_ms / r.time_ms
         r.gbps = gbps(r.bytes_moved, r.time_ms and r.time_ms / 1e3)
+        if r.flops and r.time_ms:
+            r.tflops = r.flops / (r.time_ms / 1e3) / 1e12
         if r.gbps is not None and r.copy_gbps:
             r.pct_of_copy = 100.0 * r.gbps / r.copy_gbps
         if r.compile_s_warm is not None and aot and aot.compile_s_warm is not None and r is not aot:

@@ -36,6 +36,10 @@ class Sizes:
     transformer: Tuple[int, int, int, int]  # batch, seq, d_model, heads
     alternating: Tuple[int, int, int]  # rows, inner, cols of the eager matmul feeding the compiled step
     model_batch: str = "large"  # the model suite's inputs: small (latency) or large (throughput)
+    # The GEMM suite: the large M, a model's hidden width and its MLP's width;
+    # attention scores' batch, heads, head dim and sequence.
+    gemm: Tuple[int, int, int] = (512, 1024, 2816)
+    attention: Tuple[int, int, int, int] = (4, 8, 64, 256)
 
 
 # CPU: tens of MB per input (4096 x 4096 float32 = 64 MiB), the size the CPU
@@ -47,11 +51,12 @@ _SIZES: Dict[Tuple[str, str], Sizes] = {
     ("cpu", "full"): Sizes(4096, 4096, (4096, 4096), 1024, (256, 1024, 2048), (4, 256, 512, 8), (256, 128, 1024)),
     ("cpu", "quick"): Sizes(4096, 4096, (4096, 4096), 512, (128, 512, 1024), (2, 128, 256, 4), (256, 128, 1024)),
     ("cuda", "full"): Sizes(16384, 16384, (16384, 4096), 8192, (8192, 2048, 8192), (16, 1024, 1024, 16),
-                            (4096, 1024, 4096)),
+                            (4096, 1024, 4096), gemm=(8192, 4096, 11008), attention=(32, 32, 128, 1024)),
     ("cuda", "quick"): Sizes(16384, 16384, (16384, 4096), 4096, (4096, 1024, 4096), (8, 512, 1024, 16),
-                             (4096, 1024, 4096)),
+                             (4096, 1024, 4096), gemm=(8192, 4096, 11008), attention=(32, 32, 128, 1024)),
 }
-_TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2), (16, 8, 24))
+_TINY = Sizes(64, 48, (32, 40), 32, (16, 32, 64), (2, 8, 16, 2), (16, 8, 24), gemm=(128, 64, 96),
+              attention=(2, 2, 16, 32))
 
 
 def sizes_for(device: str, size: str) -> Sizes:
@@ -81,17 +86,20 @@ class Case:
     # The step's result in float64 (the models): backends are judged by their
     # error from it against eager's, not against eager's result.
     reference: Optional[Callable[[], Any]] = None
+    flops: Optional[int] = None  # floating-point operations per step (the GEMM suite: TFLOP/s)
 
 
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # "memory" (GB/s reported), "compute", "train", "launch"
+    kind: str  # "memory" (GB/s reported), "compute", "train", "launch", "model", "gemm" (TFLOP/s)
     description: str
     build: Callable[[Sizes, str, torch.dtype], Case]
     quick: bool  # part of --quick
     tol: Tuple[float, float] = (1.3e-5, 1.5e-5)  # float32 (rtol, atol) vs eager
-    suite: str = "kernels"  # "kernels" (the default suite) or "launch" (--suite launch)
+    suite: str = "kernels"  # SUITES
+    # The devices it runs on (None: every device); --suite leaves the others out.
+    devices: Optional[Tuple[str, ...]] = None
 
 
 def tolerance(workload: Workload, dtype: torch.dtype) -> Tuple[float, float]:
@@ -511,18 +519,20 @@ WORKLOADS: List[Workload] = [
              _build_layer_stack_train, True, _REDUCTION_TOL, suite="launch"),
 ]
 
-SUITES = ("kernels", "launch", "models")
+SUITES = ("kernels", "launch", "models", "gemm")
 
-from .models import workloads as _model_workloads  # noqa: E402 (models builds on Case and Workload above)
+from .gemm import workloads as _gemm_workloads  # noqa: E402 (gemm and models build on Case and Workload above)
+from .models import workloads as _model_workloads  # noqa: E402
 
-WORKLOADS += _model_workloads()
+WORKLOADS += _model_workloads() + _gemm_workloads()
 BY_NAME: Dict[str, Workload] = {w.name: w for w in WORKLOADS}
 
 
-def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels", train: bool = False) -> List[Workload]:
+def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels", train: bool = False,
+           device: str = "cpu") -> List[Workload]:
     """Workloads in table order: the named ones (--only, any suite), else the
-    suite's, all of them or its quick subset; for the models, their training
-    steps (--train) or their forwards."""
+    suite's that run on `device`, all of them or its quick subset; for the
+    models, their training steps (--train) or their forwards."""
     if only:
         unknown = [n for n in only if n not in BY_NAME]
         if unknown:
@@ -530,6 +540,8 @@ def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels", t
         return [w for w in WORKLOADS if w.name in set(only)]
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
+    device_type = torch.device(device).type
+    chosen = [w for w in WORKLOADS if w.suite == suite and (w.devices is None or device_type in w.devices)]
     if suite == "models":
-        return [w for w in WORKLOADS if w.suite == suite and (w.kind == "train") == train]
-    return [w for w in WORKLOADS if w.suite == suite and (w.quick or not quick)]
+        return [w for w in chosen if (w.kind == "train") == train]
+    return [w for w in chosen if w.quick or not quick]
