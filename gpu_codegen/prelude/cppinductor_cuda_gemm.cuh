@@ -1,0 +1,322 @@
+// cppinductor: the GEMM template for tensor cores (sm_80 and newer), compiled
+// by NVRTC with the kernel that instantiates it.
+//
+// C[m, n] = sum_k A[m, k] * B[k, n] over 16-bit floats (bfloat16 or half),
+// accumulated in float32, and each C element handed to an epilogue functor
+// (`epi(m, n, value)`): the pointwise code fusion puts after the matmul
+// (bias, activation, residual, cast) and the store. No C is ever written by
+// the template itself.
+//
+// Layout. A is row-major with row stride lda (K contiguous). B is either
+// K-contiguous (stored N x K with row stride ldb: a Linear's weight, x @ w.t())
+// or N-contiguous (stored K x N with row stride ldb; then N is a multiple of
+// 8 too). K, lda and ldb are multiples of 8 and A and B are 16-byte aligned: every global read is one
+// 16-byte cp.async (the caller checks this; the kernel does not).
+//
+// Structure, per thread block of WARPS_M x WARPS_N warps:
+// - the block computes a BM x BN tile of C; each warp a (BM / WARPS_M) x
+//   (BN / WARPS_N) piece of it as m16n8k16 MMAs (mma.sync);
+// - K advances BK at a time through STAGES shared-memory buffers filled by
+//   cp.async, so loads of later slices overlap the MMAs of this one;
+//   rows and columns past M, N and K are filled with zeros (cp.async's
+//   source size 0), so no tile needs a separate tail path;
+// - shared rows are padded by 8 elements (16 bytes): the eight 16-byte rows
+//   one ldmatrix reads fall in distinct banks;
+// - with SPLIT_K > 1, blockIdx.y takes one of SPLIT_K contiguous runs of K; each
+//   split writes its partial tile to `workspace`, and the last split of a
+//   tile to arrive (an atomic counter per tile) adds the partials in split
+//   order and runs the epilogue: one kernel, and the same sums in the same
+//   order on every run. The counter goes back to zero, so counters zeroed
+//   once serve every later launch (CUDA graphs included).
+#pragma once
+
+#include "cppinductor_cuda_prelude.cuh"
+
+namespace cppi_gemm {
+
+template <bool HALF>
+struct Mma;  // one m16n8k16 MMA: d = a * b + d, float32 accumulators
+
+template <>
+struct Mma<false> {  // bfloat16
+  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+template <>
+struct Mma<true> {  // half
+  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+};
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+/// 16 bytes from global to shared, or 16 zero bytes when !valid.
+__device__ __forceinline__ void copy16(void* shared, const void* global, bool valid) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+               "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned* r, const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(p)));
+}
+
+template <int BM_, int BN_, int BK_, int WARPS_M_, int WARPS_N_, int STAGES_, int SPLIT_K_, bool B_K_CONTIGUOUS_,
+          bool HALF_>
+struct Config {
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WARPS_M = WARPS_M_, WARPS_N = WARPS_N_;
+  static constexpr int STAGES = STAGES_, SPLIT_K = SPLIT_K_;
+  static constexpr bool B_K_CONTIGUOUS = B_K_CONTIGUOUS_, HALF = HALF_;
+  static constexpr int THREADS = WARPS_M * WARPS_N * 32;
+  static constexpr int WM = BM / WARPS_M, WN = BN / WARPS_N;  // one warp's piece of the tile
+  static constexpr int MI = WM / 16, NI = WN / 8;              // its MMAs along M and N
+  static constexpr int PAD = 8;
+  static constexpr int A_ROW = BK + PAD;                             // shared A: BM rows of A_ROW
+  static constexpr int B_ROW = B_K_CONTIGUOUS ? BK + PAD : BN + PAD;  // shared B: BN (or BK) rows
+  static constexpr int A_STAGE = BM * A_ROW;
+  static constexpr int B_STAGE = (B_K_CONTIGUOUS ? BN : BK) * B_ROW;
+  static constexpr int SHARED_BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+  static_assert(BK % 16 == 0 && WM % 16 == 0 && WN % 16 == 0, "MMA tiles are 16 x 16 x 16 (B read two at a time)");
+  static_assert(STAGES >= 2, "at least double buffering");
+  static_assert((BM * BK / 8) % THREADS == 0 && (BN * BK / 8) % THREADS == 0, "16-byte chunks split evenly");
+};
+
+/// Fills shared stages with K slices of A and B: each thread's 16-byte
+/// chunks, their global addresses computed once and advanced by a slice
+/// per fill.
+template <class C>
+struct TileLoader {
+  static constexpr int CHUNKS_PER_K_ROW = C::BK / 8;
+  static constexpr int A_CHUNKS = C::BM * C::BK / 8 / C::THREADS;
+  static constexpr int B_CHUNKS = C::BN * C::BK / 8 / C::THREADS;
+  const uint16_t* a_at[A_CHUNKS];
+  const uint16_t* b_at[B_CHUNKS];
+  int a_k[A_CHUNKS], b_k[B_CHUNKS];  // the chunk's K offset in the slice (its row, for N-contiguous B)
+  bool a_in[A_CHUNKS], b_in[B_CHUNKS];  // inside M (N) whatever the slice
+  int64_t k0, K, b_step;
+
+  __device__ __forceinline__ TileLoader(const uint16_t* a, const uint16_t* b, int64_t m0, int64_t n0,
+                                        int64_t first_tile, int64_t M, int64_t N, int64_t K_, int64_t lda, int64_t ldb)
+      : k0(first_tile * C::BK), K(K_), b_step(C::B_K_CONTIGUOUS ? C::BK : C::BK * ldb) {
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS;
+      const int row = c / CHUNKS_PER_K_ROW;
+      a_k[i] = (c % CHUNKS_PER_K_ROW) * 8;
+      a_in[i] = m0 + row < M;
+      a_at[i] = a + (a_in[i] ? (m0 + row) * lda + k0 + a_k[i] : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS;
+      if (C::B_K_CONTIGUOUS) {
+        const int row = c / CHUNKS_PER_K_ROW;
+        b_k[i] = (c % CHUNKS_PER_K_ROW) * 8;
+        b_in[i] = n0 + row < N;
+        b_at[i] = b + (b_in[i] ? (n0 + row) * ldb + k0 + b_k[i] : 0);
+      } else {
+        const int row = c / (C::BN / 8), col = (c % (C::BN / 8)) * 8;
+        b_k[i] = row;
+        b_in[i] = n0 + col < N;  // N % 8 == 0 here: a chunk is wholly inside or outside
+        b_at[i] = b + (b_in[i] ? (k0 + row) * ldb + n0 + col : 0);
+      }
+    }
+  }
+
+  /// The next slice into stage buffers `sa`, `sb`; then advances.
+  __device__ __forceinline__ void fill(uint16_t* sa, uint16_t* sb) {
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS;
+      const bool valid = a_in[i] && k0 + a_k[i] < K;
+      copy16(sa + (c / CHUNKS_PER_K_ROW) * C::A_ROW + a_k[i], a_at[i], valid);
+      if (a_in[i]) a_at[i] += C::BK;
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS;
+      if (C::B_K_CONTIGUOUS) {
+        const bool valid = b_in[i] && k0 + b_k[i] < K;
+        copy16(sb + (c / CHUNKS_PER_K_ROW) * C::B_ROW + b_k[i], b_at[i], valid);
+      } else {
+        const bool valid = b_in[i] && k0 + b_k[i] < K;
+        copy16(sb + b_k[i] * C::B_ROW + (c % (C::BN / 8)) * 8, b_at[i], valid);
+      }
+      if (b_in[i]) b_at[i] += b_step;
+    }
+    k0 += C::BK;
+  }
+};
+
+/// The MMAs of one shared stage: every 16-deep step of BK.
+template <class C>
+__device__ __forceinline__ void mma_stage(float (&acc)[C::MI][C::NI][4], const uint16_t* sa, const uint16_t* sb,
+                                          int warp_m, int warp_n, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < C::BK; kk += 16) {
+    unsigned af[C::MI][4];
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi) {
+      const int row = warp_m * C::WM + mi * 16 + (lane % 16);
+      const int col = kk + (lane / 16) * 8;
+      ldmatrix_x4(af[mi], sa + row * C::A_ROW + col);
+    }
+    unsigned bf[C::NI][2];
+#pragma unroll
+    for (int ni = 0; ni < C::NI; ni += 2) {
+      unsigned r[4];
+      if (C::B_K_CONTIGUOUS) {
+        const int n = warp_n * C::WN + ni * 8 + (lane % 8) + (lane / 16) * 8;
+        const int k = kk + ((lane / 8) % 2) * 8;
+        ldmatrix_x4(r, sb + n * C::B_ROW + k);
+      } else {
+        const int k = kk + (lane % 8) + ((lane / 8) % 2) * 8;
+        const int n = warp_n * C::WN + ni * 8 + (lane / 16) * 8;
+        ldmatrix_x4_trans(r, sb + k * C::B_ROW + n);
+      }
+      bf[ni][0] = r[0];
+      bf[ni][1] = r[1];
+      bf[ni + 1][0] = r[2];
+      bf[ni + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi) {
+#pragma unroll
+      for (int ni = 0; ni < C::NI; ++ni) Mma<C::HALF>::run(acc[mi][ni], af[mi], bf[ni]);
+    }
+  }
+}
+
+/// Where accumulator element r of MMA (mi, ni) sits in the block's tile.
+template <class C>
+__device__ __forceinline__ int acc_row(int warp_m, int mi, int lane, int r) {
+  return warp_m * C::WM + mi * 16 + lane / 4 + (r / 2) * 8;
+}
+template <class C>
+__device__ __forceinline__ int acc_col(int warp_n, int ni, int lane, int r) {
+  return warp_n * C::WN + ni * 8 + (lane % 4) * 2 + (r % 2);
+}
+
+/// The whole kernel body: blockIdx.x picks the C tile (row-major over tiles),
+/// blockIdx.y the K split. `workspace` (SPLIT_K * M * N floats) and
+/// `counters` (one int per tile, zero before the first launch) only with
+/// SPLIT_K > 1.
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm(const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
+                                     int64_t lda, int64_t ldb, const Epilogue& epi, float* workspace,
+                                     int* counters) {
+  extern __shared__ __align__(16) uint16_t cppi_gemm_shared[];
+  uint16_t* sa = cppi_gemm_shared;
+  uint16_t* sb = cppi_gemm_shared + C::STAGES * C::A_STAGE;
+  const int64_t tiles_n = (N + C::BN - 1) / C::BN;
+  const int64_t tile = blockIdx.x;
+  const int64_t m0 = (tile / tiles_n) * C::BM, n0 = (tile % tiles_n) * C::BN;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_m = warp / C::WARPS_N, warp_n = warp % C::WARPS_N;
+
+  // This split's K tiles: a contiguous run of them (each row of A and B is
+  // read in long runs, not interleaved with the other splits').
+  const int64_t k_tiles = (K + C::BK - 1) / C::BK;
+  const int64_t split = C::SPLIT_K > 1 ? blockIdx.y : 0;
+  const int64_t per_split = (k_tiles + C::SPLIT_K - 1) / C::SPLIT_K;
+  const int64_t first_tile = split * per_split;
+  const int64_t my_tiles = k_tiles > first_tile ? min(per_split, k_tiles - first_tile) : 0;
+
+  float acc[C::MI][C::NI][4];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < C::NI; ++ni)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[mi][ni][r] = 0.0f;
+
+  TileLoader<C> loader(a, b, m0, n0, first_tile, M, N, K, lda, ldb);
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < my_tiles) loader.fill(sa + s * C::A_STAGE, sb + s * C::B_STAGE);
+    commit();
+  }
+  for (int64_t t = 0; t < my_tiles; ++t) {
+    wait<C::STAGES - 2>();
+    __syncthreads();  // tile t is in; every warp is done with the stage refilled below
+    if (t + C::STAGES - 1 < my_tiles) {
+      const int s = (t + C::STAGES - 1) % C::STAGES;
+      loader.fill(sa + s * C::A_STAGE, sb + s * C::B_STAGE);
+    }
+    commit();
+    const int s = t % C::STAGES;
+    mma_stage<C>(acc, sa + s * C::A_STAGE, sb + s * C::B_STAGE, warp_m, warp_n, lane);
+  }
+  wait<0>();
+
+  if (C::SPLIT_K > 1) {
+    // Every split stores its partial tile; the last to arrive sums them.
+    float* mine = workspace + split * M * N;
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < C::NI; ++ni)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
+          if (m < M && n < N) mine[m * N + n] = acc[mi][ni][r];
+        }
+    __threadfence();
+    __syncthreads();
+    __shared__ int arrived;
+    if (threadIdx.x == 0) arrived = atomicAdd(&counters[tile], 1);
+    __syncthreads();
+    if (arrived != C::SPLIT_K - 1) return;
+    __threadfence();
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+      for (int ni = 0; ni < C::NI; ++ni)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
+          if (m < M && n < N) {
+            float sum = 0.0f;
+            for (int p = 0; p < C::SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
+            acc[mi][ni][r] = sum;
+          }
+        }
+    if (threadIdx.x == 0) counters[tile] = 0;
+  }
+
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < C::NI; ++ni)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
+        if (m < M && n < N) epi(m, n, acc[mi][ni][r]);
+      }
+}
+
+}  // namespace cppi_gemm
