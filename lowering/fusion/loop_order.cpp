@@ -11,11 +11,31 @@
 namespace cppi::lowering::fusion {
 namespace {
 
+/// Reductions over windows of at most this many points (pooling, small
+/// stencils) run one output per GPU thread and per CPU vector lane, like a
+/// pointwise kernel: their outer order is the order of their stores.
+constexpr int64_t kWindowPoints = 16;
+
+bool is_window_reduction(const ir::Stage& s) {
+  const auto* r = std::get_if<ir::ReductionStage>(&s);
+  if (!r) return false;
+  int64_t points = 1;
+  for (const auto& l : r->loops) {
+    auto n = l.extent.constant();
+    if (!n) return false;
+    points *= *n;
+    if (points > kWindowPoints) return false;
+  }
+  return true;
+}
+
 /// Per outer loop, the sum of |stride| over all stores; nullopt when one is
-/// not a constant or the kernel is not a loop-less pointwise kernel.
+/// not a constant, or a stage is neither loop-less pointwise nor a window
+/// reduction.
 std::optional<std::vector<int64_t>> store_strides(const ir::Kernel& k) {
   std::vector<int64_t> sums(k.outer.size(), 0);
   for (const auto& s : k.stages) {
+    if (is_window_reduction(s)) continue;  // stores nothing; folds each output's window
     const auto* pw = std::get_if<ir::PointwiseStage>(&s);
     if (!pw || !pw->loops.empty()) return std::nullopt;
     for (const auto& st : pw->stores) {

@@ -70,5 +70,23 @@ TEST_F(LoopOrderTest, SymbolicStridesAndReductionsAreLeftAlone) {
   EXPECT_EQ(order_loops_for_stores(reduction), reduction);
 }
 
+TEST_F(LoopOrderTest, AWindowReductionFollowsItsStoresALongOneDoesNot) {
+  // out[x0, x1] = max over a 3-point window of in_t, stored column-major (a
+  // channels-last max_pool2d stores so): x0 goes innermost. A 64-point
+  // reduction (a row sum) keeps its order.
+  IndexExpr r0 = var("r0");
+  auto window = [&](int64_t points) {
+    auto max = ReductionStage::make({{r0, index_const(points)}}, ReductionKind::Max,
+                                    load(in_t, in_t->layout.index({x0, x1})), {"m"});
+    return Kernel::make("w", Device::CPU, {{x0, rows}, {x1, cols}},
+                        {max, PointwiseStage{{}, {Store::make(out_t, out_t->layout.index({x0, x1}), max.result())}}});
+  };
+  KernelPtr ordered = order_loops_for_stores(window(3));
+  EXPECT_EQ(order(ordered), (std::vector<std::string>{"x1", "x0"}));
+  EXPECT_EQ(ordered->stages.size(), 2u);
+  KernelPtr row = window(64);
+  EXPECT_EQ(order_loops_for_stores(row), row);
+}
+
 }  // namespace
 }  // namespace cppi::lowering::fusion
