@@ -20,7 +20,8 @@ import torch.fx
 
 from . import _C, autotune, cudagraphs, debug, repro
 from .decompositions import decomposition_table
-from .graph_passes import channels_last_convolutions, reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last
+from .graph_passes import (channels_last_convolutions, peel_convolution_bias, reinplace_input_scatters, unfuse_addmm_bias,
+                           wants_channels_last)
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -65,6 +66,7 @@ def compile_fx_graph(
             channels_last_convolutions(gm)
         if options.get("unfuse_addmm_bias", True):
             unfuse_addmm_bias(gm)
+        peel_convolution_bias(gm)
         reinplace_input_scatters(gm, record.input_copies)
         desc = export_graph(gm)
         record.python_times["export"] = time.perf_counter() - start

@@ -155,6 +155,42 @@ def test_cuda_convolutions_run_channels_last_by_default_and_not_when_turned_off(
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": False}, device="cuda")) == 0
 
 
+def _conv_relu_graph(device: str, dims: int = 2):
+    """relu(convolution(x, w, b)) traced with fake tensors on `device` (no GPU needed for "cuda")."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def f(x, w, b):
+        ones, zeros = [1] * dims, [0] * dims
+        return torch.relu(torch.ops.aten.convolution(x, w, b, ones, ones, ones, False, zeros, 1))
+
+    with FakeTensorMode():
+        spatial = [6] * dims
+        args = (torch.empty(2, 3, *spatial, device=device), torch.empty(4, 3, *([3] * dims), device=device),
+                torch.empty(4, device=device))
+        return make_fx(f)(*args), f
+
+
+def test_a_cuda_convolution_bias_becomes_an_add_that_fuses_into_its_reader():
+    from cppinductor import _C
+    from cppinductor.export import export_graph
+    from cppinductor.graph_passes import peel_convolution_bias
+
+    for dims in (1, 2, 3):
+        gm, f = _conv_relu_graph("cuda", dims)
+        assert peel_convolution_bias(gm) == 1
+        (conv,) = gm.graph.find_nodes(op="call_function", target=torch.ops.aten.convolution.default)
+        assert conv.args[2] is None
+        # The rewritten graph computes what the original does (run here on CPU tensors).
+        x, w, b = torch.randn(2, 3, *[6] * dims), torch.randn(4, 3, *[3] * dims), torch.randn(4)
+        torch.testing.assert_close(gm(x, w, b), f(x, w, b))
+    # On CUDA the bias add and the relu are one kernel after the convolution.
+    src = _C.generate_cuda_source(export_graph(gm))
+    assert src.count("__global__") == 1 and "relu" in src and "in_b_1" in src, src
+    cpu, _ = _conv_relu_graph("cpu")
+    assert peel_convolution_bias(cpu) == 0  # oneDNN adds the bias itself
+
+
 def test_a_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, caplog):
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
