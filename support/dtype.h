@@ -10,17 +10,25 @@
 namespace cppi {
 
 // X(enum name, torch name, C++ storage type name, size in bytes)
-#define CPPI_FOR_EACH_DTYPE(X)            \
-  X(Bool, "bool", "bool", 1)              \
-  X(UInt8, "uint8", "uint8_t", 1)         \
-  X(Int8, "int8", "int8_t", 1)            \
-  X(Int16, "int16", "int16_t", 2)         \
-  X(Int32, "int32", "int32_t", 4)         \
-  X(Int64, "int64", "int64_t", 8)         \
-  X(Float16, "float16", "cppi_half", 2)   \
-  X(BFloat16, "bfloat16", "cppi_bf16", 2) \
-  X(Float32, "float32", "float", 4)       \
-  X(Float64, "float64", "double", 8)
+//
+// The float8 types are storage only: graphs carry them to and from ATen ops
+// (torch._scaled_mm, casts), and lowering sends every op that would compute
+// on one in a kernel through ATen (lower_graph's check_no_float8). Their
+// C++ names exist in no prelude, so a kernel that did touch one would fail
+// to compile rather than read bytes as integers.
+#define CPPI_FOR_EACH_DTYPE(X)                                      \
+  X(Bool, "bool", "bool", 1)                                        \
+  X(UInt8, "uint8", "uint8_t", 1)                                   \
+  X(Int8, "int8", "int8_t", 1)                                      \
+  X(Int16, "int16", "int16_t", 2)                                   \
+  X(Int32, "int32", "int32_t", 4)                                   \
+  X(Int64, "int64", "int64_t", 8)                                   \
+  X(Float16, "float16", "cppi_half", 2)                             \
+  X(BFloat16, "bfloat16", "cppi_bf16", 2)                           \
+  X(Float32, "float32", "float", 4)                                 \
+  X(Float64, "float64", "double", 8)                                \
+  X(Float8E4M3FN, "float8_e4m3fn", "cppi_float8_not_computed", 1) \
+  X(Float8E5M2, "float8_e5m2", "cppi_float8_not_computed", 1)
 
 enum class DType : uint8_t {
 #define CPPI_DTYPE_ENUM(name, torch_name, ctype, size) name,
@@ -71,6 +79,7 @@ inline constexpr bool is_floating(DType t) {
   return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 inline constexpr bool is_reduced_float(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+inline constexpr bool is_float8(DType t) { return t == DType::Float8E4M3FN || t == DType::Float8E5M2; }
 /// The integer dtype a float -> `to` cast truncates to before it wraps to
 /// `to`, as eager's does (c10::convert sends uint8 through int64; int8 and
 /// int16 go through int32 on x86), or `to` itself. C++'s direct conversion

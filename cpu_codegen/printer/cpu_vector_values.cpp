@@ -83,8 +83,10 @@ std::string CpuKernelPrinter::vtype(DType t) const {
     case DType::Float16:
     case DType::BFloat16: return "cppi_u16x" + width();
     case DType::Bool: return mask_type(4);
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2: break;  // storage only (support/dtype.h)
   }
-  fail("unknown dtype");
+  fail(cat("kernel ", k_.name, ": no vector of ", dtype_name(t)));
 }
 
 bool CpuKernelPrinter::varying(const Expr& e) {

@@ -19,7 +19,9 @@ std::string shuffle_type(DType t) {
     case DType::Float32: return "float";
     case DType::Float64: return "double";
     case DType::Float16:
-    case DType::BFloat16: break;
+    case DType::BFloat16:
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2: break;
   }
   fail(cat("a reduction over ", dtype_name(t), " (lowerings reduce reduced floats in float32)"));
 }

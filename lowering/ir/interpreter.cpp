@@ -70,8 +70,10 @@ ScalarValue read_element(const void* base, DType t, int64_t i) {
     case DType::BFloat16: return of_float(bf16_to_float(read_as<uint16_t>(base, i)), t);
     case DType::Float32: return of_float(read_as<float>(base, i), t);
     case DType::Float64: return of_float(read_as<double>(base, i), t);
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2: break;  // storage only: no kernel computes on them
   }
-  return zero_of(t);
+  throw CompilerError(Error::internal(cat("interpreter: no kernel reads ", dtype_name(t))));
 }
 
 void write_element(void* base, DType t, int64_t i, const ScalarValue& v) {
@@ -86,7 +88,10 @@ void write_element(void* base, DType t, int64_t i, const ScalarValue& v) {
     case DType::BFloat16: write_as<uint16_t>(base, i, float_to_bf16(static_cast<float>(v.f))); return;
     case DType::Float32: write_as<float>(base, i, static_cast<float>(v.f)); return;
     case DType::Float64: write_as<double>(base, i, v.f); return;
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2: break;
   }
+  throw CompilerError(Error::internal(cat("interpreter: no kernel writes ", dtype_name(t))));
 }
 
 // --- math helpers ------------------------------------------------------------------------

@@ -22,6 +22,7 @@ inline bool is_extern_op(std::string_view target) {
   static constexpr std::string_view kExterns[] = {
       "aten.mm.default",          "aten.addmm.default",       "aten.bmm.default",
       "aten.baddbmm.default",     "aten.convolution.default", "aten.convolution_backward.default",
+      "aten._scaled_mm.default",  // FP8 (cuBLASLt); its epilogue is our kernel
       "aten._scaled_dot_product_flash_attention_for_cpu.default",
       "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
       "aten._scaled_dot_product_flash_attention.default",

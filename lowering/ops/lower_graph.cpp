@@ -212,6 +212,24 @@ Status check_host_scalar_reads(const LoweringContext& ctx, size_t first_item) {
   return Status::success();
 }
 
+/// Float8 tensors are storage only (support/dtype.h): a lowering whose
+/// kernels would read or write one runs through ATen instead.
+Status check_no_float8(const LoweringContext& ctx, size_t first_item) {
+  for (size_t k = first_item; k < ctx.program().size(); ++k) {
+    const auto* node = std::get_if<ir::ComputeNode>(&ctx.program()[k]);
+    if (!node) continue;
+    for (const auto& accesses : {ir::reads(*node), ir::writes(*node)}) {
+      for (const ir::Access& a : accesses) {
+        if (is_float8(a.buffer->dtype)) {
+          return Error::unsupported(cat("computes on ", dtype_name(a.buffer->dtype),
+                                        " (float8 tensors are passed to ATen ops, not computed in kernels yet)"));
+        }
+      }
+    }
+  }
+  return Status::success();
+}
+
 void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
   const Node& n = ctx.graph().nodes[i];
   if (n.target == "getitem") return lower_getitem(ctx, i);
@@ -239,6 +257,7 @@ void lower_call(LoweringContext& ctx, const Registry& registry, int i) {
   try {
     st = lowering->fn(OpCall(ctx, i));
     if (st.ok() && host_scalars) st = check_host_scalar_reads(ctx, mark.program);
+    if (st.ok()) st = check_no_float8(ctx, mark.program);
   } catch (const CompilerError& e) {
     st = Error::internal(e.what());
   }

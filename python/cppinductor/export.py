@@ -49,6 +49,9 @@ _DTYPES = {
     torch.bfloat16: "bfloat16",
     torch.float32: "float32",
     torch.float64: "float64",
+    # Storage only: ATen ops (torch._scaled_mm, casts) compute on them, kernels never do.
+    torch.float8_e4m3fn: "float8_e4m3fn",
+    torch.float8_e5m2: "float8_e5m2",
 }
 
 

@@ -211,6 +211,51 @@ def test_complex_mixed_with_real_graph(device):
         check_model(f, (torch.randn(4, 2, device=device),), reduction=True)
 
 
+@pytest.mark.parametrize("fp8", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_float8_ops_run_in_aten_and_the_rest_of_the_graph_compiles(device, fp8):
+    """A float8 quantise-dequantise: the casts to and from float8 run through
+    ATen with the reason in explain(); the scaling and relu around them are
+    kernels; results equal eager's bit for bit (values past the format's range
+    included: e4m3fn has no infinity)."""
+    from cppinductor import explain
+
+    def f(x, scale):
+        q = (x / scale).to(fp8)
+        return q.to(torch.float32).relu() * scale, q
+
+    x = torch.randn(16, 64, device=device) * 300
+    scale = torch.tensor(0.5, device=device)
+    compiled = compile_fn(f)
+    for got, want in zip(compiled(x, scale), f(x, scale)):
+        assert got.dtype == want.dtype
+        torch.testing.assert_close(got.float(), want.float(), equal_nan=True, rtol=0, atol=0)
+    text = str(explain(compiled)(x, scale))
+    assert text.count("not computed in kernels yet") == 2 and "kernel1_relu" in text, text
+
+
+def test_scaled_mm_is_an_extern_and_its_epilogue_a_kernel(device):
+    """torch._scaled_mm on float8 operands calls ATen (cuBLASLt on CUDA) as an
+    extern, not a fallback; the relu after it is our kernel."""
+    from cppinductor import explain
+
+    def f(a, b, scale_a, scale_b):
+        return torch.relu(torch._scaled_mm(a, b, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16))
+
+    if device == "cuda" and torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("FP8 matmuls need compute capability 8.9")
+    a = torch.randn(16, 64, device=device).to(torch.float8_e4m3fn)
+    b = torch.randn(32, 64, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm takes it
+    scales = (torch.tensor(0.5, device=device), torch.tensor(2.0, device=device))
+    try:
+        want = f(a, b, *scales)
+    except RuntimeError as e:  # a build of torch without this FP8 path
+        pytest.skip(f"eager _scaled_mm: {e}")
+    compiled = compile_fn(f, options={"fallback": "error"})
+    torch.testing.assert_close(compiled(a, b, *scales), want, rtol=0, atol=0)
+    text = str(explain(compiled)(a, b, *scales))
+    assert "1 extern, 0 fallback" in text and "kernel0_relu" in text, text
+
+
 def test_user_error_inside_compiled_function_propagates(device):
     def f(x, y):
         return x + y  # shapes do not broadcast
