@@ -7,6 +7,7 @@
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/gpu_schedule_candidates.h"
 
+#include <algorithm>
 #include <functional>
 #include <optional>
 
@@ -74,7 +75,7 @@ namespace {
 /// that print. `printed(k)`: k's printed source, or nullopt if it does not
 /// print; `target`: what else the key must hold (device, vector width,
 /// threads or multiprocessors).
-TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels,
+TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels, const std::vector<std::string>& graph_symbols,
                        const std::function<std::vector<Candidate>(const ir::KernelPtr&)>& candidates_of,
                        const std::function<std::optional<std::string>(const ir::KernelPtr&)>& printed,
                        const std::string& target) {
@@ -95,7 +96,12 @@ TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels,
       if (sig.buffers[b].written) t.written.push_back(int(b));
       if (sig.buffers[b].written && sig.buffers[b].read) t.read_written.push_back(int(b));
     }
-    if (int w = cached_winner(candidates, t); w >= 0) {
+    for (const auto& symbol : sig.symbols) {
+      auto at = std::find(graph_symbols.begin(), graph_symbols.end(), symbol);
+      if (at != graph_symbols.end()) t.symbol_positions.push_back(int(at - graph_symbols.begin()));
+    }
+    // Per size bucket: the cache is read at run time, once the sizes are known.
+    if (int w = t.symbol_positions.empty() ? cached_winner(candidates, t) : -1; w >= 0) {
       const auto& won = candidates[size_t(w)].kernel;
       kernels[i] = ir::Kernel::make(kernels[i]->name, won->device, won->outer, won->stages, won->schedule, won->origins);
       t.cached_label = candidates[size_t(w)].label;
@@ -119,7 +125,7 @@ TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels,
 TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTarget& target,
                            const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print) {
   return plan_tuning(
-      kernels,
+      kernels, graph_symbols,
       [&](const ir::KernelPtr& k) {
         std::vector<Candidate> out;
         for (auto& c : cpu::cpu_schedule_candidates(k, target, kMostCandidates))
@@ -137,7 +143,7 @@ TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTa
 TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTarget& target,
                            const std::vector<std::string>& graph_symbols, const gpu::CudaPrintOptions& print) {
   return plan_tuning(
-      kernels,
+      kernels, graph_symbols,
       [&](const ir::KernelPtr& k) {
         std::vector<Candidate> out;
         for (auto& c : gpu::gpu_schedule_candidates(k, target, kMostCandidates))
@@ -150,6 +156,29 @@ TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTa
         return m->source;
       },
       cat("cuda sm_", target.compute_capability, " ", target.multiprocessors));
+}
+
+std::optional<std::string> read_tuning_winner(const std::string& key, std::string* problem) {
+  if (key.empty() || key.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    *problem = "a tuning cache key is a hex digest, not '" + key + "'";
+    return std::nullopt;
+  }
+  auto dir = tuning_dir();
+  if (!dir) {
+    *problem = dir.error().message;
+    return std::nullopt;
+  }
+  bool corrupt = false;
+  const std::string path = *dir + "/" + key;
+  auto payload = cpu::read_cache_entry(path, &corrupt);
+  if (corrupt) *problem = "ignored a corrupted tuning cache entry " + path;
+  if (!payload) return std::nullopt;
+  std::string schedule = winner_schedule(*payload);
+  if (schedule.empty()) {
+    *problem = "ignored a tuning cache entry without a schedule: " + path;
+    return std::nullopt;
+  }
+  return schedule;
 }
 
 Status write_tuning_entry(const std::string& key, const std::string& payload) {

@@ -17,6 +17,8 @@
 /// measured.
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +50,11 @@ TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTa
                            const std::vector<std::string>& graph_symbols, const cpu::PrintOptions& print);
 TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTarget& target,
                            const std::vector<std::string>& graph_symbols, const gpu::CudaPrintOptions& print);
+
+/// The winner's schedule line of the cache entry `key` (a kernel tuned per
+/// size bucket looks its bucket's entry up at run time); nullopt on a miss,
+/// or with `problem` set when the entry or the directory is unusable.
+std::optional<std::string> read_tuning_winner(const std::string& key, std::string* problem);
 
 /// Writes a tuning cache entry (the runtime's, after it measured a kernel):
 /// `payload` must start with kTuningCacheHeader and the winner's schedule line.

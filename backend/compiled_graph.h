@@ -117,6 +117,11 @@ struct KernelTuning {
   /// Positions of the buffers the kernel writes, in launch order, and of
   /// those it also reads (a run then depends on what the last one left).
   std::vector<int> written, read_written;
+  /// A kernel over size symbols is tuned once per size bucket, at run time
+  /// (python/cppinductor/autotune.py): the positions of its symbols among
+  /// the graph's, which the bucket is made of. Empty: static sizes, tuned
+  /// once (and a cache hit applied at compile time).
+  std::vector<int> symbol_positions;
 };
 
 struct CompiledGraph {

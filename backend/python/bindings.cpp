@@ -259,12 +259,14 @@ PYBIND11_MODULE(_C, m) {
             d["problem"] = t.problem;
             d["written"] = t.written;
             d["read_written"] = t.read_written;
+            d["symbol_positions"] = t.symbol_positions;
             return d;
           },
           py::arg("kernel"),
           "max-autotune: kernel `kernel`'s candidates [(label, schedule)], its cache entry (key, cached_label, "
-          "cached_schedule, problem) and the positions of the buffers it writes (written) and also reads "
-          "(read_written); None if not tuned "
+          "cached_schedule, problem), the positions of the buffers it writes (written) and also reads "
+          "(read_written), and of its size symbols among the graph's (symbol_positions: tuned per size "
+          "bucket when not empty); None if not tuned "
           "(backend/autotune.h).")
       .def(
           "candidate_launcher",
@@ -292,6 +294,15 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("key"), py::arg("payload"),
       "Writes a max-autotune cache entry atomically under <cache dir>/autotune (backend/autotune.h).");
+  m.def(
+      "read_tuning_winner",
+      [](const std::string& key) -> py::tuple {
+        std::string problem;
+        auto schedule = read_tuning_winner(key, &problem);
+        return py::make_tuple(schedule ? py::cast(*schedule) : py::none(), problem);
+      },
+      py::arg("key"),
+      "(winner's schedule line or None, problem): the max-autotune cache entry `key` (backend/autotune.h).");
   m.def("make_pointer_check", &python::make_pointer_check, py::arg("expected"),
         "check(args) -> bool: whether args[i] has data pointer p for each (i, p) (kernel_launcher.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),

@@ -22,6 +22,11 @@ write the same values each time, and nothing of theirs is copied):
   nothing) and runs the call for real; the result goes to the tuning cache,
   so another process compiles the winner alone and times nothing.
 
+A kernel over size symbols (dynamic shapes) is tuned once per size bucket:
+its symbols' values rounded up to powers of two (64 and 100 rows share the
+bucket 128; 5000 rows get 8192). Its tuner stays in the wrapper's globals
+and picks the bucket's winner per call; each bucket has its own cache entry.
+
 A graph's tuning stops at its time bound (option max_autotune_seconds): the
 kernels not yet tuned keep the heuristic's schedule, and say so. explain()
 lists each kernel's candidates, their times and the winner
@@ -30,6 +35,7 @@ lists each kernel's candidates, their times and the winner
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -84,14 +90,15 @@ class GraphTuning:
         if len(info["candidates"]) < 2:
             return plain
         launchers = [compiled.candidate_launcher(kernel, j, num_buffers) for j in range(len(info["candidates"]))]
-        return KernelTuner(name, info, launchers, self, lambda j: compiled.wait_for_candidate(kernel, j))
+        return KernelTuner(name, info, launchers, self, lambda j: compiled.wait_for_candidate(kernel, j), num_buffers)
 
 
 class KernelTuner:
     """Stands in for a kernel's launcher in the wrapper's globals until the
     kernel's first call, which tunes it (see the module docstring)."""
 
-    def __init__(self, name: str, info: dict, launchers: list[Any], graph: GraphTuning, wait: Any) -> None:
+    def __init__(self, name: str, info: dict, launchers: list[Any], graph: GraphTuning, wait: Any,
+                 num_buffers: int = 0) -> None:
         self.name = name
         self.wait = wait  # wait(j): until candidate j is compiled (raises if it failed to)
         self.global_name = name  # the wrapper's name for it (set when printed)
@@ -100,21 +107,51 @@ class KernelTuner:
         self.graph = graph
         self.scopes: list[dict] = []  # the globals of every function that calls it
         self.winner: Any = None  # the chosen candidate's launcher, once tuned
+        # Dynamic shapes: the symbols' positions in the launch's symbol list
+        # (after the buffers), and each size bucket's winner.
+        self.positions: list[int] = list(info.get("symbol_positions") or [])
+        self.num_buffers = num_buffers
+        self.bucket_winners: dict[tuple, Any] = {}
 
     def __call__(self, *args: Any) -> Any:
+        if self.positions:
+            symbols = args[self.num_buffers]
+            bucket = tuple(_bucket(int(symbols[p])) for p in self.positions)
+            launch = self.bucket_winners.get(bucket)
+            if launch is None:
+                launch = self.bucket_winners[bucket] = self._for_bucket(args, bucket)
+            return launch(*args)
         if self.winner is None:
-            self.winner = self._tune(args)
+            self.winner = self._tune(args, self.info["key"])
             for scope in self.scopes:
                 scope[self.global_name] = self.winner
         return self.winner(*args)
 
-    def _tune(self, args: tuple) -> Any:
+    def _for_bucket(self, args: tuple, bucket: tuple) -> Any:
+        """The winner for sizes in `bucket`: its cache entry's, else measured now."""
+        key = hashlib.sha256(f"{self.info['key']} sizes {bucket}".encode()).hexdigest()
+        sizes = "x".join(str(1 << b) for b in bucket)
+        schedule, problem = _C.read_tuning_winner(key)
+        if problem:
+            log.warning("%s: %s", self.name, problem)
+        for j, (label, candidate_schedule) in enumerate(self.info["candidates"]):
+            if schedule is not None and candidate_schedule == schedule:
+                self.wait(j)
+                self.graph.reports.append({"kernel": self.name, "winner": label, "schedule": schedule,
+                                           "source": "cache", "candidates": [], "seconds": 0.0,
+                                           "sizes": sizes})
+                return self.launchers[j]
+        return self._tune(args, key, sizes)
+
+    def _tune(self, args: tuple, key: str, sizes: str | None = None) -> Any:
         start = time.perf_counter()
         labels = self.info["candidates"]
         results = [{"label": label, "schedule": schedule, "time_us": None, "dropped": None}
                    for label, schedule in labels]
         report = {"kernel": self.name, "winner": labels[0][0], "schedule": labels[0][1], "source": "measured",
                   "candidates": results, "seconds": 0.0}
+        if sizes is not None:
+            report["sizes"] = sizes
         self.graph.reports.append(report)
         remaining = self.graph.seconds - self.graph.spent
         if remaining <= 0:
@@ -145,7 +182,7 @@ class KernelTuner:
                  results[0]["time_us"])
         report["seconds"] = round(time.perf_counter() - start, 4)
         self.graph.spent += time.perf_counter() - start
-        self._write_cache(report)
+        self._write_cache(report, key)
         return self.launchers[best]
 
     def _check_candidates(self, args: tuple, written: list[torch.Tensor], restore: Any,
@@ -199,12 +236,17 @@ class KernelTuner:
                 break
         return times
 
-    def _write_cache(self, report: dict) -> None:
+    def _write_cache(self, report: dict, key: str) -> None:
         payload = f"{_C.TUNING_CACHE_HEADER}\n{report['schedule']}\n{json.dumps(report)}\n"
         try:
-            _C.write_tuning_entry(self.info["key"], payload)
+            _C.write_tuning_entry(key, payload)
         except (_C.CompilerError, _C.UnsupportedError, ValueError, OSError) as e:
             log.warning("%s: the tuning result was not cached: %s", self.name, e)
+
+
+def _bucket(size: int) -> int:
+    """The size bucket of one symbol's value: b with 2^(b-1) < size <= 2^b."""
+    return (max(size, 1) - 1).bit_length()
 
 
 def _run_time(launch: Any, args: tuple) -> float:

@@ -325,7 +325,8 @@ def _autotune_lines(tuned: list[dict]) -> list[str]:
     lines = []
     for t in tuned:
         how = "from the tuning cache" if t["source"] == "cache" else t["source"]
-        lines.append(f"  max-autotune {t['kernel']}: {t['winner']!r} ({how}, {t['seconds'] * 1e3:.0f} ms tuning)")
+        sizes = f" for sizes up to {t['sizes']}" if t.get("sizes") else ""
+        lines.append(f"  max-autotune {t['kernel']}{sizes}: {t['winner']!r} ({how}, {t['seconds'] * 1e3:.0f} ms tuning)")
         for c in t["candidates"]:
             took = f"{c['time_us']:.1f} us" if c["time_us"] is not None else "-"
             mark = "*" if c["label"] == t["winner"] else " "

@@ -185,6 +185,49 @@ def test_the_tuners_give_way_to_the_winners(monkeypatch):
         assert all(scope[tuner.global_name] is tuner.winner for scope in tuner.scopes)
 
 
+_SECOND_DYNAMIC_PROCESS = textwrap.dedent("""
+    import json, sys, torch
+    from cppinductor import debug
+    sys.path.insert(0, {tests!r})
+    from test_autotune import norms
+    with debug.recording() as records:
+        fn = torch.compile(norms, backend="cppinductor", dynamic=True, options={{"mode": "max-autotune"}})
+        for rows in {rows!r}:
+            x, w = torch.randn(rows, 300), torch.randn(300)
+            torch.testing.assert_close(fn(x, w), norms(x, w), rtol=1e-4, atol=1e-4)
+    print(json.dumps(records[0].autotune))
+""")
+
+
+def test_dynamic_shapes_are_tuned_once_per_size_bucket_and_cached_per_bucket():
+    """Sizes that round up to the same power of two share a winner; another
+    bucket is timed again (a kernel's best schedule changes with its sizes);
+    a second process finds every bucket's winner in the cache."""
+    rows = (100, 120, 1000)  # buckets 128, 128, 1024
+    with debug.recording() as records:
+        fn = torch.compile(norms, backend="cppinductor", dynamic=True, options={"mode": "max-autotune"})
+        for n in rows:
+            x, w = torch.randn(n, 300), torch.randn(300)
+            torch.testing.assert_close(fn(x, w), norms(x, w), rtol=1e-4, atol=1e-4)
+    (record,) = records
+    tuned = record.autotune
+    kernels = {t["kernel"] for t in tuned}
+    assert kernels and all(t["source"] == "measured" for t in tuned), tuned
+    for name in kernels:
+        sizes = [t["sizes"] for t in tuned if t["kernel"] == name]
+        assert len(sizes) == 2 and sizes[0] != sizes[1] and "128" in sizes[0] and "1024" in sizes[1], sizes
+    assert "for sizes up to" in "\n".join(cppinductor.report._autotune_lines(tuned))
+
+    script = _SECOND_DYNAMIC_PROCESS.format(tests=os.path.dirname(__file__), rows=rows)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CPPINDUCTOR_CACHE_DIR": os.environ["CPPINDUCTOR_CACHE_DIR"]})
+    assert proc.returncode == 0, proc.stderr
+    second = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sorted((t["kernel"], t["sizes"], t["schedule"]) for t in second) == sorted(
+        (t["kernel"], t["sizes"], t["schedule"]) for t in tuned)
+    assert all(t["source"] == "cache" for t in second), second
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_cuda_kernels_are_timed_and_the_winner_runs():
     x, w = (t.cuda() for t in inputs())
