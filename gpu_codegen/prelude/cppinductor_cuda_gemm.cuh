@@ -37,27 +37,19 @@ namespace cppi_gemm {
 template <bool HALF>
 struct Mma;  // one m16n8k16 MMA: d = a * b + d, float32 accumulators
 
-template <>
-struct Mma<false> {  // bfloat16
-  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
-
-template <>
-struct Mma<true> {  // half
-  static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-        "{%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-};
+#define CPPI_GEMM_MMA(HALF_, TYPE)                                                                         \
+  template <>                                                                                                 \
+  struct Mma<HALF_> {                                                                                         \
+    static __device__ __forceinline__ void run(float* d, const unsigned* a, const unsigned* b) {             \
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE                                    \
+                   ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                            \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                           \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                       \
+    }                                                                                                         \
+  };
+CPPI_GEMM_MMA(false, "bf16")
+CPPI_GEMM_MMA(true, "f16")
+#undef CPPI_GEMM_MMA
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -211,14 +203,23 @@ __device__ __forceinline__ void mma_stage(float (&acc)[C::MI][C::NI][4], const u
   }
 }
 
-/// Where accumulator element r of MMA (mi, ni) sits in the block's tile.
-template <class C>
-__device__ __forceinline__ int acc_row(int warp_m, int mi, int lane, int r) {
-  return warp_m * C::WM + mi * 16 + lane / 4 + (r / 2) * 8;
-}
-template <class C>
-__device__ __forceinline__ int acc_col(int warp_n, int ni, int lane, int r) {
-  return warp_n * C::WN + ni * 8 + (lane % 4) * 2 + (r % 2);
+/// Calls f(m, n, value) for each accumulator element of this thread inside
+/// M x N: element r of MMA (mi, ni) sits at row lane / 4 (+ 8 for r >= 2),
+/// column 2 * (lane % 4) (+ 1 for odd r) of its 16 x 8 piece.
+template <class C, class F>
+__device__ __forceinline__ void for_each_accumulator(float (&acc)[C::MI][C::NI][4], int64_t m0, int64_t n0,
+                                                     int64_t M, int64_t N, int warp_m, int warp_n, int lane,
+                                                     const F& f) {
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int ni = 0; ni < C::NI; ++ni)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int64_t m = m0 + warp_m * C::WM + mi * 16 + lane / 4 + (r / 2) * 8;
+        const int64_t n = n0 + warp_n * C::WN + ni * 8 + (lane % 4) * 2 + (r % 2);
+        if (m < M && n < N) f(m, n, acc[mi][ni][r]);
+      }
 }
 
 /// The whole kernel body: blockIdx.x picks the C tile (row-major over tiles),
@@ -276,15 +277,8 @@ __device__ __forceinline__ void gemm(const uint16_t* a, const uint16_t* b, int64
   if (C::SPLIT_K > 1) {
     // Every split stores its partial tile; the last to arrive sums them.
     float* mine = workspace + split * M * N;
-#pragma unroll
-    for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < C::NI; ++ni)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
-          if (m < M && n < N) mine[m * N + n] = acc[mi][ni][r];
-        }
+    for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane,
+                            [&](int64_t m, int64_t n, float& v) { mine[m * N + n] = v; });
     __threadfence();
     __syncthreads();
     __shared__ int arrived;
@@ -292,31 +286,15 @@ __device__ __forceinline__ void gemm(const uint16_t* a, const uint16_t* b, int64
     __syncthreads();
     if (arrived != C::SPLIT_K - 1) return;
     __threadfence();
-#pragma unroll
-    for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-      for (int ni = 0; ni < C::NI; ++ni)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
-          if (m < M && n < N) {
-            float sum = 0.0f;
-            for (int p = 0; p < C::SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
-            acc[mi][ni][r] = sum;
-          }
-        }
+    for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane, [&](int64_t m, int64_t n, float& v) {
+      float sum = 0.0f;
+      for (int p = 0; p < C::SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
+      v = sum;
+    });
     if (threadIdx.x == 0) counters[tile] = 0;
   }
-
-#pragma unroll
-  for (int mi = 0; mi < C::MI; ++mi)
-#pragma unroll
-    for (int ni = 0; ni < C::NI; ++ni)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const int64_t m = m0 + acc_row<C>(warp_m, mi, lane, r), n = n0 + acc_col<C>(warp_n, ni, lane, r);
-        if (m < M && n < N) epi(m, n, acc[mi][ni][r]);
-      }
+  for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane,
+                          [&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
 }
 
 }  // namespace cppi_gemm

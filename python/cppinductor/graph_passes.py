@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import operator
+from typing import Any, Callable
 
 import torch
 import torch.fx
@@ -63,30 +64,44 @@ def _worth_unfusing(node: torch.fx.Node) -> bool:
     return bool(node.users) and all(_pointwise_use(user) for user in node.users)
 
 
+def _rewrite_each(gm: torch.fx.GraphModule, target: Any,
+                  rewrite: Callable[[torch.fx.Graph, torch.fx.Node], torch.fx.Node | None]) -> int:
+    """Replaces each call of `target` by what `rewrite` builds before it (None:
+    left as it is); returns how many it replaced."""
+    graph = gm.graph
+    rewritten = 0
+    for node in list(graph.find_nodes(op="call_function", target=target)):
+        with graph.inserting_before(node):
+            replacement = rewrite(graph, node)
+        if replacement is None:
+            continue
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        rewritten += 1
+    if rewritten:
+        gm.recompile()
+    return rewritten
+
+
 def unfuse_addmm_bias(gm: torch.fx.GraphModule) -> int:
     """Rewrites each addmm whose uses are all pointwise as mm + bias add.
 
     Returns how many it rewrote. The new nodes carry the addmm's metadata (its
     value and stack trace), so provenance comments still name the user's line.
     """
-    graph = gm.graph
-    rewritten = 0
-    for node in list(graph.find_nodes(op="call_function", target=aten.addmm.default)):
+
+    def rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         if not _worth_unfusing(node):
-            continue
+            return None
         bias, a, b = node.args
-        with graph.inserting_before(node):
-            # Named after the addmm, so kernel names and plans still say where they came from.
-            product = graph.create_node("call_function", aten.mm.default, (a, b), name=f"{node.name}_mm")
-            total = graph.create_node("call_function", aten.add.Tensor, (product, bias), name=f"{node.name}_bias")
+        # Named after the addmm, so kernel names and plans still say where they came from.
+        product = graph.create_node("call_function", aten.mm.default, (a, b), name=f"{node.name}_mm")
+        total = graph.create_node("call_function", aten.add.Tensor, (product, bias), name=f"{node.name}_bias")
         for new in (product, total):
             new.meta.update(node.meta)
-        node.replace_all_uses_with(total)
-        graph.erase_node(node)
-        rewritten += 1
-    if rewritten:
-        gm.recompile()
-    return rewritten
+        return total
+
+    return _rewrite_each(gm, aten.addmm.default, rewrite)
 
 
 def peel_convolution_bias(gm: torch.fx.GraphModule) -> int:
@@ -100,32 +115,27 @@ def peel_convolution_bias(gm: torch.fx.GraphModule) -> int:
     ATen computes there: the output rounded, then the bias added. Returns how
     many it rewrote.
     """
-    graph = gm.graph
-    rewritten = 0
-    for node in list(graph.find_nodes(op="call_function", target=aten.convolution.default)):
+
+    def rewrite(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
         value = node.meta.get("val")
         bias = node.args[2]
         if bias is None or not isinstance(value, torch.Tensor) or value.device.type != "cuda" or value.shape[1] == 0:
-            continue
-        with graph.inserting_before(node):
-            args = list(node.args)
-            args[2] = None
-            conv = graph.create_node("call_function", aten.convolution.default, tuple(args), name=f"{node.name}_nobias")
-            shaped = graph.create_node("call_function", aten.view.default, (bias, [-1] + [1] * (value.dim() - 2)),
-                                       name=f"{node.name}_bias_view")
-            total = graph.create_node("call_function", aten.add.Tensor, (conv, shaped), name=f"{node.name}_bias")
+            return None
+        args = list(node.args)
+        args[2] = None
+        conv = graph.create_node("call_function", aten.convolution.default, tuple(args), name=f"{node.name}_nobias")
+        broadcast = [-1] + [1] * (value.dim() - 2)
+        shaped = graph.create_node("call_function", aten.view.default, (bias, broadcast), name=f"{node.name}_bias_view")
+        total = graph.create_node("call_function", aten.add.Tensor, (conv, shaped), name=f"{node.name}_bias")
         conv.meta.update(node.meta)
         total.meta.update(node.meta)
         shaped.meta.update({k: v for k, v in node.meta.items() if k != "val"})
         bias_value = bias.meta.get("val") if isinstance(bias, torch.fx.Node) else None
         if isinstance(bias_value, torch.Tensor):
-            shaped.meta["val"] = bias_value.view([-1] + [1] * (value.dim() - 2))
-        node.replace_all_uses_with(total)
-        graph.erase_node(node)
-        rewritten += 1
-    if rewritten:
-        gm.recompile()
-    return rewritten
+            shaped.meta["val"] = bias_value.view(broadcast)
+        return total
+
+    return _rewrite_each(gm, aten.convolution.default, rewrite)
 
 
 # --- channels-last convolutions ---------------------------------------------------------------------
