@@ -242,7 +242,10 @@ double element_as_double(const std::vector<uint8_t>& bytes, DType t, int64_t i) 
     case DType::BFloat16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_float(v); }
     case DType::Float32: { float v; std::memcpy(&v, p, 4); return v; }
     case DType::Float64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::Float8E4M3FN:
+    case DType::Float8E5M2: break;  // storage only: no kernel reads them
   }
+  ADD_FAILURE() << "a kernel buffer of " << dtype_name(t);
   return 0;
 }
 
@@ -271,6 +274,8 @@ void fill_random(std::vector<uint8_t>* bytes, DType t, std::mt19937* rng, bool s
       case DType::BFloat16: { uint16_t v = float_to_bf16(f); std::memcpy(p, &v, 2); break; }
       case DType::Float32: std::memcpy(p, &f, 4); break;
       case DType::Float64: { double v = f; std::memcpy(p, &v, 8); break; }
+      case DType::Float8E4M3FN:
+      case DType::Float8E5M2: ADD_FAILURE() << "a kernel buffer of " << dtype_name(t); return;
     }
   }
 }
