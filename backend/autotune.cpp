@@ -36,8 +36,6 @@ std::string winner_schedule(const std::string& payload) {
   return payload.substr(header.size(), end == std::string::npos ? std::string::npos : end - header.size());
 }
 
-/// Looks `t.key` up: the index of the winning candidate, or -1 (a miss, or
-/// an unusable entry: t.problem says why).
 /// One candidate as plan_tuning sees it, whatever the device.
 struct Candidate {
   ir::KernelPtr kernel;
@@ -45,30 +43,17 @@ struct Candidate {
   std::string schedule;  // its describe_*_schedule line
 };
 
+/// Looks `t.key` up: the index of the winning candidate, or -1 (a miss, or
+/// an unusable entry: t.problem says why).
 int cached_winner(const std::vector<Candidate>& candidates, KernelTuning& t) {
-  auto dir = tuning_dir();
-  if (!dir) {
-    t.problem = dir.error().message;
-    return -1;
-  }
-  bool corrupt = false;
-  const std::string path = *dir + "/" + t.key;
-  auto payload = cpu::read_cache_entry(path, &corrupt);
-  if (corrupt) {
-    t.problem = "ignored a corrupted tuning cache entry " + path;
-    return -1;
-  }
-  if (!payload) return -1;
-  const std::string schedule = winner_schedule(*payload);
+  auto schedule = read_tuning_winner(t.key, &t.problem);
+  if (!schedule) return -1;
   for (size_t j = 0; j < candidates.size(); ++j)
-    if (!schedule.empty() && candidates[j].schedule == schedule) return int(j);
-  t.problem = "ignored a tuning cache entry that names none of the kernel's schedules: " + path;
+    if (candidates[j].schedule == *schedule) return int(j);
+  t.problem = "ignored a tuning cache entry that names none of the kernel's schedules: " + t.key;
   return -1;
 }
 
-}  // namespace
-
-namespace {
 
 
 /// The device-independent plan: cache lookups, the key, the alternatives

@@ -324,12 +324,12 @@ Status lower_scatter(const OpCall& c, bool scalar_src, ScatterKind kind = Scatte
   if (kind != ScatterKind::Overwrite) CPPI_RETURN_IF_ERROR_STATUS(check_accumulate(c, x));
   ir::BufferPtr out = c.result_buffer();
   if (value && kind == ScatterKind::Overwrite && one_position_per_row(x, idx, dim)) {
+    // Positions compare as int32 where they fit: twice the CPU's vector lanes.
+    const auto n = x.sizes[dim].constant();
+    const DType t = n && *n <= std::numeric_limits<int32_t>::max() ? DType::Int32 : DType::Int64;
     emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
       std::vector<IndexExpr> row = o;
       row[dim] = ir::index_const(0);
-      // Positions compare as int32 where they fit: twice the CPU's vector lanes.
-      const auto n = x.sizes[dim].constant();
-      const DType t = n && *n <= std::numeric_limits<int32_t>::max() ? DType::Int32 : DType::Int64;
       Expr hit = ir::compare(ir::CompareOp::Eq, ir::cast(ir::IndexValue::make(position(idx, row, x.sizes[dim])), t),
                              ir::cast(ir::IndexValue::make(o[dim]), t));
       return ir::where(hit, value->as_expr(out->dtype), load(x, o));

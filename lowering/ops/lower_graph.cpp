@@ -190,44 +190,41 @@ std::string other_device_argument(const LoweringContext& ctx, const Node& n, boo
   return found;
 }
 
+/// The first error `check(access, written)` finds among the buffers the
+/// nodes emitted since `first_item` write and read, or success.
+Status check_accesses(const LoweringContext& ctx, size_t first_item,
+                      const std::function<Status(const ir::Access&, bool written)>& check) {
+  for (size_t k = first_item; k < ctx.program().size(); ++k) {
+    const auto* node = std::get_if<ir::ComputeNode>(&ctx.program()[k]);
+    if (!node) continue;
+    for (const ir::Access& w : ir::writes(*node)) CPPI_RETURN_IF_ERROR_STATUS(check(w, true));
+    for (const ir::Access& r : ir::reads(*node)) CPPI_RETURN_IF_ERROR_STATUS(check(r, false));
+  }
+  return Status::success();
+}
+
 /// What a CUDA node that reads host scalars emitted must be: work on CUDA
 /// that reads CPU memory only through host scalars. A lowering that puts a
 /// temporary on its argument's device, or indexes the scalar as more than
 /// one element, would build a kernel no device can run.
 Status check_host_scalar_reads(const LoweringContext& ctx, size_t first_item) {
-  for (size_t k = first_item; k < ctx.program().size(); ++k) {
-    const auto* node = std::get_if<ir::ComputeNode>(&ctx.program()[k]);
-    if (!node) continue;
-    for (const ir::Access& w : ir::writes(*node)) {
-      if (w.buffer->device != ir::Device::CUDA) {
-        return Error::unsupported(cat("writes ", w.buffer->name, " on the CPU while reading a 0-d CPU tensor"));
-      }
-    }
-    for (const ir::Access& r : ir::reads(*node)) {
-      if (r.buffer->device != ir::Device::CUDA && !ir::is_host_scalar(*r.buffer, ir::Device::CUDA)) {
-        return Error::unsupported(cat("reads ", r.buffer->name, " in CPU memory as more than one element"));
-      }
-    }
-  }
-  return Status::success();
+  return check_accesses(ctx, first_item, [](const ir::Access& a, bool written) -> Status {
+    if (a.buffer->device == ir::Device::CUDA) return Status::success();
+    if (written) return Error::unsupported(cat("writes ", a.buffer->name, " on the CPU while reading a 0-d CPU tensor"));
+    if (!ir::is_host_scalar(*a.buffer, ir::Device::CUDA))
+      return Error::unsupported(cat("reads ", a.buffer->name, " in CPU memory as more than one element"));
+    return Status::success();
+  });
 }
 
 /// Float8 tensors are storage only (support/dtype.h): a lowering whose
 /// kernels would read or write one runs through ATen instead.
 Status check_no_float8(const LoweringContext& ctx, size_t first_item) {
-  for (size_t k = first_item; k < ctx.program().size(); ++k) {
-    const auto* node = std::get_if<ir::ComputeNode>(&ctx.program()[k]);
-    if (!node) continue;
-    for (const auto& accesses : {ir::reads(*node), ir::writes(*node)}) {
-      for (const ir::Access& a : accesses) {
-        if (is_float8(a.buffer->dtype)) {
-          return Error::unsupported(cat("computes on ", dtype_name(a.buffer->dtype),
-                                        " (float8 tensors are passed to ATen ops, not computed in kernels yet)"));
-        }
-      }
-    }
-  }
-  return Status::success();
+  return check_accesses(ctx, first_item, [](const ir::Access& a, bool) -> Status {
+    if (!is_float8(a.buffer->dtype)) return Status::success();
+    return Error::unsupported(cat("computes on ", dtype_name(a.buffer->dtype),
+                                  " (float8 tensors are passed to ATen ops, not computed in kernels yet)"));
+  });
 }
 
 void lower_call(LoweringContext& ctx, const Registry& registry, int i) {

@@ -101,6 +101,9 @@ class Workload:
     # The devices it runs on (None: every device); --suite leaves the others out.
     devices: Optional[Tuple[str, ...]] = None
 
+    def runs_on(self, device: str) -> bool:
+        return self.devices is None or torch.device(device).type in self.devices
+
 
 def tolerance(workload: Workload, dtype: torch.dtype) -> Tuple[float, float]:
     """float32 tolerances are the workload's own; half types get torch.testing's at least."""
@@ -540,8 +543,7 @@ def select(only: Optional[Sequence[str]], quick: bool, suite: str = "kernels", t
         return [w for w in WORKLOADS if w.name in set(only)]
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r}; known: {', '.join(SUITES)}")
-    device_type = torch.device(device).type
-    chosen = [w for w in WORKLOADS if w.suite == suite and (w.devices is None or device_type in w.devices)]
+    chosen = [w for w in WORKLOADS if w.suite == suite and w.runs_on(device)]
     if suite == "models":
         return [w for w in chosen if (w.kind == "train") == train]
     return [w for w in chosen if w.quick or not quick]

@@ -89,8 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("after")
     args = parser.parse_args(argv)
     if args.command == "dump":
-        names = args.only.split(",") if args.only else [w.name for w in workloads.WORKLOADS
-                                                        if w.devices is None or "cpu" in w.devices]
+        names = args.only.split(",") if args.only else [w.name for w in workloads.WORKLOADS if w.runs_on("cpu")]
         unknown = [n for n in names if n not in workloads.BY_NAME]
         if unknown:
             parser.error(f"unknown workloads {unknown}")
