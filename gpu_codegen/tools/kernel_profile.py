@@ -4,6 +4,7 @@ Shows which kernel of a compiled workload is slower than the other backend's:
   python3 gpu_codegen/tools/kernel_profile.py transformer mlp_train [--size quick|full]
   python3 gpu_codegen/tools/kernel_profile.py resnet gpt2_train --dtype bfloat16   (model suite, large batch)
   python3 gpu_codegen/tools/kernel_profile.py distributed_transformer   (the distributed suite's model, one GPU)
+  python3 gpu_codegen/tools/kernel_profile.py layer_stack_train --size quick --mode reduce-overhead
 """
 
 from __future__ import annotations
@@ -52,10 +53,11 @@ def build_case(name: str, sizes, dtype: torch.dtype, size: str = "full"):
     return models.model_case(specs[name.removesuffix("_train")], "cuda", dtype, "large", train)
 
 
-def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, top: int, size: str) -> None:
+def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, top: int, size: str,
+                mode: str = "default") -> None:
     torch._dynamo.reset()
     case = build_case(name, sizes, dtype, size)
-    step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
+    step = case.make_step(lambda fn: torch.compile(fn, backend=backend, mode=mode))
     for _ in range(3):
         step()
     torch.cuda.synchronize()
@@ -72,7 +74,7 @@ def profile_one(name: str, backend: str, sizes, dtype: torch.dtype, steps: int, 
         total += t
         rows.append((t, e.count // steps, e.key))
     rows.sort(reverse=True)
-    print(f"== {name} [{case.shape}] under {backend}: {total:.3f} ms of kernels per step")
+    print(f"== {name} [{case.shape}] under {backend} ({mode}): {total:.3f} ms of kernels per step")
     for t, n, key in rows[:top]:
         print(f"  {t:8.3f} ms  x{n:<3d} {key[:110]}")
 
@@ -85,11 +87,12 @@ def main() -> None:
     p.add_argument("--backends", default="inductor,cppinductor")
     p.add_argument("--top", type=int, default=14, help="kernels listed per backend")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--mode", default="default", help="torch.compile mode of both backends")
     args = p.parse_args()
     sizes = workloads.sizes_for("cuda", args.size)
     for name in args.workloads:
         for backend in args.backends.split(","):
-            profile_one(name, backend, sizes, getattr(torch, args.dtype), args.steps, args.top, args.size)
+            profile_one(name, backend, sizes, getattr(torch, args.dtype), args.steps, args.top, args.size, args.mode)
 
 
 if __name__ == "__main__":
