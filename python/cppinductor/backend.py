@@ -55,9 +55,12 @@ def _eager(gm: torch.fx.GraphModule) -> Callable[[list], Any]:
 
 
 def compile_fx_graph(
-    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options, kind: str
+    gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options, kind: str,
+    aot_facts: cudagraphs.AotFacts | None = None,
 ) -> Callable[[list], Any]:
-    """Compiles one ATen graph (kind: forward, backward or inference)."""
+    """Compiles one ATen graph (kind: forward, backward or inference).
+    `aot_facts`: AOTAutograd's facts about it, where they cannot be read now
+    (a graph rebuilt from AOTAutograd's cache)."""
     record = debug.GraphRecord(kind=kind, gm=gm)
     dump_dir = debug.graph_dump_dir(options, record)
     try:
@@ -102,7 +105,8 @@ def compile_fx_graph(
     if options.mode in cudagraphs.MODES:
         runs = cudagraphs.wrap(function, gm=gm, example_inputs=example_inputs, kind=kind,
                                kernel_devices=list(compiled.kernel_devices),
-                               dynamic=bool(compiled.symbol_bindings), record=record)
+                               dynamic=bool(compiled.symbol_bindings), record=record,
+                               facts=aot_facts or cudagraphs.AotFacts.of(kind, gm))
     debug.finish(record, compiled, dump_dir)
     if perf_hints_log.isEnabledFor(logging.INFO):
         from .report import perf_hints  # report imports this module
@@ -205,14 +209,15 @@ def _compile_stored(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *, 
     from .warm_start import GraphCode, recipe_of
 
     recipe, why = recipe_of(gm)  # before our passes change gm: a rebuilt graph goes through them again
+    facts = cudagraphs.AotFacts.of(_KIND_NAMES[kind], gm)
     runs = _compile_kind(gm, example_inputs, options=options, kind=kind)
-    return GraphCode(runs, recipe, why, options.mode, options.values, _KIND_NAMES[kind], rebuild_graph)
+    return GraphCode(runs, recipe, why, options.mode, options.values, _KIND_NAMES[kind], rebuild_graph, facts)
 
 
 def rebuild_graph(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], mode: str, values: dict[str, Any],
-                  kind: str) -> Callable[[list], Any]:
+                  kind: str, aot_facts: cudagraphs.AotFacts) -> Callable[[list], Any]:
     """Compiles a graph rebuilt from AOTAutograd's cache (warm_start.GraphCode)."""
-    return compile_fx_graph(gm, example_inputs, Options(mode=mode, values=values), kind)
+    return compile_fx_graph(gm, example_inputs, Options(mode=mode, values=values), kind, aot_facts)
 
 
 _KIND_NAMES = {"fw": "forward", "bw": "backward", "inference": "inference"}

@@ -11,19 +11,29 @@ What a call does, as Inductor's cudagraph trees do for users:
   it, and replays for this call's results. Every later call copies the
   non-static inputs in and replays.
 - Static inputs are passed by address: parameters and buffers (AOTAutograd's
-  static input indices) and a backward's saved tensors (the forward's outputs,
-  at fixed addresses when the forward replays). One that moves makes the
+  static input indices, kept in the warm-start cache's entries too) and a
+  backward's saved tensors (the forward's outputs, at fixed addresses when
+  the forward replays). One that moves makes the
   call run uncaptured; after three calls in a row with new addresses the
   graph is recorded again, at most eight times. A recording replaced so (or
   dropped when its function stops using CUDA graphs) keeps its memory while
   tensors its replays returned are still held.
-- Outputs live in the graph's memory pool. Each call returns new tensors
-  over that memory; a replay that rewrites it makes the previous call's
-  outputs raise a clear error when read (never a silently changed value).
+- Outputs live in the graph's memory pool. Each call returns tensors over
+  that memory: the previous call's own where nobody holds them any more (as
+  Inductor's cached outputs: no tensor made per output per call), new ones
+  otherwise; a replay that rewrites it makes the previous call's outputs
+  that are still held raise a clear error when read (never a silently
+  changed value).
   A replay rewrites its own outputs and the memory of every graph recorded
   after it on the device (their buffers may sit where its temporaries were
   during its capture): a forward's replay so retires the last backward's
   gradients, as Inductor's does.
+- A backward's outputs are lent: AccumulateGrad takes a gradient into .grad
+  as it is, not copied out of the pool (as with Inductor). Memory a replay
+  would rewrite that is reachable through what cannot be retired (a view of
+  an output, a gradient still in .grad) makes that call run uncaptured;
+  after three such calls in a row the graph records again over new memory
+  (the old recording keeps its own while anything reaches it).
 - One pool per device holds every graph, so a training step's forward and
   backward share memory: the backward records while the forward's outputs
   are alive and is laid out around them.
@@ -44,7 +54,9 @@ write), and a capture that fails (a sync point, an uncapturable op).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import sys
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -144,26 +156,32 @@ def static_reason(devices: set[torch.device], kernel_devices: Sequence[str], sta
     return None
 
 
-def static_input_indices(kind: str, gm: torch.fx.GraphModule) -> list[int]:
-    """The inputs passed by address: parameters and buffers of a forward or
-    inference graph (AOTAutograd's static input indices), a backward's saved
-    tensors (every input that is not a tangent or a seed)."""
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    if kind == "backward":
-        tangent_like = ("tangents", "bwd_seed", "bwd_base_offset", "bwd_rng_state")
-        return [i for i, n in enumerate(placeholders) if not any(t in n.name for t in tangent_like)]
-    context = torch._guards.TracingContext.try_get()
-    metadata = getattr(context, "fw_metadata", None) if context is not None else None
-    return list(getattr(metadata, "static_input_indices", None) or [])
+@dataclasses.dataclass(frozen=True)
+class AotFacts:
+    """What AOTAutograd knows of a graph that CUDA graphs need: the inputs
+    passed by address, and where a training forward's saved tensors start
+    among its outputs. Read while AOTAutograd compiles the graph; a graph
+    rebuilt from AOTAutograd's cache has no such context, so its cache entry
+    keeps them (warm_start.GraphCode), as Inductor's entries keep theirs."""
 
+    static_indices: tuple[int, ...]
+    saved_start: int | None
 
-def saved_output_start(kind: str) -> int | None:
-    """Where a training forward's saved tensors start among its outputs."""
-    if kind != "forward":
-        return None
-    context = torch._guards.TracingContext.try_get()
-    metadata = getattr(context, "fw_metadata", None) if context is not None else None
-    return getattr(metadata, "num_forward", None)
+    @staticmethod
+    def of(kind: str, gm: torch.fx.GraphModule) -> "AotFacts":
+        """Parameters and buffers of a forward or inference graph
+        (AOTAutograd's static input indices); a backward's saved tensors
+        (every input that is not a tangent or a seed)."""
+        context = torch._guards.TracingContext.try_get()
+        metadata = getattr(context, "fw_metadata", None) if context is not None else None
+        if kind == "backward":
+            placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+            tangent_like = ("tangents", "bwd_seed", "bwd_base_offset", "bwd_rng_state")
+            static = [i for i, n in enumerate(placeholders) if not any(t in n.name for t in tangent_like)]
+        else:
+            static = list(getattr(metadata, "static_input_indices", None) or [])
+        saved_start = getattr(metadata, "num_forward", None) if kind == "forward" else None
+        return AotFacts(tuple(static), saved_start)
 
 
 class _DevicePool:
@@ -180,15 +198,22 @@ class _DevicePool:
         self.recordings = [r for r in self.recordings if r() is not None]
         self.recordings.append(weakref.ref(recording))
 
-    def before_replay(self, recording: "_Recording") -> None:
-        """Retires the outputs a replay of `recording` rewrites: its own and
-        those of every recording made after it."""
-        later = False
+    def clear_for(self, recording: "_Recording") -> bool:
+        """Before a replay of `recording`: retires the outputs it rewrites
+        (its own and those of every recording made after it), or returns
+        False, retiring nothing, when one of them is reachable through a
+        tensor that cannot be retired (a view of an output, a gradient
+        AccumulateGrad took into .grad): the replay must not run."""
+        later = []
         for ref in self.recordings:
             r = ref()
-            later = later or r is recording
-            if later and r is not None:
-                r.retire_outputs()
+            if r is recording or (later and r is not None):
+                later.append(r)
+        if not all(r.only_retirable_holders() for r in later):
+            return False
+        for r in later:
+            r.retire_outputs()
+        return True
 
 
 _pools: dict[torch.device, _DevicePool] = {}
@@ -211,7 +236,7 @@ class _Recording:
     fresh output tensors over the pool's memory after each replay."""
 
     def __init__(self, run: Callable[[list], Any], args: list, static: set[int], mutated: set[int],
-                 pool: _DevicePool, message: str) -> None:
+                 pool: _DevicePool, message: str, cache_from: int, lend: bool) -> None:
         self.pool = pool
         self.message = message
         # One C call checks every static input's address (parameters: dozens).
@@ -271,44 +296,172 @@ class _Recording:
                 continue
             self.plan.append(("pool", {"data_ptr": storage.data_ptr(), "nbytes": storage.nbytes(),
                                        "size": out.shape, "stride": out.stride(), "dtype": out.dtype,
-                                       "device": out.device, "storage_offset": out.storage_offset()}))
-        self.live: list[weakref.ref] = []
+                                       "device": out.device, "storage_offset": out.storage_offset(),
+                                       "tensor_ptr": out.data_ptr()}))
+        # Outputs handed out again while nobody else holds them (Inductor's
+        # cached tensor outputs): a replay then makes no tensor. Not a
+        # training forward's user outputs (autograd hangs the step's graph,
+        # and with it the saved tensors, on them), nor an output sharing its
+        # storage with another (rebuilt together, as views of one storage).
+        shared = {}
+        for how, what in self.plan:
+            if how == "pool":
+                shared[what["data_ptr"]] = shared.get(what["data_ptr"], 0) + 1
+        self.cacheable = [how == "pool" and i >= cache_from and shared[what["data_ptr"]] == 1
+                          for i, (how, what) in enumerate(self.plan)]
+        self.cached: list[torch.Tensor | None] = [None] * len(self.plan)
+        self.cached_storages: list[Any] = [None] * len(self.plan)
+        self.cached_versions = [0] * len(self.plan)
+        # A backward's cached outputs are lent: registered as torch's cached
+        # tensors, so AccumulateGrad takes a gradient into .grad as it is
+        # (Inductor's outputs are), instead of copying it out of the pool.
+        self.lend = lend
+        weakref.finalize(self, _unregister, self.cached)
+        # The other outputs returned by the last replay: each storage made
+        # for them, with the tensors over it.
+        self.live: list[tuple[Any, list[weakref.ref]]] = []
+        self.handed_out = False  # outputs returned since retire_outputs last ran
         pool.add(self)
 
     def outputs_alive(self) -> bool:
-        """Whether a tensor returned by a replay is still held and readable."""
-        return any(ref() is not None for ref in self.live)
+        """Whether memory a replay returned is still reachable (through an
+        output, a view of one, or a .grad)."""
+        return not self._unreached(0, views_only=False, live=True)
+
+    def held_outputs(self, start: int) -> bool:
+        """Whether a cached output from `start` on is reachable through
+        anything but the cache (a forward's saved tensors awaiting their
+        backward)."""
+        return not self._unreached(start, views_only=False, live=False)
+
+    def only_retirable_holders(self) -> bool:
+        """Whether everything that reaches this recording's outputs can be
+        retired: the output tensors themselves, not views of them or .grad
+        tensors sharing their storage."""
+        return not self.handed_out or self._unreached(0, views_only=True, live=True)
+
+    def _unreached(self, start: int, views_only: bool, live: bool) -> bool:
+        """Whether no tensor reaches the cached outputs from `start` on (and
+        with `live` the others); with views_only, whether none but the
+        output tensors themselves do. A storage's use count counts the
+        tensors over it and its Python object (ours)."""
+        for storage, refs in self.live if live else ():
+            alive = sum(ref() is not None for ref in refs)
+            if _storage_use_count(storage) > 1 + (alive if views_only else 0):
+                return False
+        for i in range(start, len(self.cached)):
+            t = self.cached[i]
+            if t is None:
+                continue
+            if _storage_use_count(self.cached_storages[i]) > 2:  # its Python storage and `t`
+                return False
+            if not views_only and _held(t, owners=2):  # the cache and `t`
+                return False
+        return True
 
     def moved_inputs(self, args: list) -> list[int]:
         """The static inputs not where this recording reads them."""
         return [i for i, ptr in self.addresses.items() if args[i].data_ptr() != ptr]
 
     def retire_outputs(self) -> None:
-        for ref in self.live:
-            t = ref()
-            if t is not None:
-                _set_access_error(t, self.message)
+        """Makes every output still held raise when read: the next replay
+        rewrites its memory (clear_for checked that nothing else reaches it).
+        A cached output nobody holds stays cached, to be handed out again; a
+        held one leaves the cache with its error. Once checked, nothing can
+        take hold of them before the next replay hands them out: the check
+        runs once per replay, not once per replay of any recording made
+        before this one."""
+        if not self.handed_out:
+            return
+        self.handed_out = False
+        for _, refs in self.live:
+            for ref in refs:
+                t = ref()
+                if t is not None:
+                    _set_access_error(t, self.message)
         self.live = []
+        for i in range(len(self.cached)):
+            t = self.cached[i]
+            if t is not None and _held(t, owners=2):  # the cache and `t`
+                _set_access_error(t, self.message)
+                self.cached[i] = None
+                _unregister([t])
 
     def replay(self, args: list) -> Any:
+        """Copies the inputs in and replays; the pool's clear_for(self) said yes."""
         for i, buffer in self.copies.items():
             _copy_into(buffer, args[i])
         args.clear()
-        self.pool.before_replay(self)
         self.graph.replay()
+        self.handed_out = True
         outputs = []
         storages: dict[int, Any] = {}
-        for how, what in self.plan:
+        for i, (how, what) in enumerate(self.plan):
             if how == "same":
                 outputs.append(what)
                 continue
+            t = self.cached[i]
+            if t is not None and _reusable(t, self.cached_versions[i], what["tensor_ptr"]):
+                outputs.append(t)
+                continue
             ptr = what["data_ptr"]
-            if ptr not in storages:
-                storages[ptr] = torch._C._construct_storage_from_data_pointer(ptr, what["device"], what["nbytes"])
-            t = _tensor_over(what, storages[ptr])
-            self.live.append(weakref.ref(t))
+            if self.cacheable[i]:
+                storage = _storage_over(what)
+                t = _tensor_over(what, storage)
+                self.cached[i], self.cached_storages[i], self.cached_versions[i] = t, storage, t._version
+                if self.lend:
+                    _register(t)
+            else:
+                if ptr not in storages:
+                    storages[ptr] = (_storage_over(what), [])
+                    self.live.append(storages[ptr])
+                t = _tensor_over(what, storages[ptr][0])
+                storages[ptr][1].append(weakref.ref(t))
             outputs.append(t)
         return tuple(outputs) if self.tuple_output else outputs
+
+
+def _storage_over(layout: dict[str, Any]) -> Any:
+    """A storage over a graph output's memory (the pool owns it)."""
+    return torch._C._construct_storage_from_data_pointer(layout["data_ptr"], layout["device"], layout["nbytes"])
+
+
+def _storage_use_count(storage: Any) -> int:
+    return torch._C._storage_Use_Count(storage._cdata)
+
+
+def _register(t: torch.Tensor) -> None:
+    """Makes `t` one of torch's cached tensors (AccumulateGrad then discounts
+    the cache's reference and takes it into .grad). torch._dynamo.reset()
+    switches the registry off: on again at each use."""
+    torch._C._set_cached_tensors_enabled(True)
+    torch._C._add_cached_tensor(t)
+
+
+def _unregister(tensors: list) -> None:
+    """Takes lent tensors out of torch's registry (which holds them)."""
+    torch._C._set_cached_tensors_enabled(True)
+    for t in tensors:
+        if t is not None and torch._C._is_cached_tensor(t):
+            torch._C._remove_cached_tensor(t)
+
+
+def _held(t: torch.Tensor, owners: int) -> bool:
+    """Whether anything holds `t` besides the `owners` references the caller
+    knows of: another Python reference (getrefcount also counts this call's
+    parameter and its own argument), or a C++ one (an autograd saved
+    variable, a .grad), seen in the TensorImpl's use count."""
+    return t._use_count() > 1 or sys.getrefcount(t) > owners + 2
+
+
+def _reusable(t: torch.Tensor, version: int, data_ptr: int) -> bool:
+    """Whether a cached output (nobody else holds it: the replay's
+    retire_outputs dropped those that are held) is still the tensor it was
+    made. A holder now gone may have changed it in place (each in-place op,
+    on its values or its sizes and strides, bumps its version), swapped its
+    data (`.data =`), or asked it for gradients."""
+    return (t._version == version and t.data_ptr() == data_ptr and not t.requires_grad
+            and t._backward_hooks is None)
 
 
 # A tensor over a storage with a layout, in one C call (CUDA builds of torch).
@@ -366,7 +519,10 @@ class CudaGraphFunction:
         self._warmed: set[Any] = set()
         self._rerecords = 0
         self._moved = 0  # calls in a row whose static inputs moved
-        self._saved: list[weakref.ref] = []  # a forward's saved tensors from its last replay
+        # A forward's saved tensors from its last replay: the recording's
+        # cached outputs, and weak references to the others.
+        self._saved_by: _Recording | None = None
+        self._saved: list[weakref.ref] = []
         # Recordings dropped (recorded again, or disabled) while outputs of
         # their replays were alive: kept so their memory stays theirs.
         self._kept: list[_Recording] = []
@@ -412,21 +568,36 @@ class CudaGraphFunction:
             for i in recording.moved_inputs(args):
                 name = self._input_names[i]
                 self._state.moved[name] = self._state.moved.get(name, 0) + 1
-            self._moved += 1
-            if self._moved < RERECORD_AFTER:
-                return self._uncaptured(args)
-            if self._rerecords >= MAX_RERECORDS:
-                self.disable(f"parameters or saved tensors moved to new addresses more than {MAX_RERECORDS} times")
-                return self._function(args)
-            self._rerecords += 1
-            self._drop(self._recordings.pop(key))
-            return self._record_and_replay(key, args)
-        self._moved = 0
+            return self._record_again_later(key, args, f"parameters or saved tensors moved to new addresses more "
+                                                       f"than {MAX_RERECORDS} times")
         if self._saved_pending():
             perf_hints.info("a %s call ran outside its CUDA graph: the saved tensors of its previous call still "
                             "await their backward", self._kind)
             return self._uncaptured(args)
+        if not recording.pool.clear_for(recording):
+            self._state.blocked += 1
+            perf_hints.info("a %s call ran outside its CUDA graph: memory its replay rewrites is still reachable "
+                            "through a view of an earlier output or a gradient kept in .grad", self._kind)
+            return self._record_again_later(key, args, f"views of outputs or gradients in .grad kept the graph's "
+                                                       f"memory more than {MAX_RERECORDS} times")
+        self._moved = 0
         return self._replay(recording, args)
+
+    def _record_again_later(self, key: Any, args: list, give_up: str) -> Any:
+        """A call its recording cannot replay (static inputs moved, or memory
+        it rewrites still reachable): uncaptured, and after RERECORD_AFTER
+        such calls in a row recorded again (new memory for its outputs: the
+        old recording keeps its own while anything reaches it), at most
+        MAX_RERECORDS times."""
+        self._moved += 1
+        if self._moved < RERECORD_AFTER:
+            return self._uncaptured(args)
+        if self._rerecords >= MAX_RERECORDS:
+            self.disable(give_up)
+            return self._function(args)
+        self._rerecords += 1
+        self._drop(self._recordings.pop(key))
+        return self._record_and_replay(key, args)
 
     def _drop(self, recording: _Recording) -> None:
         """Forgets a recording. Freed, its outputs' memory would go back to the
@@ -439,7 +610,9 @@ class CudaGraphFunction:
             self._kept.append(recording)
 
     def _saved_pending(self) -> bool:
-        return any(ref() is not None for ref in self._saved)
+        recording = self._saved_by
+        return (any(ref() is not None for ref in self._saved)
+                or (recording is not None and recording.held_outputs(self._saved_start)))
 
     def _replay(self, recording: _Recording, args: list) -> Any:
         self._state.replays += 1
@@ -450,19 +623,21 @@ class CudaGraphFunction:
         else:
             outputs = recording.replay(args)
         if self._saved_start is not None:  # the saved tensors in the graph's memory (not parameters)
-            self._saved = [weakref.ref(t) for t, (how, _) in zip(list(outputs)[self._saved_start:],
-                                                                 recording.plan[self._saved_start:]) if how == "pool"]
+            self._saved_by = recording
+            self._saved = [weakref.ref(t) for i, t in enumerate(outputs) if i >= self._saved_start
+                           and recording.plan[i][0] == "pool" and not recording.cacheable[i]]
         return outputs
 
     def _record_and_replay(self, key: Any, args: list) -> Any:
         try:
             recording = _Recording(self._function, args, self._static, self._mutated, _pool(self._device),
-                                   self._message)
+                                   self._message, self._saved_start or 0, lend=self._kind == "backward")
         except Exception as e:  # a sync point or an uncapturable op: the capture itself failed
             self.disable(f"capture failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             return self._function(args)
         self._recordings[key] = recording
         self._state.recorded += 1
+        self._state.copied = [self._input_names[i] for i in sorted(recording.copies)]
         log.debug("recorded a CUDA graph for a %s graph (key %s)", self._kind, key)
         return self._replay(recording, args)
 
@@ -475,15 +650,23 @@ class CudaGraphState:
     def __init__(self) -> None:
         self.reason: str | None = None  # set: not used, and why
         self.recorded = self.replays = self.uncaptured = 0
+        self.blocked = 0  # calls uncaptured: a view of an output or a .grad reached memory a replay rewrites
         self.moved: dict[str, int] = {}  # static input name -> calls its new address ran uncaptured
+        self.copied: list[str] = []  # the inputs the last recording copies in at each replay
 
     def __str__(self) -> str:
         if self.reason is not None:
             return f"not used: {self.reason}{self._moved_text()}"
         if not self.recorded:
             return f"pending: records on the second call ({self.uncaptured} uncaptured so far)"
+        blocked = f" ({self.blocked} kept from replaying by views of outputs or .grad)" if self.blocked else ""
         return (f"used: {self.recorded} graph(s) recorded, {self.replays} replays, "
-                f"{self.uncaptured} calls uncaptured{self._moved_text()}")
+                f"{self.uncaptured} calls uncaptured{blocked}{self._moved_text()}; {self._copied_text()}")
+
+    def _copied_text(self) -> str:
+        """The inputs copied per call: a parameter among them is a lost static input."""
+        names = self.copied[:3] + (["..."] if len(self.copied) > 3 else [])
+        return f"{len(self.copied)} input(s) copied in per call" + (f" ({', '.join(names)})" if names else "")
 
     def _moved_text(self) -> str:
         """The static inputs that moved most often: what to keep in place."""
@@ -501,12 +684,12 @@ def _state(record: Any) -> CudaGraphState:
 
 
 def wrap(function: Callable[[list], Any], *, gm: torch.fx.GraphModule, example_inputs: Sequence[Any], kind: str,
-         kernel_devices: Sequence[str], dynamic: bool, record: Any) -> Callable[[list], Any]:
+         kernel_devices: Sequence[str], dynamic: bool, record: Any, facts: AotFacts) -> Callable[[list], Any]:
     """`function` with CUDA graphs where the graph allows them, else itself
     (the reason in the record and under cppinductor.perf_hints; a graph
     wholly on the CPU has nothing to capture and says so at info level)."""
     devices = graph_devices(gm, example_inputs)
-    static = static_input_indices(kind, gm)
+    static = list(facts.static_indices)
     mutated = mutated_inputs(gm)
     reason = static_reason(devices, kernel_devices, static, mutated, unsafe_op(gm))
     if reason is not None:
@@ -518,6 +701,6 @@ def wrap(function: Callable[[list], Any], *, gm: torch.fx.GraphModule, example_i
     (device,) = devices
     scalar_args = [i for i, a in enumerate(example_inputs) if not isinstance(a, torch.Tensor)]
     return CudaGraphFunction(function, kind=kind, static_indices=static, mutated=list(mutated),
-                             scalar_args=scalar_args, saved_start=saved_output_start(kind), dynamic=dynamic,
+                             scalar_args=scalar_args, saved_start=facts.saved_start, dynamic=dynamic,
                              device=device, record=record,
                              input_names=[n.name for n in gm.graph.nodes if n.op == "placeholder"])

@@ -263,10 +263,13 @@ def recipe_of(gm: torch.fx.GraphModule) -> tuple[bytes | None, str | None]:
 class GraphCode(OutputCode):
     """One compiled ATen graph as AOTAutograd's cache holds it: it runs the
     graph, pickles as the graph's recipe, and compiles the recipe again
-    after loading (`compile_graph(gm, example_inputs, mode, values, kind)`)."""
+    after loading (`compile_graph(gm, example_inputs, mode, values, kind,
+    aot_facts)`; aot_facts: what AOTAutograd knew of the graph when it was
+    first compiled, which a cache hit does not tell)."""
 
     def __init__(self, runs: Callable[[list], Any], recipe: bytes | None, not_cacheable: str | None, mode: str,
-                 values: dict[str, Any], kind: str, compile_graph: Callable[..., Callable[[list], Any]]) -> None:
+                 values: dict[str, Any], kind: str, compile_graph: Callable[..., Callable[[list], Any]],
+                 aot_facts: Any) -> None:
         super().__init__()
         self._boxed_call = True
         self._runs: Callable[[list], Any] | None = runs
@@ -274,6 +277,7 @@ class GraphCode(OutputCode):
         self.not_cacheable = not_cacheable
         self.mode, self.values, self.kind = mode, values, kind
         self.compile_graph = compile_graph  # a module-level function: pickles by name
+        self.aot_facts = aot_facts
 
     def __call__(self, args: list) -> Any:
         return self._runs(args)
@@ -288,7 +292,7 @@ class GraphCode(OutputCode):
         """After loading: the graph goes through our pipeline again."""
         if self._runs is None:
             gm = pickle.loads(self.recipe).build()
-            self._runs = self.compile_graph(gm, example_inputs, self.mode, self.values, self.kind)
+            self._runs = self.compile_graph(gm, example_inputs, self.mode, self.values, self.kind, self.aot_facts)
             log.debug("warm start: a %s graph rebuilt from AOTAutograd's cache", self.kind)
 
     def set_triton_bundle(self, triton_bundle: Any) -> None:

@@ -54,8 +54,10 @@ def test_the_state_names_the_static_inputs_that_moved():
     state = CudaGraphState()
     state.recorded, state.replays, state.uncaptured = 2, 5, 3
     state.moved = {"primals_3": 1, "primals_1": 3}
+    state.copied = ["primals_5"]
     assert str(state) == ("used: 2 graph(s) recorded, 5 replays, 3 calls uncaptured "
-                          "(static inputs that moved: primals_1 x3, primals_3 x1)")
+                          "(static inputs that moved: primals_1 x3, primals_3 x1); "
+                          "1 input(s) copied in per call (primals_5)")
     state.reason = "parameters or saved tensors moved to new addresses more than 8 times"
     assert str(state).startswith("not used: parameters") and str(state).endswith("primals_3 x1)")
 
@@ -110,7 +112,10 @@ def test_replays_equal_eager_over_calls_with_new_inputs():
             out = compiled(x)
             torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-4)
         # (Under no_grad: with grad on, warm start compiles the backward with the forward.)
-        assert _states(model, x) == ["used: 1 graph(s) recorded, 2 replays, 1 calls uncaptured"]
+        (state,) = _states(model, x)
+        # The parameters are read where they are; only x is copied in.
+        assert state.startswith("used: 1 graph(s) recorded, 2 replays, 1 calls uncaptured; "
+                                "1 input(s) copied in per call ("), state
 
 
 @requires_cuda
@@ -178,6 +183,147 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
     # each after its last use: 1.51x on an H200. Within 1.2x needs the
     # forward's memory lent to the backward's capture (cudagraph trees).
     assert peak <= 1.6 * default_peak, (peak, default_peak)
+
+
+def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
+    """The liveness test behind handing a replay's outputs out again (no
+    GPU needed: reference counts are the same on the CPU). A tensor only the
+    cache holds is free; one a caller keeps, or an autograd node saved for
+    its backward, is held."""
+    from cppinductor.cudagraphs import _held
+
+    cache = [torch.ones(4)]
+
+    def held() -> bool:
+        t = cache[0]
+        return _held(t, owners=2)
+
+    assert not held()
+    kept = cache[0]
+    assert held()
+    del kept
+    assert not held()
+
+    class SavesIt(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(cache[0])
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (saved,) = ctx.saved_tensors
+            return grad * saved
+
+    x = torch.zeros(4, requires_grad=True)
+    y = SavesIt.apply(x)
+    assert held()  # the saved variable (C++)
+    y.sum().backward()
+    assert not held()  # released by the backward
+    torch.testing.assert_close(x.grad, torch.ones(4))
+
+
+def test_a_view_or_a_stolen_gradient_reaches_an_outputs_storage():
+    """What decides whether a replay may rewrite an output's memory: a view
+    of it, or a gradient AccumulateGrad took from a lent output (a new
+    tensor over the same storage), shows in the storage's use count."""
+    from cppinductor.cudagraphs import _held, _register, _storage_use_count, _unregister
+
+    owner = torch.zeros(16)
+    storage = torch._C._construct_storage_from_data_pointer(owner.data_ptr(), owner.device, owner.nbytes)
+    cache = [torch.empty(0).set_(storage, 0, (16,), (1,))]
+    assert _storage_use_count(storage) == 2  # the tensor and our Python storage
+    view = cache[0][:4]
+    assert _storage_use_count(storage) == 3
+    del view
+    assert _storage_use_count(storage) == 2
+
+    class ReturnsIt(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return cache[0]
+
+    _register(cache[0])
+    p = torch.zeros(16, requires_grad=True)
+    ReturnsIt.apply(p).sum().backward()
+    assert p.grad.data_ptr() == owner.data_ptr()  # taken as it is, not copied
+    t = cache[0]
+    assert not _held(t, owners=2) and _storage_use_count(storage) == 3  # reached only through p.grad
+    del t
+    p.grad = None
+    assert _storage_use_count(storage) == 2
+    _unregister(cache)
+    assert not torch._C._is_cached_tensor(cache[0])
+
+
+@requires_cuda
+def test_a_replay_hands_out_the_same_tensors_while_nobody_holds_them():
+    """Replays reuse the output tensors nobody kept (no tensor is made per
+    output per call); an output still held is retired and replaced."""
+    import weakref
+
+    compiled = _compile(lambda x: (x * 2).relu() + 1)
+    x = torch.randn(1000, device="cuda")
+    compiled(x), compiled(x)  # warm-up, record
+    first = weakref.ref(compiled(x))
+    second = compiled(x + 1)
+    assert first() is second  # the first call's output was dropped: handed out again
+    third = compiled(x + 2)
+    assert third is not second
+    torch.testing.assert_close(third, ((x + 2) * 2).relu() + 1)
+    with pytest.raises(RuntimeError, match="overwrote"):
+        second + 1
+    del second
+    third.unsqueeze_(0)  # changed in place, then dropped: not handed out again
+    del third
+    fourth = compiled(x + 3)
+    assert fourth.shape == (1000,)
+    torch.testing.assert_close(fourth, ((x + 3) * 2).relu() + 1)
+
+
+@requires_cuda
+def test_a_view_of_an_output_keeps_its_value_and_the_call_runs_uncaptured():
+    compiled = _compile(lambda x: (x * 2).relu() + 1)
+    x = torch.randn(1000, device="cuda")
+    compiled(x), compiled(x)  # warm-up, record
+    view = compiled(x)[:10]  # the output itself is dropped
+    expected = view.clone()
+    torch.testing.assert_close(compiled(x + 1), ((x + 1) * 2).relu() + 1)
+    torch.testing.assert_close(view, expected)
+
+
+@requires_cuda
+def test_gradients_kept_in_grad_across_steps_accumulate_as_in_eager():
+    """A .grad set to None takes the next backward's lent output as it is
+    (AccumulateGrad steals it); zero_grad(set_to_none=False) then keeps it,
+    and later gradients accumulate into the graph's memory. Replays that
+    would rewrite it run uncaptured, or record again over new memory."""
+
+    def make():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 1)).cuda()
+
+    eager, model = make(), make()
+    records = []
+    from cppinductor import debug
+
+    torch._dynamo.reset()
+    with debug.recording() as records:
+        compiled = _compile(model)
+        for step in range(12):
+            x = torch.randn(16, 32, device="cuda")
+            for m, f in ((eager, eager), (model, compiled)):
+                if step % 2 == 0:
+                    m.zero_grad(set_to_none=step % 6 == 0)
+                f(x).square().mean().backward()  # two backwards per zeroing: accumulated
+            for p, q in zip(model.parameters(), eager.parameters()):
+                torch.testing.assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5)
+    states = {r.kind: r.cudagraphs for r in records}
+    assert states["forward"].replays >= 2 and states["backward"].replays >= 2, [str(s) for s in states.values()]
 
 
 @requires_cuda
@@ -347,3 +493,43 @@ def test_a_replays_output_keeps_its_value_when_moved_parameters_make_the_graph_r
         torch.testing.assert_close(value, expected)
         checked += 1
     assert checked >= cudagraphs.MAX_RERECORDS, checked
+
+
+_WARM_STEP = """
+import json, torch
+from cppinductor import debug
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.LayerNorm(64), torch.nn.GELU(), torch.nn.Linear(64, 8)).cuda()
+x = torch.randn(16, 64, device="cuda")
+with debug.recording() as records:
+    compiled = torch.compile(model, backend="cppinductor", mode="reduce-overhead")
+    for _ in range(4):
+        compiled(x).square().sum().backward()
+        model.zero_grad(set_to_none=True)
+from torch._dynamo.utils import counters
+print(json.dumps({"hits": counters["aot_autograd"].get("autograd_cache_hit", 0),
+                  "states": {r.kind: str(r.cudagraphs) for r in records}}))
+"""
+
+
+@requires_cuda
+def test_a_training_graph_from_the_warm_start_cache_reads_its_parameters_where_they_are(tmp_path):
+    """A second process loads the training graphs from AOTAutograd's cache:
+    their parameters must still be static inputs (read by address), not
+    copied into the graph's buffers at every replay."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "step.py"
+    script.write_text(_WARM_STEP)
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "aot"), CPPINDUCTOR_CACHE_DIR=str(tmp_path / "k"))
+    results = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        results.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert results[1]["hits"] == 1, results
+    for result in results:
+        assert "; 1 input(s) copied in per call (" in result["states"]["forward"], result

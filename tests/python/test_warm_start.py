@@ -146,6 +146,35 @@ def test_a_second_process_loads_the_training_step_and_a_corrupt_entry_is_skipped
     assert third.get("autograd_cache_hit", 0) == 0, third
 
 
+def test_a_stored_graph_keeps_what_aotautograd_knew_of_it():
+    """A cache hit has no AOTAutograd context: the static inputs (parameters,
+    read where they are by a CUDA graph, not copied per call) and where the
+    saved tensors start come from the entry."""
+    from cppinductor.cudagraphs import AotFacts
+
+    (gm, _) = _aten_graphs(_training_step, torch.randn(4, 8), torch.randn(8, 8, requires_grad=True),
+                           torch.randn(8, requires_grad=True))
+    facts = AotFacts(static_indices=(1, 2), saved_start=2)
+    recipe, why = warm_start.recipe_of(gm)
+    assert why is None
+    code = warm_start.GraphCode(lambda args: None, recipe, None, "reduce-overhead", {}, "forward", _keep_rebuild,
+                                facts)
+    code.prepare_for_serialization()
+    _rebuilt.clear()
+    pickle.loads(pickle.dumps(code)).post_compile([], None, {})
+    ((_, _, mode, _, kind, loaded_facts),) = _rebuilt
+    assert (mode, kind, loaded_facts) == ("reduce-overhead", "forward", facts)
+
+
+_rebuilt: list[tuple] = []
+
+
+def _keep_rebuild(*args):
+    """A GraphCode's compile_graph (module level: it pickles by name)."""
+    _rebuilt.append(args)
+    return lambda call_args: None
+
+
 def test_aot_compile_saves_an_inference_graph_that_loads_without_dynamo(tmp_path):
     torch._dynamo.reset()
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.LayerNorm(32))
