@@ -35,8 +35,15 @@ What a call does, as Inductor's cudagraph trees do for users:
   after three such calls in a row the graph records again over new memory
   (the old recording keeps its own while anything reaches it).
 - One pool per device holds every graph, so a training step's forward and
-  backward share memory: the backward records while the forward's outputs
-  are alive and is laid out around them.
+  backward share memory. The backward's capture borrows the forward's saved
+  tensors: it is handed the tensors that own their memory (the forward's
+  capture made them), frees each after its last read and lays its own
+  buffers over it, as the default mode frees saved tensors during a
+  backward. That memory is then free in the allocator's view while the
+  forward's replays fill it, so a recording captured later may not replay
+  (nor a new one record) while those saved tensors await their backward; a
+  backward that must record again after borrowing makes its forward record
+  again first.
 - A training forward whose previous call's saved tensors still await their
   backward (two forwards, then two backwards) runs that call uncaptured: a
   replay would overwrite what the pending backward reads.
@@ -193,10 +200,55 @@ class _DevicePool:
         with torch.cuda.device(device):
             self.stream = torch.cuda.Stream()
         self.recordings: list[weakref.ref] = []
+        self.captures = 0  # captures begun in this pool: a recording's place in time
+        # A forward's saved tensors, by storage address: its capture's outputs
+        # own their memory until the backward's capture borrows them.
+        self.owners: dict[int, tuple[weakref.ref, int]] = {}
+        # Addresses of saved tensors a backward's capture borrowed: memory the
+        # allocator sees as free, that the forward's replays fill.
+        self.lent: dict[int, weakref.ref] = {}
+        # Forwards that lent memory and whose saved tensors may still await
+        # their backward (added at each replay, dropped once seen released).
+        self.pending_lenders: weakref.WeakSet = weakref.WeakSet()
 
     def add(self, recording: "_Recording") -> None:
         self.recordings = [r for r in self.recordings if r() is not None]
         self.recordings.append(weakref.ref(recording))
+
+    def borrow(self, args: list, static: set[int]) -> dict[int, torch.Tensor]:
+        """For a backward's capture: the owning tensors of the saved inputs
+        its forward's capture made, taken from that recording, so that the
+        capture frees each after its last use and lays its own buffers out
+        over it, as the default mode frees saved tensors during a backward
+        (Inductor's pool checkpoints do the same). Raises _MustNotRecord
+        when a saved input lies in memory already lent: a capture could put
+        a buffer there before the saved tensor's last read."""
+        taken: dict[int, torch.Tensor] = {}
+        for i in sorted(static):
+            a = args[i]
+            if not isinstance(a, torch.Tensor) or a.device != self.device:
+                continue
+            ptr = a.untyped_storage().data_ptr()
+            if ptr in self.lent and self.lent[ptr]() is not None:
+                lender = self.lent[ptr]()
+                lender.stale = True  # its next call records again, over memory it owns
+                raise _MustNotRecord("its saved tensors' memory is lent to an earlier recording of it; "
+                                     "the forward records again first")
+            entry = self.owners.get(ptr)
+            lender = entry[0]() if entry is not None else None
+            if lender is None:
+                continue
+            owning = lender.static_outputs[entry[1]]
+            if owning is None or (owning.data_ptr(), owning.shape, owning.stride()) != (a.data_ptr(), a.shape,
+                                                                                       a.stride()):
+                continue
+            del self.owners[ptr]
+            lender.static_outputs[entry[1]] = None
+            lender.lent_at = self.captures + 1  # the borrowing capture's number
+            self.lent[ptr] = weakref.ref(lender)
+            self.pending_lenders.add(lender)
+            taken[i] = owning
+        return taken
 
     def clear_for(self, recording: "_Recording") -> bool:
         """Before a replay of `recording`: retires the outputs it rewrites
@@ -211,9 +263,28 @@ class _DevicePool:
                 later.append(r)
         if not all(r.only_retirable_holders() for r in later):
             return False
+        if self.lent_memory_pending(recording.captured_at) is not None:
+            return False
         for r in later:
             r.retire_outputs()
         return True
+
+
+    def lent_memory_pending(self, captured_at: int) -> "_Recording | None":
+        """Why a recording captured at `captured_at` may not replay now: a
+        forward that lent its saved tensors' memory before (the recording's
+        buffers may lie there), whose saved tensors still await their
+        backward. None when there is none."""
+        for lender in list(self.pending_lenders):
+            if lender.lent_at < captured_at:
+                if lender.held_outputs(lender.saved_start):
+                    return lender
+                self.pending_lenders.discard(lender)  # released: nothing can hold them before its next replay
+        return None
+
+
+class _MustNotRecord(Exception):
+    """A capture that must not happen now (the call runs uncaptured)."""
 
 
 _pools: dict[torch.device, _DevicePool] = {}
@@ -236,9 +307,15 @@ class _Recording:
     fresh output tensors over the pool's memory after each replay."""
 
     def __init__(self, run: Callable[[list], Any], args: list, static: set[int], mutated: set[int],
-                 pool: _DevicePool, message: str, cache_from: int, lend: bool) -> None:
+                 pool: _DevicePool, message: str, kind: str, saved_start: int | None) -> None:
         self.pool = pool
         self.message = message
+        borrowed = pool.borrow(args, static) if kind == "backward" else {}
+        pool.captures += 1
+        self.captured_at = pool.captures
+        self.saved_start = saved_start
+        self.lent_at: int | None = None  # when a backward's capture borrowed this forward's saved tensors
+        self.stale = False  # to be recorded again (its lent memory is needed by a new capture)
         # One C call checks every static input's address (parameters: dozens).
         self.addresses = {i: a.data_ptr() for i, a in enumerate(args) if i in static and isinstance(a, torch.Tensor)}
         self.matches = _C.make_pointer_check(list(self.addresses.items()))
@@ -247,7 +324,9 @@ class _Recording:
         # tensors, a backward's saved ones, alive for the graph's life).
         self.copies = {i: _static_copy(a) for i, a in enumerate(args)
                        if i not in static and isinstance(a, torch.Tensor)}
-        inputs = [self.copies.get(i, a) for i, a in enumerate(args)]
+        self.borrowed = len(borrowed)
+        inputs = [borrowed.get(i, self.copies.get(i, a)) for i, a in enumerate(args)]
+        del borrowed  # the capture's input list holds them now: each is freed at its last use
         torch.cuda.synchronize(pool.device)
         pool.stream.wait_stream(torch.cuda.current_stream(pool.device))
         with torch.cuda.stream(pool.stream):
@@ -307,15 +386,21 @@ class _Recording:
         for how, what in self.plan:
             if how == "pool":
                 shared[what["data_ptr"]] = shared.get(what["data_ptr"], 0) + 1
+        cache_from = saved_start or 0
         self.cacheable = [how == "pool" and i >= cache_from and shared[what["data_ptr"]] == 1
                           for i, (how, what) in enumerate(self.plan)]
+        if saved_start is not None:  # a training forward: its saved tensors can be lent
+            for i, (how, what) in enumerate(self.plan):
+                if i >= saved_start and self.cacheable[i]:
+                    pool.owners[what["data_ptr"]] = (weakref.ref(self), i)
+                    pool.lent.pop(what["data_ptr"], None)  # owned again, by this capture's output
         self.cached: list[torch.Tensor | None] = [None] * len(self.plan)
         self.cached_storages: list[Any] = [None] * len(self.plan)
         self.cached_versions = [0] * len(self.plan)
         # A backward's cached outputs are lent: registered as torch's cached
         # tensors, so AccumulateGrad takes a gradient into .grad as it is
         # (Inductor's outputs are), instead of copying it out of the pool.
-        self.lend = lend
+        self.lend = kind == "backward"
         weakref.finalize(self, _unregister, self.cached)
         # The other outputs returned by the last replay: each storage made
         # for them, with the tensors over it.
@@ -394,6 +479,8 @@ class _Recording:
         args.clear()
         self.graph.replay()
         self.handed_out = True
+        if self.lent_at is not None:
+            self.pool.pending_lenders.add(self)
         outputs = []
         storages: dict[int, Any] = {}
         for i, (how, what) in enumerate(self.plan):
@@ -574,6 +661,9 @@ class CudaGraphFunction:
             perf_hints.info("a %s call ran outside its CUDA graph: the saved tensors of its previous call still "
                             "await their backward", self._kind)
             return self._uncaptured(args)
+        if recording.stale:  # a backward needs memory this recording lent: record again
+            return self._record_again_later(key, args, f"recorded again more than {MAX_RERECORDS} times",
+                                            now=True)
         if not recording.pool.clear_for(recording):
             self._state.blocked += 1
             perf_hints.info("a %s call ran outside its CUDA graph: memory its replay rewrites is still reachable "
@@ -583,14 +673,14 @@ class CudaGraphFunction:
         self._moved = 0
         return self._replay(recording, args)
 
-    def _record_again_later(self, key: Any, args: list, give_up: str) -> Any:
+    def _record_again_later(self, key: Any, args: list, give_up: str, now: bool = False) -> Any:
         """A call its recording cannot replay (static inputs moved, or memory
         it rewrites still reachable): uncaptured, and after RERECORD_AFTER
         such calls in a row recorded again (new memory for its outputs: the
         old recording keeps its own while anything reaches it), at most
         MAX_RERECORDS times."""
         self._moved += 1
-        if self._moved < RERECORD_AFTER:
+        if self._moved < RERECORD_AFTER and not now:
             return self._uncaptured(args)
         if self._rerecords >= MAX_RERECORDS:
             self.disable(give_up)
@@ -629,15 +719,26 @@ class CudaGraphFunction:
         return outputs
 
     def _record_and_replay(self, key: Any, args: list) -> Any:
+        pool = _pool(self._device)
+        lender = pool.lent_memory_pending(pool.captures + 1)
+        if lender is not None:  # a new capture may lay buffers over them: record when they are consumed
+            lender.stale = True  # and that forward records again, so its memory is its own again
+            perf_hints.info("a %s call ran outside its CUDA graph: saved tensors in memory a forward lent still "
+                            "await their backward", self._kind)
+            return self._uncaptured(args)
         try:
-            recording = _Recording(self._function, args, self._static, self._mutated, _pool(self._device),
-                                   self._message, self._saved_start or 0, lend=self._kind == "backward")
+            recording = _Recording(self._function, args, self._static, self._mutated, pool,
+                                   self._message, self._kind, self._saved_start)
+        except _MustNotRecord as e:
+            perf_hints.info("a %s call ran outside its CUDA graph: %s", self._kind, e)
+            return self._uncaptured(args)
         except Exception as e:  # a sync point or an uncapturable op: the capture itself failed
             self.disable(f"capture failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             return self._function(args)
         self._recordings[key] = recording
         self._state.recorded += 1
         self._state.copied = [self._input_names[i] for i in sorted(recording.copies)]
+        self._state.borrowed = recording.borrowed
         log.debug("recorded a CUDA graph for a %s graph (key %s)", self._kind, key)
         return self._replay(recording, args)
 
@@ -653,6 +754,7 @@ class CudaGraphState:
         self.blocked = 0  # calls uncaptured: a view of an output or a .grad reached memory a replay rewrites
         self.moved: dict[str, int] = {}  # static input name -> calls its new address ran uncaptured
         self.copied: list[str] = []  # the inputs the last recording copies in at each replay
+        self.borrowed = 0  # saved tensors whose memory the last recording's capture took over
 
     def __str__(self) -> str:
         if self.reason is not None:
@@ -666,7 +768,10 @@ class CudaGraphState:
     def _copied_text(self) -> str:
         """The inputs copied per call: a parameter among them is a lost static input."""
         names = self.copied[:3] + (["..."] if len(self.copied) > 3 else [])
-        return f"{len(self.copied)} input(s) copied in per call" + (f" ({', '.join(names)})" if names else "")
+        borrowed = f"; the memory of {self.borrowed} saved tensor(s) reused after their last read" \
+            if self.borrowed else ""
+        return f"{len(self.copied)} input(s) copied in per call" + (f" ({', '.join(names)})" if names else "") + \
+            borrowed
 
     def _moved_text(self) -> str:
         """The static inputs that moved most often: what to keep in place."""

@@ -139,10 +139,13 @@ def test_an_output_read_after_the_next_replay_raises_and_a_clone_survives():
 @requires_cuda
 def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
     """Five SGD steps of a transformer layer (the optimizer outside the
-    graphs): eager's losses and parameters, and a peak no higher than 1.2x
-    the default mode's (the forward and backward graphs share one pool). The
-    capture stream's library workspaces, made once per process (Inductor's
-    graphs pay them too), are made before measuring."""
+    graphs): eager's losses and parameters, and once the graphs are
+    recorded a peak per step no higher than 1.2x the default mode's (the
+    forward and backward share one pool, and the backward's capture reuses
+    each saved tensor's memory after its last read). The step that records
+    is not held to it: its warm-up runs outside the pool. The capture
+    stream's library workspaces, made once per process (Inductor's graphs pay
+    them too), are made before measuring."""
     from cppinductor import cudagraphs
 
     def make():
@@ -153,19 +156,20 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
         step_model = torch.compile(model, backend="cppinductor", mode=compile_mode) if compile_mode else model
         opt = torch.optim.SGD(model.parameters(), lr=0.05)
         gen = torch.Generator(device="cuda").manual_seed(1)
-        losses = []
+        losses, peaks = [], []
         torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         for _ in range(5):
+            torch.cuda.reset_peak_memory_stats()
             x = torch.randn(8, 64, 256, device="cuda", generator=gen)
             loss = step_model(x).square().mean()
             loss.backward()
             opt.step()
             opt.zero_grad(set_to_none=True)
             losses.append(loss.item())
+            peaks.append(torch.cuda.max_memory_allocated() - base)
         torch.cuda.synchronize()
-        return losses, [p.detach().clone() for p in model.parameters()], torch.cuda.max_memory_allocated() - base
+        return losses, [p.detach().clone() for p in model.parameters()], peaks
 
     pool = cudagraphs._pool(torch.device("cuda", torch.cuda.current_device()))
     pool.stream.wait_stream(torch.cuda.current_stream())
@@ -173,16 +177,13 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
         make()(torch.randn(2, 4, 256, device="cuda")).sum().backward()
     torch.cuda.synchronize()
     eager_losses, eager_params, _ = train(make(), None)
-    _, _, default_peak = train(make(), "default")
-    losses, params, peak = train(make(), "reduce-overhead")
+    _, _, default_peaks = train(make(), "default")
+    losses, params, peaks = train(make(), "reduce-overhead")
     torch.testing.assert_close(losses, eager_losses, rtol=1e-4, atol=1e-5)
     for p, q in zip(params, eager_params):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
-    # The backward keeps the forward's saved tensors whole while it runs (they
-    # are the forward graph's static outputs), where the default mode frees
-    # each after its last use: 1.51x on an H200. Within 1.2x needs the
-    # forward's memory lent to the backward's capture (cudagraph trees).
-    assert peak <= 1.6 * default_peak, (peak, default_peak)
+    # Steps 3-5 replay (1 warms up, 2 records).
+    assert max(peaks[2:]) <= 1.2 * max(default_peaks), (peaks, default_peaks)
 
 
 def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
