@@ -512,152 +512,134 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
 // --- reductions: states, updates, combines ---------------------------------------------------
 
 std::string CpuKernelPrinter::identity_value(ReductionKind kind, DType t) const {
-  ReductionKind value_kind = kind == ReductionKind::ArgMax ? ReductionKind::Max
-                             : kind == ReductionKind::ArgMin ? ReductionKind::Min
-                                                             : kind;
-  return literal(*reduction_identity(value_kind, t)[0].as<Constant>());
+  return literal(*fold_identity(kind, t).as<Constant>());
 }
 
 std::string CpuKernelPrinter::state_type(ReductionKind kind, DType t) const {
   const std::string ct = scalar_type(t);
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return "cppi_arg<" + ct + ">";
-    case ReductionKind::Welford: return "cppi_welford<" + ct + ">";
-    default: return ct;
+  switch (state_of(kind)) {
+    case ReductionState::Value: return ct;
+    case ReductionState::Arg: return "cppi_arg<" + ct + ">";
+    case ReductionState::Welford: return "cppi_welford<" + ct + ">";
   }
+  fail("unknown reduction state");
 }
 
 std::string CpuKernelPrinter::state_identity(ReductionKind kind, DType t) const {
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return "{" + identity_value(kind, t) + ", 0}";
-    case ReductionKind::Welford: return "{0, 0, 0}";
-    default: return identity_value(kind, t);
+  switch (state_of(kind)) {
+    case ReductionState::Value: return identity_value(kind, t);
+    case ReductionState::Arg: return "{" + identity_value(kind, t) + ", 0}";
+    case ReductionState::Welford: return "{0, 0, 0}";
   }
+  fail("unknown reduction state");
 }
 
 std::string CpuKernelPrinter::scalar_update(ReductionKind kind, DType t, const std::string& acc, const std::string& v,
                                             const std::string& pos) const {
-  if (kind == ReductionKind::Welford) return cat(acc, " = cppi_welford_add(", acc, ", ", v, ")");
-  return acc + " = " + state_combine(kind, t, acc,
-                                     kind == ReductionKind::ArgMax || kind == ReductionKind::ArgMin
-                                         ? cat(state_type(kind, t), "{", v, ", ", pos, "}")
-                                         : v);
+  switch (state_of(kind)) {
+    case ReductionState::Value: return acc + " = " + state_combine(kind, t, acc, v);
+    case ReductionState::Arg: return acc + " = " + state_combine(kind, t, acc, cat(state_type(kind, t), "{", v, ", ", pos, "}"));
+    case ReductionState::Welford: return cat(acc, " = cppi_welford_add(", acc, ", ", v, ")");
+  }
+  fail("unknown reduction state");
 }
 
 std::string CpuKernelPrinter::state_combine(ReductionKind kind, DType t, const std::string& a,
                                             const std::string& b) const {
-  switch (kind) {
-    case ReductionKind::Sum: return scalar_binary(BinaryOp::Add, t, a, b);
-    case ReductionKind::Prod: return scalar_binary(BinaryOp::Mul, t, a, b);
-    case ReductionKind::Max: return scalar_binary(BinaryOp::Maximum, t, a, b);
-    case ReductionKind::Min: return scalar_binary(BinaryOp::Minimum, t, a, b);
-    case ReductionKind::Any: return "(" + a + " || " + b + ")";
-    case ReductionKind::All: return "(" + a + " && " + b + ")";
-    case ReductionKind::ArgMax: return "cppi_argmax_combine(" + a + ", " + b + ")";
-    case ReductionKind::ArgMin: return "cppi_argmin_combine(" + a + ", " + b + ")";
-    case ReductionKind::Welford: return "cppi_welford_combine(" + a + ", " + b + ")";
-  }
-  fail("unknown reduction kind");
+  if (state_of(kind) == ReductionState::Value) return scalar_binary(fold_of(kind), t, a, b);
+  return cat("cppi_", to_string(kind), "_combine(", a, ", ", b, ")");
 }
 
 std::vector<std::string> CpuKernelPrinter::state_results(ReductionKind kind, const std::string& state) const {
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return {state + ".index"};
-    case ReductionKind::Welford: return {state + ".mean", state + ".m2", state + ".weight"};
-    default: return {state};
-  }
+  std::vector<std::string> out;
+  for (const std::string& field : state_fields(kind)) out.push_back(state + field);
+  return out;
 }
 
 std::string CpuKernelPrinter::vstate_type(ReductionKind kind, DType t) const {
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return cat("cppi_varg<", vtype(t), ", cppi_i64x", width(), ">");
-    case ReductionKind::Welford: return "cppi_vwelford<" + vtype(t) + ">";
-    default: return t == DType::Bool ? mask_type(4) : vtype(t);
+  switch (state_of(kind)) {
+    case ReductionState::Value: return t == DType::Bool ? mask_type(4) : vtype(t);
+    case ReductionState::Arg: return cat("cppi_varg<", vtype(t), ", cppi_i64x", width(), ">");
+    case ReductionState::Welford: return "cppi_vwelford<" + vtype(t) + ">";
   }
+  fail("unknown reduction state");
 }
 
 std::string CpuKernelPrinter::vstate_identity(ReductionKind kind, DType t) const {
   const std::string v = t == DType::Bool ? mask_type(4) : vtype(t);
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin:
+  switch (state_of(kind)) {
+    case ReductionState::Value: {
+      if (t != DType::Bool) return cat("cppi_vsplat<", v, ">(", identity_value(kind, t), ")");
+      const Expr identity = fold_identity(kind, t);
+      return cat("cppi_vsplat<", v, ">(", identity.as<Constant>()->int_value != 0 ? "-1" : "0", ")");  // lanes all set
+    }
+    case ReductionState::Arg:
       return cat("{cppi_vsplat<", v, ">(", identity_value(kind, t), "), cppi_vsplat<cppi_i64x", width(), ">(0)}");
-    case ReductionKind::Welford: return cat("{cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0)}");
-    default:
-      if (t == DType::Bool) {
-        const bool ones = kind == ReductionKind::All || kind == ReductionKind::Min;
-        return cat("cppi_vsplat<", v, ">(", ones ? "-1" : "0", ")");
-      }
-      return cat("cppi_vsplat<", v, ">(", identity_value(kind, t), ")");
+    case ReductionState::Welford: return cat("{cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0)}");
+  }
+  fail("unknown reduction state");
+}
+
+namespace {
+
+/// How bool lanes (masks) fold: or for max and any, and for min and all.
+const char* bool_lane_op(ReductionKind kind) {
+  switch (fold_of(kind)) {
+    case BinaryOp::Maximum:
+    case BinaryOp::LogicalOr: return "|";
+    case BinaryOp::Minimum:
+    case BinaryOp::LogicalAnd: return "&";
+    default: fail(cat("lane-wise ", to_string(kind), " over bool"));
   }
 }
 
+}  // namespace
+
 std::string CpuKernelPrinter::vector_update(ReductionKind kind, DType t, const std::string& acc, const CValue& val,
                                             const std::string& pos) {
-  const codegen::OperandClass c = codegen::operand_class(t);
-  if (t == DType::Bool) {
-    const std::string m = as_mask(val, 4);
-    switch (kind) {
-      case ReductionKind::Max:
-      case ReductionKind::Any: return cat(acc, " = ", acc, " | ", m);
-      case ReductionKind::Min:
-      case ReductionKind::All: return cat(acc, " = ", acc, " & ", m);
-      default: fail(cat("vectorised ", to_string(kind), " over bool"));
-    }
-  }
+  if (t == DType::Bool) return cat(acc, " = ", acc, " ", bool_lane_op(kind), " ", as_mask(val, 4));
   const std::string v = as_vector(val);
-  switch (kind) {
-    case ReductionKind::Sum: return cat(acc, " = ", acc, " + ", v);
-    case ReductionKind::Prod: return cat(acc, " = ", acc, " * ", v);
-    case ReductionKind::Max:
-      return cat(acc, " = ", c == codegen::OperandClass::Float ? "cppi_max(" : "cppi_vmax_int(", acc, ", ", v, ")");
-    case ReductionKind::Min:
-      return cat(acc, " = ", c == codegen::OperandClass::Float ? "cppi_min(" : "cppi_vmin_int(", acc, ", ", v, ")");
-    case ReductionKind::ArgMax: return cat(acc, " = cppi_vargmax_update(", acc, ", ", v, ", ", pos, ")");
-    case ReductionKind::ArgMin: return cat(acc, " = cppi_vargmin_update(", acc, ", ", v, ", ", pos, ")");
-    case ReductionKind::Welford: return cat(acc, " = cppi_vwelford_add(", acc, ", ", v, ")");
-    case ReductionKind::Any:
-    case ReductionKind::All: break;
+  switch (state_of(kind)) {
+    case ReductionState::Arg: return cat(acc, " = cppi_v", to_string(kind), "_update(", acc, ", ", v, ", ", pos, ")");
+    case ReductionState::Welford: return cat(acc, " = cppi_vwelford_add(", acc, ", ", v, ")");
+    case ReductionState::Value: break;
   }
-  fail(cat("vectorised ", to_string(kind), " over ", dtype_name(t)));
+  const bool fl = codegen::operand_class(t) == codegen::OperandClass::Float;
+  switch (fold_of(kind)) {
+    case BinaryOp::Add: return cat(acc, " = ", acc, " + ", v);
+    case BinaryOp::Mul: return cat(acc, " = ", acc, " * ", v);
+    case BinaryOp::Maximum: return cat(acc, " = ", fl ? "cppi_max(" : "cppi_vmax_int(", acc, ", ", v, ")");
+    case BinaryOp::Minimum: return cat(acc, " = ", fl ? "cppi_min(" : "cppi_vmin_int(", acc, ", ", v, ")");
+    default: fail(cat("vectorised ", to_string(kind), " over ", dtype_name(t)));
+  }
 }
 
 std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const std::string& a,
                                              const std::string& b) const {
-  const bool fl = codegen::operand_class(t) == codegen::OperandClass::Float;
-  if (t == DType::Bool) {
-    switch (kind) {
-      case ReductionKind::Max:
-      case ReductionKind::Any: return cat("(", a, " | ", b, ")");
-      case ReductionKind::Min:
-      case ReductionKind::All: return cat("(", a, " & ", b, ")");
-      default: fail(cat("lane-wise combine of ", to_string(kind), " over bool"));
-    }
-  }
-  switch (kind) {
-    case ReductionKind::Sum: return cat("(", a, " + ", b, ")");
-    case ReductionKind::Prod: return cat("(", a, " * ", b, ")");
-    case ReductionKind::Max: return cat(fl ? "cppi_max(" : "cppi_vmax_int(", a, ", ", b, ")");
-    case ReductionKind::Min: return cat(fl ? "cppi_min(" : "cppi_vmin_int(", a, ", ", b, ")");
+  if (t == DType::Bool) return cat("(", a, " ", bool_lane_op(kind), " ", b, ")");
+  switch (state_of(kind)) {
     // `a` holds the earlier positions: `b` replaces it where an update with
     // b's value would (greater, or the first NaN), ties keep a's position.
-    case ReductionKind::ArgMax: return cat("cppi_vargmax_update(", a, ", (", b, ").value, (", b, ").index)");
-    case ReductionKind::ArgMin: return cat("cppi_vargmin_update(", a, ", (", b, ").value, (", b, ").index)");
-    case ReductionKind::Welford: return cat("cppi_vwelford_combine(", a, ", ", b, ")");
-    case ReductionKind::Any:
-    case ReductionKind::All: break;
+    case ReductionState::Arg:
+      return cat("cppi_v", to_string(kind), "_update(", a, ", (", b, ").value, (", b, ").index)");
+    case ReductionState::Welford: return cat("cppi_vwelford_combine(", a, ", ", b, ")");
+    case ReductionState::Value: break;
   }
-  fail(cat("lane-wise combine of ", to_string(kind), " over ", dtype_name(t)));
+  const bool fl = codegen::operand_class(t) == codegen::OperandClass::Float;
+  switch (fold_of(kind)) {
+    case BinaryOp::Add: return cat("(", a, " + ", b, ")");
+    case BinaryOp::Mul: return cat("(", a, " * ", b, ")");
+    case BinaryOp::Maximum: return cat(fl ? "cppi_max(" : "cppi_vmax_int(", a, ", ", b, ")");
+    case BinaryOp::Minimum: return cat(fl ? "cppi_min(" : "cppi_vmin_int(", a, ", ", b, ")");
+    default: fail(cat("lane-wise combine of ", to_string(kind), " over ", dtype_name(t)));
+  }
 }
 
 CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v) {
   if (t == DType::Bool) {
-    // Off lanes: false for any and max, true for all and min.
-    const bool ones = kind == ReductionKind::All || kind == ReductionKind::Min;
+    // Off lanes hold the fold's identity: false for any and max, true for all and min.
+    const Expr identity = fold_identity(kind, t);
+    const bool ones = identity.as<Constant>()->int_value != 0;
     const std::string m = as_mask(v, 4), on = tail_mask(4);
     return CValue{ones ? cat("(", m, " | ~", on, ")") : cat("(", m, " & ", on, ")"), DType::Bool, true, 4};
   }
@@ -667,19 +649,17 @@ CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t,
 }
 
 std::string CpuKernelPrinter::horizontal(ReductionKind kind, DType t, const std::string& acc) const {
-  const bool fl = is_floating(t);
-  switch (kind) {
-    case ReductionKind::Sum: return (fl ? "cppi_vreduce_add(" : "cppi_vreduce_wadd(") + acc + ")";
-    case ReductionKind::Prod: return (fl ? "cppi_vreduce_mul(" : "cppi_vreduce_wmul(") + acc + ")";
-    case ReductionKind::Max: return (t == DType::Bool ? "cppi_vreduce_any(" : "cppi_vreduce_max(") + acc + ")";
-    case ReductionKind::Min: return (t == DType::Bool ? "cppi_vreduce_all(" : "cppi_vreduce_min(") + acc + ")";
-    case ReductionKind::Any: return "cppi_vreduce_any(" + acc + ")";
-    case ReductionKind::All: return "cppi_vreduce_all(" + acc + ")";
-    case ReductionKind::ArgMax: return "cppi_vargmax_reduce(" + acc + ")";
-    case ReductionKind::ArgMin: return "cppi_vargmin_reduce(" + acc + ")";
-    case ReductionKind::Welford: return "cppi_vwelford_reduce(" + acc + ")";
+  if (state_of(kind) != ReductionState::Value) return cat("cppi_v", to_string(kind), "_reduce(", acc, ")");
+  const bool fl = is_floating(t), bool_lanes = t == DType::Bool;
+  switch (fold_of(kind)) {
+    case BinaryOp::Add: return (fl ? "cppi_vreduce_add(" : "cppi_vreduce_wadd(") + acc + ")";
+    case BinaryOp::Mul: return (fl ? "cppi_vreduce_mul(" : "cppi_vreduce_wmul(") + acc + ")";
+    case BinaryOp::Maximum: return (bool_lanes ? "cppi_vreduce_any(" : "cppi_vreduce_max(") + acc + ")";
+    case BinaryOp::Minimum: return (bool_lanes ? "cppi_vreduce_all(" : "cppi_vreduce_min(") + acc + ")";
+    case BinaryOp::LogicalOr: return "cppi_vreduce_any(" + acc + ")";
+    case BinaryOp::LogicalAnd: return "cppi_vreduce_all(" + acc + ")";
+    default: fail(cat("a horizontal ", to_string(kind)));
   }
-  fail("unknown reduction kind");
 }
 
 }  // namespace cppi::cpu::detail

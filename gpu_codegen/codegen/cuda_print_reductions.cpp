@@ -27,72 +27,54 @@ std::string shuffle_type(DType t) {
 }
 
 std::string CudaKernelPrinter::state_type(ReductionKind kind, DType t) const {
-  switch (kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return "cppi_arg<" + shuffle_type(t) + ">";
-    case ReductionKind::Welford: return "cppi_welford<" + shuffle_type(t) + ">";
-    case ReductionKind::Any:
-    case ReductionKind::All: return "int";
-    default: return shuffle_type(t);
+  switch (state_of(kind)) {
+    case ReductionState::Value: return shuffle_type(t);
+    case ReductionState::Arg: return "cppi_arg<" + shuffle_type(t) + ">";
+    case ReductionState::Welford: return "cppi_welford<" + shuffle_type(t) + ">";
   }
+  fail("unknown reduction state");
 }
 
 std::string CudaKernelPrinter::state_identity(ReductionKind kind, DType t) const {
   const std::string st = shuffle_type(t);
-  auto ident = [&](ReductionKind k) {
-    return "(" + st + ")" + literal(*reduction_identity(k, t)[0].as<Constant>());
-  };
-  switch (kind) {
-    case ReductionKind::ArgMax: return cat("cppi_arg_make(", ident(ReductionKind::Max), ", (int64_t)-1)");
-    case ReductionKind::ArgMin: return cat("cppi_arg_make(", ident(ReductionKind::Min), ", (int64_t)-1)");
-    case ReductionKind::Welford: return cat("cppi_welford_init<", st, ">()");
-    case ReductionKind::Any: return "0";
-    case ReductionKind::All: return "1";
-    default: return ident(kind);
+  const Expr identity = fold_identity(kind, t);
+  const std::string value = "(" + st + ")" + literal(*identity.as<Constant>());
+  switch (state_of(kind)) {
+    case ReductionState::Value: return value;
+    case ReductionState::Arg: return cat("cppi_arg_make(", value, ", (int64_t)-1)");
+    case ReductionState::Welford: return cat("cppi_welford_init<", st, ">()");
   }
+  fail("unknown reduction state");
 }
 
 std::string CudaKernelPrinter::state_update(ReductionKind kind, DType t, const std::string& acc,
                                             const std::string& v, const std::string& pos) const {
   const std::string st = shuffle_type(t);
   const std::string x = "(" + st + ")" + v;
-  switch (kind) {
-    case ReductionKind::Sum: return cat(acc, " = ", acc, " + ", x);
-    case ReductionKind::Prod: return cat(acc, " = ", acc, " * ", x);
-    case ReductionKind::Max: return cat(acc, " = cppi_fold_max(", acc, ", ", x, ")");
-    case ReductionKind::Min: return cat(acc, " = cppi_fold_min(", acc, ", ", x, ")");
-    case ReductionKind::Any: return cat(acc, " = ", acc, " || ", v);
-    case ReductionKind::All: return cat(acc, " = ", acc, " && ", v);
-    case ReductionKind::ArgMax: return cat(acc, " = cppi_argmax_combine(", acc, ", cppi_arg_make(", x, ", (int64_t)", pos, "))");
-    case ReductionKind::ArgMin: return cat(acc, " = cppi_argmin_combine(", acc, ", cppi_arg_make(", x, ", (int64_t)", pos, "))");
-    case ReductionKind::Welford: return cat(acc, " = cppi_welford_update(", acc, ", ", v, ")");
+  switch (state_of(kind)) {
+    case ReductionState::Arg:
+      return cat(acc, " = cppi_", to_string(kind), "_combine(", acc, ", cppi_arg_make(", x, ", (int64_t)", pos, "))");
+    case ReductionState::Welford: return cat(acc, " = cppi_welford_update(", acc, ", ", v, ")");
+    case ReductionState::Value: break;
   }
-  fail("unknown reduction kind");
+  switch (fold_of(kind)) {
+    case BinaryOp::Add: return cat(acc, " = ", acc, " + ", x);
+    case BinaryOp::Mul: return cat(acc, " = ", acc, " * ", x);
+    case BinaryOp::Maximum: return cat(acc, " = cppi_fold_max(", acc, ", ", x, ")");
+    case BinaryOp::Minimum: return cat(acc, " = cppi_fold_min(", acc, ", ", x, ")");
+    case BinaryOp::LogicalOr: return cat(acc, " = ", acc, " || ", v);
+    case BinaryOp::LogicalAnd: return cat(acc, " = ", acc, " && ", v);
+    default: fail(cat("a reduction folding with ", to_string(fold_of(kind))));
+  }
 }
 
 std::string CudaKernelPrinter::combine_op(ReductionKind kind) const {
-  switch (kind) {
-    case ReductionKind::Sum: return "cppi_sum_op()";
-    case ReductionKind::Prod: return "cppi_prod_op()";
-    case ReductionKind::Max: return "cppi_max_op()";
-    case ReductionKind::Min: return "cppi_min_op()";
-    case ReductionKind::Any: return "cppi_any_op()";
-    case ReductionKind::All: return "cppi_all_op()";
-    case ReductionKind::ArgMax: return "cppi_argmax_op()";
-    case ReductionKind::ArgMin: return "cppi_argmin_op()";
-    case ReductionKind::Welford: return "cppi_welford_op()";
-  }
-  fail("unknown reduction kind");
+  return cat("cppi_", to_string(kind), "_op()");
 }
 
 void CudaKernelPrinter::declare_results(const ReductionStage& s, const std::string& acc) {
   std::vector<std::string> values;
-  switch (s.kind) {
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: values = {acc + ".index"}; break;
-    case ReductionKind::Welford: values = {acc + ".mean", acc + ".m2", acc + ".weight"}; break;
-    default: values = {acc};
-  }
+  for (const std::string& field : state_fields(s.kind)) values.push_back(acc + field);
   for (size_t i = 0; i < s.results.size(); ++i) {
     const DType rt = s.result_dtypes[i];
     const std::string name = local_name(s.results[i]);

@@ -7,7 +7,7 @@ namespace cppi::ir {
 
 const char* to_string(ReductionKind k) {
   switch (k) {
-#define CPPI_REDUCTION_NAME(Name, name, results) \
+#define CPPI_REDUCTION_NAME(Name, name, results, state, fold) \
   case ReductionKind::Name: return name;
     CPPI_FOR_EACH_REDUCTION_KIND(CPPI_REDUCTION_NAME)
 #undef CPPI_REDUCTION_NAME
@@ -17,12 +17,41 @@ const char* to_string(ReductionKind k) {
 
 int num_results(ReductionKind k) {
   switch (k) {
-#define CPPI_REDUCTION_RESULTS(Name, name, results) \
+#define CPPI_REDUCTION_RESULTS(Name, name, results, state, fold) \
   case ReductionKind::Name: return results;
     CPPI_FOR_EACH_REDUCTION_KIND(CPPI_REDUCTION_RESULTS)
 #undef CPPI_REDUCTION_RESULTS
   }
   return 1;
+}
+
+ReductionState state_of(ReductionKind k) {
+  switch (k) {
+#define CPPI_REDUCTION_STATE(Name, name, results, state, fold) \
+  case ReductionKind::Name: return ReductionState::state;
+    CPPI_FOR_EACH_REDUCTION_KIND(CPPI_REDUCTION_STATE)
+#undef CPPI_REDUCTION_STATE
+  }
+  return ReductionState::Value;
+}
+
+BinaryOp fold_of(ReductionKind k) {
+  switch (k) {
+#define CPPI_REDUCTION_FOLD(Name, name, results, state, fold) \
+  case ReductionKind::Name: return BinaryOp::fold;
+    CPPI_FOR_EACH_REDUCTION_KIND(CPPI_REDUCTION_FOLD)
+#undef CPPI_REDUCTION_FOLD
+  }
+  return BinaryOp::Add;
+}
+
+std::vector<std::string> state_fields(ReductionKind k) {
+  switch (state_of(k)) {
+    case ReductionState::Value: return {""};
+    case ReductionState::Arg: return {".index"};
+    case ReductionState::Welford: return {".mean", ".m2", ".weight"};
+  }
+  return {""};
 }
 
 std::vector<const char*> result_suffixes(ReductionKind k) {
@@ -83,17 +112,22 @@ Expr highest(DType t) {
 
 }  // namespace
 
+Expr fold_identity(ReductionKind k, DType body) {
+  switch (fold_of(k)) {
+    case BinaryOp::Mul: return Constant::make(1, body);
+    case BinaryOp::Maximum: return lowest(body);
+    case BinaryOp::Minimum: return highest(body);
+    case BinaryOp::LogicalOr: return const_bool(false);
+    case BinaryOp::LogicalAnd: return const_bool(true);
+    default: return Constant::make(0, body);
+  }
+}
+
 std::vector<Expr> reduction_identity(ReductionKind k, DType body) {
-  switch (k) {
-    case ReductionKind::Sum: return {Constant::make(0, body)};
-    case ReductionKind::Prod: return {Constant::make(1, body)};
-    case ReductionKind::Max: return {lowest(body)};
-    case ReductionKind::Min: return {highest(body)};
-    case ReductionKind::ArgMax:
-    case ReductionKind::ArgMin: return {const_int(0)};
-    case ReductionKind::Any: return {const_bool(false)};
-    case ReductionKind::All: return {const_bool(true)};
-    case ReductionKind::Welford: {
+  switch (state_of(k)) {
+    case ReductionState::Value: return {fold_identity(k, body)};
+    case ReductionState::Arg: return {const_int(0)};
+    case ReductionState::Welford: {
       Expr zero = Constant::make(0, body);
       return {zero, zero, zero};
     }

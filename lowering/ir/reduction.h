@@ -23,6 +23,7 @@
 ///   (a partial with w == 0 is the identity).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "lowering/ir/expr.h"
@@ -31,11 +32,27 @@
 namespace cppi::ir {
 
 enum class ReductionKind : uint8_t {
-#define CPPI_REDUCTION_ENUM(Name, name, results) Name,
+#define CPPI_REDUCTION_ENUM(Name, name, results, state, fold) Name,
   CPPI_FOR_EACH_REDUCTION_KIND(CPPI_REDUCTION_ENUM)
 #undef CPPI_REDUCTION_ENUM
 };
 const char* to_string(ReductionKind k);
+
+/// What an accumulator of a kind holds (ops.def): the running result, a
+/// value and its position, or Welford's mean, m2 and weight.
+enum class ReductionState : uint8_t { Value, Arg, Welford };
+ReductionState state_of(ReductionKind k);
+
+/// The BinaryOp that folds a kind's values (argmax: maximum; welford: add).
+BinaryOp fold_of(ReductionKind k);
+
+/// The identity of fold_of(k) over `body`: the value a state's value starts
+/// from (0, 1, lowest, highest, false, true).
+Expr fold_identity(ReductionKind k, DType body);
+
+/// The fields of an accumulator holding the results, in result order:
+/// {""} for a value, {".index"} for a position, {".mean", ".m2", ".weight"}.
+std::vector<std::string> state_fields(ReductionKind k);
 
 /// 3 for welford, 1 otherwise.
 int num_results(ReductionKind k);
