@@ -435,12 +435,11 @@ class _Recording:
             if _storage_use_count(storage) > 1 + (alive if views_only else 0):
                 return False
         for i in range(start, len(self.cached)):
-            t = self.cached[i]
-            if t is None:
+            if self.cached[i] is None:
                 continue
-            if _storage_use_count(self.cached_storages[i]) > 2:  # its Python storage and `t`
+            if _storage_use_count(self.cached_storages[i]) > 2:  # its Python storage and the output
                 return False
-            if not views_only and _held(t, owners=2):  # the cache and `t`
+            if not views_only and _held(self.cached, i):
                 return False
         return True
 
@@ -466,11 +465,10 @@ class _Recording:
                     _set_access_error(t, self.message)
         self.live = []
         for i in range(len(self.cached)):
-            t = self.cached[i]
-            if t is not None and _held(t, owners=2):  # the cache and `t`
-                _set_access_error(t, self.message)
+            if self.cached[i] is not None and _held(self.cached, i):
+                _set_access_error(self.cached[i], self.message)
+                _unregister([self.cached[i]])
                 self.cached[i] = None
-                _unregister([t])
 
     def replay(self, args: list) -> Any:
         """Copies the inputs in and replays; the pool's clear_for(self) said yes."""
@@ -533,12 +531,14 @@ def _unregister(tensors: list) -> None:
             torch._C._remove_cached_tensor(t)
 
 
-def _held(t: torch.Tensor, owners: int) -> bool:
-    """Whether anything holds `t` besides the `owners` references the caller
-    knows of: another Python reference (getrefcount also counts this call's
-    parameter and its own argument), or a C++ one (an autograd saved
-    variable, a .grad), seen in the TensorImpl's use count."""
-    return t._use_count() > 1 or sys.getrefcount(t) > owners + 2
+def _held(cache: list, i: int) -> bool:
+    """Whether anything but `cache` holds its i-th tensor: another Python
+    reference (getrefcount's argument is the other one it counts), or a C++
+    one (an autograd saved variable, a .grad), seen in the TensorImpl's use
+    count. The tensor is read from the list, never bound to a name first: a
+    frame's locals may be copied into a dict (under Dynamo's frame hook they
+    are), which would count as one more reference."""
+    return cache[i]._use_count() > 1 or sys.getrefcount(cache[i]) > 2
 
 
 def _reusable(t: torch.Tensor, version: int, data_ptr: int) -> bool:
