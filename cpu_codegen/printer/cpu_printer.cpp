@@ -151,18 +151,10 @@ void CpuKernelPrinter::print_invariants() {
   for (const auto& a : sig_.buffers)
     if (a.written) written.insert(a.buffer->name);
   for (const auto& b : sig_.scratch) written.insert(b->name);
-  std::vector<Expr> found;
-  std::set<const ir::ExprNode*> seen;
-  std::function<void(const Expr&)> visit = [&](const Expr& e) {
-    if (!seen.insert(e.get()).second) return;
-    if (hoistable(e, written)) {
-      found.push_back(e);
-      return;
-    }
-    for (const Expr& o : ir::operands(e)) visit(o);
-  };
+  std::vector<Expr> values;
   for (const auto& stage : k_.stages)
-    for (const Expr& v : ir::stage_values(stage)) visit(v);
+    for (const Expr& v : ir::stage_values(stage)) values.push_back(v);
+  const std::vector<Expr> found = ir::outermost_picks(values, [&](const Expr& e) { return hoistable(e, written); });
   if (found.empty()) return;
   out_.line("// loop-invariant values, computed once");
   hoisting_ = true;

@@ -209,16 +209,7 @@ void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope)
     }
     return ir::calls_math_function(e) && !ir::may_raise(e);
   };
-  std::set<const ir::ExprNode*> seen;
-  std::function<void(const Expr&)> visit = [&](const Expr& e) {
-    if (!seen.insert(e.get()).second) return;
-    if (hoistable(e)) {
-      value(e, scope);
-      return;
-    }
-    for (const Expr& o : ir::operands(e)) visit(o);
-  };
-  for (const Expr& v : ir::stage_values(s)) visit(v);
+  for (const Expr& e : ir::outermost_picks(ir::stage_values(s), hoistable)) value(e, scope);
 }
 
 void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {

@@ -111,22 +111,20 @@ void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const s
   for (const auto& a : sig_.buffers) {
     if (a.written) written.insert(a.buffer->name);
   }
-  std::function<void(const Expr&)> hoist = [&](const Expr& e) {
-    if (e.as<Constant>() || e.as<LocalRef>()) return;
-    if (std::any_of(leave.begin(), leave.end(), [&](const Expr& x) { return x.same_as(e); })) return;
+  auto not_left = [&](const Expr& e) {
+    return std::none_of(leave.begin(), leave.end(), [&](const Expr& x) { return x.same_as(e); });
+  };
+  auto invariant = [&](const Expr& e) {
+    if (e.as<Constant>() || e.as<LocalRef>()) return false;
     const std::set<std::string> used = free_vars(e);
-    bool invariant = std::none_of(used.begin(), used.end(), [&](const std::string& v) { return vars.count(v) > 0; });
+    if (std::any_of(used.begin(), used.end(), [&](const std::string& v) { return vars.count(v) > 0; })) return false;
     for (const Expr& x : post_order({e})) {
       const auto* l = x.as<Load>();
-      invariant = invariant && !(l && written.count(l->buffer->name));
+      if (l && written.count(l->buffer->name)) return false;
     }
-    if (invariant) {
-      scalar_value(e, outer);
-      return;
-    }
-    for (const Expr& o : operands(e)) hoist(o);
+    return true;
   };
-  for (const Expr& root : roots) hoist(root);
+  for (const Expr& e : outermost_picks(roots, invariant, not_left)) scalar_value(e, outer);
 }
 
 void CudaKernelPrinter::print_vector_pointwise() {

@@ -233,6 +233,22 @@ std::vector<Expr> post_order(const std::vector<Expr>& roots) {
   return out;
 }
 
+std::vector<Expr> outermost_picks(const std::vector<Expr>& roots, const std::function<bool(const Expr&)>& pick,
+                                  const std::function<bool(const Expr&)>& enter) {
+  std::vector<Expr> out;
+  std::unordered_set<const ExprNode*> seen;
+  std::function<void(const Expr&)> visit = [&](const Expr& e) {
+    if ((enter && !enter(e)) || !seen.insert(e.get()).second) return;
+    if (pick(e)) {
+      out.push_back(e);
+      return;
+    }
+    for (const Expr& o : operands(e)) visit(o);
+  };
+  for (const Expr& root : roots) visit(root);
+  return out;
+}
+
 std::set<std::string> free_vars(const Expr& e) {
   struct Collector : ExprVisitor {
     std::set<std::string> out;

@@ -158,6 +158,15 @@ std::vector<Expr> operands(const Expr& e);
 /// order). Codegen emits one temporary per node in this order.
 std::vector<Expr> post_order(const std::vector<Expr>& roots);
 
+/// The outermost nodes under `roots` that `pick` accepts: depth-first from
+/// each root in order, operands in field order, each node considered once;
+/// an accepted node's operands are not visited, nor is anything `enter`
+/// (when given) refuses. What invariant hoisting computes before a loop (the
+/// CPU kernel's and a stage's invariants, the CUDA grid-stride loop's);
+/// `pick` says what each may hoist.
+std::vector<Expr> outermost_picks(const std::vector<Expr>& roots, const std::function<bool(const Expr&)>& pick,
+                                  const std::function<bool(const Expr&)>& enter = {});
+
 /// Common-subexpression elimination across `roots`: structurally equal
 /// nodes become one shared node (so later passes and the codegens, which
 /// name each distinct node once, compute it once). Returns the roots in
