@@ -13,18 +13,18 @@ What a call does, as Inductor's cudagraph trees do for users:
 - Static inputs are passed by address: parameters and buffers (AOTAutograd's
   static input indices, kept in the warm-start cache's entries too) and a
   backward's saved tensors (the forward's outputs, at fixed addresses when
-  the forward replays). One that moves makes the
-  call run uncaptured; after three calls in a row with new addresses the
-  graph is recorded again, at most eight times. A recording replaced so (or
-  dropped when its function stops using CUDA graphs) keeps its memory while
-  tensors its replays returned are still held.
+  the forward replays). One that moves makes the call run uncaptured; after
+  three calls in a row with new addresses the graph is recorded again, at
+  most eight times. A recording replaced so (or dropped when its function
+  stops using CUDA graphs) keeps its memory while tensors its replays
+  returned are still held.
 - Outputs live in the graph's memory pool. Each call returns tensors over
   that memory: the previous call's own where nobody holds them any more (as
   Inductor's cached outputs: no tensor made per output per call), new ones
   otherwise; a replay that rewrites it makes the previous call's outputs
   that are still held raise a clear error when read (never a silently
-  changed value).
-  A replay rewrites its own outputs and the memory of every graph recorded
+  changed value). A replay rewrites its own outputs and the memory of every
+  graph recorded
   after it on the device (their buffers may sit where its temporaries were
   during its capture): a forward's replay so retires the last backward's
   gradients, as Inductor's does.
