@@ -146,7 +146,7 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
     is not held to it: its warm-up runs outside the pool. The capture
     stream's library workspaces, made once per process (Inductor's graphs pay
     them too), are made before measuring."""
-    from cppinductor import cudagraphs
+    from cppinductor import cudagraph_pool
 
     def make():
         torch.manual_seed(0)
@@ -171,7 +171,7 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
         torch.cuda.synchronize()
         return losses, [p.detach().clone() for p in model.parameters()], peaks
 
-    pool = cudagraphs._pool(torch.device("cuda", torch.cuda.current_device()))
+    pool = cudagraph_pool.pool_for(torch.device("cuda", torch.cuda.current_device()))
     pool.stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(pool.stream):  # the libraries' per-stream workspaces (cuBLAS, cuBLASLt)
         make()(torch.randn(2, 4, 256, device="cuda")).sum().backward()
@@ -191,7 +191,7 @@ def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
     GPU needed: reference counts are the same on the CPU). A tensor only the
     cache holds is free; one a caller keeps, or an autograd node saved for
     its backward, is held."""
-    from cppinductor.cudagraphs import _held
+    from cppinductor.cudagraph_pool import _held
 
     cache = [torch.ones(4)]
 
@@ -227,7 +227,7 @@ def test_a_view_or_a_stolen_gradient_reaches_an_outputs_storage():
     """What decides whether a replay may rewrite an output's memory: a view
     of it, or a gradient AccumulateGrad took from a lent output (a new
     tensor over the same storage), shows in the storage's use count."""
-    from cppinductor.cudagraphs import _held, _register, _storage_use_count, _unregister
+    from cppinductor.cudagraph_pool import _held, _register, _storage_use_count, _unregister
 
     owner = torch.zeros(16)
     storage = torch._C._construct_storage_from_data_pointer(owner.data_ptr(), owner.device, owner.nbytes)

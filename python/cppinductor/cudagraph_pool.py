@@ -1,0 +1,415 @@
+"""The memory side of CUDA graphs (cudagraphs.py decides when to record and
+replay; this module owns what a recording is and whose memory is whose).
+
+One pool per device holds every recording, in capture order. A Recording
+captures one call, plans how its outputs come back after each replay
+(handed out again while nobody holds them, rebuilt otherwise), and retires
+what a replay would overwrite. The pool tracks the forward's saved tensors
+that a backward's capture borrowed (memory the allocator sees as free while
+the forward's replays fill it) and says when a replay or a capture must not
+happen because of them. Liveness is read from use counts: a tensor's
+(Python and C++ holders) and its storage's (views, a .grad over the same
+memory).
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from . import _C
+
+
+class DevicePool:
+    """One device's memory pool, capture stream and recordings, in capture order."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.handle = torch.cuda.graph_pool_handle()
+        with torch.cuda.device(device):
+            self.stream = torch.cuda.Stream()
+        self.recordings: list[weakref.ref] = []
+        self.captures = 0  # captures begun in this pool: a recording's place in time
+        # A forward's saved tensors, by storage address: its capture's outputs
+        # own their memory until the backward's capture borrows them.
+        self.owners: dict[int, tuple[weakref.ref, int]] = {}
+        # Addresses of saved tensors a backward's capture borrowed: memory the
+        # allocator sees as free, that the forward's replays fill.
+        self.lent: dict[int, weakref.ref] = {}
+        # Forwards that lent memory and whose saved tensors may still await
+        # their backward (added at each replay, dropped once seen released).
+        self.pending_lenders: weakref.WeakSet = weakref.WeakSet()
+
+    def add(self, recording: "Recording") -> None:
+        self.recordings = [r for r in self.recordings if r() is not None]
+        self.recordings.append(weakref.ref(recording))
+
+    def borrow(self, args: list, static: set[int]) -> dict[int, torch.Tensor]:
+        """For a backward's capture: the owning tensors of the saved inputs
+        its forward's capture made, taken from that recording, so that the
+        capture frees each after its last use and lays its own buffers out
+        over it, as the default mode frees saved tensors during a backward
+        (Inductor's pool checkpoints do the same). Raises MustNotRecord
+        when a saved input lies in memory already lent: a capture could put
+        a buffer there before the saved tensor's last read."""
+        taken: dict[int, torch.Tensor] = {}
+        for i in sorted(static):
+            a = args[i]
+            if not isinstance(a, torch.Tensor) or a.device != self.device:
+                continue
+            ptr = a.untyped_storage().data_ptr()
+            lender = self.lent[ptr]() if ptr in self.lent else None
+            if lender is not None:
+                lender.stale = True  # its next call records again, over memory it owns
+                raise MustNotRecord("its saved tensors' memory is lent to an earlier recording of it; "
+                                     "the forward records again first")
+            entry = self.owners.get(ptr)
+            lender = entry[0]() if entry is not None else None
+            if lender is None:
+                continue
+            owning = lender.static_outputs[entry[1]]
+            if owning is None or (owning.data_ptr(), owning.shape, owning.stride()) != (a.data_ptr(), a.shape,
+                                                                                       a.stride()):
+                continue
+            del self.owners[ptr]
+            lender.static_outputs[entry[1]] = None
+            lender.lent_at = self.captures + 1  # the borrowing capture's number
+            self.lent[ptr] = weakref.ref(lender)
+            self.pending_lenders.add(lender)
+            taken[i] = owning
+        return taken
+
+    def clear_for(self, recording: "Recording") -> bool:
+        """Before a replay of `recording`: retires the outputs it rewrites
+        (its own and those of every recording made after it), or returns
+        False, retiring nothing, when one of them is reachable through a
+        tensor that cannot be retired (a view of an output, a gradient
+        AccumulateGrad took into .grad): the replay must not run."""
+        later = []
+        for ref in self.recordings:
+            r = ref()
+            if r is recording or (later and r is not None):
+                later.append(r)
+        if not all(r.only_retirable_holders() for r in later):
+            return False
+        if self.lent_memory_pending(recording.captured_at) is not None:
+            return False
+        for r in later:
+            r.retire_outputs()
+        return True
+
+    def lent_memory_pending(self, captured_at: int) -> "Recording | None":
+        """Why a recording captured at `captured_at` may not replay now: a
+        forward that lent its saved tensors' memory before (the recording's
+        buffers may lie there), whose saved tensors still await their
+        backward. None when there is none."""
+        for lender in list(self.pending_lenders):
+            if lender.lent_at < captured_at:
+                if lender.held_outputs(lender.saved_start):
+                    return lender
+                self.pending_lenders.discard(lender)  # released: nothing can hold them before its next replay
+        return None
+
+
+class MustNotRecord(Exception):
+    """A capture that must not happen now (the call runs uncaptured)."""
+
+
+_pools: dict[torch.device, DevicePool] = {}
+
+
+def pool_for(device: torch.device) -> DevicePool:
+    """The pool of `device` (made on first use)."""
+    if device not in _pools:
+        _pools[device] = DevicePool(device)
+    return _pools[device]
+
+
+def _set_access_error(t: torch.Tensor, message: str) -> None:
+    setter = getattr(torch._C, "_set_storage_access_error_msg", None)
+    if setter is not None:
+        setter(t, message)
+
+
+class Recording:
+    """One captured graph: its static inputs and outputs, and how to rebuild
+    fresh output tensors over the pool's memory after each replay."""
+
+    def __init__(self, run: Callable[[list], Any], args: list, static: set[int], mutated: set[int],
+                 pool: DevicePool, message: str, kind: str, saved_start: int | None) -> None:
+        self.pool = pool
+        self.message = message
+        borrowed = pool.borrow(args, static) if kind == "backward" else {}
+        pool.captures += 1
+        self.captured_at = pool.captures
+        self.saved_start = saved_start
+        self.lent_at: int | None = None  # when a backward's capture borrowed this forward's saved tensors
+        self.stale = False  # to be recorded again (its lent memory is needed by a new capture)
+        # One C call checks every static input's address (parameters: dozens).
+        self.addresses = {i: a.data_ptr() for i, a in enumerate(args) if i in static and isinstance(a, torch.Tensor)}
+        self.matches = _C.make_pointer_check(list(self.addresses.items()))
+        # The buffers non-static inputs are copied into; static inputs are
+        # only addresses from here on (holding them would keep a call's
+        # tensors, a backward's saved ones, alive for the graph's life).
+        self.copies = {i: _static_copy(a) for i, a in enumerate(args)
+                       if i not in static and isinstance(a, torch.Tensor)}
+        self.borrowed = len(borrowed)
+        inputs = [borrowed.get(i, self.copies.get(i, a)) for i, a in enumerate(args)]
+        del borrowed  # the capture's input list holds them now: each is freed at its last use
+        torch.cuda.synchronize(pool.device)
+        pool.stream.wait_stream(torch.cuda.current_stream(pool.device))
+        with torch.cuda.stream(pool.stream):
+            # A warm-up on the capture stream (its library workspaces are made
+            # here, not in the pool), on clones of the inputs the graph writes:
+            # a buffer updated in place is updated once per call.
+            run([a.clone() if i in mutated else a for i, a in enumerate(inputs)])
+        pool.stream.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        generator = torch.cuda.default_generators[pool.device.index or 0]
+        before = generator.clone_state()
+        try:
+            with torch.cuda.graph(self.graph, pool=pool.handle, stream=pool.stream,
+                                  capture_error_mode="thread_local"):
+                outputs = run(inputs)
+        except Exception:
+            # A capture that fails skips the end of torch's bookkeeping: the
+            # generator would stay in capture mode (every later random draw
+            # fails), and the allocator keeps the pool registered for the
+            # capture (a later capture into it fails): later captures take a
+            # pool of their own.
+            generator.graphsafe_set_state(before)
+            pool.handle = torch.cuda.graph_pool_handle()
+            raise
+        del inputs
+        torch.cuda.current_stream(pool.device).wait_stream(pool.stream)
+        self.static_outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        self.tuple_output = isinstance(outputs, tuple)
+        # How each output comes back: ("pool", spec) rebuilt over the graph's
+        # memory after each replay, ("same", value) returned as captured
+        # (non-tensors, and aliases of static inputs, which keep their
+        # addresses). A saved input (a backward reads x) aliases the buffer x
+        # is copied into: it is rewritten by the next replay like any output
+        # (outputs the user sees never alias inputs: AOTAutograd makes those
+        # views outside the graph).
+        self.plan: list[tuple[str, Any]] = []
+        static_storages = {a.untyped_storage().data_ptr() for i, a in enumerate(args)
+                           if i in static and isinstance(a, torch.Tensor)}
+        for out in self.static_outputs:
+            if not isinstance(out, torch.Tensor):
+                self.plan.append(("same", out))
+                continue
+            storage = out.untyped_storage()
+            if storage.data_ptr() in static_storages:
+                self.plan.append(("same", out))
+                continue
+            self.plan.append(("pool", {"data_ptr": storage.data_ptr(), "nbytes": storage.nbytes(),
+                                       "size": out.shape, "stride": out.stride(), "dtype": out.dtype,
+                                       "device": out.device, "storage_offset": out.storage_offset(),
+                                       "tensor_ptr": out.data_ptr()}))
+        # Outputs handed out again while nobody else holds them (Inductor's
+        # cached tensor outputs): a replay then makes no tensor. Not a
+        # training forward's user outputs (autograd hangs the step's graph,
+        # and with it the saved tensors, on them), nor an output sharing its
+        # storage with another (rebuilt together, as views of one storage).
+        shared = {}
+        for how, what in self.plan:
+            if how == "pool":
+                shared[what["data_ptr"]] = shared.get(what["data_ptr"], 0) + 1
+        cache_from = saved_start or 0
+        self.cacheable = [how == "pool" and i >= cache_from and shared[what["data_ptr"]] == 1
+                          for i, (how, what) in enumerate(self.plan)]
+        if saved_start is not None:  # a training forward: its saved tensors can be lent
+            for i, (how, what) in enumerate(self.plan):
+                if i >= saved_start and self.cacheable[i]:
+                    pool.owners[what["data_ptr"]] = (weakref.ref(self), i)
+                    pool.lent.pop(what["data_ptr"], None)  # owned again, by this capture's output
+        self.cached: list[torch.Tensor | None] = [None] * len(self.plan)
+        self.cached_storages: list[Any] = [None] * len(self.plan)
+        self.cached_versions = [0] * len(self.plan)
+        # A backward's cached outputs are lent: registered as torch's cached
+        # tensors, so AccumulateGrad takes a gradient into .grad as it is
+        # (Inductor's outputs are), instead of copying it out of the pool.
+        self.lend = kind == "backward"
+        weakref.finalize(self, _unregister, self.cached)
+        # The other outputs returned by the last replay: each storage made
+        # for them, with the tensors over it.
+        self.live: list[tuple[Any, list[weakref.ref]]] = []
+        self.handed_out = False  # outputs returned since retire_outputs last ran
+        pool.add(self)
+
+    def outputs_alive(self) -> bool:
+        """Whether memory a replay returned is still reachable (through an
+        output, a view of one, or a .grad)."""
+        return not self._unreached(0, views_only=False, live=True)
+
+    def held_outputs(self, start: int) -> bool:
+        """Whether a cached output from `start` on is reachable through
+        anything but the cache (a forward's saved tensors awaiting their
+        backward)."""
+        return not self._unreached(start, views_only=False, live=False)
+
+    def only_retirable_holders(self) -> bool:
+        """Whether everything that reaches this recording's outputs can be
+        retired: the output tensors themselves, not views of them or .grad
+        tensors sharing their storage."""
+        return not self.handed_out or self._unreached(0, views_only=True, live=True)
+
+    def _unreached(self, start: int, views_only: bool, live: bool) -> bool:
+        """Whether no tensor reaches the cached outputs from `start` on (and
+        with `live` the others); with views_only, whether none but the
+        output tensors themselves do. A storage's use count counts the
+        tensors over it and its Python object (ours)."""
+        for storage, refs in self.live if live else ():
+            alive = sum(ref() is not None for ref in refs)
+            if _storage_use_count(storage) > 1 + (alive if views_only else 0):
+                return False
+        for i in range(start, len(self.cached)):
+            if self.cached[i] is None:
+                continue
+            if _storage_use_count(self.cached_storages[i]) > 2:  # its Python storage and the output
+                return False
+            if not views_only and _held(self.cached, i):
+                return False
+        return True
+
+    def moved_inputs(self, args: list) -> list[int]:
+        """The static inputs not where this recording reads them."""
+        return [i for i, ptr in self.addresses.items() if args[i].data_ptr() != ptr]
+
+    def retire_outputs(self) -> None:
+        """Makes every output still held raise when read: the next replay
+        rewrites its memory (clear_for checked that nothing else reaches it).
+        A cached output nobody holds stays cached, to be handed out again; a
+        held one leaves the cache with its error. Once checked, nothing can
+        take hold of them before the next replay hands them out: the check
+        runs once per replay, not once per replay of any recording made
+        before this one."""
+        if not self.handed_out:
+            return
+        self.handed_out = False
+        for _, refs in self.live:
+            for ref in refs:
+                t = ref()
+                if t is not None:
+                    _set_access_error(t, self.message)
+        self.live = []
+        for i in range(len(self.cached)):
+            if self.cached[i] is not None and _held(self.cached, i):
+                _set_access_error(self.cached[i], self.message)
+                _unregister([self.cached[i]])
+                self.cached[i] = None
+
+    def replay(self, args: list) -> Any:
+        """Copies the inputs in and replays; the pool's clear_for(self) said yes."""
+        for i, buffer in self.copies.items():
+            _copy_into(buffer, args[i])
+        args.clear()
+        self.graph.replay()
+        self.handed_out = True
+        if self.lent_at is not None:
+            self.pool.pending_lenders.add(self)
+        outputs = []
+        storages: dict[int, Any] = {}
+        for i, (how, what) in enumerate(self.plan):
+            if how == "same":
+                outputs.append(what)
+                continue
+            t = self.cached[i]
+            if t is not None and _reusable(t, self.cached_versions[i], what["tensor_ptr"]):
+                outputs.append(t)
+                continue
+            ptr = what["data_ptr"]
+            if self.cacheable[i]:
+                storage = _storage_over(what)
+                t = _tensor_over(what, storage)
+                self.cached[i], self.cached_storages[i], self.cached_versions[i] = t, storage, t._version
+                if self.lend:
+                    _register(t)
+            else:
+                if ptr not in storages:
+                    storages[ptr] = (_storage_over(what), [])
+                    self.live.append(storages[ptr])
+                t = _tensor_over(what, storages[ptr][0])
+                storages[ptr][1].append(weakref.ref(t))
+            outputs.append(t)
+        return tuple(outputs) if self.tuple_output else outputs
+
+
+def _storage_over(layout: dict[str, Any]) -> Any:
+    """A storage over a graph output's memory (the pool owns it)."""
+    return torch._C._construct_storage_from_data_pointer(layout["data_ptr"], layout["device"], layout["nbytes"])
+
+
+def _storage_use_count(storage: Any) -> int:
+    return torch._C._storage_Use_Count(storage._cdata)
+
+
+def _register(t: torch.Tensor) -> None:
+    """Makes `t` one of torch's cached tensors (AccumulateGrad then discounts
+    the cache's reference and takes it into .grad). torch._dynamo.reset()
+    switches the registry off: on again at each use."""
+    torch._C._set_cached_tensors_enabled(True)
+    torch._C._add_cached_tensor(t)
+
+
+def _unregister(tensors: list) -> None:
+    """Takes lent tensors out of torch's registry (which holds them)."""
+    torch._C._set_cached_tensors_enabled(True)
+    for t in tensors:
+        if t is not None and torch._C._is_cached_tensor(t):
+            torch._C._remove_cached_tensor(t)
+
+
+def _held(cache: list, i: int) -> bool:
+    """Whether anything but `cache` holds its i-th tensor: another Python
+    reference (getrefcount's argument is the other one it counts), or a C++
+    one (an autograd saved variable, a .grad), seen in the TensorImpl's use
+    count. The tensor is read from the list, never bound to a name first: a
+    frame's locals may be copied into a dict (under Dynamo's frame hook they
+    are), which would count as one more reference."""
+    return cache[i]._use_count() > 1 or sys.getrefcount(cache[i]) > 2
+
+
+def _reusable(t: torch.Tensor, version: int, data_ptr: int) -> bool:
+    """Whether a cached output (nobody else holds it: the replay's
+    retire_outputs dropped those that are held) is still the tensor it was
+    made. A holder now gone may have changed it in place (each in-place op,
+    on its values or its sizes and strides, bumps its version), swapped its
+    data (`.data =`), or asked it for gradients."""
+    return (t._version == version and t.data_ptr() == data_ptr and not t.requires_grad
+            and t._backward_hooks is None)
+
+
+# A tensor over a storage with a layout, in one C call (CUDA builds of torch).
+_construct_cuda_tensor = getattr(torch._C, "_construct_CUDA_Tensor_From_Storage_And_Metadata", None)
+
+
+def _tensor_over(layout: dict[str, Any], storage: Any) -> torch.Tensor:
+    """A new tensor over `storage` (a graph output's memory) with `layout`."""
+    if _construct_cuda_tensor is not None:
+        return _construct_cuda_tensor(layout, storage)
+    return torch.empty(0, dtype=layout["dtype"], device=layout["device"]).set_(
+        storage, layout["storage_offset"], layout["size"], layout["stride"])
+
+
+def _expanded_dims(t: torch.Tensor) -> list[int]:
+    return [d for d in range(t.dim()) if t.stride(d) == 0 and t.size(d) > 1]
+
+
+def _static_copy(t: torch.Tensor) -> torch.Tensor:
+    """A buffer with t's layout (an expanded dim kept expanded) holding t's values."""
+    buffer = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    _copy_into(buffer, t)
+    return buffer
+
+
+def _copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src), writing each element of an expanded dim once."""
+    dims = _expanded_dims(dst)
+    if dims:
+        index = tuple(slice(0, 1) if d in dims else slice(None) for d in range(dst.dim()))
+        dst, src = dst[index], src[index]
+    dst.copy_(src)
