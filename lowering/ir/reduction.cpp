@@ -55,7 +55,7 @@ std::vector<std::string> state_fields(ReductionKind k) {
 }
 
 std::vector<const char*> result_suffixes(ReductionKind k) {
-  if (k == ReductionKind::Welford) return {"mean", "m2", "weight"};
+  if (state_of(k) == ReductionState::Welford) return {"mean", "m2", "weight"};
   return {""};
 }
 

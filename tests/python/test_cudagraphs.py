@@ -284,7 +284,7 @@ def test_a_replay_hands_out_the_same_tensors_while_nobody_holds_them():
 
 
 @requires_cuda
-def test_a_view_of_an_output_keeps_its_value_and_the_call_runs_uncaptured():
+def test_a_view_of_an_output_keeps_its_value_after_the_next_call():
     compiled = _compile(lambda x: (x * 2).relu() + 1)
     x = torch.randn(1000, device="cuda")
     compiled(x), compiled(x)  # warm-up, record
