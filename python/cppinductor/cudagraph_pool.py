@@ -157,6 +157,10 @@ class Recording:
         self.copies = {i: _static_copy(a) for i, a in enumerate(args)
                        if i not in static and isinstance(a, torch.Tensor)}
         self.borrowed = len(borrowed)
+        # Static inputs that keep their memory through the capture: an output
+        # at one of their addresses aliases them. A borrowed saved tensor's
+        # memory is the capture's to reuse: an output laid there is pool memory.
+        kept = {i for i in static if i not in borrowed}
         inputs = [borrowed.get(i, self.copies.get(i, a)) for i, a in enumerate(args)]
         del borrowed  # the capture's input list holds them now: each is freed at its last use
         torch.cuda.synchronize(pool.device)
@@ -196,7 +200,7 @@ class Recording:
         # views outside the graph).
         self.plan: list[tuple[str, Any]] = []
         static_storages = {a.untyped_storage().data_ptr() for i, a in enumerate(args)
-                           if i in static and isinstance(a, torch.Tensor)}
+                           if i in kept and isinstance(a, torch.Tensor)}
         for out in self.static_outputs:
             if not isinstance(out, torch.Tensor):
                 self.plan.append(("same", out))

@@ -325,6 +325,48 @@ def test_gradients_kept_in_grad_across_steps_accumulate_as_in_eager():
 
 
 @requires_cuda
+def test_gradients_laid_over_saved_tensors_are_stolen_and_never_silently_rewritten():
+    """The backward's capture lays gradients in the memory of the saved
+    tensors it freed. Such a gradient is the pool's output like any other:
+    .grad takes it without a copy, and one held across the next step (from
+    torch.autograd.grad) raises or keeps its value, never silently changes.
+    Taken for an alias of a saved input, it was once returned as the same
+    tensor at every replay: copied into .grad, and overwritten when held."""
+
+    def make():
+        torch.manual_seed(0)
+        layers = [nn.Sequential(nn.Linear(64, 64), nn.LayerNorm(64), nn.GELU()) for _ in range(6)]
+        return nn.Sequential(*layers).cuda()
+
+    eager, model = make(), make()
+    compiled = _compile(model)
+    held = []
+    for step in range(6):
+        x = torch.randn(8, 64, device="cuda")
+        expected = torch.autograd.grad(eager(x).square().mean(), list(eager.parameters()))
+        taken = {}
+        hooks = [p.register_hook(lambda g, p=p: taken.__setitem__(p, g.data_ptr())) for p in model.parameters()]
+        compiled(x).square().mean().backward()
+        for h in hooks:
+            h.remove()
+        for p, q in zip(model.parameters(), expected):
+            torch.testing.assert_close(p.grad, q, rtol=1e-4, atol=1e-5)
+        if step >= 2:  # replays: every gradient taken into .grad as the backward returned it
+            copied = [n for n, p in model.named_parameters() if p.grad.data_ptr() != taken[p]]
+            assert not copied, copied
+        model.zero_grad(set_to_none=True)
+        held.append((torch.autograd.grad(compiled(x).square().mean(), list(model.parameters())), expected))
+    for grads, expected in held:
+        for g, q in zip(grads, expected):
+            try:
+                value = g.clone()
+            except RuntimeError as e:
+                assert "overwrote" in str(e), e
+                continue
+            torch.testing.assert_close(value, q, rtol=1e-4, atol=1e-5)
+
+
+@requires_cuda
 def test_two_forwards_before_their_backwards_give_eagers_gradients():
     """The second forward's replay would overwrite what the first's backward
     reads: it runs outside the graph, so the gradients stay eager's."""
