@@ -138,7 +138,7 @@ class Recording:
     """One captured graph: its static inputs and outputs, and how to rebuild
     fresh output tensors over the pool's memory after each replay."""
 
-    def __init__(self, run: Callable[[list], Any], args: list, static: set[int], mutated: set[int],
+    def __init__(self, run: Callable[[list], Any], args: list, static: set[int],
                  pool: DevicePool, message: str, kind: str, saved_start: int | None) -> None:
         self.pool = pool
         self.message = message
@@ -163,14 +163,10 @@ class Recording:
         kept = {i for i in static if i not in borrowed}
         inputs = [borrowed.get(i, self.copies.get(i, a)) for i, a in enumerate(args)]
         del borrowed  # the capture's input list holds them now: each is freed at its last use
+        # The key's first call warmed up on the capture stream (its library
+        # workspaces are made, outside the pool).
         torch.cuda.synchronize(pool.device)
         pool.stream.wait_stream(torch.cuda.current_stream(pool.device))
-        with torch.cuda.stream(pool.stream):
-            # A warm-up on the capture stream (its library workspaces are made
-            # here, not in the pool), on clones of the inputs the graph writes:
-            # a buffer updated in place is updated once per call.
-            run([a.clone() if i in mutated else a for i, a in enumerate(inputs)])
-        pool.stream.synchronize()
         self.graph = torch.cuda.CUDAGraph()
         generator = torch.cuda.default_generators[pool.device.index or 0]
         before = generator.clone_state()

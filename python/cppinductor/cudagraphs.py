@@ -7,11 +7,12 @@ cuDNN, capturable fallbacks) are captured once into a torch.cuda.CUDAGraph
 and replayed, so a call costs one replay instead of a launch per step.
 
 What a call does, as Inductor's cudagraph trees do for users:
-- The first call runs uncaptured (warm-up: modules loaded, library handles
-  made). The second records: inputs that are not static are copied into
-  static buffers, the graph runs once more on a side stream, is captured on
-  it, and replays for this call's results. Every later call copies the
-  non-static inputs in and replays.
+- The first call runs uncaptured on the capture stream (warm-up: modules
+  loaded, library handles and the libraries' per-stream workspaces made
+  there, as Inductor's warm-up runs on its capture stream). The second
+  records: inputs that are not static are copied into static buffers, the
+  graph is captured on that stream and replays for this call's results.
+  Every later call copies the non-static inputs in and replays.
 - Static inputs are passed by address: parameters and buffers (AOTAutograd's
   static input indices, kept in the warm-start cache's entries too) and a
   backward's saved tensors (the forward's outputs, at fixed addresses when
@@ -198,14 +199,13 @@ class CudaGraphFunction:
     uncaptured where it cannot (see the module docstring)."""
 
     def __init__(self, function: Callable[[list], Any], *, kind: str, static_indices: Sequence[int],
-                 mutated: Sequence[int], scalar_args: Sequence[int], saved_start: int | None, dynamic: bool,
+                 scalar_args: Sequence[int], saved_start: int | None, dynamic: bool,
                  device: torch.device, record: Any, input_names: Sequence[str]) -> None:
         self._boxed_call = True
         self._input_names = list(input_names)
         self._function = function
         self._kind = kind
         self._static = set(static_indices)
-        self._mutated = set(mutated)
         self._scalar_args = list(scalar_args)
         self._saved_start = saved_start
         self._dynamic = dynamic
@@ -247,6 +247,25 @@ class CudaGraphFunction:
         self._state.uncaptured += 1
         return self._function(args)
 
+    def _warm_up(self, args: list) -> Any:
+        """A key's first call, uncaptured on the capture stream: what the
+        capture would otherwise make lazily inside the graph (cuBLAS and
+        cuBLASLt workspaces, per stream) is made now, so the recording needs
+        no warm-up run of its own. Such a run would hold a backward's saved
+        tensors to its end (they are needed for the capture), where the
+        default mode frees each after its last read: 1.5x the default mode's
+        peak at the step that records."""
+        pool = pool_for(self._device)
+        current = torch.cuda.current_stream(self._device)
+        pool.stream.wait_stream(current)
+        with torch.cuda.stream(pool.stream):
+            outputs = self._uncaptured(args)
+        current.wait_stream(pool.stream)
+        for t in _tensors(outputs if isinstance(outputs, (list, tuple)) else [outputs]):
+            if t.device == self._device:
+                t.record_stream(current)  # made on the capture stream, used on the caller's
+        return outputs
+
     def __call__(self, args: list) -> Any:
         if self._disabled is not None:
             return self._function(args)
@@ -255,7 +274,7 @@ class CudaGraphFunction:
         if recording is None:
             if key not in self._warmed:
                 self._warmed.add(key)
-                return self._uncaptured(args)
+                return self._warm_up(args)
             if len(self._recordings) >= MAX_SHAPES:
                 self.disable(f"more than {MAX_SHAPES} distinct input sizes or scalar arguments")
                 return self._function(args)
@@ -336,7 +355,7 @@ class CudaGraphFunction:
                             "await their backward", self._kind)
             return self._uncaptured(args)
         try:
-            recording = Recording(self._function, args, self._static, self._mutated, pool,
+            recording = Recording(self._function, args, self._static, pool,
                                    self._message, self._kind, self._saved_start)
         except MustNotRecord as e:
             perf_hints.info("a %s call ran outside its CUDA graph: %s", self._kind, e)
@@ -414,7 +433,7 @@ def wrap(function: Callable[[list], Any], *, gm: torch.fx.GraphModule, example_i
         return function
     (device,) = devices
     scalar_args = [i for i, a in enumerate(example_inputs) if not isinstance(a, torch.Tensor)]
-    return CudaGraphFunction(function, kind=kind, static_indices=static, mutated=list(mutated),
+    return CudaGraphFunction(function, kind=kind, static_indices=static,
                              scalar_args=scalar_args, saved_start=facts.saved_start, dynamic=dynamic,
                              device=device, record=record,
                              input_names=[n.name for n in gm.graph.nodes if n.op == "placeholder"])

@@ -139,13 +139,13 @@ def test_an_output_read_after_the_next_replay_raises_and_a_clone_survives():
 @requires_cuda
 def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
     """Five SGD steps of a transformer layer (the optimizer outside the
-    graphs): eager's losses and parameters, and once the graphs are
-    recorded a peak per step no higher than 1.2x the default mode's (the
+    graphs): eager's losses and parameters, and at every step (warm-up,
+    recording, replays) a peak no higher than 1.2x the default mode's (the
     forward and backward share one pool, and the backward's capture reuses
-    each saved tensor's memory after its last read). The step that records
-    is not held to it: its warm-up runs outside the pool. The capture
-    stream's library workspaces, made once per process (Inductor's graphs pay
-    them too), are made before measuring."""
+    each saved tensor's memory after its last read), and once replaying no
+    higher than the default mode's. The capture stream's library
+    workspaces, made once per process (Inductor's graphs pay them too), are
+    made before measuring."""
     from cppinductor import cudagraph_pool
 
     def make():
@@ -182,8 +182,8 @@ def test_training_steps_equal_eager_and_peak_memory_stays_near_default_mode():
     torch.testing.assert_close(losses, eager_losses, rtol=1e-4, atol=1e-5)
     for p, q in zip(params, eager_params):
         torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5)
-    # Steps 3-5 replay (1 warms up, 2 records).
-    assert max(peaks[2:]) <= 1.2 * max(default_peaks), (peaks, default_peaks)
+    assert max(peaks) <= 1.2 * max(default_peaks), (peaks, default_peaks)
+    assert max(peaks[2:]) <= max(default_peaks), (peaks, default_peaks)  # 1 warms up, 2 records, 3-5 replay
 
 
 def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
