@@ -2,7 +2,8 @@
 each backend and mode: the transformer layer of the CUDA-graph tests, five
 SGD steps, the peak (above the memory held before the first step) during the
 forward, the backward and the optimizer step, and what the forward leaves
-allocated for the backward.
+allocated for the backward. Inductor's reduce-overhead rows fall below zero:
+its captures free the cuBLAS workspaces made before step 1.
 
     python3 gpu_codegen/tools/memory_phases.py [--steps 5] [--backends cppinductor,inductor]
 """
