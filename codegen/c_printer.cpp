@@ -74,6 +74,22 @@ std::string SourceWriter::str() const {
   return text;
 }
 
+void print_kernel_header(SourceWriter& out, const std::string& name, const ir::Kernel& k,
+                         const PrintOptions& options, const std::string& schedule) {
+  out.line("// kernel: " + name);
+  if (!k.origins.empty()) {
+    std::string line = "// origins:";
+    for (const auto& o : k.origins) line += " " + o;
+    out.line(line);
+    for (const auto& o : k.origins) {
+      auto it = options.origin_source.find(o);
+      if (it != options.origin_source.end()) out.line("//   " + o + ": " + it->second);
+    }
+  }
+  out.line("// schedule: " + schedule);
+  if (!k.schedule.why.empty()) out.line("// why: " + k.schedule.why);
+}
+
 // --- scopes -------------------------------------------------------------------------------
 
 const CValue* ValueScope::find(const Expr& e) const {

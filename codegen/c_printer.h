@@ -26,6 +26,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/print_options.h"
 #include "lowering/ir/expr.h"
 #include "lowering/ir/kernel.h"
 #include "lowering/ir/index_simplify.h"
@@ -70,6 +71,12 @@ class SourceWriter {
   /// (offset, indent) of the outer loops' heads, for str() to insert the pragma.
   std::vector<std::pair<size_t, int>> outer_loops_;
 };
+
+/// The comment above a kernel, the same for both targets: its name, the FX
+/// nodes it came from (with their source lines when `options` has them), its
+/// schedule's description and why the schedule was chosen.
+void print_kernel_header(SourceWriter& out, const std::string& name, const ir::Kernel& k,
+                         const PrintOptions& options, const std::string& schedule);
 
 /// A printed value: a C expression (usually a name or a literal). Vector
 /// values of dtype bool are lane masks with `mask_bytes`-wide lanes.

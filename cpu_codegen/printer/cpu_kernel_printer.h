@@ -142,7 +142,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
 
  private:
   // --- prologue ------------------------------------------------------------------
-  void print_header();
   void print_arguments();
   /// Values that depend on no loop variable and read only what the kernel
   /// does not write, from buffers that cannot be empty (an optimizer's bias

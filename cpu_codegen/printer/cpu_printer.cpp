@@ -47,7 +47,7 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   }
   sig_ = signature(k_);
   note_sincos(k_);
-  print_header();
+  codegen::print_kernel_header(out_, k_.name, k_, options_, describe_cpu_schedule(sched_));
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();
   print_invariants();
@@ -58,21 +58,6 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   info->vector_width = info->vectorized ? sched_.vector_width : 1;
   info->parallel = sched_.parallel_loops > 0 || sched_.parallel_reduction;
   return out_.str();
-}
-
-void CpuKernelPrinter::print_header() {
-  out_.line("// kernel: " + k_.name);
-  if (!k_.origins.empty()) {
-    std::string line = "// origins:";
-    for (const auto& o : k_.origins) line += " " + o;
-    out_.line(line);
-    for (const auto& o : k_.origins) {
-      auto it = options_.origin_source.find(o);
-      if (it != options_.origin_source.end()) out_.line("//   " + o + ": " + it->second);
-    }
-  }
-  out_.line("// schedule: " + describe_cpu_schedule(sched_));
-  if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
 }
 
 void CpuKernelPrinter::print_arguments() {

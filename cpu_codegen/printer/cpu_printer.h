@@ -23,16 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/print_options.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"
 
 namespace cppi::cpu {
 
-struct PrintOptions {
-  /// Origin (FX node name) -> "file:line | code", printed under the kernel's
-  /// provenance comment when present.
-  std::map<std::string, std::string> origin_source;
-};
+using PrintOptions = codegen::PrintOptions;
 
 /// What the printer did with one kernel (tests assert these claims).
 struct PrintedKernel {

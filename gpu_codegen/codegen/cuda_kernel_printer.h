@@ -147,7 +147,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
 
  private:
   void check_schedule() const;
-  void print_header();
   std::string parameters(PrintedCudaKernel* info);
   /// A pointer to each by-value parameter (info.by_value, which parameters()
   /// fills), so loads read it as any buffer.

@@ -122,21 +122,6 @@ void CudaKernelPrinter::check_schedule() const {
   }
 }
 
-void CudaKernelPrinter::print_header() {
-  out_.line("// kernel: " + name_);
-  if (!k_.origins.empty()) {
-    std::string line = "// origins:";
-    for (const auto& o : k_.origins) line += " " + o;
-    out_.line(line);
-    for (const auto& o : k_.origins) {
-      auto it = options_.origin_source.find(o);
-      if (it != options_.origin_source.end()) out_.line("//   " + o + ": " + it->second);
-    }
-  }
-  out_.line("// schedule: " + describe_gpu_schedule(g_));
-  if (!k_.schedule.why.empty()) out_.line("// why: " + k_.schedule.why);
-}
-
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
   std::string params;
   for (const auto& a : sig_.buffers) {
@@ -255,7 +240,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
     }
   }
-  print_header();
+  codegen::print_kernel_header(out_, name_, k_, options_, describe_gpu_schedule(g_));
   note_sincos(k_);
   const std::string params = parameters(info);
   if (has_module_state(g_)) {

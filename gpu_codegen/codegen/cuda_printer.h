@@ -28,16 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/print_options.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"
 
 namespace cppi::gpu {
 
-struct CudaPrintOptions {
-  /// Origin (FX node name) -> "file:line | code", printed under the kernel's
-  /// provenance comment when present.
-  std::map<std::string, std::string> origin_source;
-};
+using CudaPrintOptions = codegen::PrintOptions;
 
 /// A condition the launcher checks before it runs a vectorised kernel:
 /// buffer argument `buffer_arg` must be aligned to `alignment` bytes and every
