@@ -19,7 +19,7 @@
 #include "backend/python/kernel_launcher.h"
 #include "cpu_codegen/jit/compiler.h"
 #include "cpu_codegen/jit/runtime.h"
-#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/cpu_kernels.h"
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/runtime/cuda_api.h"
 #include "gpu_codegen/runtime/nvrtc_compiler.h"

@@ -3,7 +3,7 @@
 /// loops map to threads, warps and blocks, the block size, how many elements
 /// a thread handles) from the kernel's loops and access patterns and the
 /// target GPU. The CUDA printer (cuda_printer.h) prints exactly what this
-/// decides; the handle (cuda_kernel.h) derives the grid from it at launch.
+/// decides; the handle (gpu_codegen/cuda_kernels.h) derives the grid from it at launch.
 ///
 /// What each mapping means (the printer's contract):
 /// - GridStridePointwise: the outer loops, flattened row-major into one index

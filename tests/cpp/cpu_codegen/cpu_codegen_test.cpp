@@ -7,7 +7,7 @@
 #include <set>
 
 #include "cpu_codegen/printer/codegen_support.h"
-#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/cpu_kernels.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "cpu_codegen/schedule/stash_reduction_bodies.h"

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/cpu_kernels.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "kernel_builders.h"

@@ -5,7 +5,7 @@
 #include <random>
 #include <sstream>
 
-#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/cpu_kernels.h"
 #include "lowering/ir/interpreter.h"
 #include "lowering/ir/printer.h"
 #include "lowering/ir/scalar_convert.h"

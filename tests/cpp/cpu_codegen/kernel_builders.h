@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cpu_codegen/jit/compiler.h"
-#include "cpu_codegen/printer/cpu_kernel.h"
+#include "cpu_codegen/cpu_kernels.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "lowering/ir/kernel.h"

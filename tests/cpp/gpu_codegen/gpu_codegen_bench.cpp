@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/cuda_kernels.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"

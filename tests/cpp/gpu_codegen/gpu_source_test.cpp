@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <random>
 
-#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/cuda_kernels.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"

@@ -5,7 +5,7 @@
 /// each kernel in a handle that computes its grid from the size symbols at
 /// launch, picks the vectorised or scalar variant after checking alignment,
 /// and launches on the caller's stream. The mirror of
-/// cpu_codegen/printer/cpu_kernel.h.
+/// cpu_codegen/cpu_kernels.h.
 #pragma once
 
 #include <memory>

@@ -1,4 +1,4 @@
-#include "gpu_codegen/codegen/cuda_kernel.h"
+#include "gpu_codegen/cuda_kernels.h"
 
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
