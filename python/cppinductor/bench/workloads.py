@@ -487,7 +487,7 @@ def _build_layer_stack_train(s: Sizes, device: str, dtype: torch.dtype) -> Case:
     return Case("8x64, 8 layers", _training(model, x, target))
 
 
-_REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (DESIGN.md: Numerics)
+_REDUCTION_TOL = (1e-4, 1e-4)  # reductions may reorder (docs/design.md: Rules)
 # A float32 sum of 16384 randn values moves by ~7e-5 between summation orders
 # (measured against float64), and sums near zero get no help from rtol.
 _SUM_TOL = (1e-4, 1e-3)
