@@ -86,6 +86,13 @@ std::string shuffle_type(DType t);
 
 inline bool is_row_mapping(GpuMapping m) { return m == GpuMapping::RowPerWarp || m == GpuMapping::RowPerBlock; }
 
+/// How a kernel's stages walk their loops, fixed by its schedule: a row per
+/// warp or block (print_rows), column groups (print_column_groups: a
+/// ColumnReduction split across row slices), or neither (pointwise kernels,
+/// and scans, which print their own walk).
+enum class RowWalk { None, Rows, ColumnGroups };
+RowWalk row_walk(const Kernel& k, const GpuSchedule& g);
+
 class CudaKernelPrinter : public codegen::CPrinterBase {
  public:
   CudaKernelPrinter(const Kernel& k, const GpuSchedule& g, std::string name,
@@ -95,7 +102,14 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
         g_(g),
         name_(std::move(name)),
         graph_symbols_(graph_symbols),
-        options_(options) {}
+        options_(options),
+        walk_(row_walk(k, g)),
+        threads_per_row_(walk_ == RowWalk::ColumnGroups ? g.threads_per_column
+                         : walk_ == RowWalk::None       ? 0
+                         : g.mapping == GpuMapping::RowPerWarp ? 32
+                                                               : g.block_size),
+        cached_elements_(walk_ == RowWalk::Rows ? g.elements_per_thread : 0),
+        cached_(cached_elements_ > 0 ? row_cached_loads(k) : std::vector<CachedLoad>{}) {}
 
   std::string print(PrintedCudaKernel* info);
 
@@ -293,10 +307,12 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   KernelSignature sig_;
   std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
-  std::vector<CachedLoad> cached_;
-  int threads_per_row_ = 0;
-  int cached_elements_ = 0;   // E of a cached row; 0 = stages read global memory
-  bool column_groups_ = false;  // ColumnReduction with threads_per_column > 1
+  const RowWalk walk_;
+  /// The threads of a row (Rows) or the row slices of a column group.
+  const int threads_per_row_;
+  const int cached_elements_;  // E of a cached row; 0 = stages read global memory
+  const std::vector<CachedLoad> cached_;  // a cached row's loads
+  /// Whether the printed kernel combines across a warp or a block (for PrintedCudaKernel).
   bool warp_reduction_ = false, block_reduction_ = false;
   std::vector<std::string> shared_decls_;
 };

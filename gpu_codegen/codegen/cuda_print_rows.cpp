@@ -12,7 +12,6 @@ namespace cppi::gpu::cuda_print {
 void CudaKernelPrinter::print_rows() {
   const bool warp = g_.mapping == GpuMapping::RowPerWarp;
   const int b = g_.block_size;
-  threads_per_row_ = warp ? 32 : b;
   out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
   if (warp) {
     const int rows_per_block = b / 32;
@@ -32,19 +31,12 @@ void CudaKernelPrinter::print_rows() {
   }
   unravel_outer("row");
   locals_.clear();
-  cached_elements_ = g_.elements_per_thread;
-  if (cached_elements_ > 0) {
-    cached_ = row_cached_loads(k_);
-    print_row_cache_prologue();
-  }
+  if (cached_elements_ > 0) print_row_cache_prologue();
   print_row_stages();
   out_.close();
 }
 
 void CudaKernelPrinter::print_column_groups() {
-  const int slices = g_.threads_per_column;
-  threads_per_row_ = slices;
-  column_groups_ = true;
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.line("const int lane = threadIdx.x & 31;");
   out_.line("const int tid = threadIdx.x >> 5;");
@@ -64,7 +56,6 @@ void CudaKernelPrinter::print_column_groups() {
   out_.line("const bool valid = idx < n;");
   unravel_outer("idx");
   locals_.clear();
-  cached_elements_ = 0;
   print_row_stages();
   out_.close();
 }
@@ -93,9 +84,9 @@ void CudaKernelPrinter::print_row_stages() {
     // A cached row reads registers: one pass per stage costs no memory
     // traffic. Column groups fold runs of reductions only (their split
     // combine stores a partial per stage of the run).
-    const size_t end = cached_elements_ > 0   ? cached_sum_pair_end(i)
-                       : column_groups_         ? reduction_run_end(k_, i)
-                                                : pass_run_end(k_, i);
+    const size_t end = cached_elements_ > 0               ? cached_sum_pair_end(i)
+                       : walk_ == RowWalk::ColumnGroups ? reduction_run_end(k_, i)
+                                                        : pass_run_end(k_, i);
     print_row_reductions(i, end);
     i = end;
   }
@@ -237,7 +228,7 @@ void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void
   // optimisation; under --Ofast-compile a loop kept one load in flight (a
   // softmax over rows of 4096 without a row cache: 0.167 -> 0.263 ms, H200).
   out_.line("#pragma unroll 4");
-  if (column_groups_) {
+  if (walk_ == RowWalk::ColumnGroups) {
     const int splits = g_.row_splits;
     out_.open(cat("for (int64_t pos = valid ? ", splits > 1 ? cat("split * ", t, " + tid") : std::string("tid"), " : ",
                   index(len), "; pos < ", index(len), "; pos += ", static_cast<int64_t>(t) * splits, ")"));
@@ -366,7 +357,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
       out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
     }
   }, &used, end);
-  const bool column_split = column_groups_ && g_.row_splits > 1;
+  const bool column_split = walk_ == RowWalk::ColumnGroups && g_.row_splits > 1;
   for (size_t i = first; i < end; ++i) {
     if (accs[i - first].empty()) continue;
     const auto& s = std::get<ReductionStage>(k_.stages[i]);
@@ -378,7 +369,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
     // 16384 columns went 0.520 -> 0.578 ms with two separate ones (H200).
     const auto* next = i + 1 < end && !accs[i + 1 - first].empty()
                            ? std::get_if<ReductionStage>(&k_.stages[i + 1]) : nullptr;
-    if (!column_groups_ && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
+    if (walk_ != RowWalk::ColumnGroups && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
         s.kind == ReductionKind::Sum && next->kind == ReductionKind::Sum && next->body.dtype() == t) {
       warp_reduction_ = true;
       block_reduction_ = true;
@@ -389,7 +380,7 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
       ++i;
       continue;
     }
-    if (column_groups_) {
+    if (walk_ == RowWalk::ColumnGroups) {
       out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
       out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
     } else if (g_.mapping == GpuMapping::RowPerWarp) {
@@ -417,7 +408,7 @@ void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
   for (const auto& st : s.stores) comment += " " + st.buffer->name;
   out_.line(comment);
   if (s.loops.empty()) {
-    out_.open(column_groups_ ? "if (tid == 0 && valid)" : "if (tid == 0)");
+    out_.open(walk_ == RowWalk::ColumnGroups ? "if (tid == 0 && valid)" : "if (tid == 0)");
     ValueScope scope;
     print_stores(s.stores, scope);
     out_.close();

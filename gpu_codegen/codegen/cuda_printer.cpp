@@ -122,6 +122,13 @@ void CudaKernelPrinter::check_schedule() const {
   }
 }
 
+RowWalk row_walk(const Kernel& k, const GpuSchedule& g) {
+  if (scan_of(k) && g.mapping != GpuMapping::GridStridePointwise) return RowWalk::None;
+  if (is_row_mapping(g.mapping)) return RowWalk::Rows;
+  if (g.mapping == GpuMapping::ColumnReduction && g.threads_per_column > 1) return RowWalk::ColumnGroups;
+  return RowWalk::None;
+}
+
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
   std::string params;
   for (const auto& a : sig_.buffers) {
@@ -295,9 +302,9 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     }
     return out_.str();
   }
-  if (is_row_mapping(g_.mapping)) {
+  if (walk_ == RowWalk::Rows) {
     print_rows();
-  } else if (g_.mapping == GpuMapping::ColumnReduction && g_.threads_per_column > 1) {
+  } else if (walk_ == RowWalk::ColumnGroups) {
     print_column_groups();
   } else if (g_.elements_per_thread > 1) {
     print_vector_pointwise();
