@@ -106,9 +106,24 @@ inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
 }
 
 class CpuKernelPrinter : public codegen::CPrinterBase {
+  struct TransposedLoad {
+    BufferPtr buffer;
+    IndexExpr index;
+    std::string tile;
+  };
+  static std::unordered_map<std::string, std::string> argument_pointers(const KernelSignature& sig);
+  std::vector<TransposedLoad> transposed_loads() const;
+
  public:
   CpuKernelPrinter(const Kernel& k, const std::vector<std::string>& graph_symbols, const PrintOptions& options)
-      : CPrinterBase(k.var_ranges()), k_(k), sched_(k.schedule.cpu), graph_symbols_(graph_symbols), options_(options) {
+      : CPrinterBase(k.var_ranges()),
+        k_(k),
+        sched_(k.schedule.cpu),
+        graph_symbols_(graph_symbols),
+        options_(options),
+        sig_(signature(k)),
+        pointers_(argument_pointers(sig_)),
+        transposed_(transposed_loads()) {
     out_ = codegen::SourceWriter("CPPI_ROLLED");  // outer loops stay rolled (see SourceWriter)
   }
 
@@ -397,8 +412,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   const CpuSchedule& sched_;
   const std::vector<std::string>& graph_symbols_;
   const PrintOptions& options_;
-  KernelSignature sig_;
-  std::unordered_map<std::string, std::string> pointers_;
+  const KernelSignature sig_;
+  /// Each argument buffer's (and kernel-local scratch buffer's) pointer name.
+  const std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
   ValueScope invariants_;
   /// The parent of a stage's loop-body scopes: invariants_, or the scope
@@ -452,15 +468,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// While a stage's loop prints under row_blocks: that loop.
   std::optional<Loop> row_loop_;
   std::unordered_map<const ExprNode*, bool> varying_memo_;
-  /// transpose_tile: the transposed loads, each with the tile it is read
-  /// from (print_transposed_tile), and, while a whole tile's rows print, the
-  /// row's first element in the tiles (empty otherwise: the loads gather).
-  struct TransposedLoad {
-    BufferPtr buffer;
-    IndexExpr index;
-    std::string tile;
-  };
-  std::vector<TransposedLoad> transposed_;
+  /// transpose_tile: the transposed loads, each once, in the order the
+  /// stores read them, with the tile each is read from
+  /// (print_transposed_tile); empty without transpose_tile.
+  const std::vector<TransposedLoad> transposed_;
+  /// While a whole tile's rows print, the row's first element in the tiles
+  /// (empty otherwise: the loads gather).
   std::string tile_row_;
   /// CpuSchedule::reduction_trees: while a block's row prints its reductions,
   /// the row's position in the block (C text); each accumulator goes to

@@ -121,6 +121,23 @@ void CpuKernelPrinter::open_collapsed_loop(const std::vector<std::pair<std::stri
   }
 }
 
+std::vector<CpuKernelPrinter::TransposedLoad> CpuKernelPrinter::transposed_loads() const {
+  std::vector<TransposedLoad> loads;
+  const size_t n = k_.outer.size();
+  if (!sched_.transpose_tile || n < 2) return loads;
+  const std::string rows_var = k_.outer[n - 2].var.as<IndexVar>()->name;
+  const std::string cols_var = k_.outer[n - 1].var.as<IndexVar>()->name;
+  for (const auto& st : k_.stages) {
+    for (const auto& a : reads(st)) {
+      if (!transposed_load(a.index, a.masked, cols_var, rows_var)) continue;
+      bool seen = false;
+      for (const auto& t : loads) seen = seen || (t.buffer->name == a.buffer->name && t.index == a.index);
+      if (!seen) loads.push_back({a.buffer, a.index, cat("tile", loads.size(), "_", pointers_.at(a.buffer->name))});
+    }
+  }
+  return loads;
+}
+
 void CpuKernelPrinter::print_transposed_outer() {
   const size_t n = k_.outer.size();
   const size_t p = static_cast<size_t>(sched_.parallel_loops);
@@ -131,18 +148,9 @@ void CpuKernelPrinter::print_transposed_outer() {
   }
   const Loop& rows = k_.outer[n - 2];
   const Loop& cols = k_.outer[n - 1];
-  const std::string rows_var = rows.var.as<IndexVar>()->name, cols_var = cols.var.as<IndexVar>()->name;
-  // The transposed loads, each once, in the order the stores read them.
-  transposed_.clear();
   for (const auto& st : k_.stages) {
     const auto* pw = std::get_if<PointwiseStage>(&st);
     if (!pw || !pw->loops.empty()) fail(cat("kernel ", k_.name, ": transpose_tile over a stage with loops"));
-    for (const auto& a : reads(st)) {
-      if (!transposed_load(a.index, a.masked, cols_var, rows_var)) continue;
-      bool seen = false;
-      for (const auto& t : transposed_) seen = seen || (t.buffer->name == a.buffer->name && t.index == a.index);
-      if (!seen) transposed_.push_back({a.buffer, a.index, cat("tile", transposed_.size(), "_", pointer_name(a.buffer->name))});
-    }
   }
   if (transposed_.empty()) fail(cat("kernel ", k_.name, ": transpose_tile without a transposed load"));
 

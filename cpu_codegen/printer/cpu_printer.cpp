@@ -45,7 +45,6 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
     const int w = sched_.vector_width;
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));
   }
-  sig_ = signature(k_);
   note_sincos(k_);
   codegen::print_kernel_header(out_, k_.name, k_, options_, describe_cpu_schedule(sched_));
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
@@ -60,6 +59,13 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   return out_.str();
 }
 
+std::unordered_map<std::string, std::string> CpuKernelPrinter::argument_pointers(const KernelSignature& sig) {
+  std::unordered_map<std::string, std::string> names;
+  for (const auto& a : sig.buffers) names[a.buffer->name] = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
+  for (const auto& b : sig.scratch) names[b->name] = "scratch_" + codegen::c_identifier(b->name);
+  return names;
+}
+
 void CpuKernelPrinter::print_arguments() {
   for (const auto& l : k_.outer) reserved_.insert(var_name(l));
   for (const auto& st : k_.stages) {
@@ -68,8 +74,7 @@ void CpuKernelPrinter::print_arguments() {
   for (size_t i = 0; i < sig_.buffers.size(); ++i) {
     const auto& a = sig_.buffers[i];
     const std::string type = std::string(dtype_ctype(a.buffer->dtype));
-    const std::string name = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
-    pointers_[a.buffer->name] = name;
+    const std::string& name = pointers_.at(a.buffer->name);
     reserved_.insert(name);
     if (a.written) {
       out_.line(cat(type, "* ", name, " = (", type, "*)buffers[", i, "];"));
@@ -77,11 +82,7 @@ void CpuKernelPrinter::print_arguments() {
       out_.line(cat("const ", type, "* ", name, " = (const ", type, "*)buffers[", i, "];"));
     }
   }
-  for (const auto& b : sig_.scratch) {
-    const std::string name = "scratch_" + codegen::c_identifier(b->name);
-    pointers_[b->name] = name;
-    reserved_.insert(name);
-  }
+  for (const auto& b : sig_.scratch) reserved_.insert(pointers_.at(b->name));
   for (const auto& s : sig_.symbols) {
     size_t pos = 0;
     while (pos < graph_symbols_.size() && graph_symbols_[pos] != s) ++pos;
