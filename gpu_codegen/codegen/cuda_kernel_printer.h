@@ -314,7 +314,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   const std::vector<CachedLoad> cached_;  // a cached row's loads
   /// Whether the printed kernel combines across a warp or a block (for PrintedCudaKernel).
   bool warp_reduction_ = false, block_reduction_ = false;
-  std::vector<std::string> shared_decls_;
 };
 
 }  // namespace cppi::gpu::cuda_print
