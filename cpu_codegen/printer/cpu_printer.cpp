@@ -61,7 +61,9 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
 
 std::unordered_map<std::string, std::string> CpuKernelPrinter::argument_pointers(const KernelSignature& sig) {
   std::unordered_map<std::string, std::string> names;
-  for (const auto& a : sig.buffers) names[a.buffer->name] = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
+  for (const auto& a : sig.buffers) {
+    names[a.buffer->name] = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
+  }
   for (const auto& b : sig.scratch) names[b->name] = "scratch_" + codegen::c_identifier(b->name);
   return names;
 }

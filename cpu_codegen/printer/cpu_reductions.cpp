@@ -538,7 +538,8 @@ std::string CpuKernelPrinter::scalar_update(ReductionKind kind, DType t, const s
                                             const std::string& pos) const {
   switch (state_of(kind)) {
     case ReductionState::Value: return acc + " = " + state_combine(kind, t, acc, v);
-    case ReductionState::Arg: return acc + " = " + state_combine(kind, t, acc, cat(state_type(kind, t), "{", v, ", ", pos, "}"));
+    case ReductionState::Arg:
+      return acc + " = " + state_combine(kind, t, acc, cat(state_type(kind, t), "{", v, ", ", pos, "}"));
     case ReductionState::Welford: return cat(acc, " = cppi_welford_add(", acc, ", ", v, ")");
   }
   fail("unknown reduction state");
@@ -565,17 +566,26 @@ std::string CpuKernelPrinter::vstate_type(ReductionKind kind, DType t) const {
   fail("unknown reduction state");
 }
 
+namespace {
+
+/// Whether a fold over bool lanes starts from true (min, all) rather than
+/// false (max, any): its mask lanes start all set.
+bool bool_fold_starts_true(ReductionKind kind) {
+  return fold_identity(kind, DType::Bool).as<Constant>()->int_value != 0;
+}
+
+}  // namespace
+
 std::string CpuKernelPrinter::vstate_identity(ReductionKind kind, DType t) const {
   const std::string v = t == DType::Bool ? mask_type(4) : vtype(t);
   switch (state_of(kind)) {
-    case ReductionState::Value: {
+    case ReductionState::Value:
       if (t != DType::Bool) return cat("cppi_vsplat<", v, ">(", identity_value(kind, t), ")");
-      const Expr identity = fold_identity(kind, t);
-      return cat("cppi_vsplat<", v, ">(", identity.as<Constant>()->int_value != 0 ? "-1" : "0", ")");  // lanes all set
-    }
+      return cat("cppi_vsplat<", v, ">(", bool_fold_starts_true(kind) ? "-1" : "0", ")");
     case ReductionState::Arg:
       return cat("{cppi_vsplat<", v, ">(", identity_value(kind, t), "), cppi_vsplat<cppi_i64x", width(), ">(0)}");
-    case ReductionState::Welford: return cat("{cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0)}");
+    case ReductionState::Welford:
+      return cat("{cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0), cppi_vsplat<", v, ">(0)}");
   }
   fail("unknown reduction state");
 }
@@ -638,10 +648,8 @@ std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const 
 CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v) {
   if (t == DType::Bool) {
     // Off lanes hold the fold's identity: false for any and max, true for all and min.
-    const Expr identity = fold_identity(kind, t);
-    const bool ones = identity.as<Constant>()->int_value != 0;
     const std::string m = as_mask(v, 4), on = tail_mask(4);
-    return CValue{ones ? cat("(", m, " | ~", on, ")") : cat("(", m, " & ", on, ")"), DType::Bool, true, 4};
+    return CValue{bool_fold_starts_true(kind) ? cat("(", m, " | ~", on, ")") : cat("(", m, " & ", on, ")"), DType::Bool, true, 4};
   }
   return CValue{cat("cppi_vselect(", tail_mask(lane_bytes(t)), ", ", as_vector(v), ", cppi_vsplat<", vtype(t), ">(",
                     identity_value(kind, t), "))"),

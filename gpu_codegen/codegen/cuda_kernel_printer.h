@@ -92,6 +92,9 @@ inline bool is_row_mapping(GpuMapping m) { return m == GpuMapping::RowPerWarp ||
 /// and scans, which print their own walk).
 enum class RowWalk { None, Rows, ColumnGroups };
 RowWalk row_walk(const Kernel& k, const GpuSchedule& g);
+/// The threads sharing a row (a warp or a block), or a column group's row
+/// slices; 0 for RowWalk::None.
+int threads_per_row(RowWalk walk, const GpuSchedule& g);
 
 class CudaKernelPrinter : public codegen::CPrinterBase {
  public:
@@ -104,10 +107,7 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
         graph_symbols_(graph_symbols),
         options_(options),
         walk_(row_walk(k, g)),
-        threads_per_row_(walk_ == RowWalk::ColumnGroups ? g.threads_per_column
-                         : walk_ == RowWalk::None       ? 0
-                         : g.mapping == GpuMapping::RowPerWarp ? 32
-                                                               : g.block_size),
+        threads_per_row_(threads_per_row(walk_, g)),
         cached_elements_(walk_ == RowWalk::Rows ? g.elements_per_thread : 0),
         cached_(cached_elements_ > 0 ? row_cached_loads(k) : std::vector<CachedLoad>{}) {}
 

@@ -129,6 +129,15 @@ RowWalk row_walk(const Kernel& k, const GpuSchedule& g) {
   return RowWalk::None;
 }
 
+int threads_per_row(RowWalk walk, const GpuSchedule& g) {
+  switch (walk) {
+    case RowWalk::Rows: return g.mapping == GpuMapping::RowPerWarp ? 32 : g.block_size;
+    case RowWalk::ColumnGroups: return g.threads_per_column;
+    case RowWalk::None: break;
+  }
+  return 0;
+}
+
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
   std::string params;
   for (const auto& a : sig_.buffers) {

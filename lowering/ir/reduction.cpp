@@ -45,18 +45,20 @@ BinaryOp fold_of(ReductionKind k) {
   return BinaryOp::Add;
 }
 
+std::vector<const char*> result_suffixes(ReductionKind k) {
+  if (state_of(k) == ReductionState::Welford) return {"mean", "m2", "weight"};
+  return {""};
+}
+
 std::vector<std::string> state_fields(ReductionKind k) {
   switch (state_of(k)) {
     case ReductionState::Value: return {""};
     case ReductionState::Arg: return {".index"};
-    case ReductionState::Welford: return {".mean", ".m2", ".weight"};
+    case ReductionState::Welford: break;
   }
-  return {""};
-}
-
-std::vector<const char*> result_suffixes(ReductionKind k) {
-  if (state_of(k) == ReductionState::Welford) return {"mean", "m2", "weight"};
-  return {""};
+  std::vector<std::string> fields;  // the state's members are named as its results
+  for (const char* suffix : result_suffixes(k)) fields.push_back(std::string(".") + suffix);
+  return fields;
 }
 
 Expected<std::vector<DType>> reduction_result_dtypes(ReductionKind k, DType body) {
