@@ -27,10 +27,9 @@ What a call does, as Inductor's cudagraph trees do for users:
   otherwise; a replay that rewrites it makes the previous call's outputs
   that are still held raise a clear error when read (never a silently
   changed value). A replay rewrites its own outputs and the memory of every
-  graph recorded
-  after it on the device (their buffers may sit where its temporaries were
-  during its capture): a forward's replay so retires the last backward's
-  gradients, as Inductor's does.
+  graph recorded after it on the device (their buffers may sit where its
+  temporaries were during its capture): a forward's replay so retires the
+  last backward's gradients, as Inductor's does.
 - A backward's outputs are lent: AccumulateGrad takes a gradient into .grad
   as it is, not copied out of the pool (as with Inductor). Memory a replay
   would rewrite that is reachable through what cannot be retired (a view of
@@ -253,8 +252,8 @@ class CudaGraphFunction:
         cuBLASLt workspaces, per stream) is made now, so the recording needs
         no warm-up run of its own. Such a run would hold a backward's saved
         tensors to its end (they are needed for the capture), where the
-        default mode frees each after its last read: 1.5x the default mode's
-        peak at the step that records."""
+        default mode frees each after its last read: the step that records
+        would peak well above the default mode."""
         pool = pool_for(self._device)
         current = torch.cuda.current_stream(self._device)
         pool.stream.wait_stream(current)
