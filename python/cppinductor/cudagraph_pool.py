@@ -151,29 +151,34 @@ class Recording:
         # One C call checks every static input's address (parameters: dozens).
         self.addresses = {i: a.data_ptr() for i, a in enumerate(args) if i in static and isinstance(a, torch.Tensor)}
         self.matches = _C.make_pointer_check(list(self.addresses.items()))
-        # The buffers non-static inputs are copied into; static inputs are
-        # only addresses from here on (holding them would keep a call's
-        # tensors, a backward's saved ones, alive for the graph's life).
-        self.copies = {i: _static_copy(a) for i, a in enumerate(args)
-                       if i not in static and isinstance(a, torch.Tensor)}
         self.borrowed = len(borrowed)
         # Static inputs that keep their memory through the capture: an output
         # at one of their addresses aliases them. A borrowed saved tensor's
         # memory is the capture's to reuse: an output laid there is pool memory.
         kept = {i for i in static if i not in borrowed}
-        inputs = [borrowed.get(i, self.copies.get(i, a)) for i, a in enumerate(args)]
-        del borrowed  # the capture's input list holds them now: each is freed at its last use
-        # The key's first call warmed up on the capture stream (its library
-        # workspaces are made, outside the pool).
+        copied = [i for i, a in enumerate(args) if i not in static and isinstance(a, torch.Tensor)]
         torch.cuda.synchronize(pool.device)
         pool.stream.wait_stream(torch.cuda.current_stream(pool.device))
         self.graph = torch.cuda.CUDAGraph()
         generator = torch.cuda.default_generators[pool.device.index or 0]
         before = generator.clone_state()
         try:
+            # The libraries' workspaces are made inside the capture, in the
+            # pool, and let go after it: one made outside (by the key's
+            # warm-up, on this stream) would stay allocated for the process.
+            _clear_library_workspaces()
             with torch.cuda.graph(self.graph, pool=pool.handle, stream=pool.stream,
                                   capture_error_mode="thread_local"):
+                # The buffers non-static inputs are copied into, made in the
+                # pool (allocating launches nothing): the capture frees each
+                # after its last read and lays later buffers over it, as the
+                # default mode frees an input it no longer needs.
+                buffers = {i: _buffer_like(args[i]) for i in copied}
+                layouts = {i: _layout(b) for i, b in buffers.items()}
+                inputs = [borrowed.get(i, buffers.get(i, a)) for i, a in enumerate(args)]
+                del borrowed, buffers  # the input list holds them now: each is freed at its last use
                 outputs = run(inputs)
+            _clear_library_workspaces()
         except Exception:
             # A capture that fails skips the end of torch's bookkeeping: the
             # generator would stay in capture mode (every later random draw
@@ -185,6 +190,10 @@ class Recording:
             raise
         del inputs
         torch.cuda.current_stream(pool.device).wait_stream(pool.stream)
+        # Each replay copies the inputs in at the buffers' addresses. Static
+        # inputs are only addresses too (holding them would keep a call's
+        # tensors, a backward's saved ones, alive for the graph's life).
+        self.copies = {i: _tensor_over(layout, _storage_over(layout)) for i, layout in layouts.items()}
         self.static_outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.tuple_output = isinstance(outputs, tuple)
         # How each output comes back: ("pool", spec) rebuilt over the graph's
@@ -205,10 +214,7 @@ class Recording:
             if storage.data_ptr() in static_storages:
                 self.plan.append(("same", out))
                 continue
-            self.plan.append(("pool", {"data_ptr": storage.data_ptr(), "nbytes": storage.nbytes(),
-                                       "size": out.shape, "stride": out.stride(), "dtype": out.dtype,
-                                       "device": out.device, "storage_offset": out.storage_offset(),
-                                       "tensor_ptr": out.data_ptr()}))
+            self.plan.append(("pool", _layout(out)))
         # Outputs handed out again while nobody else holds them (Inductor's
         # cached tensor outputs): a replay then makes no tensor. Not a
         # training forward's user outputs (autograd hangs the step's graph,
@@ -399,11 +405,23 @@ def _expanded_dims(t: torch.Tensor) -> list[int]:
     return [d for d in range(t.dim()) if t.stride(d) == 0 and t.size(d) > 1]
 
 
-def _static_copy(t: torch.Tensor) -> torch.Tensor:
-    """A buffer with t's layout (an expanded dim kept expanded) holding t's values."""
-    buffer = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
-    _copy_into(buffer, t)
-    return buffer
+def _layout(t: torch.Tensor) -> dict[str, Any]:
+    """Where `t` lies in the pool and how to make a tensor over it again."""
+    storage = t.untyped_storage()
+    return {"data_ptr": storage.data_ptr(), "nbytes": storage.nbytes(), "size": t.shape, "stride": t.stride(),
+            "dtype": t.dtype, "device": t.device, "storage_offset": t.storage_offset(), "tensor_ptr": t.data_ptr()}
+
+
+def _buffer_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialised buffer with t's layout (an expanded dim kept expanded)."""
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+
+
+def _clear_library_workspaces() -> None:
+    """Lets go of cuBLAS's and cuBLASLt's per-stream workspaces; the next
+    matmul on a stream makes its own again (Inductor does this around its
+    warm-ups and captures too)."""
+    torch._C._cuda_clearCublasWorkspaces()
 
 
 def _copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:

@@ -8,11 +8,13 @@ and replayed, so a call costs one replay instead of a launch per step.
 
 What a call does, as Inductor's cudagraph trees do for users:
 - The first call runs uncaptured on the capture stream (warm-up: modules
-  loaded, library handles and the libraries' per-stream workspaces made
-  there, as Inductor's warm-up runs on its capture stream). The second
-  records: inputs that are not static are copied into static buffers, the
-  graph is captured on that stream and replays for this call's results.
-  Every later call copies the non-static inputs in and replays.
+  loaded, library handles made, as Inductor's warm-up runs on its capture
+  stream). The second records: the graph is captured on that stream, with
+  buffers in the pool for the inputs that are not static (freed inside the
+  graph after their last read, as the default mode frees them) and the
+  libraries' workspaces made inside the capture, and replays for this
+  call's results. Every later call copies the non-static inputs into those
+  buffers and replays.
 - Static inputs are passed by address: parameters and buffers (AOTAutograd's
   static input indices, kept in the warm-start cache's entries too) and a
   backward's saved tensors (the forward's outputs, at fixed addresses when
@@ -247,13 +249,13 @@ class CudaGraphFunction:
         return self._function(args)
 
     def _warm_up(self, args: list) -> Any:
-        """A key's first call, uncaptured on the capture stream: what the
-        capture would otherwise make lazily inside the graph (cuBLAS and
-        cuBLASLt workspaces, per stream) is made now, so the recording needs
-        no warm-up run of its own. Such a run would hold a backward's saved
-        tensors to its end (they are needed for the capture), where the
-        default mode frees each after its last read: the step that records
-        would peak well above the default mode."""
+        """A key's first call, uncaptured on the capture stream: what must not
+        happen inside a capture (the libraries' handles and plans, lazily
+        loaded modules) happens now, so the recording needs no warm-up run of
+        its own. Such a run would hold a backward's saved tensors to its end
+        (they are needed for the capture), where the default mode frees each
+        after its last read: the step that records would peak well above the
+        default mode."""
         pool = pool_for(self._device)
         current = torch.cuda.current_stream(self._device)
         pool.stream.wait_stream(current)
