@@ -15,6 +15,7 @@
 #include "lowering/graph/graph.h"
 #include "lowering/graph/options.h"
 #include "backend/pipeline.h"
+#include "backend/python/cudagraph_outputs.h"
 #include "backend/python/errors.h"
 #include "backend/python/kernel_launcher.h"
 #include "cpu_codegen/jit/compiler.h"
@@ -305,6 +306,15 @@ PYBIND11_MODULE(_C, m) {
       "(winner's schedule line or None, problem): the max-autotune cache entry `key` (backend/autotune.h).");
   m.def("make_pointer_check", &python::make_pointer_check, py::arg("expected"),
         "check(args) -> bool: whether args[i] has data pointer p for each (i, p) (kernel_launcher.h).");
+  m.def("cached_holders", &python::cached_holders, py::arg("tensors"), py::arg("storages"),
+        py::arg("storage_use_count"), py::arg("start"), py::arg("wanted"),
+        "Which `wanted` bits hold for a CUDA-graph recording's cached outputs from `start` on: 1 a storage "
+        "reached by more than its output (a view, a .grad), 2 an output held (cudagraph_outputs.h).");
+  m.def("held_cached", &python::held_cached, py::arg("tensors"), py::arg("start"),
+        "Indices from `start` on of cached outputs anything but the list holds (cudagraph_outputs.h).");
+  m.def("changed_cached", &python::changed_cached, py::arg("tensors"), py::arg("versions"), py::arg("data_ptrs"),
+        "Indices of cached outputs whose version or data pointer changed, or that require grad or have hooks "
+        "(cudagraph_outputs.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),
         py::arg("tensor_type"), "Kernel launchers read tensors' data pointers through torch's function at `address`.");
 

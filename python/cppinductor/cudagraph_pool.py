@@ -14,7 +14,6 @@ memory).
 
 from __future__ import annotations
 
-import sys
 import weakref
 from typing import Any, Callable
 
@@ -190,10 +189,13 @@ class Recording:
             raise
         del inputs
         torch.cuda.current_stream(pool.device).wait_stream(pool.stream)
-        # Each replay copies the inputs in at the buffers' addresses. Static
-        # inputs are only addresses too (holding them would keep a call's
-        # tensors, a backward's saved ones, alive for the graph's life).
-        self.copies = {i: _tensor_over(layout, _storage_over(layout)) for i, layout in layouts.items()}
+        # Each replay copies the inputs in at the buffers' addresses, in one
+        # foreach copy: input i's part `index` (None: all of it) into the
+        # buffer's. Static inputs are only addresses too (holding them would
+        # keep a call's tensors, a backward's saved ones, alive for the
+        # graph's life).
+        self.copies = {i: _written_part(_tensor_over(layout, _storage_over(layout)))
+                       for i, layout in layouts.items()}
         self.static_outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self.tuple_output = isinstance(outputs, tuple)
         # How each output comes back: ("pool", spec) rebuilt over the graph's
@@ -235,6 +237,7 @@ class Recording:
         self.cached: list[torch.Tensor | None] = [None] * len(self.plan)
         self.cached_storages: list[Any] = [None] * len(self.plan)
         self.cached_versions = [0] * len(self.plan)
+        self.cached_ptrs = [what["tensor_ptr"] if how == "pool" else 0 for how, what in self.plan]
         # A backward's cached outputs are lent: registered as torch's cached
         # tensors, so AccumulateGrad takes a gradient into .grad as it is
         # (Inductor's outputs are), instead of copying it out of the pool.
@@ -272,14 +275,8 @@ class Recording:
             alive = sum(ref() is not None for ref in refs)
             if _storage_use_count(storage) > 1 + (alive if views_only else 0):
                 return False
-        for i in range(start, len(self.cached)):
-            if self.cached[i] is None:
-                continue
-            if _storage_use_count(self.cached_storages[i]) > 2:  # its Python storage and the output
-                return False
-            if not views_only and _held(self.cached, i):
-                return False
-        return True
+        wanted = _STORAGE_REACHED if views_only else _STORAGE_REACHED | _TENSOR_HELD
+        return not _C.cached_holders(self.cached, self.cached_storages, _storage_use_count_of_cdata, start, wanted)
 
     def moved_inputs(self, args: list) -> list[int]:
         """The static inputs not where this recording reads them."""
@@ -302,16 +299,17 @@ class Recording:
                 if t is not None:
                     _set_access_error(t, self.message)
         self.live = []
-        for i in range(len(self.cached)):
-            if self.cached[i] is not None and _held(self.cached, i):
-                _set_access_error(self.cached[i], self.message)
-                _unregister([self.cached[i]])
-                self.cached[i] = None
+        for i in _C.held_cached(self.cached, 0):
+            _set_access_error(self.cached[i], self.message)
+            _unregister([self.cached[i]])
+            self.cached[i] = None
 
     def replay(self, args: list) -> Any:
         """Copies the inputs in and replays; the pool's clear_for(self) said yes."""
-        for i, buffer in self.copies.items():
-            _copy_into(buffer, args[i])
+        if self.copies:
+            torch._foreach_copy_([buffer for buffer, _ in self.copies.values()],
+                                 [args[i] if index is None else args[i][index]
+                                  for i, (_, index) in self.copies.items()])
         args.clear()
         self.graph.replay()
         self.handed_out = True
@@ -319,12 +317,17 @@ class Recording:
             self.pool.pending_lenders.add(self)
         outputs = []
         storages: dict[int, Any] = {}
+        # A cached output nobody holds (retire_outputs dropped the held ones)
+        # is handed out again unless a holder now gone changed it in place
+        # (values, sizes or strides: its version), swapped its data, or asked
+        # it for gradients.
+        changed = _C.changed_cached(self.cached, self.cached_versions, self.cached_ptrs)
         for i, (how, what) in enumerate(self.plan):
             if how == "same":
                 outputs.append(what)
                 continue
             t = self.cached[i]
-            if t is not None and _reusable(t, self.cached_versions[i], what["tensor_ptr"]):
+            if t is not None and i not in changed:
                 outputs.append(t)
                 continue
             ptr = what["data_ptr"]
@@ -349,8 +352,13 @@ def _storage_over(layout: dict[str, Any]) -> Any:
     return torch._C._construct_storage_from_data_pointer(layout["data_ptr"], layout["device"], layout["nbytes"])
 
 
+_storage_use_count_of_cdata = torch._C._storage_Use_Count
+# _C.cached_holders's bits (backend/python/cudagraph_outputs.h).
+_STORAGE_REACHED, _TENSOR_HELD = 1, 2
+
+
 def _storage_use_count(storage: Any) -> int:
-    return torch._C._storage_Use_Count(storage._cdata)
+    return _storage_use_count_of_cdata(storage._cdata)
 
 
 def _register(t: torch.Tensor) -> None:
@@ -369,26 +377,6 @@ def _unregister(tensors: list) -> None:
             torch._C._remove_cached_tensor(t)
 
 
-def _held(cache: list, i: int) -> bool:
-    """Whether anything but `cache` holds its i-th tensor: another Python
-    reference (getrefcount's argument is the other one it counts), or a C++
-    one (an autograd saved variable, a .grad), seen in the TensorImpl's use
-    count. The tensor is read from the list, never bound to a name first: a
-    frame's locals may be copied into a dict (under Dynamo's frame hook they
-    are), which would count as one more reference."""
-    return cache[i]._use_count() > 1 or sys.getrefcount(cache[i]) > 2
-
-
-def _reusable(t: torch.Tensor, version: int, data_ptr: int) -> bool:
-    """Whether a cached output (nobody else holds it: the replay's
-    retire_outputs dropped those that are held) is still the tensor it was
-    made. A holder now gone may have changed it in place (each in-place op,
-    on its values or its sizes and strides, bumps its version), swapped its
-    data (`.data =`), or asked it for gradients."""
-    return (t._version == version and t.data_ptr() == data_ptr and not t.requires_grad
-            and t._backward_hooks is None)
-
-
 # A tensor over a storage with a layout, in one C call (CUDA builds of torch).
 _construct_cuda_tensor = getattr(torch._C, "_construct_CUDA_Tensor_From_Storage_And_Metadata", None)
 
@@ -399,10 +387,6 @@ def _tensor_over(layout: dict[str, Any], storage: Any) -> torch.Tensor:
         return _construct_cuda_tensor(layout, storage)
     return torch.empty(0, dtype=layout["dtype"], device=layout["device"]).set_(
         storage, layout["storage_offset"], layout["size"], layout["stride"])
-
-
-def _expanded_dims(t: torch.Tensor) -> list[int]:
-    return [d for d in range(t.dim()) if t.stride(d) == 0 and t.size(d) > 1]
 
 
 def _layout(t: torch.Tensor) -> dict[str, Any]:
@@ -424,10 +408,11 @@ def _clear_library_workspaces() -> None:
     torch._C._cuda_clearCublasWorkspaces()
 
 
-def _copy_into(dst: torch.Tensor, src: torch.Tensor) -> None:
-    """dst.copy_(src), writing each element of an expanded dim once."""
-    dims = _expanded_dims(dst)
-    if dims:
-        index = tuple(slice(0, 1) if d in dims else slice(None) for d in range(dst.dim()))
-        dst, src = dst[index], src[index]
-    dst.copy_(src)
+def _written_part(buffer: torch.Tensor) -> tuple[torch.Tensor, tuple[slice, ...] | None]:
+    """The part of an input buffer a copy writes, and its index (None: the
+    whole buffer): an expanded dim's single element once."""
+    expanded = [d for d in range(buffer.dim()) if buffer.stride(d) == 0 and buffer.size(d) > 1]
+    if not expanded:
+        return buffer, None
+    index = tuple(slice(0, 1) if d in expanded else slice(None) for d in range(buffer.dim()))
+    return buffer[index], index

@@ -11,6 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import cppinductor
+from cppinductor import _C
 from conftest import requires_cuda
 
 
@@ -119,6 +120,23 @@ def test_replays_equal_eager_over_calls_with_new_inputs():
 
 
 @requires_cuda
+def test_inputs_of_several_dtypes_and_an_expanded_one_are_copied_in_at_each_replay():
+    """Non-static inputs are copied in together before each replay: an
+    expanded one (stride 0) through its one element per expanded dim, a 0-dim
+    one, and inputs of different dtypes in one foreach copy."""
+    def f(x, b, scale, index):
+        return (x + b) * scale + index.float().sum()
+
+    compiled = torch.compile(f, backend="cppinductor", mode="reduce-overhead")
+    for step in range(5):
+        x = torch.randn(8, 64, device="cuda")
+        b = torch.randn(64, device="cuda").expand(8, 64)
+        scale = torch.tensor(step + 0.5, device="cuda")
+        index = torch.randint(0, 9, (3,), device="cuda")
+        torch.testing.assert_close(compiled(x, b, scale, index).clone(), f(x, b, scale, index))
+
+
+@requires_cuda
 def test_an_output_read_after_the_next_replay_raises_and_a_clone_survives():
     def f(x):
         return (x * 2).relu() + 1
@@ -191,12 +209,10 @@ def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
     GPU needed: reference counts are the same on the CPU). A tensor only the
     cache holds is free; one a caller keeps, or an autograd node saved for
     its backward, is held."""
-    from cppinductor.cudagraph_pool import _held
-
     cache = [torch.ones(4)]
 
     def held() -> bool:
-        return _held(cache, 0)
+        return _C.held_cached(cache, 0) == [0]
 
     assert not held()
     kept = cache[0]
@@ -227,7 +243,7 @@ def test_a_view_or_a_stolen_gradient_reaches_an_outputs_storage():
     """What decides whether a replay may rewrite an output's memory: a view
     of it, or a gradient AccumulateGrad took from a lent output (a new
     tensor over the same storage), shows in the storage's use count."""
-    from cppinductor.cudagraph_pool import _held, _register, _storage_use_count, _unregister
+    from cppinductor.cudagraph_pool import _register, _storage_use_count, _unregister
 
     owner = torch.zeros(16)
     storage = torch._C._construct_storage_from_data_pointer(owner.data_ptr(), owner.device, owner.nbytes)
@@ -251,7 +267,7 @@ def test_a_view_or_a_stolen_gradient_reaches_an_outputs_storage():
     p = torch.zeros(16, requires_grad=True)
     ReturnsIt.apply(p).sum().backward()
     assert p.grad.data_ptr() == owner.data_ptr()  # taken as it is, not copied
-    assert not _held(cache, 0) and _storage_use_count(storage) == 3  # reached only through p.grad
+    assert _C.held_cached(cache, 0) == [] and _storage_use_count(storage) == 3  # reached only through p.grad
     p.grad = None
     assert _storage_use_count(storage) == 2
     _unregister(cache)
