@@ -87,6 +87,16 @@ CPPI_INLINE void cppi_vstore_lanes(void* p, V v, int64_t n) {
   E* e = (E*)p;
   for (int64_t i = 0; i < n; ++i) e[i] = v[i];
 }
+// Stores lane i at element p[i * stride], for the first n lanes: a vector
+// loop whose store moves by a constant other than 1 along it (a layer norm
+// over the channels of an NCHW tensor, written channels-last). Lane by lane:
+// AVX2 has no scatter.
+template <class V>
+CPPI_INLINE void cppi_vstore_strided(void* p, V v, int64_t stride, int64_t n = cppi_vec_traits<V>::lanes_v) {
+  typedef typename cppi_vec_traits<V>::element_type E;
+  E* e = (E*)p;
+  for (int64_t i = 0; i < n; ++i) e[i * stride] = v[i];
+}
 #if defined(__AVX512BW__) && defined(__AVX512VL__)
 typedef char cppi_bytes16 __attribute__((vector_size(16)));
 typedef char cppi_bytes32 __attribute__((vector_size(32)));

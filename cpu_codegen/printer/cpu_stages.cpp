@@ -340,10 +340,11 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       out_.line(cat(b->array, "[", var_name(*row_loop_), "] = ", as_vector(v), ";"));
       b->stored = true;
     } else {
-      auto stride = coefficient(st.index, var(vvar_));
-      if (!stride || !stride->is_constant(1)) {
+      const auto coefficient_of_var = coefficient(st.index, var(vvar_));
+      const auto stride = coefficient_of_var ? coefficient_of_var->constant() : std::nullopt;
+      if (!stride || *stride == 0 || (*stride != 1 && (st.accumulate || !indirect_terms(st.index).empty()))) {
         fail(cat("kernel ", k_.name, ": vectorised store to ", st.buffer->name, "[", st.index,
-                 "] is not contiguous in ", vvar_));
+                 "] is neither contiguous nor of a constant stride in ", vvar_));
       }
       std::string data;
       if (st.buffer->dtype == DType::Bool) {
@@ -352,7 +353,10 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       } else {
         data = as_vector(v);
       }
-      if (tail_lanes_.empty()) {
+      if (*stride != 1) {  // lane by lane (vector_access.h: strided_stores)
+        out_.line(cat("cppi_vstore_strided(&", ptr, "[", idx, "], ", data, ", ", *stride,
+                      tail_lanes_.empty() ? std::string() : cat(", ", tail_lanes_), ");"));
+      } else if (tail_lanes_.empty()) {
         out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
       } else {
         out_.line(cat("cppi_vstore_partial(&", ptr, "[", idx, "], ", data, ", ", tail_lanes_, ");"));

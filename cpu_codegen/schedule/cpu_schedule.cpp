@@ -134,8 +134,8 @@ Decision decide_scan(const Kernel& k, const ScanStage& scan, const CpuTarget& ta
       d.cpu.vector_width = w;
       vec_why = cat("vectorised outer loop ", v, " (", describe_loads(counts), ")");
     } else {
-      vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ",
-                    counts.contiguous, " contiguous loads in ", v);
+      vec_why = cat("scalar: ", counts.bad_stores + counts.strided_stores, " strided stores, ", counts.gathers,
+                    " gathers vs ", counts.contiguous, " contiguous loads in ", v);
     }
   }
   const bool vec_outer = d.cpu.vectorized == VectorizedLoop::InnermostOuter;
@@ -317,9 +317,9 @@ bool outer_loop_vectors(const Facts& f, const StageLoops& stage, CpuSchedule* c,
     c->vector_width = w;
     c->row_blocks = rows;
     *vec_why = cat("vectorised outer loop ", v, rows ? ", rows in lanes" : "", " (", describe_loads(counts), ")");
-  } else if (!c->transpose_tile && (counts.bad_stores || counts.gathers)) {
-    *vec_why = cat("scalar: ", counts.bad_stores, " strided stores, ", counts.gathers, " gathers vs ",
-                   counts.contiguous, " contiguous loads in ", v);
+  } else if (!c->transpose_tile && (counts.bad_stores || counts.strided_stores || counts.gathers)) {
+    *vec_why = cat("scalar: ", counts.bad_stores + counts.strided_stores, " strided stores, ", counts.gathers,
+                   " gathers vs ", counts.contiguous, " contiguous loads in ", v);
   }
   return outer_masked;
 }

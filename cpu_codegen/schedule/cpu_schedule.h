@@ -14,12 +14,14 @@
 ///   reduction loop is not the contiguous one, vectorise across outputs;
 ///   so do stage loops shorter than a full vector, when the outer loop
 ///   reads whole or strided vectors: sums of groups of 2 to 4). A
-///   candidate is taken when every store is stride-1 in that loop and the
-///   loads are mostly stride-1, broadcast (stride 0) or strided_load (a
-///   stride of 2 to 4, read as whole vectors): gathers (other strides,
-///   non-affine indices, masked loads, random numbers whose counters do not
-///   step evenly along the loop: philox_lane_step) may be at most half as
-///   many as contiguous and strided loads. Width = vector bytes / the widest lane (4-byte
+///   candidate is taken when every store is stride-1 or of another constant
+///   stride in that loop (stored lane by lane: a norm over the channels of
+///   an NCHW tensor written channels-last) and the loads are mostly
+///   stride-1, broadcast (stride 0) or strided_load (a stride of 2 to 4,
+///   read as whole vectors): gathers (other strides, non-affine indices,
+///   masked loads, random numbers whose counters do not step evenly along
+///   the loop: philox_lane_step) and strided stores together may be at most
+///   half as many as contiguous and strided loads. Width = vector bytes / the widest lane (4-byte
 ///   minimum: fp16/bf16/int8 compute in float lanes anyway): 16 floats or 8
 ///   doubles on AVX-512, 8 / 4 on AVX2; narrowed to 8 or 4 when the loop has a
 ///   constant extent below the width, none below 4. Stage loops that would

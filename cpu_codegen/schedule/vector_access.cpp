@@ -29,8 +29,11 @@ class AccessScanner : public ExprVisitor {
     note_indirect(s.index);
     for (const auto& v : indirect_values(s.index)) walk(v);
     auto c = coefficient(s.index, ir::var(var_));
+    const auto stride = c ? c->constant() : std::nullopt;
     if (!s.accumulate && row_block(s.index, false, s.buffer->dtype)) {
       ++counts_->row_block_stores;
+    } else if (!s.accumulate && stride && *stride != 0 && *stride != 1 && indirect_terms(s.index).empty()) {
+      ++counts_->strided_stores;
     } else if (!c || !c->is_constant(1)) {
       ++counts_->bad_stores;
     }
@@ -194,14 +197,15 @@ bool worth_vectorizing(const AccessCounts& c) {
   if (c.unsupported || c.bad_stores > 0) return false;
   const int whole = c.contiguous + c.strided + c.repeated + c.row_blocks;
   if (whole + c.stores == 0) return false;
-  return c.gathers * 2 <= whole;
+  return (c.gathers + c.strided_stores) * 2 <= whole;
 }
 
 std::string describe_loads(const AccessCounts& c) {
   return cat(c.contiguous, " contiguous, ", c.row_blocks ? cat(c.row_blocks, " row-block, ") : std::string(),
              c.strided ? cat(c.strided, " strided, ") : std::string(),
              c.repeated ? cat(c.repeated, " repeated, ") : std::string(), c.broadcast,
-             " broadcast, ", c.gathers, " gathered loads");
+             " broadcast, ", c.gathers, " gathered loads",
+             c.strided_stores ? cat("; ", c.strided_stores, " strided stores") : std::string());
 }
 
 int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<IndexExpr>& extents,

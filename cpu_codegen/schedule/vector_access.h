@@ -26,7 +26,8 @@ struct AccessCounts {
   int row_blocks = 0;        // row_block_access loads of 4- or 8-byte elements, when asked
   int row_block_stores = 0;  // row_block_access stores of them (in `stores`, not in bad_stores)
   std::set<std::string> transposed_buffers;
-  int bad_stores = 0;  // stores that are not stride 1
+  int bad_stores = 0;      // stores that are neither stride 1 nor strided_stores
+  int strided_stores = 0;  // plain stores of a constant stride other than 0 and 1: lane by lane (also in `stores`)
   int stores = 0;
   int max_lane_bytes = 4;
   bool unsupported = false;  // something the vector printer cannot do
@@ -40,8 +41,8 @@ struct AccessCounts {
 void scan_stage(const ir::Stage& stage, const std::string& var, AccessCounts* counts, const std::string& tile_var = "",
                 bool row_blocks = false);
 /// Whether loads and stores so counted run well in vectors: every store
-/// stride 1 (or a row block), and at most one gathered load per two
-/// whole-vector ones.
+/// stride 1, a row block or of a constant stride, and at most one gathered
+/// load or strided store per two whole-vector loads.
 bool worth_vectorizing(const AccessCounts& c);
 /// "3 contiguous, 1 broadcast, 0 gathered loads" for the schedule's reasons.
 std::string describe_loads(const AccessCounts& c);

@@ -118,6 +118,25 @@ def _cpu_kernels(f, x, cpu_isa="native", **close):
     return cpp[cpp.index("// kernel: "):]
 
 
+@pytest.mark.parametrize("positions", [(8, 8), (7, 9)], ids=["64 positions", "63 positions"])
+def test_a_norm_over_channels_written_channels_last_is_a_vector_loop_on_cpu(cpu_isa, positions):
+    """ConvNeXt's layer norm over the channels of an NCHW tensor, permuted to
+    NHWC: its loads move along the positions, its store by the channel count.
+    The positions are the vector loop, each vector stored lane by lane
+    (cppi_vstore_strided); it was a scalar kernel. 63 positions end in a
+    partial vector."""
+    weight, bias = torch.randn(24), torch.randn(24)
+
+    def f(x):
+        mean = x.mean(1, keepdim=True)
+        var = (x - mean).pow(2).mean(1, keepdim=True)
+        y = (x - mean) / torch.sqrt(var + 1e-6)
+        return (weight[:, None, None] * y + bias[:, None, None]).permute(0, 2, 3, 1).contiguous()
+
+    kernels = _cpu_kernels(f, torch.randn(3, 24, *positions) * 4 + 1, cpu_isa, atol=1e-5, rtol=1e-5)
+    assert "vectorized=innermost_outer" in kernels and "cppi_vstore_strided(" in kernels, kernels
+
+
 def test_layer_norm_sums_both_centred_moments_in_one_pass_on_cpu(cpu_isa):
     """layer_norm's variance sums x - mean and its square: two independent
     reductions over the row, folded into one loop that loads each element
