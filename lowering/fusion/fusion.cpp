@@ -220,6 +220,58 @@ std::optional<std::string> why_not_turn_outward(const Program& p, const ir::Poin
   return std::nullopt;
 }
 
+/// The loop variable a node's innermost loop runs over: its last reduction
+/// variable (a reduction's or a scan's stage loop), else its last range.
+std::optional<std::string> innermost_var(const ir::ComputeNode& n) {
+  if (const auto* r = std::get_if<ir::ReductionNodePtr>(&n); r && !(*r)->reduction_ranges.empty()) {
+    return (*r)->reduction_vars().back().as<ir::IndexVar>()->name;
+  }
+  if (std::holds_alternative<ir::ScanNodePtr>(n)) return std::string("r0");
+  const auto vars = std::visit([](const auto& node) { return node->vars(); }, n);
+  if (vars.empty()) return std::nullopt;
+  return vars.back().as<ir::IndexVar>()->name;
+}
+
+/// Why readers should not recompute `producer` (above cheap_cost, read at
+/// more than one place) when it loads a buffer across a reader's innermost
+/// loop, or nullopt (see FusionHeuristics::store_gathered_producers).
+std::optional<std::string> why_not_gather_again(const Program& p, const ir::PointwiseNode& producer,
+                                                const std::vector<size_t>& readers,
+                                                const std::vector<fusion::ReadMap>& maps, int cost, int reads,
+                                                const fusion::FusionHeuristics& heuristics) {
+  if (!heuristics.store_gathered_producers || reads < 2 || cost <= heuristics.cheap_cost) return std::nullopt;
+  const auto producer_vars = producer.vars();
+  const auto loads = ir::reads(producer.store.value);
+  for (size_t r = 0; r < readers.size(); ++r) {
+    const auto inner = innermost_var(*p.nodes[readers[r]]);
+    if (!inner) continue;
+    const ir::IndexExpr inner_var = ir::var(*inner);
+    const auto unit_stride = [&](const ir::IndexExpr& index) {
+      const auto c = ir::coefficient(index, inner_var);
+      const auto stride = c ? c->constant() : std::nullopt;
+      return stride && (*stride == 1 || *stride == -1);
+    };
+    for (size_t k = 0; k < maps[r].points.size(); ++k) {
+      const auto& point = maps[r].points[k];
+      // Only where the reader reads the producer's output contiguously: a
+      // reader that reads it across rows itself (a column sum) is
+      // vectorised along another loop, where the recompute's loads move
+      // as its own do.
+      if (point.size() != producer_vars.size() || !unit_stride(maps[r].accesses[k].index)) continue;
+      std::map<std::string, ir::IndexExpr> at;
+      for (size_t j = 0; j < point.size(); ++j) at[producer_vars[j].as<ir::IndexVar>()->name] = point[j];
+      for (const auto& load : loads) {
+        const ir::IndexExpr index = ir::substitute(load.index, at);
+        if (!ir::free_vars(index).count(*inner) || unit_stride(index)) continue;
+        return cat("it is read at ", reads, " places and loads ", load.buffer->name,
+                   " across the innermost loop a reader reads it along: each would gather it again and recompute ",
+                   "its work (cost ", cost, ")");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 /// A producer that only transforms reductions' results (rsqrt(m2 / N + eps))
 /// within `expensive_cost`: its value is fixed per outer position, so a
 /// reader's inner loop computes it once after loop-invariant hoisting.
@@ -297,6 +349,7 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     if (!why) why = fusion::why_not_reload(heuristics, whole_loads(*p.nodes[i]), reads);
     if (!why && producer->store.buffer->device == ir::Device::CPU) {
       why = why_not_turn_outward(p, *producer, readers, maps, heuristics);
+      if (!why) why = why_not_gather_again(p, *producer, readers, maps, cost, reads, heuristics);
     }
     if (why && !host_scalar) {
       for (size_t r : readers) log.add(p, i, r, *why);
