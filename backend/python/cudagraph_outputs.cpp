@@ -5,7 +5,8 @@ namespace py = pybind11;
 namespace cppi::python {
 namespace {
 
-/// The items of a list, borrowed; throws a TypeError for anything else.
+/// The items of a list, borrowed; throws a TypeError for anything else. The
+/// scans call only torch's own methods on them, which never touch the list.
 PyObject** list_items(py::handle list, Py_ssize_t* size, const char* what) {
   if (!PyList_Check(list.ptr())) throw py::type_error(std::string(what) + " must be a list");
   *size = PyList_GET_SIZE(list.ptr());

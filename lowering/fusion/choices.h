@@ -52,10 +52,11 @@ struct FusionHeuristics {
   /// loop. Above this cost (a log and a few integer operations: the bucket of
   /// T5's relative position bias, computed per head) it is stored once.
   int turned_outward_cost = 12;
-  /// CPU: a producer above cheap_cost read at more than one place, that
-  /// loads a buffer across a reader's innermost loop (a permuted read: a
-  /// stride other than 0 and 1 along it), is stored once instead: each
-  /// recompute would gather its inputs lane by lane again. gelu(x) permuted
+  /// CPU: a producer above cheap_cost read at more than one place is stored
+  /// once when a reader reads it contiguously along its innermost loop but
+  /// the producer's own loads cross that loop (a permuted read: a stride
+  /// other than 0 and +-1 along it): each recompute would gather its inputs
+  /// lane by lane again. gelu(x) permuted
   /// to channels-last and layer-normed (wav2vec2's feature projection,
   /// 8 x 512 x 511 floats, two threads): the norm's four passes recomputed
   /// gelu from strided loads, a scalar kernel of 45 ms (Inductor 10, eager 7).

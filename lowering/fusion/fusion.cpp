@@ -226,7 +226,7 @@ std::optional<std::string> innermost_var(const ir::ComputeNode& n) {
   if (const auto* r = std::get_if<ir::ReductionNodePtr>(&n); r && !(*r)->reduction_ranges.empty()) {
     return (*r)->reduction_vars().back().as<ir::IndexVar>()->name;
   }
-  if (std::holds_alternative<ir::ScanNodePtr>(n)) return std::string("r0");
+  if (std::holds_alternative<ir::ScanNodePtr>(n)) return ir::reduction_vars(1).back().as<ir::IndexVar>()->name;
   const auto vars = std::visit([](const auto& node) { return node->vars(); }, n);
   if (vars.empty()) return std::nullopt;
   return vars.back().as<ir::IndexVar>()->name;
@@ -258,8 +258,7 @@ std::optional<std::string> why_not_gather_again(const Program& p, const ir::Poin
       // vectorised along another loop, where the recompute's loads move
       // as its own do.
       if (point.size() != producer_vars.size() || !unit_stride(maps[r].accesses[k].index)) continue;
-      std::map<std::string, ir::IndexExpr> at;
-      for (size_t j = 0; j < point.size(); ++j) at[producer_vars[j].as<ir::IndexVar>()->name] = point[j];
+      const auto at = fusion::at_point(producer, point);
       for (const auto& load : loads) {
         const ir::IndexExpr index = ir::substitute(load.index, at);
         if (!ir::free_vars(index).count(*inner) || unit_stride(index)) continue;

@@ -163,20 +163,24 @@ ComputeNode drop_unit_loops(const ComputeNode& n) {
                                  ir::substitute_indices(node.body, replacements), outputs, node.origins);
 }
 
+std::map<std::string, IndexExpr> at_point(const ir::PointwiseNode& producer, const std::vector<IndexExpr>& point) {
+  const auto vars = producer.vars();
+  std::map<std::string, IndexExpr> at;
+  for (size_t j = 0; j < vars.size() && j < point.size(); ++j) at[vars[j].as<ir::IndexVar>()->name] = point[j];
+  return at;
+}
+
 ComputeNode inline_producer(const ComputeNode& reader, const ir::PointwiseNode& producer,
                             const std::vector<ir::Access>& accesses,
                             const std::vector<std::vector<IndexExpr>>& points, std::vector<std::string> origins) {
   auto ranges = var_ranges_of(reader);
-  auto vars = producer.vars();
   auto value_at = [&](const ir::Load& load) -> Expr {
     const std::vector<IndexExpr>* point = nullptr;
     for (size_t i = 0; i < accesses.size(); ++i) {
       if (accesses[i].index == load.index) point = &points[i];
     }
     if (!point) throw CompilerError(Error::internal(cat("fusion: no producer point for ", load.index)));
-    std::map<std::string, IndexExpr> at;
-    for (size_t j = 0; j < vars.size(); ++j) at[vars[j].as<ir::IndexVar>()->name] = (*point)[j];
-    Expr value = ir::simplify_indices(ir::substitute_indices(producer.store.value, at), ranges);
+    Expr value = ir::simplify_indices(ir::substitute_indices(producer.store.value, at_point(producer, *point)), ranges);
     if (!load.mask.defined()) return value;
     MaskLoads masked(load.mask);
     return ir::where(load.mask, masked.mutate(value), ir::Constant::make(0.0, value.dtype()));

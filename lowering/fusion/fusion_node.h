@@ -6,6 +6,7 @@
 /// nodes; the node list of the LoweredGraph is never modified.
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +48,11 @@ std::string format_ranges(const std::vector<ir::IndexExpr>& ranges);
 /// The same node without loops of extent 1 (their variables become 0 and
 /// the remaining variables are renumbered x0.., r0..).
 ir::ComputeNode drop_unit_loops(const ir::ComputeNode& n);
+
+/// The substitution that puts `producer`'s variables at `point` (one
+/// expression per producer loop, over a reader's variables; a ReadMap point).
+std::map<std::string, ir::IndexExpr> at_point(const ir::PointwiseNode& producer,
+                                              const std::vector<ir::IndexExpr>& point);
 
 /// `reader` with every load of `producer`'s output replaced by the
 /// producer's value at the point the load reads. `points[i]` is, for the
