@@ -180,13 +180,13 @@ std::string CPrinterBase::literal(const Constant& c) const {
   return s;
 }
 
-std::string CPrinterBase::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
+std::string CPrinterBase::c_unary(UnaryOp op, DType t, const std::string& x) const {
   const char* tmpl = scalar_unary_template(op, operand_class(t));
   if (!tmpl) throw CompilerError(Error::internal(cat("codegen: no scalar form of ", to_string(op), " on ", dtype_name(t))));
   return expand_template(tmpl, {x}, scalar_type(t));
 }
 
-std::string CPrinterBase::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
+std::string CPrinterBase::c_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
   const char* tmpl = scalar_binary_template(op, operand_class(t));
   if (!tmpl) throw CompilerError(Error::internal(cat("codegen: no scalar form of ", to_string(op), " on ", dtype_name(t))));
   return expand_template(tmpl, {a, b}, scalar_type(t));
@@ -373,12 +373,12 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
     }
     case ExprKind::Unary: {
       auto n = e.as<Unary>();
-      return scalar_unary(n->op, n->operand.dtype(), operand(n->operand));
+      return scalar_unary(n->op, n->operand.dtype(), operand(n->operand), scope);
     }
     case ExprKind::Binary: {
       auto n = e.as<Binary>();
       const std::string a = operand(n->lhs), b = operand(n->rhs);
-      return scalar_binary(n->op, n->lhs.dtype(), a, b);
+      return scalar_binary(n->op, n->lhs.dtype(), a, b, scope);
     }
     case ExprKind::Compare: {
       auto n = e.as<Compare>();

@@ -87,11 +87,24 @@ struct CValue {
   int mask_bytes = 0;
 };
 
-/// A named-value scope: one per C block that introduces names.
+/// Where in the loop nest a target prints the values of a scope: its
+/// vectorised loop, the lanes of a masked vector, ... Each target derives its
+/// own; the printer opens one with each loop that changes it, and the values
+/// printed inside read it from their scope (the printer keeps no such mode).
+struct LoopPlace {
+  virtual ~LoopPlace() = default;
+};
+
+/// A named-value scope: one per C block that introduces names. It also
+/// carries the LoopPlace of that block: its own, or else its parent's.
 class ValueScope {
  public:
-  explicit ValueScope(const ValueScope* parent = nullptr) : parent_(parent) {}
+  explicit ValueScope(const ValueScope* parent = nullptr, const LoopPlace* place = nullptr)
+      : parent_(parent), place_(place ? place : parent ? parent->place_ : nullptr) {}
+  ValueScope(const ValueScope&) = delete;
+  ValueScope& operator=(const ValueScope&) = delete;
   const CValue* find(const ir::Expr& e) const;
+  const LoopPlace* place() const { return place_; }
   void add(const ir::Expr& e, CValue v) { values_.emplace(e, std::move(v)); }
   /// Forgets every value in this scope (not its parents) that reads `buffer`:
   /// after a store to it, a later load must read memory again.
@@ -99,6 +112,7 @@ class ValueScope {
 
  private:
   const ValueScope* parent_;
+  const LoopPlace* place_;
   std::unordered_map<ir::Expr, CValue, ir::ExprStructuralHash, ir::ExprStructuralEqual> values_;
 };
 
@@ -119,8 +133,21 @@ class CPrinterBase {
   /// Scalar C type of a dtype as computed with ("float", "cppi_half", "bool").
   virtual std::string scalar_type(DType t) const;
   virtual std::string literal(const ir::Constant& c) const;
-  virtual std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x) const;
-  virtual std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b) const;
+  /// A unary or binary op on scalars, printed in `scope` (a target may print
+  /// it differently by where it is: see LoopPlace); by default c_unary and
+  /// c_binary.
+  virtual std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x, const ValueScope& scope) const {
+    (void)scope;
+    return c_unary(op, t, x);
+  }
+  virtual std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b,
+                                    const ValueScope& scope) const {
+    (void)scope;
+    return c_binary(op, t, a, b);
+  }
+  /// The plain C form of an op on scalars (the op tables' scalar templates).
+  std::string c_unary(ir::UnaryOp op, DType t, const std::string& x) const;
+  std::string c_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b) const;
   virtual std::string scalar_cast(DType from, DType to, const std::string& x) const;
   /// The C name of a buffer's pointer.
   virtual std::string pointer_name(const std::string& buffer) const = 0;

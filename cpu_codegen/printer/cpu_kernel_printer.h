@@ -63,6 +63,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -105,6 +106,95 @@ inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
   return levels;
 }
 
+/// Store forwarding between the masked last vectors of one outer iteration's
+/// stages (CpuKernelPrinter::declare_forward_slots, forward_store,
+/// forwarded_load): a store that a later stage loads again at the same
+/// elements also goes into a vector variable, which the later load reads
+/// instead of memory. The core does not forward a masked store to a masked
+/// load of it: softmax over rows of 7 stalled a third of its time on the
+/// reload of exp(x - max). What a masked last vector stored, and where:
+struct Forwarded {
+  std::string var;    // the stage loop's variable
+  int64_t first;      // the masked vector's first iteration
+  std::string lanes;  // how many of its lanes are on
+  CValue value;
+};
+
+/// CpuSchedule::row_blocks: a row block of an outer iteration
+/// (CpuKernelPrinter::open_row_blocks): an array of `rows` vectors, vector r
+/// holding element r of the vector's rows, and whether a stage stored it (it
+/// goes back to memory after the last stage).
+struct RowBlock {
+  std::string array;
+  BufferPtr buffer;
+  IndexExpr start;
+  int64_t rows = 0;
+  bool stored = false;
+};
+
+/// What the stages of one outer iteration (print_stage_range) keep in
+/// registers for the stages after them, owned by that iteration's printing:
+/// the forwarded vectors and the row blocks, both keyed by access
+/// (CpuKernelPrinter::access_key; a row block's also by its length).
+struct IterationRegisters {
+  std::map<std::string, Forwarded> forwarded;
+  std::map<std::string, RowBlock> row_blocks;
+};
+
+/// Where a scope's values print (codegen::LoopPlace): what the loops the
+/// printer has opened around them make of the code. The loop printers
+/// (cpu_loops.cpp, and the stages' own loops) open a scope with a changed
+/// copy for the body of each loop that changes it; stages and values read it
+/// from their scope.
+struct Place : codegen::LoopPlace {
+  /// The vectorised loop's variable (C name); empty: scalar code.
+  std::string vector_var;
+  /// In a masked last vector (TailKind::Masked, a partial block of rows): how
+  /// many of its lanes are on, as C text; empty otherwise.
+  std::string tail_lanes;
+  /// In the masked last vector of a stage loop of constant bounds: its first
+  /// iteration.
+  std::optional<int64_t> masked_rest_first;
+  /// In the whole vectors of a stage loop of constant bounds: where its
+  /// masked last vector starts.
+  std::optional<int64_t> whole_vectors_end;
+  /// Inside a stage's innermost loop (print_stage_split_loop).
+  bool stage_loop = false;
+  /// The kernel's invariants (print_invariants): math on one value runs as
+  /// eager runs it on a 0-d tensor (libm), not through the vector form of the
+  /// kernel's lanes.
+  bool invariants = false;
+  /// CpuSchedule::row_blocks: the loop of the stage printing now, when it
+  /// walks row blocks (open_row_blocks).
+  std::optional<Loop> row_loop;
+  /// In a whole transposed tile (print_transposed_tile): the row's first
+  /// element in the tiles, as C text; empty otherwise (the loads gather).
+  std::string tile_row;
+  /// CpuSchedule::reduction_trees: while a block's row prints its
+  /// reductions, the row's position in the block (C text); each accumulator
+  /// goes to `<result>_vaccs[row]` for the block's tree instead of reducing
+  /// across its lanes.
+  std::string tree_row;
+  /// The registers of the outer iteration printing (print_stage_range);
+  /// null outside one.
+  IterationRegisters* registers = nullptr;
+  /// The stage printing now: the vector variables its stores forward into,
+  /// by access (declare_forward_slots); null where it forwards none.
+  const std::map<std::string, std::string>* forward_slots = nullptr;
+  /// Whether a value varies along vector_var (CpuKernelPrinter::varying),
+  /// remembered per vector loop.
+  std::shared_ptr<std::unordered_map<const ExprNode*, bool>> varying;
+
+  bool in_vector() const { return !vector_var.empty(); }
+  /// This place inside the vector loop over `var`.
+  Place vectorized(const std::string& var) const {
+    Place p = *this;
+    p.vector_var = var;
+    p.varying = std::make_shared<std::unordered_map<const ExprNode*, bool>>();
+    return p;
+  }
+};
+
 class CpuKernelPrinter : public codegen::CPrinterBase {
   struct TransposedLoad {
     BufferPtr buffer;
@@ -123,6 +213,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
         options_(options),
         sig_(signature(k)),
         pointers_(argument_pointers(sig_)),
+        invariants_(nullptr, &invariants_place_),
+        kernel_scope_(&invariants_, &kernel_place_),
         transposed_(transposed_loads()) {
     out_ = codegen::SourceWriter("CPPI_ROLLED");  // outer loops stay rolled (see SourceWriter)
   }
@@ -147,8 +239,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// vector code too). argmax over atan2(x, x) of 5 elements, vector body of
   /// 4 and a libm tail: the tail's pi/4 was one ulp above SLEEF's and won
   /// the tie that eager gives to the first element.
-  std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x) const override;
-  std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b) const override;
+  std::string scalar_unary(ir::UnaryOp op, DType t, const std::string& x, const ValueScope& scope) const override;
+  std::string scalar_binary(ir::BinaryOp op, DType t, const std::string& a, const std::string& b,
+                            const ValueScope& scope) const override;
   /// Out-of-range indices reach the runtime, which raises IndexError after
   /// the kernel as eager does (cppi_check_index, the prelude).
   void print_index_check(const std::string& value, const std::string& lowest, const std::string& size) override {
@@ -162,7 +255,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// does not write, from buffers that cannot be empty (an optimizer's bias
   /// correction from a 0-d step: pow, sqrt and divisions on one element),
   /// computed once before the loops into invariants_, which every loop's
-  /// scope has as its parent. The C compiler cannot hoist them itself: its
+  /// scope has as its ancestor. The C compiler cannot hoist them itself: its
   /// stores might alias the loads.
   void print_invariants();
   std::string local_name(const std::string& result);
@@ -191,20 +284,24 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
                                   const std::function<void(const std::string&, const std::string&)>& rest);
   /// The block of a loop's masked last vector from `vend` to `end` (C
   /// text; `known`: constants): opens it (under `if (vend < end)` unless
-  /// known), says so in a comment, and sets tail_lanes_; close_masked_rest
-  /// clears it and closes the block.
-  void open_masked_rest(const std::string& v, const std::string& vend, const std::string& end, bool known);
-  void close_masked_rest();
-  /// A stage's innermost loop (InnermostOfEachStage) over [lo, hi):
-  /// `main(from, to)` over the whole vectors, then the rest as one vector of
-  /// `vector_step` with its lanes past the end off (TailKind::Masked), or
-  /// else `scalar_step` in a loop.
-  void print_stage_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
-                              const std::function<void(const std::string&, const std::string&)>& main,
-                              const std::function<void()>& vector_step, const std::function<void()>& scalar_step);
+  /// known) and says so in a comment; returns `outer` with its lanes
+  /// (Place::tail_lanes), for the block's scope. The caller closes it.
+  Place open_masked_rest(const Place& outer, const std::string& v, const std::string& vend, const std::string& end,
+                         bool known);
+  /// A loop body's printer, given the body's scope (its Place).
+  using Body = std::function<void(const ValueScope&)>;
+  /// print_split_loop's main part over [from, to), given its scope.
+  using WholeVectors = std::function<void(const std::string&, const std::string&, const ValueScope&)>;
+  /// A stage's innermost loop (InnermostOfEachStage) over [lo, hi), inside
+  /// `at`: `main(from, to)` over the whole vectors, then the rest as one
+  /// vector of `vector_step` with its lanes past the end off
+  /// (TailKind::Masked), or else `scalar_step` in a loop. Each part is given
+  /// its scope (Place::stage_loop, and the masked vector's lanes).
+  void print_stage_split_loop(const std::string& var, const Bound& lo, const Bound& hi, const ValueScope& at,
+                              const WholeVectors& main, const Body& vector_step, const Body& scalar_step);
   /// print_stage_split_loop whose whole vectors are `vector_step` in a loop.
-  void print_stage_vector_loop(const std::string& var, const Bound& lo, const Bound& hi,
-                               const std::function<void()>& vector_step, const std::function<void()>& scalar_step);
+  void print_stage_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const ValueScope& at,
+                               const Body& vector_step, const Body& scalar_step);
   /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
   void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
   /// vector_loop_splits: the vectorised loop `l` over [lo, hi) (all of it)
@@ -219,14 +316,16 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// to - from >= a vector) any extent, each block's last vector ending at
   /// the block's end over lanes its neighbour also does, in the same pass
   /// over the rows.
-  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to,
+  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to, const ValueScope& at,
                            bool overlapped_rest = false);
   /// Inside print_tiled_columns: the block of columns being tiled, by the C
   /// names of its vector variable, the vector's index in the block and the
-  /// block's count of vectors; split_rows: the rows split among the threads.
+  /// block's count of vectors; split_rows: the rows split among the threads;
+  /// at: the block's scope (outside its vectors).
   struct TiledBlock {
     std::string var, vector_index, vectors;
     bool split_rows = false;
+    const ValueScope& at;
   };
   /// Inside print_tiled_columns: reduction stage `s` (stage `index`, with
   /// loops) over the block, its rows row_block at a time, into the tile
@@ -237,7 +336,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the
   /// block, its loops outside a vector loop over the block's columns, so each
   /// step walks one contiguous piece of a row.
-  void print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& var,
+  void print_tiled_pointwise(const PointwiseStage& s, size_t index, const TiledBlock& block,
                              const std::function<void()>& open_vector_loop,
                              const std::function<void(size_t)>& bind_earlier_results);
   /// Opens the loop over a parallel chunk [begin, end) of the collapsed
@@ -249,7 +348,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_transposed_outer();
   /// The rows [first_row, first_row + W) of the second-innermost loop (fewer
   /// at its end): whole tiles read the transposed loads through
-  /// cppi_transpose_tile, the rest runs the plain vector loop.
+  /// cppi_transpose_tile (Place::tile_row), the rest runs the plain vector
+  /// loop.
   void print_transposed_tile(const std::string& first_row);
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
@@ -258,9 +358,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   static std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
 
   // --- stages --------------------------------------------------------------------------
-  void print_stages(bool vector_outer);
+  /// All stages of one outer iteration inside `at` (with `vector_outer`, of
+  /// a vector of them: the innermost outer loop's).
+  void print_stages(const ValueScope& at, bool vector_outer);
   /// Stages [first, end) of one outer iteration (or of a vector of them).
-  void print_stage_range(size_t first, size_t end, bool vector_outer);
+  void print_stage_range(size_t first, size_t end, bool vector_outer, const ValueScope& at);
   /// CpuSchedule::epilogue_in_lanes: the innermost outer loop `l` over
   /// [lo, hi) in blocks of W rows; each row of a block runs the stages before
   /// the epilogue (cpu::epilogue_start) and leaves the scalars the epilogue
@@ -271,41 +373,42 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// from `block`, `rows` of them: each reduction run over the block's rows
   /// in turn, then a tree per reduction into `<result>_rows`.
   void print_reduction_trees(size_t end, const std::string& v, const std::string& block, const std::string& rows);
-  void print_pointwise(const PointwiseStage& s, size_t index);
+  void print_pointwise(const PointwiseStage& s, size_t index, const ValueScope& at);
   /// The values of a stage's body that stay the same across its loops and
   /// call a math function (free of its loop variables, loads and random
   /// numbers), computed once before the loops into `scope`, which the loop
-  /// bodies then take as their parent (stage_scope_): log_softmax's
+  /// bodies then take as their parent: log_softmax's
   /// log(sum) was a 16-lane log in every vector of its row. Computed
   /// outside the stage's loops, such math on a row's own values calls libm.
   void hoist_stage_invariants(const Stage& s, ValueScope& scope);
-  /// Declares the forward_slots_ of stage `stage` (see forwarded_).
-  void declare_forward_slots(const PointwiseStage& s, size_t stage);
+  /// Declares the vector variables stage `stage` forwards its stores into
+  /// (Place::forward_slots), by access.
+  std::map<std::string, std::string> declare_forward_slots(const PointwiseStage& s, size_t stage);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// "buffer[index]" of a direct access; "" for an indirect one.
   std::string access_key(const BufferPtr& buffer, const IndexExpr& at);
   /// After a store of `v`: forgets the forwarded vectors it may overwrite and
   /// forwards its own, where it is a masked last vector with a slot.
-  void forward_store(const Store& st, const CValue& v);
+  void forward_store(const Store& st, const CValue& v, const Place& at);
   /// The forwarded vector a load in a masked last vector reads, if any.
-  const CValue* forwarded_load(const Load& n);
-  /// row_blocks: before stage `s`'s loop, declares the row blocks its
-  /// accesses need that no earlier stage of this outer iteration opened
-  /// (row_blocks_), loading those it loads, and sets row_loop_ to its loop.
-  void open_row_blocks(const Stage& s);
-  struct RowBlock;
-  /// The open row block a load or store at `index` of `buffer` in the
-  /// stage printing now walks, if any.
-  RowBlock* row_block_of(const BufferPtr& buffer, const IndexExpr& index, bool masked);
+  const CValue* forwarded_load(const Load& n, const Place& at);
+  /// row_blocks: before stage `s`'s loop inside `at`, declares the row
+  /// blocks its accesses need that no earlier stage of this outer iteration
+  /// opened (Place::registers), loading those it loads; returns `at` with its
+  /// loop as Place::row_loop where it walks them.
+  Place open_row_blocks(const Stage& s, const Place& at);
+  /// The open row block a load or store at `index` of `buffer` at `at`
+  /// walks, if any.
+  RowBlock* row_block_of(const BufferPtr& buffer, const IndexExpr& index, bool masked, const Place& at);
   /// After the last stage: the stored row blocks back to memory.
-  void flush_row_blocks();
+  void flush_row_blocks(const Place& at);
   /// A scan stage: its running value (one per lane in a vector loop) from
   /// the identity, updated and stored at every step of its serial loop.
-  void print_scan(const ScanStage& s);
+  void print_scan(const ScanStage& s, const ValueScope& at);
   /// Reduction stages [first, end): one stage, or a run of one_pass_end.
-  void print_reductions(size_t first, size_t end);
-  /// print_reductions' loops and results, after the stages' invariants.
-  void print_reduction_run(const std::vector<const ReductionStage*>& run);
+  void print_reductions(size_t first, size_t end, const ValueScope& at);
+  /// print_reductions' loops and results, inside `at` (the stages' invariants).
+  void print_reduction_run(const std::vector<const ReductionStage*>& run, const ValueScope& at);
   /// One past the last reduction stage that folds in one pass with stage
   /// `first`: in horizontal mode (InnermostOfEachStage, not a parallel
   /// reduction), the stages of ir::reduction_run_end whose loops are named as
@@ -314,38 +417,33 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// two chains of adds in flight. first + 1 otherwise.
   size_t one_pass_end(size_t first, bool vector_outer) const;
   /// Prints the accumulation over the loops of `run` (stages of one pass,
-  /// see one_pass_end; the first loop over [lo0, hi0)) and returns the C
+  /// see one_pass_end; the first loop over [lo0, hi0)) inside `at` and returns the C
   /// name of each stage's final state: scalar (horizontal and scalar modes;
   /// horizontal mode declares it as result_names[i] when given) or the
   /// per-lane vector state (lane mode, one stage). In lane mode, the vector
   /// state starts from `lane_init` when given.
   std::vector<std::string> print_reduction_core(const std::vector<const ReductionStage*>& run, const Bound& lo0,
-                                                const Bound& hi0, const std::vector<std::string>& result_names,
+                                                const Bound& hi0, const ValueScope& at,
+                                                const std::vector<std::string>& result_names,
                                                 const std::string& lane_init = "");
   class ReductionCore;  // print_reduction_core's accumulators and loops (cpu_reductions.cpp)
   /// print_reduction_core of one stage.
-  std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
+  std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0, const ValueScope& at,
                                    const std::string& result_name = "", const std::string& lane_init = "");
   /// parallel_reduction: the stage's first loop in chunks on the threads,
   /// one cppi_parallel_reduce (scalar states, or vector states in lane
   /// mode); returns the name of the combined state.
-  std::string print_parallel_reduction(const ReductionStage& s);
+  std::string print_parallel_reduction(const ReductionStage& s, const ValueScope& at);
   /// Lane mode: declares the stage's results as vector locals read from the
   /// vector state `state`, for the expressions after it.
   void bind_lane_results(const ReductionStage& s, const std::string& state);
 
   // --- vector values -------------------------------------------------------------------
-  bool in_vector() const { return !vvar_.empty(); }
-  void enter_vector(const std::string& var) {
-    vvar_ = var;
-    varying_memo_.clear();
-  }
-  void leave_vector() {
-    vvar_.clear();
-    varying_memo_.clear();
-  }
-  bool varying(const Expr& e);
-  /// `e` in the current mode: a vector if it varies with the vector loop
+  /// The Place of `scope` (every scope of a kernel's body has one).
+  static const Place& place(const ValueScope& scope) { return static_cast<const Place&>(*scope.place()); }
+  /// Whether `e` varies along the vector loop of `at`.
+  bool varying(const Expr& e, const Place& at) const;
+  /// `e` at its scope's place: a vector if it varies with the vector loop
   /// variable, else a scalar.
   CValue value(const Expr& e, ValueScope& scope);
   CValue vector_node(const Expr& e, ValueScope& scope);
@@ -357,9 +455,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// Text of a bool `v` as a lane mask of `bytes`-wide lanes.
   std::string as_mask(const CValue& v, int bytes);
   std::string vector_cast(DType from, DType to, const CValue& x);
-  std::string lane_lambda(const std::string& body_expr) const;
+  /// A lambda of the vector loop variable `var` returning `body_expr`.
+  static std::string lane_lambda(const std::string& var, const std::string& body_expr);
 
-  /// Whether scalar math printed here computes what vector lanes of this
+  /// Whether scalar math printed at `at` computes what vector lanes of this
   /// kernel compute at other positions, and so goes through the vector form
   /// on a splat (the same bits at every position; fuzzer seed 1790): inside a
   /// stage's innermost loop (its scalar tail) and anywhere in a kernel whose
@@ -367,14 +466,15 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// loop-less stages, the hoisted invariants) every row computes it alike,
   /// so it calls libm: log of a row sum through a splat of 16 lanes took
   /// 17 ns, logf 7.
-  bool scalar_math_beside_lanes() const;
-  /// In a masked tail: a mask of `bytes`-wide lanes, on for the lanes
-  /// below tail_lanes_.
-  std::string tail_mask(int bytes) const;
+  bool scalar_math_beside_lanes(const Place& at) const;
+  /// In a masked tail: a mask of `bytes`-wide lanes, on for the first
+  /// `lanes` (Place::tail_lanes).
+  std::string tail_mask(int bytes, const std::string& lanes) const;
   /// A load in a masked tail: only the lanes that are on read memory.
   std::string masked_tail_load(const Load& n, const std::string& mem_type, bool contiguous, ValueScope& scope);
-  /// A reduction's value in a masked tail: the identity in the lanes that are off.
-  CValue identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v);
+  /// A reduction's value in a masked tail of `lanes` lanes: the identity in
+  /// the lanes that are off.
+  CValue identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v, const std::string& lanes);
 
   // --- types ---------------------------------------------------------------------------
   std::string width() const { return std::to_string(sched_.vector_width); }
@@ -416,70 +516,21 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// Each argument buffer's (and kernel-local scratch buffer's) pointer name.
   const std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
+  const Place invariants_place_{[] {
+    Place p;
+    p.invariants = true;
+    return p;
+  }()};
+  const Place kernel_place_;
+  /// The kernel's invariants (print_invariants), the ancestor of every scope.
   ValueScope invariants_;
-  /// The parent of a stage's loop-body scopes: invariants_, or the scope
-  /// of its hoisted values while it prints (hoist_stage_invariants).
-  const ValueScope* stage_scope_ = &invariants_;
-  /// While print_invariants prints: math on one value runs as eager runs it
-  /// on a 0-d tensor (libm), not through the vector form of the kernel's lanes.
-  bool hoisting_ = false;
-  /// While a stage's innermost loop prints (print_stage_split_loop).
-  bool in_stage_loop_ = false;
+  /// The scope of the kernel's loops: the parent of the outer loops' scopes.
+  const ValueScope kernel_scope_;
   std::set<std::string> reserved_;
-  std::string vvar_;
-  /// While a masked tail's vector prints (TailKind::Masked): how many of its
-  /// lanes are on, as C text; empty otherwise.
-  std::string tail_lanes_;
-  /// While the masked last vector of a stage loop of constant bounds prints
-  /// (its variable vvar_, its lanes tail_lanes_): its first iteration.
-  std::optional<int64_t> masked_rest_first_;
-  /// While the whole vectors of a stage loop of constant bounds print: where
-  /// its masked last vector starts.
-  std::optional<int64_t> whole_vectors_end_;
-  /// Store forwarding between the masked last vectors of one outer
-  /// iteration's stages (declare_forward_slots, forward_store,
-  /// forwarded_load): a store that a later stage loads again at the same
-  /// elements also goes into a vector variable, which the later load reads
-  /// instead of memory. The core does not forward a masked store to a
-  /// masked load of it: softmax over rows of 7 stalled a third of its time
-  /// on the reload of exp(x - max). Both maps are keyed by access_key.
-  /// Slots: declared for the stage printing now. Forwarded: what a masked
-  /// last vector stored, and where.
-  struct Forwarded {
-    std::string var;    // the stage loop's variable
-    int64_t first;      // the masked vector's first iteration
-    std::string lanes;  // how many of its lanes are on
-    CValue value;
-  };
-  std::map<std::string, std::string> forward_slots_;
-  std::map<std::string, Forwarded> forwarded_;
-  /// CpuSchedule::row_blocks: the row blocks of the outer iteration printing
-  /// now (open_row_blocks), keyed by buffer, start and length: an array of
-  /// `rows` vectors, vector r holding element r of the vector's rows, and
-  /// whether a stage stored it (it goes back to memory after the last stage).
-  struct RowBlock {
-    std::string array;
-    BufferPtr buffer;
-    IndexExpr start;
-    int64_t rows = 0;
-    bool stored = false;
-  };
-  std::map<std::string, RowBlock> row_blocks_;
-  /// While a stage's loop prints under row_blocks: that loop.
-  std::optional<Loop> row_loop_;
-  std::unordered_map<const ExprNode*, bool> varying_memo_;
   /// transpose_tile: the transposed loads, each once, in the order the
   /// stores read them, with the tile each is read from
   /// (print_transposed_tile); empty without transpose_tile.
   const std::vector<TransposedLoad> transposed_;
-  /// While a whole tile's rows print, the row's first element in the tiles
-  /// (empty otherwise: the loads gather).
-  std::string tile_row_;
-  /// CpuSchedule::reduction_trees: while a block's row prints its reductions,
-  /// the row's position in the block (C text); each accumulator goes to
-  /// `<result>_vaccs[row]` for the block's tree instead of reducing across
-  /// its lanes.
-  std::string tree_row_;
 };
 
 }  // namespace cppi::cpu::detail

@@ -244,9 +244,9 @@ void CpuKernelPrinter::print_transposed_tile(const std::string& first_row) {
                         "[", index(substitute(t.index, at_first_row)), "], ", index(*stride), ", ", t.tile, ");"));
         }
         out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
-        tile_row_ = cat("(", r, " - ", r0, ") * ", w);
-        print_stages(true);
-        tile_row_.clear();
+        Place tile = kernel_place_;
+        tile.tile_row = cat("(", r, " - ", r0, ") * ", w);
+        print_stages(ValueScope(&kernel_scope_, &tile), true);
         out_.close();
         out_.close();
       },
@@ -254,7 +254,7 @@ void CpuKernelPrinter::print_transposed_tile(const std::string& first_row) {
         out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
         out_.line("CPPI_NO_AUTOVEC");
         out_.open(cat("for (int64_t ", c, " = ", vend, "; ", c, " < ", end, "; ++", c, ")"));
-        print_stages(false);
+        print_stages(kernel_scope_, false);
         out_.close();
         out_.close();
       });
@@ -285,7 +285,7 @@ void CpuKernelPrinter::print_scratch_free() {
 void CpuKernelPrinter::print_outer_loops(size_t level) {
   const size_t n = k_.outer.size();
   if (level == n) {
-    print_stages(false);
+    print_stages(kernel_scope_, false);
     return;
   }
   const Loop& l = k_.outer[level];
@@ -319,53 +319,49 @@ void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, 
 }
 
 void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                              const std::function<void(const std::string&, const std::string&)>& main,
-                                              const std::function<void()>& vector_step,
-                                              const std::function<void()>& scalar_step) {
-  const bool enclosing = in_stage_loop_;
-  in_stage_loop_ = true;
+                                              const ValueScope& at, const WholeVectors& main, const Body& vector_step,
+                                              const Body& scalar_step) {
+  Place in_loop = place(at);
+  in_loop.stage_loop = true;
+  const ValueScope loop(&at, &in_loop);
   if (sched_.tail != TailKind::Masked) {
-    print_split_loop(v, lo, hi, main, scalar_step);
-  } else {
-    const bool known = lo.value && hi.value;
-    auto whole_vectors = [&](const std::string& from, const std::string& to) {
-      if (known) whole_vectors_end_ = std::stoll(to);
-      main(from, to);
-      whole_vectors_end_.reset();
-    };
-    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      open_masked_rest(v, vend, end, known);
-      out_.line(cat("const int64_t ", v, " = ", vend, ";"));
-      if (known) masked_rest_first_ = std::stoll(vend);
-      vector_step();
-      masked_rest_first_.reset();
-      close_masked_rest();
-    });
+    print_split_loop(
+        v, lo, hi, [&](const std::string& from, const std::string& to) { main(from, to, loop); },
+        [&] { scalar_step(loop); });
+    return;
   }
-  in_stage_loop_ = enclosing;
+  const bool known = lo.value && hi.value;
+  auto whole_vectors = [&](const std::string& from, const std::string& to) {
+    Place whole = in_loop;
+    if (known) whole.whole_vectors_end = std::stoll(to);
+    main(from, to, ValueScope(&loop, &whole));
+  };
+  print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
+    Place rest = open_masked_rest(in_loop, v, vend, end, known);
+    out_.line(cat("const int64_t ", v, " = ", vend, ";"));
+    if (known) rest.masked_rest_first = std::stoll(vend);
+    vector_step(ValueScope(&loop, &rest));
+    out_.close();
+  });
 }
 
-void CpuKernelPrinter::open_masked_rest(const std::string& v, const std::string& vend, const std::string& end,
-                                        bool known) {
+Place CpuKernelPrinter::open_masked_rest(const Place& outer, const std::string& v, const std::string& vend,
+                                         const std::string& end, bool known) {
   out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));  // known: then vend < end
   out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
-  tail_lanes_ = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
-}
-
-void CpuKernelPrinter::close_masked_rest() {
-  tail_lanes_.clear();
-  out_.close();
+  Place rest = outer;
+  rest.tail_lanes = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
+  return rest;
 }
 
 void CpuKernelPrinter::print_stage_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                               const std::function<void()>& vector_step,
-                                               const std::function<void()>& scalar_step) {
+                                               const ValueScope& at, const Body& vector_step, const Body& scalar_step) {
   print_stage_split_loop(
-      v, lo, hi,
-      [&](const std::string& from, const std::string& to) {
+      v, lo, hi, at,
+      [&](const std::string& from, const std::string& to, const ValueScope& body) {
         out_.line("CPPI_NO_AUTOVEC");
         out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", sched_.vector_width, ")"));
-        vector_step();
+        vector_step(body);
         out_.close();
       },
       vector_step, scalar_step);
@@ -410,23 +406,24 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     return;
   }
   const int64_t w = sched_.vector_width;
-  auto whole_vectors = [&](const std::string& from, const std::string& to) {
+  auto whole_vectors_at = [&](const std::string& from, const std::string& to, const ValueScope& at) {
     if (sched_.column_block > 0) {
-      print_tiled_columns(v, from, to);
+      print_tiled_columns(v, from, to, at);
       return;
     }
     out_.line("CPPI_NO_AUTOVEC");
     out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
-    print_stages(true);
+    print_stages(at, true);
     out_.close();
   };
+  auto whole_vectors = [&](const std::string& from, const std::string& to) { whole_vectors_at(from, to, kernel_scope_); };
   if (sched_.tail == TailKind::Overlapped && sched_.column_block > 0 && read_back_buffers(k_).empty()) {
     // [lo, hi) holds at least one whole vector (CpuSchedule::tail); the rest
     // joins the tiles' pass over the rows. Not when a stage reads a buffer
     // the kernel writes: the overlapping vector would read its neighbour's
     // results in place of what they replaced (a column softmax scales its
     // output in place).
-    print_tiled_columns(v, lo.text, hi.text, true);
+    print_tiled_columns(v, lo.text, hi.text, kernel_scope_, true);
     return;
   }
   if (sched_.tail == TailKind::Overlapped) {
@@ -444,19 +441,20 @@ void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, c
     // Whole vectors, then one vector whose lanes from the loop's end on are
     // off (x.sum(0) of n x 7: one 8-lane vector per row).
     print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      open_masked_rest(v, vend, end, lo.value && hi.value);
-      whole_vectors(vend, end);
-      close_masked_rest();
+      const Place rest = open_masked_rest(kernel_place_, v, vend, end, lo.value && hi.value);
+      whole_vectors_at(vend, end, ValueScope(&kernel_scope_, &rest));
+      out_.close();
     });
     return;
   }
-  auto tail = [&] { print_stages(false); };
+  auto tail = [&] { print_stages(kernel_scope_, false); };
   if (sched_.column_block <= 0) {
-    print_vector_loop(v, lo, hi, [&] { print_stages(true); }, tail);
+    print_vector_loop(v, lo, hi, [&] { print_stages(kernel_scope_, true); }, tail);
     return;
   }
-  print_split_loop(v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to); },
-                   tail);
+  print_split_loop(
+      v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to, kernel_scope_); },
+      tail);
 }
 
 void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi) {
@@ -473,9 +471,9 @@ void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, 
     const std::vector<PointwiseStage> piece = fold_index_conditions(k_.stages, var, from, to);
     auto stages = [&](bool vector) {
       locals_.clear();
-      if (vector) enter_vector(v);
-      for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i);
-      if (vector) leave_vector();
+      const Place lanes = vector ? kernel_place_.vectorized(v) : kernel_place_;
+      const ValueScope at(&kernel_scope_, &lanes);
+      for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i, at);
     };
     out_.line(cat("// ", v, " in [", from, ", ", to, "): its index comparisons are constants"));
     print_vector_loop(v, Bound{std::to_string(from), from}, Bound{std::to_string(to), to}, [&] { stages(true); },
@@ -502,7 +500,7 @@ std::string CpuKernelPrinter::grain_text(size_t p) const {
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,
-                                           bool overlapped_rest) {
+                                           const ValueScope& at, bool overlapped_rest) {
   if (ir::leading_looped_reductions(k_.stages) == 0 || sched_.row_block <= 0) {
     fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
   }
@@ -548,19 +546,20 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
   out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
   // (A masked rest is a block shorter than a vector: one.)
   out_.line(cat("const int64_t ", count, " = cppi_div_up(", blk_end, " - ", blk, ", ", w, ");"));
+  const TiledBlock block{v, vi, count, split_rows, at};
+  const Place lanes = place(at).vectorized(v);
+  const ValueScope in_vectors(&at, &lanes);
   for (size_t i = 0; i < k_.stages.size(); ++i) {
     if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
       if (!pw->loops.empty()) {
-        print_tiled_pointwise(*pw, i, v, open_vector_loop, bind_earlier_results);
+        print_tiled_pointwise(*pw, i, block, open_vector_loop, bind_earlier_results);
         continue;
       }
       // A loop-less stage (log_softmax's log of each column's sum), in its
       // place: a later stage may read what it stores.
       open_vector_loop();
-      enter_vector(v);
       bind_earlier_results(i);
-      print_pointwise(*pw, i);
-      leave_vector();
+      print_pointwise(*pw, i, in_vectors);
       out_.close();
       continue;
     }
@@ -575,16 +574,14 @@ void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::stri
       out_.line(cat("// stage ", i, ", per column: reduce ", to_string(s.kind), " without loops"));
       out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
       open_vector_loop();
-      enter_vector(v);
       bind_earlier_results(i);
-      const std::string state = print_reduction_core(s, Bound{"0", 0}, Bound{"1", 1});
-      leave_vector();
+      const std::string state = print_reduction_core(s, Bound{"0", 0}, Bound{"1", 1}, in_vectors);
       out_.line(cat(slot, " = ", state, ";"));
       out_.close();
       slots[i] = slot;
       continue;
     }
-    print_tiled_reduction(s, i, TiledBlock{v, vi, count, split_rows}, open_vector_loop, bind_earlier_results);
+    print_tiled_reduction(s, i, block, open_vector_loop, bind_earlier_results);
     slots[i] = slot;
   }
   out_.close();
@@ -644,10 +641,10 @@ void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, 
   out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", row_hi,
                 ");"));
   open_vector_loop();
-  enter_vector(v);
   bind_earlier_results(i);
-  const std::string acc = print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, "", slot);
-  leave_vector();
+  const Place lanes = place(block.at).vectorized(v);
+  const std::string acc =
+      print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, ValueScope(&block.at, &lanes), "", slot);
   out_.line(cat(slot, " = ", acc, ";"));
   out_.close();
   if (cascade) {
@@ -691,7 +688,7 @@ void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, 
   }
 }
 
-void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t index, const std::string& v,
+void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t index, const TiledBlock& block,
                                              const std::function<void()>& open_vector_loop,
                                              const std::function<void(size_t)>& bind_earlier_results) {
   // As a tiled reduction: the first loop in blocks of row_block, each block
@@ -707,7 +704,6 @@ void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t ind
   out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text,
                 ");"));
   open_vector_loop();
-  enter_vector(v);
   bind_earlier_results(index);
   out_.open(cat("for (int64_t ", r, " = ", rblk, "; ", r, " < ", rblk_end, "; ++", r, ")"));
   for (size_t l = 1; l < s.loops.size(); ++l) {
@@ -715,11 +711,11 @@ void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t ind
     out_.open(cat("for (int64_t ", inner, " = 0; ", inner, " < ", extent(s.loops[l]).text, "; ++", inner, ")"));
   }
   {
-    ValueScope scope(stage_scope_);
+    const Place lanes = place(block.at).vectorized(block.var);
+    ValueScope scope(&block.at, &lanes);
     print_stores(s.stores, scope);
   }
   for (size_t l = 0; l < s.loops.size(); ++l) out_.close();
-  leave_vector();
   out_.close();
   out_.close();
 }

@@ -145,9 +145,7 @@ void CpuKernelPrinter::print_invariants() {
   const std::vector<Expr> found = ir::outermost_picks(values, [&](const Expr& e) { return hoistable(e, written); });
   if (found.empty()) return;
   out_.line("// loop-invariant values, computed once");
-  hoisting_ = true;
   for (const Expr& e : found) scalar_value(e, invariants_);
-  hoisting_ = false;
 }
 
 std::string CpuKernelPrinter::local_name(const std::string& result) {

@@ -34,7 +34,7 @@ size_t CpuKernelPrinter::one_pass_end(size_t first, bool vector_outer) const {
   return i;
 }
 
-void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
+void CpuKernelPrinter::print_reductions(size_t first, size_t end, const ValueScope& at) {
   std::vector<const ReductionStage*> run;
   for (size_t i = first; i < end; ++i) {
     const auto& s = std::get<ReductionStage>(k_.stages[i]);
@@ -46,26 +46,23 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end) {
     run.push_back(&s);
   }
   if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
-  open_row_blocks(k_.stages[first]);  // row blocks are vector_outer: a run of one
-  ValueScope hoisted(&invariants_);
+  // Row blocks are vector_outer: a run of one.
+  const Place walking = open_row_blocks(k_.stages[first], place(at));
+  ValueScope hoisted(&at, &walking);
   for (const ReductionStage* s : run) hoist_stage_invariants(*s, hoisted);
-  const ValueScope* enclosing = stage_scope_;
-  stage_scope_ = &hoisted;
-  print_reduction_run(run);
-  stage_scope_ = enclosing;
-  row_loop_.reset();
+  print_reduction_run(run, hoisted);
 }
 
-void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStage*>& run) {
+void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStage*>& run, const ValueScope& at) {
   const ReductionStage& head = *run.front();
 
-  if (in_vector()) {
+  if (place(at).in_vector()) {
     // Lane mode: W independent reductions, one per outer iteration.
     if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
     const std::string state =
         sched_.parallel_reduction && !head.loops.empty()
-            ? print_parallel_reduction(head)
-            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]));
+            ? print_parallel_reduction(head, at)
+            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]), at);
     bind_lane_results(head, state);
     return;
   }
@@ -73,7 +70,7 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
   std::vector<std::string> states;
   if (sched_.parallel_reduction && !head.loops.empty()) {
     if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in a parallel reduction"));
-    states.push_back(print_parallel_reduction(head));
+    states.push_back(print_parallel_reduction(head, at));
   } else {
     // A one-value reduction's combined result is declared under its own name.
     std::vector<std::string> result_names;
@@ -82,10 +79,10 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
           num_results(s->kind) == 1 && s->kind != ReductionKind::ArgMax && s->kind != ReductionKind::ArgMin;
       result_names.push_back(simple ? local_name(s->results[0]) : "");
     }
-    states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]),
+    states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]), at,
                                   result_names);
   }
-  if (!tree_row_.empty()) return;  // the block's trees bind the results (print_reduction_trees)
+  if (!place(at).tree_row.empty()) return;  // the block's trees bind the results (print_reduction_trees)
   for (size_t j = 0; j < run.size(); ++j) {
     const ReductionStage& s = *run[j];
     auto results = state_results(s.kind, states[j]);
@@ -97,11 +94,11 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
   }
 }
 
-std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s) {
+std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s, const ValueScope& at) {
   // Chunks of the first loop run on the threads, each from the identity;
   // their states combine in chunk order. Under a vectorised outer loop the
   // states are vectors, a lane per outer iteration.
-  const bool lanes = in_vector();
+  const bool lanes = place(at).in_vector();
   const DType t = s.body.dtype();
   const Loop& loop = s.loops[0];
   const std::string st = lanes ? vstate_type(s.kind, t) : state_type(s.kind, t);
@@ -113,7 +110,7 @@ std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s) 
   out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
                 std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [=](int64_t ", b, ", int64_t ",
                 e, ", ", st, ") -> ", st));
-  const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt});
+  const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt}, at);
   out_.line("return " + partial + ";");
   out_.close(cat("}, [](", st, " a, ", st, " b) { return ", combined, "; });"));
   return state;
@@ -135,8 +132,9 @@ void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::str
 }
 
 std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
-                                                   const std::string& result_name, const std::string& lane_init) {
-  return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, {result_name}, lane_init).front();
+                                                   const ValueScope& at, const std::string& result_name,
+                                                   const std::string& lane_init) {
+  return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, at, {result_name}, lane_init).front();
 }
 
 namespace {
@@ -161,10 +159,12 @@ bool splits_into_accumulators(const ReductionStage& s) {
 /// final states.
 class CpuKernelPrinter::ReductionCore {
  public:
-  ReductionCore(CpuKernelPrinter& p, const std::vector<const ReductionStage*>& run, const std::string& lane_init)
+  ReductionCore(CpuKernelPrinter& p, const std::vector<const ReductionStage*>& run, const ValueScope& at,
+                const std::string& lane_init)
       : p_(p),
+        at_(at),
         head_(*run.front()),
-        lanes_(p.in_vector()),
+        lanes_(place(at).in_vector()),
         horizontal_mode_(!lanes_ && p.sched_.vectorized == VectorizedLoop::InnermostOfEachStage &&
                          !head_.loops.empty()),
         // The run's stages share their loops (one_pass_end), hence the position.
@@ -205,16 +205,20 @@ class CpuKernelPrinter::ReductionCore {
   void merge_accumulators(const Accumulation& a, bool reset);
   std::string block_state(const Accumulation& a) const;
   void flush();
-  void step() { lanes_ ? lane_step() : scalar_step(); }
-  void scalar_step();
+  void step() { lanes_ ? lane_step() : scalar_step(at_); }
+  /// One position in scalar form, in `body` (the loop's scope).
+  void scalar_step(const ValueScope& body);
   void lane_step();
-  void vector_step(const std::string& v, int k);
+  /// Vector k of a group, the loop variable `v`, in `body` (the loop's scope).
+  void vector_step(const std::string& v, int k, const ValueScope& body);
   void loops(size_t level, const Bound& lo0, const Bound& hi0);
   void cascade_blocks(const std::string& v, const Bound& lo, const Bound& hi);
   void innermost(const std::string& v, const Bound& lo, const Bound& hi);
-  void grouped_vectors(const std::string& v, const std::string& from, const std::string& to);
+  void grouped_vectors(const std::string& v, const std::string& from, const std::string& to, const ValueScope& body);
 
   CpuKernelPrinter& p_;
+  /// Where the run prints: the stages' invariants, at the place of their loops.
+  const ValueScope& at_;
   const ReductionStage& head_;
   const bool lanes_;
   const bool horizontal_mode_;
@@ -334,8 +338,8 @@ void CpuKernelPrinter::ReductionCore::flush() {
 
 // One position: every stage's body in one scope, so a value two stages share
 // (the element, x - mean) is computed once.
-void CpuKernelPrinter::ReductionCore::scalar_step() {
-  ValueScope scope(p_.stage_scope_);
+void CpuKernelPrinter::ReductionCore::scalar_step(const ValueScope& body) {
+  ValueScope scope(&body);
   for (const auto& a : accs_) {
     const CValue v = p_.value(a.s->body, scope);
     p_.out_.line(p_.scalar_update(a.s->kind, a.t, a.acc, v.text, p_.index(pos_)) + ";");
@@ -343,7 +347,7 @@ void CpuKernelPrinter::ReductionCore::scalar_step() {
 }
 
 void CpuKernelPrinter::ReductionCore::lane_step() {
-  ValueScope scope(p_.stage_scope_);
+  ValueScope scope(&at_);
   for (const auto& a : accs_) {
     const CValue v = p_.value(a.s->body, scope);
     p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc, v,
@@ -353,17 +357,16 @@ void CpuKernelPrinter::ReductionCore::lane_step() {
 }
 
 /// Horizontal mode: vector k of a group goes to each stage's accumulator k.
-void CpuKernelPrinter::ReductionCore::vector_step(const std::string& v, int k) {
-  p_.enter_vector(v);
-  ValueScope scope(p_.stage_scope_);
+void CpuKernelPrinter::ReductionCore::vector_step(const std::string& v, int k, const ValueScope& body) {
+  const Place lanes = place(body).vectorized(v);
+  ValueScope scope(&body, &lanes);
   for (const auto& a : accs_) {
     CValue val = p_.value(a.s->body, scope);
-    if (!p_.tail_lanes_.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val);
+    if (!lanes.tail_lanes.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val, lanes.tail_lanes);
     p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), val,
                                   cat("cppi_viota<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
                  ";");
   }
-  p_.leave_vector();
 }
 
 void CpuKernelPrinter::ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
@@ -429,19 +432,22 @@ void CpuKernelPrinter::ReductionCore::innermost(const std::string& v, const Boun
     p_.out_.close();
     return;
   }
+  auto vector0 = [&](const ValueScope& body) { vector_step(v, 0, body); };
+  auto scalar = [&](const ValueScope& body) { scalar_step(body); };
   if (group_ == 1) {
-    p_.print_stage_vector_loop(v, lo, hi, [&] { vector_step(v, 0); }, [&] { scalar_step(); });
+    p_.print_stage_vector_loop(v, lo, hi, at_, vector0, scalar);
     return;
   }
   p_.print_stage_split_loop(
-      v, lo, hi, [&](const std::string& from, const std::string& to) { grouped_vectors(v, from, to); },
-      [&] { vector_step(v, 0); }, [&] { scalar_step(); });
+      v, lo, hi, at_,
+      [&](const std::string& from, const std::string& to, const ValueScope& body) { grouped_vectors(v, from, to, body); },
+      vector0, scalar);
 }
 
 /// Groups of `group_` vectors, one per accumulator; the whole vectors after
 /// the last group go to the first accumulators.
 void CpuKernelPrinter::ReductionCore::grouped_vectors(const std::string& v, const std::string& from,
-                                                      const std::string& to) {
+                                                      const std::string& to, const ValueScope& body) {
   auto& out = p_.out_;
   const int64_t span = int64_t{group_} * p_.sched_.vector_width;
   const std::string g = v + "_grp", g_end = v + "_grp_end";
@@ -452,13 +458,13 @@ void CpuKernelPrinter::ReductionCore::grouped_vectors(const std::string& v, cons
   for (int k = 0; k < group_; ++k) {
     out.open("");
     out.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * p_.sched_.vector_width, ";"));
-    vector_step(v, k);
+    vector_step(v, k, body);
     out.close();
   }
   out.close();
   out.line("CPPI_NO_AUTOVEC");
   out.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", p_.width(), ")"));
-  vector_step(v, 0);
+  vector_step(v, 0, body);
   out.close();
   out.close();
 }
@@ -468,7 +474,8 @@ std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vec
   std::vector<std::string> states;
   for (size_t j = 0; j < accs_.size(); ++j) {
     const Accumulation& a = accs_[j];
-    if (!p_.tree_row_.empty()) {
+    const std::string& tree_row = place(at_).tree_row;
+    if (!tree_row.empty()) {
       // The row's vector is its whole state: masked tails, or whole vectors
       // only (the scalar state stays the identity), and no cascade.
       const auto n = head_.loops.back().extent.constant();
@@ -477,7 +484,7 @@ std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vec
         fail(cat("kernel ", p_.k_.name, ": a reduction tree needs a vector state"));
       }
       merge_accumulators(a, false);
-      out.line(cat(a.base, "_vaccs[", p_.tree_row_, "] = ", a.vacc, ";"));
+      out.line(cat(a.base, "_vaccs[", tree_row, "] = ", a.vacc, ";"));
       states.push_back("");
       continue;
     }
@@ -501,9 +508,10 @@ std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vec
 
 std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vector<const ReductionStage*>& run,
                                                                 const Bound& lo0, const Bound& hi0,
+                                                                const ValueScope& at,
                                                                 const std::vector<std::string>& result_names,
                                                                 const std::string& lane_init) {
-  ReductionCore core(*this, run, lane_init);
+  ReductionCore core(*this, run, at, lane_init);
   core.declare(lane_init);
   core.accumulate(lo0, hi0);
   return core.results(result_names);
@@ -547,7 +555,8 @@ std::string CpuKernelPrinter::scalar_update(ReductionKind kind, DType t, const s
 
 std::string CpuKernelPrinter::state_combine(ReductionKind kind, DType t, const std::string& a,
                                             const std::string& b) const {
-  if (state_of(kind) == ReductionState::Value) return scalar_binary(fold_of(kind), t, a, b);
+  // A fold is no math function (ir::is_math_function): plain C everywhere.
+  if (state_of(kind) == ReductionState::Value) return c_binary(fold_of(kind), t, a, b);
   return cat("cppi_", to_string(kind), "_combine(", a, ", ", b, ")");
 }
 
@@ -645,13 +654,14 @@ std::string CpuKernelPrinter::vstate_combine(ReductionKind kind, DType t, const 
   }
 }
 
-CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v) {
+CValue CpuKernelPrinter::identity_where_tail_is_off(ReductionKind kind, DType t, const CValue& v,
+                                                   const std::string& lanes) {
   if (t == DType::Bool) {
     // Off lanes hold the fold's identity: false for any and max, true for all and min.
-    const std::string m = as_mask(v, 4), on = tail_mask(4);
+    const std::string m = as_mask(v, 4), on = tail_mask(4, lanes);
     return CValue{bool_fold_starts_true(kind) ? cat("(", m, " | ~", on, ")") : cat("(", m, " & ", on, ")"), DType::Bool, true, 4};
   }
-  return CValue{cat("cppi_vselect(", tail_mask(lane_bytes(t)), ", ", as_vector(v), ", cppi_vsplat<", vtype(t), ">(",
+  return CValue{cat("cppi_vselect(", tail_mask(lane_bytes(t), lanes), ", ", as_vector(v), ", cppi_vsplat<", vtype(t), ">(",
                     identity_value(kind, t), "))"),
                 t, true};
 }

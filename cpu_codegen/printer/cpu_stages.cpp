@@ -14,32 +14,36 @@ namespace cppi::cpu::detail {
 
 // --- stages ------------------------------------------------------------------------------
 
-void CpuKernelPrinter::print_stages(bool vector_outer) {
+void CpuKernelPrinter::print_stages(const ValueScope& at, bool vector_outer) {
   locals_.clear();
-  if (vector_outer) enter_vector(var_name(k_.outer.back()));
-  print_stage_range(0, k_.stages.size(), vector_outer);
-  if (vector_outer) leave_vector();
+  if (!vector_outer) {
+    print_stage_range(0, k_.stages.size(), false, at);
+    return;
+  }
+  const Place lanes = place(at).vectorized(var_name(k_.outer.back()));
+  const ValueScope scope(&at, &lanes);
+  print_stage_range(0, k_.stages.size(), true, scope);
 }
 
-void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_outer) {
-  forwarded_.clear();
-  row_blocks_.clear();
+void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_outer, const ValueScope& outer) {
+  IterationRegisters registers;
+  Place iteration = place(outer);
+  iteration.registers = &registers;
+  const ValueScope at(&outer, &iteration);
   for (size_t i = first; i < end;) {
     if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
       const size_t run_end = std::min(end, one_pass_end(i, vector_outer));
-      print_reductions(i, run_end);
+      print_reductions(i, run_end, at);
       i = run_end;
     } else if (const auto* scan = std::get_if<ScanStage>(&k_.stages[i])) {
-      print_scan(*scan);
+      print_scan(*scan, at);
       ++i;
     } else {
-      print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
+      print_pointwise(std::get<PointwiseStage>(k_.stages[i]), i, at);
       ++i;
     }
   }
-  flush_row_blocks();
-  forwarded_.clear();
-  row_blocks_.clear();
+  flush_row_blocks(iteration);
 }
 
 void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi) {
@@ -64,7 +68,7 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
     for (const auto& [name, h] : handed) out_.line(cat(scalar_type(h.first), " ", h.second, "[", w, "];"));
     out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
     locals_.clear();
-    print_stage_range(0, first, false);
+    print_stage_range(0, first, false, kernel_scope_);
     for (const auto& [name, h] : handed) {
       out_.line(cat(h.second, "[", v, " - ", block, "] = ", local_value(LocalRef(name, h.first)).text, ";"));
     }
@@ -74,8 +78,9 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
   // block stores only its rows.
   auto epilogue = [&](bool partial) {
     out_.line(cat("const int64_t ", v, " = ", block, ";"));
-    enter_vector(v);
-    if (partial) tail_lanes_ = rows;
+    Place lanes = kernel_place_.vectorized(v);
+    if (partial) lanes.tail_lanes = rows;
+    const ValueScope scope(&kernel_scope_, &lanes);
     for (const auto& [name, h] : handed) {
       const std::string vt = vtype(h.first), lanes = h.second + "_v";
       out_.line(cat("const ", vt, " ", lanes, " = ",
@@ -84,9 +89,7 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
                     ";"));
       locals_[name] = CValue{lanes, h.first, true};
     }
-    print_stage_range(first, k_.stages.size(), false);
-    tail_lanes_.clear();
-    leave_vector();
+    print_stage_range(first, k_.stages.size(), false, scope);
   };
   out_.line(cat("// stages ", first, "-", k_.stages.size() - 1, ": the ", w, " rows' epilogue, a row per lane"));
   out_.open(cat("if (", rows, " == ", w, ")"));
@@ -122,9 +125,10 @@ void CpuKernelPrinter::print_reduction_trees(size_t end, const std::string& v, c
       out_.line(cat("const ", scalar_type(t), " ", name, " = ", name, "_rows[", v, " - ", block, "];"));
       locals_[stages[j]->results[0]] = CValue{name, t};
     }
-    tree_row_ = cat(v, " - ", block);
-    print_stage_range(i, run_end, false);
-    tree_row_.clear();
+    Place row = kernel_place_;
+    row.tree_row = cat(v, " - ", block);
+    const ValueScope scope(&kernel_scope_, &row);
+    print_stage_range(i, run_end, false, scope);
     out_.close();
     // A partial block's missing rows reduce identities; then one tree each.
     for (size_t j = i; j < run_end; ++j) {
@@ -142,53 +146,60 @@ void CpuKernelPrinter::print_reduction_trees(size_t end, const std::string& v, c
   }
 }
 
-void CpuKernelPrinter::open_row_blocks(const Stage& s) {
-  row_loop_.reset();
+Place CpuKernelPrinter::open_row_blocks(const Stage& s, const Place& at) {
+  Place walking = at;
+  walking.row_loop.reset();
   const auto& loops = loops_of(s);
-  if (!sched_.row_blocks || !in_vector() || loops.size() != 1) return;
-  row_loop_ = loops[0];
+  if (!sched_.row_blocks || !at.in_vector() || loops.size() != 1) return walking;
+  walking.row_loop = loops[0];
+  const std::string& vvar = at.vector_var;
   auto open = [&](const Access& a, bool load) {
-    const auto rows = row_block_access(a.buffer->dtype, a.index, a.masked, vvar_, loops[0]);
+    const auto rows = row_block_access(a.buffer->dtype, a.index, a.masked, vvar, loops[0]);
     if (!rows) return;
     const IndexExpr start = row_block_start(a.index, loops[0]);
     const std::string key = cat(a.buffer->name, "[", index(start), "] x ", *rows);
-    if (row_blocks_.count(key)) return;
+    if (!at.registers) fail(cat("kernel ", k_.name, ": row block ", key, " outside an outer iteration"));
+    auto& row_blocks = at.registers->row_blocks;
+    if (row_blocks.count(key)) return;
     // The schedule checked that a stored block is first stored, then read.
     if (load && written_buffers(k_).count(a.buffer->name)) {
       fail(cat("kernel ", k_.name, ": row block ", key, " loaded before a stage stores it"));
     }
-    const std::string array = cat("rows", row_blocks_.size(), "_", pointer_name(a.buffer->name));
-    const std::string v = vtype(a.buffer->dtype), at = cat("&", pointer_name(a.buffer->name), "[", index(start), "]");
-    out_.line(cat(v, " ", array, "[", *rows, "];  // element r of rows ", vvar_, " .. ", vvar_, " + ", width(),
+    const std::string array = cat("rows", row_blocks.size(), "_", pointer_name(a.buffer->name));
+    const std::string v = vtype(a.buffer->dtype), first = cat("&", pointer_name(a.buffer->name), "[", index(start), "]");
+    out_.line(cat(v, " ", array, "[", *rows, "];  // element r of rows ", vvar, " .. ", vvar, " + ", width(),
                   " - 1 in vector r"));
-    if (load && tail_lanes_.empty()) {
-      out_.line(cat("cppi_vload_rows<", v, ", ", *rows, ">(", at, ", ", array, ");"));
+    if (load && at.tail_lanes.empty()) {
+      out_.line(cat("cppi_vload_rows<", v, ", ", *rows, ">(", first, ", ", array, ");"));
     } else if (load) {
-      out_.line(cat("cppi_vload_rows_partial<", v, ", ", *rows, ">(", at, ", ", tail_lanes_, ", ", array, ");"));
+      out_.line(cat("cppi_vload_rows_partial<", v, ", ", *rows, ">(", first, ", ", at.tail_lanes, ", ", array, ");"));
     }
-    row_blocks_[key] = RowBlock{array, a.buffer, start, *rows};
+    row_blocks[key] = RowBlock{array, a.buffer, start, *rows};
   };
   for (const auto& a : reads(s)) open(a, true);
   for (const auto& a : writes(s)) open(a, false);
+  return walking;
 }
 
-CpuKernelPrinter::RowBlock* CpuKernelPrinter::row_block_of(const BufferPtr& buffer, const IndexExpr& at, bool masked) {
-  if (!row_loop_ || !in_vector()) return nullptr;
-  const auto rows = row_block_access(buffer->dtype, at, masked, vvar_, *row_loop_);
+RowBlock* CpuKernelPrinter::row_block_of(const BufferPtr& buffer, const IndexExpr& index_at, bool masked,
+                                         const Place& at) {
+  if (!at.row_loop || !at.in_vector() || !at.registers) return nullptr;
+  const auto rows = row_block_access(buffer->dtype, index_at, masked, at.vector_var, *at.row_loop);
   if (!rows) return nullptr;
-  const auto it = row_blocks_.find(cat(buffer->name, "[", index(row_block_start(at, *row_loop_)), "] x ", *rows));
-  if (it == row_blocks_.end()) fail(cat("kernel ", k_.name, ": a row block of ", buffer->name, " that no stage opened"));
+  auto& row_blocks = at.registers->row_blocks;
+  const auto it = row_blocks.find(cat(buffer->name, "[", index(row_block_start(index_at, *at.row_loop)), "] x ", *rows));
+  if (it == row_blocks.end()) fail(cat("kernel ", k_.name, ": a row block of ", buffer->name, " that no stage opened"));
   return &it->second;
 }
 
-void CpuKernelPrinter::flush_row_blocks() {
-  for (const auto& [key, b] : row_blocks_) {
+void CpuKernelPrinter::flush_row_blocks(const Place& at) {
+  for (const auto& [key, b] : at.registers->row_blocks) {
     if (!b.stored) continue;
-    const std::string v = vtype(b.buffer->dtype), at = cat("&", pointer_name(b.buffer->name), "[", index(b.start), "]");
-    if (tail_lanes_.empty()) {
-      out_.line(cat("cppi_vstore_rows<", v, ", ", b.rows, ">(", at, ", ", b.array, ");"));
+    const std::string v = vtype(b.buffer->dtype), first = cat("&", pointer_name(b.buffer->name), "[", index(b.start), "]");
+    if (at.tail_lanes.empty()) {
+      out_.line(cat("cppi_vstore_rows<", v, ", ", b.rows, ">(", first, ", ", b.array, ");"));
     } else {
-      out_.line(cat("cppi_vstore_rows_partial<", v, ", ", b.rows, ">(", at, ", ", b.array, ", ", tail_lanes_, ");"));
+      out_.line(cat("cppi_vstore_rows_partial<", v, ", ", b.rows, ">(", first, ", ", b.array, ", ", at.tail_lanes, ");"));
     }
   }
 }
@@ -212,17 +223,17 @@ void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope)
   for (const Expr& e : ir::outermost_picks(ir::stage_values(s), hoistable)) value(e, scope);
 }
 
-void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {
-  forward_slots_.clear();
+std::map<std::string, std::string> CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {
+  std::map<std::string, std::string> slots;
   // One stage loop of constant extent whose last vector is masked: that
   // vector runs once per outer iteration, at fixed elements.
   // (Split across threads, the stage's last vector is another thread's.)
   if (sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.tail != TailKind::Masked ||
       s.loops.size() != 1 || sched_.parallel_reduction) {
-    return;
+    return slots;
   }
   const auto n = s.loops[0].extent.constant();
-  if (!n || *n % sched_.vector_width == 0) return;
+  if (!n || *n % sched_.vector_width == 0) return slots;
   std::set<std::string> read_later;
   for (size_t j = stage + 1; j < k_.stages.size(); ++j) {
     for (const auto& a : reads(k_.stages[j])) read_later.insert(a.buffer->name);
@@ -231,14 +242,15 @@ void CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t sta
     const DType t = st.buffer->dtype;
     const bool plain = t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
     const std::string key = access_key(st.buffer, st.index);
-    if (!plain || !read_later.count(st.buffer->name) || key.empty() || forward_slots_.count(key)) continue;
-    const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", forward_slots_.size());
+    if (!plain || !read_later.count(st.buffer->name) || key.empty() || slots.count(key)) continue;
+    const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", slots.size());
     out_.line(cat(vtype(t), " ", slot, ";  // its masked last vector, for the stages after"));
-    forward_slots_[key] = slot;
+    slots[key] = slot;
   }
+  return slots;
 }
 
-void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
+void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, const ValueScope& at) {
   std::string comment = cat("// stage ", index, ": store");
   for (const auto& st : s.stores) comment += " " + st.buffer->name;
   if (!s.loops.empty()) {
@@ -246,17 +258,19 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     for (const auto& l : s.loops) comment += " " + var_name(l);
   }
   out_.line(comment);
-  declare_forward_slots(s, index);
-  open_row_blocks(s);
-  ValueScope hoisted(&invariants_);
+  const auto forward_slots = declare_forward_slots(s, index);
+  Place walking = open_row_blocks(s, place(at));
+  walking.forward_slots = &forward_slots;
+  ValueScope hoisted(&at, &walking);
   hoist_stage_invariants(s, hoisted);
-  const ValueScope* enclosing = stage_scope_;
-  stage_scope_ = &hoisted;
   const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
+  auto stores = [&](const ValueScope& body) {
+    ValueScope scope(&body);
+    print_stores(s.stores, scope);
+  };
   std::function<void(size_t)> loops = [&](size_t level) {
     if (level == s.loops.size()) {
-      ValueScope scope(stage_scope_);
-      print_stores(s.stores, scope);
+      stores(hoisted);
       return;
     }
     const Loop& l = s.loops[level];
@@ -273,17 +287,12 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     const Bound lo = split ? Bound{b, std::nullopt} : Bound{"0", 0}, hi = split ? Bound{e, std::nullopt} : extent(l);
     if (level + 1 == s.loops.size() && vector_stage) {
       print_stage_vector_loop(
-          v, lo, hi,
-          [&] {
-            enter_vector(v);
-            ValueScope scope(stage_scope_);
-            print_stores(s.stores, scope);
-            leave_vector();
+          v, lo, hi, hoisted,
+          [&](const ValueScope& body) {
+            const Place lanes = place(body).vectorized(v);
+            stores(ValueScope(&body, &lanes));
           },
-          [&] {
-            ValueScope scope(stage_scope_);
-            print_stores(s.stores, scope);
-          });
+          stores);
     } else {
       out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
       loops(level + 1);
@@ -292,24 +301,20 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index) {
     if (split) out_.close("});");
   };
   if (s.loops.empty()) {
-    ValueScope scope(stage_scope_);
-    print_stores(s.stores, scope);
+    stores(hoisted);
   } else {
     loops(0);
   }
-  stage_scope_ = enclosing;
-  forward_slots_.clear();
-  row_loop_.reset();
 }
 
-void CpuKernelPrinter::print_scan(const ScanStage& s) {
+void CpuKernelPrinter::print_scan(const ScanStage& s, const ValueScope& at) {
   const Loop& l = s.loops[0];
   const std::string v = var_name(l);
   std::string comment = cat("// running ", to_string(s.kind), " over ", v, ", stored at every step to");
   for (const auto& st : s.stores) comment += " " + st.buffer->name;
   out_.line(comment);
   const DType t = s.body.dtype();
-  const bool lanes = in_vector();  // one running value per lane: a scan down columns
+  const bool lanes = place(at).in_vector();  // one running value per lane: a scan down columns
   const std::string acc = local_name(s.result);
   if (lanes) {
     out_.line(cat(vstate_type(s.kind, t), " ", acc, " = ", vstate_identity(s.kind, t), ";"));
@@ -317,7 +322,7 @@ void CpuKernelPrinter::print_scan(const ScanStage& s) {
     out_.line(cat(state_type(s.kind, t), " ", acc, " = ", state_identity(s.kind, t), ";"));
   }
   out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
-  ValueScope scope(stage_scope_);
+  ValueScope scope(&at);
   const CValue value_here = value(s.body, scope);
   out_.line(cat(lanes ? vector_update(s.kind, t, acc, value_here, "") : scalar_update(s.kind, t, acc, value_here.text, ""),
                 ";"));
@@ -334,17 +339,19 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
     const CValue v = value(stored_value(st), scope);
     const std::string ptr = pointer_name(st.buffer->name);
     const std::string idx = access_index(st.index, scope);
-    if (!in_vector()) {
+    const Place& at = place(scope);
+    const std::string& vvar = at.vector_var;
+    if (!at.in_vector()) {
       out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
-    } else if (RowBlock* b = st.accumulate ? nullptr : row_block_of(st.buffer, st.index, false)) {
-      out_.line(cat(b->array, "[", var_name(*row_loop_), "] = ", as_vector(v), ";"));
+    } else if (RowBlock* b = st.accumulate ? nullptr : row_block_of(st.buffer, st.index, false, at)) {
+      out_.line(cat(b->array, "[", var_name(*at.row_loop), "] = ", as_vector(v), ";"));
       b->stored = true;
     } else {
-      const auto coefficient_of_var = coefficient(st.index, var(vvar_));
+      const auto coefficient_of_var = coefficient(st.index, var(vvar));
       const auto stride = coefficient_of_var ? coefficient_of_var->constant() : std::nullopt;
       if (!stride || *stride == 0 || (*stride != 1 && (st.accumulate || !indirect_terms(st.index).empty()))) {
         fail(cat("kernel ", k_.name, ": vectorised store to ", st.buffer->name, "[", st.index,
-                 "] is neither contiguous nor of a constant stride in ", vvar_));
+                 "] is neither contiguous nor of a constant stride in ", vvar));
       }
       std::string data;
       if (st.buffer->dtype == DType::Bool) {
@@ -355,15 +362,15 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
       }
       if (*stride != 1) {  // lane by lane (vector_access.h: strided_stores)
         out_.line(cat("cppi_vstore_strided(&", ptr, "[", idx, "], ", data, ", ", *stride,
-                      tail_lanes_.empty() ? std::string() : cat(", ", tail_lanes_), ");"));
-      } else if (tail_lanes_.empty()) {
+                      at.tail_lanes.empty() ? std::string() : cat(", ", at.tail_lanes), ");"));
+      } else if (at.tail_lanes.empty()) {
         out_.line(cat("cppi_vstore(&", ptr, "[", idx, "], ", data, ");"));
       } else {
-        out_.line(cat("cppi_vstore_partial(&", ptr, "[", idx, "], ", data, ", ", tail_lanes_, ");"));
+        out_.line(cat("cppi_vstore_partial(&", ptr, "[", idx, "], ", data, ", ", at.tail_lanes, ");"));
       }
     }
     scope.forget_loads_of(st.buffer->name);
-    forward_store(st, v);
+    forward_store(st, v, at);
   }
 }
 
@@ -371,34 +378,38 @@ std::string CpuKernelPrinter::access_key(const BufferPtr& buffer, const IndexExp
   return indirect_terms(at).empty() ? cat(buffer->name, "[", index(at), "]") : std::string();
 }
 
-void CpuKernelPrinter::forward_store(const Store& st, const CValue& v) {
+void CpuKernelPrinter::forward_store(const Store& st, const CValue& v, const Place& at) {
   // Any store may overwrite what was forwarded (buffers of other names may
   // share memory), except a whole vector's through the same contiguous
   // index before a forwarded masked vector.
+  if (!at.registers) return;  // nothing forwarded, nowhere to forward to
+  auto& forwarded = at.registers->forwarded;
   const std::string key = access_key(st.buffer, st.index);
-  const bool whole_vector_before = !key.empty() && in_vector() && tail_lanes_.empty() && whole_vectors_end_;
-  for (auto it = forwarded_.begin(); it != forwarded_.end();) {
-    const bool keep = whole_vector_before && it->first == key && it->second.var == vvar_ &&
-                      *whole_vectors_end_ <= it->second.first;
-    it = keep ? std::next(it) : forwarded_.erase(it);
+  const bool whole_vector_before = !key.empty() && at.in_vector() && at.tail_lanes.empty() && at.whole_vectors_end;
+  for (auto it = forwarded.begin(); it != forwarded.end();) {
+    const bool keep = whole_vector_before && it->first == key && it->second.var == at.vector_var &&
+                      *at.whole_vectors_end <= it->second.first;
+    it = keep ? std::next(it) : forwarded.erase(it);
   }
   // A masked last vector of constant bounds that a later stage loads again
   // is forwarded in turn.
-  const auto slot = forward_slots_.find(key);
-  if (key.empty() || !in_vector() || !masked_rest_first_ || slot == forward_slots_.end() || v.dtype != st.buffer->dtype) {
+  if (key.empty() || !at.in_vector() || !at.masked_rest_first || !at.forward_slots || v.dtype != st.buffer->dtype) {
     return;
   }
+  const auto slot = at.forward_slots->find(key);
+  if (slot == at.forward_slots->end()) return;
   out_.line(cat(slot->second, " = ", as_vector(v), ";"));
-  forwarded_[key] = Forwarded{vvar_, *masked_rest_first_, tail_lanes_, CValue{slot->second, v.dtype, true}};
+  forwarded[key] = Forwarded{at.vector_var, *at.masked_rest_first, at.tail_lanes, CValue{slot->second, v.dtype, true}};
 }
 
-const CValue* CpuKernelPrinter::forwarded_load(const Load& n) {
-  if (!masked_rest_first_ || n.mask.defined()) return nullptr;
+const CValue* CpuKernelPrinter::forwarded_load(const Load& n, const Place& at) {
+  if (!at.masked_rest_first || n.mask.defined() || !at.registers) return nullptr;
+  const auto& forwarded = at.registers->forwarded;
   const std::string key = access_key(n.buffer, n.index);
-  const auto it = key.empty() ? forwarded_.end() : forwarded_.find(key);
-  if (it == forwarded_.end()) return nullptr;
+  const auto it = key.empty() ? forwarded.end() : forwarded.find(key);
+  if (it == forwarded.end()) return nullptr;
   const Forwarded& f = it->second;
-  const bool same_lanes = f.var == vvar_ && f.first == *masked_rest_first_ && f.lanes == tail_lanes_;
+  const bool same_lanes = f.var == at.vector_var && f.first == *at.masked_rest_first && f.lanes == at.tail_lanes;
   return same_lanes && f.value.dtype == n.dtype ? &f.value : nullptr;
 }
 

@@ -42,25 +42,26 @@ const char* bounded_max_min(const Binary& n) {
 
 }  // namespace
 
-bool CpuKernelPrinter::scalar_math_beside_lanes() const {
-  if (hoisting_) return false;
-  return sched_.vectorized == VectorizedLoop::InnermostOuter || in_stage_loop_;
+bool CpuKernelPrinter::scalar_math_beside_lanes(const Place& at) const {
+  if (at.invariants) return false;
+  return sched_.vectorized == VectorizedLoop::InnermostOuter || at.stage_loop;
 }
 
-std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::string& x) const {
+std::string CpuKernelPrinter::scalar_unary(UnaryOp op, DType t, const std::string& x, const ValueScope& scope) const {
   const char* tmpl = codegen::vector_unary_template(op, codegen::OperandClass::Float);
-  if (!scalar_math_beside_lanes() || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
-    return CPrinterBase::scalar_unary(op, t, x);
+  if (!scalar_math_beside_lanes(place(scope)) || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+    return c_unary(op, t, x);
   }
   const std::string v = vtype(t);
   return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", x, ")")}, scalar_type(t), v,
                                         mask_type(dtype_size(t))) + ")[0]";
 }
 
-std::string CpuKernelPrinter::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b) const {
+std::string CpuKernelPrinter::scalar_binary(BinaryOp op, DType t, const std::string& a, const std::string& b,
+                                            const ValueScope& scope) const {
   const char* tmpl = codegen::vector_binary_template(op, codegen::OperandClass::Float);
-  if (!scalar_math_beside_lanes() || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
-    return CPrinterBase::scalar_binary(op, t, a, b);
+  if (!scalar_math_beside_lanes(place(scope)) || !through_vector_form(sched_, t, ir::is_math_function(op), tmpl)) {
+    return c_binary(op, t, a, b);
   }
   const std::string v = vtype(t);
   return "(" + codegen::expand_template(tmpl, {cat("cppi_vsplat<", v, ">(", a, ")"), cat("cppi_vsplat<", v, ">(", b, ")")},
@@ -89,19 +90,22 @@ std::string CpuKernelPrinter::vtype(DType t) const {
   fail(cat("kernel ", k_.name, ": no vector of ", dtype_name(t)));
 }
 
-bool CpuKernelPrinter::varying(const Expr& e) {
-  auto it = varying_memo_.find(e.get());
-  if (it != varying_memo_.end()) return it->second;
+bool CpuKernelPrinter::varying(const Expr& e, const Place& at) const {
+  auto& memo = *at.varying;
+  auto it = memo.find(e.get());
+  if (it != memo.end()) return it->second;
+  const std::string& vvar = at.vector_var;
+  auto varying = [&](const Expr& x) { return this->varying(x, at); };
   bool r = false;
   switch (e.kind()) {
     case ExprKind::Constant: break;
     case ExprKind::LocalRef: r = local_value(*e.as<LocalRef>()).vector; break;
     case ExprKind::Load: {
       auto n = e.as<Load>();
-      r = depends_on(n->index, vvar_) || (n->mask.defined() && varying(n->mask));
+      r = depends_on(n->index, vvar) || (n->mask.defined() && varying(n->mask));
       break;
     }
-    case ExprKind::IndexValue: r = depends_on(e.as<IndexValue>()->index, vvar_); break;
+    case ExprKind::IndexValue: r = depends_on(e.as<IndexValue>()->index, vvar); break;
     case ExprKind::Cast: r = varying(e.as<Cast>()->value); break;
     case ExprKind::Unary: r = varying(e.as<Unary>()->operand); break;
     case ExprKind::Binary: r = varying(e.as<Binary>()->lhs) || varying(e.as<Binary>()->rhs); break;
@@ -111,14 +115,15 @@ bool CpuKernelPrinter::varying(const Expr& e) {
       r = varying(n->cond) || varying(n->then_value) || varying(n->else_value);
       break;
     }
-    case ExprKind::Random: r = depends_on(e.as<Random>()->offset, vvar_) || varying(e.as<Random>()->seed); break;
+    case ExprKind::Random: r = depends_on(e.as<Random>()->offset, vvar) || varying(e.as<Random>()->seed); break;
   }
-  varying_memo_[e.get()] = r;
+  memo[e.get()] = r;
   return r;
 }
 
 CValue CpuKernelPrinter::value(const Expr& e, ValueScope& scope) {
-  if (!in_vector() || !varying(e)) return scalar_value(e, scope);
+  const Place& at = place(scope);
+  if (!at.in_vector() || !varying(e, at)) return scalar_value(e, scope);
   if (auto l = e.as<LocalRef>()) return local_value(*l);
   if (const CValue* v = scope.find(e)) return *v;
   if (e.dtype() == DType::Float32 && is_sincos_half(e)) {
@@ -175,31 +180,34 @@ std::string CpuKernelPrinter::vector_cast(DType from, DType to, const CValue& x)
   return cat("cppi_vconvert<", vtype(to), ">(", as_vector(x), ")");
 }
 
-std::string CpuKernelPrinter::tail_mask(int bytes) const {
-  return cat("cppi_vlanes_below<", mask_type(bytes), ">(", tail_lanes_, ")");
+std::string CpuKernelPrinter::tail_mask(int bytes, const std::string& lanes) const {
+  return cat("cppi_vlanes_below<", mask_type(bytes), ">(", lanes, ")");
 }
 
 std::string CpuKernelPrinter::masked_tail_load(const Load& n, const std::string& mem_type, bool contiguous,
                                                ValueScope& scope) {
   UncheckedIndices unchecked(*this, n.mask.defined());
+  const Place& at = place(scope);
   if (contiguous && !n.mask.defined()) {
     return cat("cppi_vload_partial<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope),
-               "], ", tail_lanes_, ")");
+               "], ", at.tail_lanes, ")");
   }
   // Strided, repeated or gathered lanes, or a load's own mask: lane by lane.
-  std::string on = tail_mask(4);
+  std::string on = tail_mask(4, at.tail_lanes);
   if (n.mask.defined()) on = cat("(", as_mask(value(n.mask, scope), 4), " & ", on, ")");
-  return cat("cppi_vgen_masked<", mem_type, ">(", on, ", ", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+  return cat("cppi_vgen_masked<", mem_type, ">(", on, ", ", at.vector_var, ", ",
+             lane_lambda(at.vector_var, lane_element(n, scope)), ")");
 }
 
-std::string CpuKernelPrinter::lane_lambda(const std::string& body_expr) const {
-  return cat("[&](int64_t ", vvar_, ") { return ", body_expr, "; }");
+std::string CpuKernelPrinter::lane_lambda(const std::string& var, const std::string& body_expr) {
+  return cat("[&](int64_t ", var, ") { return ", body_expr, "; }");
 }
 
 std::string CpuKernelPrinter::access_index(const IndexExpr& e, ValueScope& scope) {
-  if (in_vector()) {
+  const std::string& vvar = place(scope).vector_var;
+  if (!vvar.empty()) {
     for (const auto& leaf : indirect_terms(e)) {
-      if (depends_on(leaf, vvar_)) fail(cat("kernel ", k_.name, ": indirect index ", leaf, " varies along the vectorised ", vvar_));
+      if (depends_on(leaf, vvar)) fail(cat("kernel ", k_.name, ": indirect index ", leaf, " varies along the vectorised ", vvar));
     }
   }
   return index(e, scope);
@@ -218,14 +226,17 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
   r.vector = true;
   if (r.dtype == DType::Bool) r.mask_bytes = 4;
   const std::string mem_type = n.dtype == DType::Bool ? "cppi_u8x" + width() : vtype(n.dtype);
+  const Place& at = place(scope);
+  const std::string& vvar = at.vector_var;
+  auto lane_lambda = [&](const std::string& body) { return CpuKernelPrinter::lane_lambda(vvar, body); };
   std::string loaded;
-  auto stride = coefficient(n.index, var(vvar_));
+  auto stride = coefficient(n.index, var(vvar));
   const bool contiguous = stride && stride->is_constant(1);
-  if (const RowBlock* b = row_block_of(n.buffer, n.index, n.mask.defined())) {
-    loaded = cat(b->array, "[", var_name(*row_loop_), "]");
-  } else if (const CValue* forwarded = forwarded_load(n)) {
+  if (const RowBlock* b = row_block_of(n.buffer, n.index, n.mask.defined(), at)) {
+    loaded = cat(b->array, "[", var_name(*at.row_loop), "]");
+  } else if (const CValue* forwarded = forwarded_load(n, at)) {
     loaded = forwarded->text;
-  } else if (!tail_lanes_.empty()) {
+  } else if (!at.tail_lanes.empty()) {
     loaded = masked_tail_load(n, mem_type, contiguous, scope);
   } else if (n.mask.defined()) {
     UncheckedIndices unchecked(*this, true);
@@ -233,19 +244,19 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
     const std::string mask = m.vector ? m.text : as_mask(m, 4);
     const std::string lanes = lane_lambda(lane_element(n, scope));
     // Elements one or a few apart: whole vectors where every lane is on.
-    const auto strided = strided_load(n.index, false, vvar_);
+    const auto strided = strided_load(n.index, false, vvar);
     if (contiguous || strided) {
       const std::string load_fn = strided ? cat("cppi_vload_strided<", mem_type, ", ", *strided, ">")
                                           : cat("cppi_vload<", mem_type, ">");
       const std::string whole = cat("[&]() { return ", load_fn, "(&", pointer_name(n.buffer->name), "[",
                                     access_index(n.index, scope), "]); }");
-      loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar_, ", ", lanes, ")");
+      loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar, ", ", lanes, ")");
     } else {
-      loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar_, ", ", lanes, ")");
+      loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar, ", ", lanes, ")");
     }
   } else {
     const TransposedLoad* tiled = nullptr;
-    if (!tile_row_.empty()) {
+    if (!at.tile_row.empty()) {
       for (const auto& t : transposed_) {
         if (t.buffer->name == n.buffer->name && t.index == n.index) tiled = &t;
       }
@@ -254,15 +265,15 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
       loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope), "])");
     } else if (tiled) {
       // This row of the tile (print_transposed_tile) holds the vector's lanes.
-      loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", tile_row_, "])");
-    } else if (auto s = strided_load(n.index, false, vvar_)) {
+      loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", at.tile_row, "])");
+    } else if (auto s = strided_load(n.index, false, vvar)) {
       loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n.buffer->name), "[",
                    access_index(n.index, scope), "])");
-    } else if (auto rep = repeated_load(n.index, false, vvar_); rep && sched_.vector_width % *rep == 0) {
+    } else if (auto rep = repeated_load(n.index, false, vvar); rep && sched_.vector_width % *rep == 0) {
       loaded = cat("cppi_vload_repeat<", mem_type, ", ", *rep, ">(&", pointer_name(n.buffer->name), "[",
-                   access_index(n.index, scope), "], ", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+                   access_index(n.index, scope), "], ", vvar, ", ", lane_lambda(lane_element(n, scope)), ")");
     } else {
-      loaded = cat("cppi_vgen<", mem_type, ">(", vvar_, ", ", lane_lambda(lane_element(n, scope)), ")");
+      loaded = cat("cppi_vgen<", mem_type, ">(", vvar, ", ", lane_lambda(lane_element(n, scope)), ")");
     }
   }
   if (n.dtype == DType::Bool) {
@@ -280,25 +291,28 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
   r.vector = true;
   if (r.dtype == DType::Bool) r.mask_bytes = 4;
   const std::string w = width();
+  const Place& at = place(scope);
+  const std::string& vvar = at.vector_var;
+  auto lane_lambda = [&](const std::string& body) { return CpuKernelPrinter::lane_lambda(vvar, body); };
   switch (e.kind()) {
     case ExprKind::Constant:
     case ExprKind::LocalRef: break;  // never varying / handled by value()
     case ExprKind::Load: return vector_load(*e.as<Load>(), scope);
     case ExprKind::IndexValue: {
       const IndexExpr& idx = e.as<IndexValue>()->index;
-      auto stride = coefficient(idx, var(vvar_));
+      auto stride = coefficient(idx, var(vvar));
       if (stride && stride->is_constant(1)) {
         r.text = cat("cppi_viota<cppi_i64x", w, ">(", access_index(idx, scope), ")");
       } else if (stride && stride->constant() && indirect_terms(idx).empty()) {
         r.text = cat("cppi_viota_step<cppi_i64x", w, ">(", access_index(idx, scope), ", ", *stride->constant(), ")");
       } else {
-        r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar_, ", ", lane_lambda("(int64_t)(" + access_index(idx, scope) + ")"), ")");
+        r.text = cat("cppi_vgen<cppi_i64x", w, ">(", vvar, ", ", lane_lambda("(int64_t)(" + access_index(idx, scope) + ")"), ")");
       }
       return r;
     }
     case ExprKind::Cast: {
       auto n = e.as<Cast>();
-      if (auto step = int32_iota_step(*n, vvar_)) {
+      if (auto step = int32_iota_step(*n, vvar)) {
         r.text = cat("cppi_viota_step<cppi_i32x", w, ">((int32_t)(", access_index(n->value.as<IndexValue>()->index, scope),
                      "), ", *step, ")");
         return r;
@@ -326,7 +340,7 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
       if (tmpl) {
         r.text = codegen::expand_template(tmpl, {operand}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
       } else {
-        const std::string lane = scalar_unary(n->op, t, "a");
+        const std::string lane = scalar_unary(n->op, t, "a", scope);
         if (r.dtype == DType::Bool) {
           r.text = cat("(cppi_vmap1(", operand, ", [](", scalar_type(t), " a) { return (", scalar_type(t), ")", lane,
                        "; }) != cppi_vsplat<", vtype(t), ">(0))");
@@ -356,7 +370,7 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
         r.text = codegen::expand_template(tmpl, {x, y}, scalar_type(t), vtype(t), mask_type(dtype_size(t)));
       } else {
         const std::string st = scalar_type(t);
-        r.text = cat("cppi_vmap2(", x, ", ", y, ", [](", st, " a, ", st, " b) { return ", scalar_binary(n->op, t, "a", "b"),
+        r.text = cat("cppi_vmap2(", x, ", ", y, ", [](", st, " a, ", st, " b) { return ", scalar_binary(n->op, t, "a", "b", scope),
                      "; })");
       }
       return r;
@@ -390,15 +404,15 @@ CValue CpuKernelPrinter::vector_node(const Expr& e, ValueScope& scope) {
     }
     case ExprKind::Random: {
       auto n = e.as<Random>();
-      if (varying(n->seed)) fail("a random seed that varies across vector lanes");
+      if (varying(n->seed, at)) fail("a random seed that varies across vector lanes");
       const std::string seed = value(n->seed, scope).text;
       const bool uniform = n->random_kind == RandomKind::Uniform;
-      if (auto step = philox_lane_step(n->offset, vvar_)) {
+      if (auto step = philox_lane_step(n->offset, vvar)) {
         // Lane 0's counter is the offset at the vector's first iteration.
         r.text = cat(uniform ? "cppi_vrand<" : "cppi_vrandn<", vtype(DType::Float32), ">(", seed, ", ",
                      access_index(n->offset, scope), ", ", *step, "u)");
       } else {
-        r.text = cat("cppi_vgen<", vtype(DType::Float32), ">(", vvar_, ", ",
+        r.text = cat("cppi_vgen<", vtype(DType::Float32), ">(", vvar, ", ",
                      lane_lambda(cat(uniform ? "cppi_rand(" : "cppi_randn(", seed, ", ", access_index(n->offset, scope), ")")),
                      ")");
       }
