@@ -124,6 +124,10 @@ bool reads_buffer(const Expr& e, const std::string& buffer) {
   return finder.found;
 }
 
+void printer_error(const std::string& target, const std::string& message) {
+  throw CompilerError(Error::internal(target + " codegen: " + message));
+}
+
 std::string c_identifier(const std::string& name) {
   std::string out;
   for (char c : name) {

@@ -122,6 +122,9 @@ bool reads_buffer(const ir::Expr& e, const std::string& buffer);
 /// Makes `name` a C identifier (other characters become '_').
 std::string c_identifier(const std::string& name);
 
+/// Throws the internal error of a target's printer: "<target> codegen: <message>".
+[[noreturn]] void printer_error(const std::string& target, const std::string& message);
+
 class CPrinterBase {
  public:
   virtual ~CPrinterBase() = default;

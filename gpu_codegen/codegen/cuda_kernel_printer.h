@@ -69,9 +69,7 @@ using namespace ir;
 using codegen::CValue;
 using codegen::ValueScope;
 
-[[noreturn]] inline void fail(const std::string& message) {
-  throw CompilerError(Error::internal("cuda codegen: " + message));
-}
+[[noreturn]] inline void fail(const std::string& message) { codegen::printer_error("cuda", message); }
 
 inline IndexExpr product_of(const std::vector<Loop>& loops) {
   std::vector<IndexExpr> ex;
@@ -106,12 +104,16 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
         name_(std::move(name)),
         graph_symbols_(graph_symbols),
         options_(options),
+        sig_(signature(k)),
+        pointers_(argument_pointers(sig_)),
         walk_(row_walk(k, g)),
         threads_per_row_(threads_per_row(walk_, g)),
         cached_elements_(walk_ == RowWalk::Rows ? g.elements_per_thread : 0),
         cached_(cached_elements_ > 0 ? row_cached_loads(k) : std::vector<CachedLoad>{}) {}
 
   std::string print(PrintedCudaKernel* info);
+  /// in_<buffer> or out_<buffer>, by buffer name.
+  static std::unordered_map<std::string, std::string> argument_pointers(const KernelSignature& sig);
 
  protected:
   std::string pointer_name(const std::string& buffer) const override {
@@ -304,16 +306,15 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   const std::string name_;
   const std::vector<std::string>& graph_symbols_;
   const CudaPrintOptions& options_;
-  KernelSignature sig_;
-  std::unordered_map<std::string, std::string> pointers_;
+  const KernelSignature sig_;
+  /// Each argument buffer's pointer name.
+  const std::unordered_map<std::string, std::string> pointers_;
   std::unordered_map<std::string, CValue> locals_;
   const RowWalk walk_;
   /// The threads of a row (Rows) or the row slices of a column group.
   const int threads_per_row_;
   const int cached_elements_;  // E of a cached row; 0 = stages read global memory
   const std::vector<CachedLoad> cached_;  // a cached row's loads
-  /// Whether the printed kernel combines across a warp or a block (for PrintedCudaKernel).
-  bool warp_reduction_ = false, block_reduction_ = false;
 };
 
 }  // namespace cppi::gpu::cuda_print

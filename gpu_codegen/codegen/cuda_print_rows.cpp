@@ -371,8 +371,6 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
                            ? std::get_if<ReductionStage>(&k_.stages[i + 1]) : nullptr;
     if (walk_ != RowWalk::ColumnGroups && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
         s.kind == ReductionKind::Sum && next->kind == ReductionKind::Sum && next->body.dtype() == t) {
-      warp_reduction_ = true;
-      block_reduction_ = true;
       out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[64];"));
       out_.line(cat("cppi_block_reduce_sum2(", acc, ", ", accs[i + 1 - first], ", ", scratch, ");"));
       declare_results(s, acc);
@@ -384,11 +382,8 @@ void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
       out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
       out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
     } else if (g_.mapping == GpuMapping::RowPerWarp) {
-      warp_reduction_ = true;
       out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
     } else {
-      warp_reduction_ = true;
-      block_reduction_ = true;
       out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
       out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t),
                     ", ", scratch, ");"));

@@ -138,12 +138,17 @@ int threads_per_row(RowWalk walk, const GpuSchedule& g) {
   return 0;
 }
 
+std::unordered_map<std::string, std::string> CudaKernelPrinter::argument_pointers(const KernelSignature& sig) {
+  std::unordered_map<std::string, std::string> names;
+  for (const auto& a : sig.buffers) names[a.buffer->name] = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
+  return names;
+}
+
 std::string CudaKernelPrinter::parameters(PrintedCudaKernel* info) {
   std::string params;
   for (const auto& a : sig_.buffers) {
     const std::string type = std::string(dtype_ctype(a.buffer->dtype));
-    const std::string name = (a.written ? "out_" : "in_") + codegen::c_identifier(a.buffer->name);
-    pointers_[a.buffer->name] = name;
+    const std::string& name = pointers_.at(a.buffer->name);
     const bool by_value = is_host_scalar(*a.buffer, Device::CUDA);
     if (by_value && a.written) fail(cat("kernel ", k_.name, " writes ", a.buffer->name, " in CPU memory"));
     info->by_value.push_back(by_value);
@@ -244,7 +249,6 @@ void CudaKernelPrinter::unravel_outer(const std::string& flat) {
 
 std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   check_schedule();
-  sig_ = signature(k_);
   info->name = name_;
   info->schedule = g_;
   info->iterations = product_of(k_.outer);
@@ -321,8 +325,12 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     print_grid_stride();
   }
   out_.close();
-  info->warp_reduction = warp_reduction_;
-  info->block_reduction = block_reduction_;
+  // Whether the body combines across a block (shared memory) or a warp
+  // (shuffles; a block's combine uses them too): what it calls.
+  const std::string text = out_.str();
+  const std::string body = text.substr(std::min(text.find("__global__"), text.size()));
+  info->block_reduction = body.find("cppi_block_reduce") != std::string::npos;
+  info->warp_reduction = info->block_reduction || body.find("cppi_warp_reduce(") != std::string::npos;
   info->row_cached = is_row_mapping(g_.mapping) && g_.elements_per_thread > 0;
   // What the vector accesses need, for the launcher to check.
   if (info->row_cached && g_.cache_vector > 1) {
@@ -368,7 +376,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
       }
     }
   }
-  return out_.str();
+  return text;
 }
 
 void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
