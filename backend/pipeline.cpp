@@ -223,6 +223,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     if (!isa) return isa.error();
     cpu::CpuKernelOptions opts;
     opts.print.origin_source = origins;
+    opts.print.loop_ir_dumps = !ctx.options.debug_dir.empty();
     opts.compile.compiler = *compiler;
     opts.compile.avx512_off = isa->avx512_off;
     opts.compile.unroll_loops = ctx.options.cpu_unroll_loops;
@@ -239,6 +240,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     }
     ctx.dump(cpu::kCpuCodegenHeaderName, cpu::cpu_codegen_header().text);  // what kernels.cpp includes
     ctx.dump("kernels.cpp", compiled->source);
+    std::string loop_ir;
+    for (const auto& k : compiled->kernels) loop_ir += k->info().loop_ir + "\n";
+    ctx.dump("loop_ir_scheduled.txt", loop_ir);
     cg.sources.emplace_back("kernels.cpp", compiled->source);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
       cg.kernels[cpu_index[i]] = compiled->kernels[i];

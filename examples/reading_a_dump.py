@@ -8,6 +8,7 @@ graph gets a folder:
       fx_graph.json             the same graph as the plain data our C++ core imported
       loop_ir_pre_fusion.txt    one loop nest per lowered op (when lowering ran)
       loop_ir_post_fusion.txt   the kernels after fusion, with their schedules
+      loop_ir_scheduled.txt     each CPU kernel's loop nest, after each schedule pass
       kernels.cpp / .cu / .ptx  the generated code, with FX-node and source-line comments
       wrapper_plan.txt          the call sequence: kernels, extern calls, ATen fallbacks
       explain.txt               what lowered, what fell back and why, fusion refusals, timings

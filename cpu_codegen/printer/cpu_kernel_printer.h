@@ -2,8 +2,10 @@
 /// The CPU kernel printer's class, shared by the files that implement it
 /// (private to cpu_codegen/printer; the public entry is cpu_printer.h):
 ///   cpu_printer.cpp         module, kernel prologue (header comment, arguments)
-///   cpu_loops.cpp           outer/parallel loops, vector loops with tails,
-///                           transposed tiles, tiled column reductions
+///   cpu_loops.cpp           the kernel's loop nest (cpu_codegen/schedule/
+///                           loops: parallel chunks, loops, tails, pieces,
+///                           transposed tiles) as it is given; tiled column
+///                           blocks; the split loops of the stages
 ///   cpu_stages.cpp          the stages inside them: pointwise stores,
 ///                           scans, hoisted invariants, store forwarding,
 ///                           row blocks
@@ -71,6 +73,7 @@
 #include <vector>
 
 #include "codegen/c_printer.h"
+#include "codegen/loop_stmt.h"
 #include "cpu_codegen/printer/cpu_printer.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"
@@ -81,15 +84,9 @@ using namespace ir;
 using codegen::CValue;
 using codegen::ValueScope;
 
-[[noreturn]] inline void fail(const std::string& message) {
-  throw CompilerError(Error::internal("cpu codegen: " + message));
-}
+[[noreturn]] inline void fail(const std::string& message) { codegen::printer_error("cpu", message); }
 
-/// A loop bound as C text, with its value when it is a constant.
-struct Bound {
-  std::string text;
-  std::optional<int64_t> value;
-};
+using codegen::Bound;
 
 /// A cascade (CpuSchedule::cascade_block) merges each block of terms into a
 /// total, and each total into the next level's every kCascadeFanIn merges.
@@ -260,9 +257,26 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_invariants();
   std::string local_name(const std::string& result);
 
-  // --- loops -------------------------------------------------------------------------
-  void print_outer();
-  void print_outer_loops(size_t level);
+  // --- the loop nest ------------------------------------------------------------------
+  /// The kernel's loop nest (cpu_codegen/schedule/loops/loop_nest.h), each
+  /// statement inside `at`.
+  void print_loops(const codegen::Stmt& s, const ValueScope& at);
+  void print_loop_node(const codegen::For& l, const ValueScope& at);
+  void print_loop_node(const codegen::ParallelChunks& c, const ValueScope& at);
+  void print_loop_node(const codegen::Collapsed& c, const ValueScope& at);
+  void print_loop_node(const codegen::Let& let, const ValueScope& at);
+  void print_loop_node(const codegen::Block& b, const ValueScope& at);
+  void print_loop_node(const codegen::If& i, const ValueScope& at);
+  void print_loop_node(const codegen::Comment& c, const ValueScope& at);
+  void print_loop_node(const codegen::MaskedLanes& m, const ValueScope& at);
+  void print_loop_node(const codegen::TileRow& t, const ValueScope& at);
+  /// All stages of one outer iteration (of a vector of them in a vector
+  /// loop), or a piece's (split_vector_loop_pieces) with its index
+  /// conditions folded.
+  void print_loop_node(const codegen::Stages& s, const ValueScope& at);
+  /// The parts the nest leaves to the printer (cpu::part).
+  void print_loop_node(const codegen::TargetPart& p, const ValueScope& at);
+  void print_let(const codegen::Let& let);
   /// Kernel-local scratch: allocated where it is private to one thread (per
   /// parallel chunk, else per call) and freed at the end of that block.
   void print_scratch_alloc();
@@ -270,10 +284,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// With prefault_outputs: faults in what the chunk's outer iterations
   /// [lo, hi) write, `inner` elements of each output per iteration.
   void print_prefault(const std::string& lo, const std::string& hi, const std::string& inner);
-  void print_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const std::function<void()>& vector_body,
-                         const std::function<void()>& tail_body);
-  /// print_vector_loop with the main part printed by `main(from, to)`, which
-  /// covers [from, to), a whole number of vectors.
+  /// A loop over [lo, hi) split at its last whole vector: `main(from, to)`
+  /// over the whole vectors, then `tail_body` in a scalar loop.
   void print_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
                         const std::function<void(const std::string&, const std::string&)>& main,
                         const std::function<void()>& tail_body);
@@ -302,15 +314,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// print_stage_split_loop whose whole vectors are `vector_step` in a loop.
   void print_stage_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const ValueScope& at,
                                const Body& vector_step, const Body& scalar_step);
-  /// The vectorised innermost outer loop `l` over [lo, hi), all stages inside.
-  void print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi);
-  /// vector_loop_splits: the vectorised loop `l` over [lo, hi) (all of it)
-  /// as one vector loop with its tail per piece, each piece's stages with
-  /// their index comparisons folded.
-  void print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi);
-  /// The grain of a parallel loop over the first `p` outer loops: the
-  /// schedule's, or with CpuSchedule::grain_work an expression of the sizes.
-  std::string grain_text(size_t p) const;
   /// The column_block/row_block main loop over [from, to) (see the file
   /// comment): whole vectors, or with `overlapped_rest` (TailKind::Overlapped,
   /// to - from >= a vector) any extent, each block's last vector ending at
@@ -343,14 +346,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// iteration space of `units` (C variable name, extent), row-major, and
   /// declares each unit's variable in it. Closed by the caller.
   void open_collapsed_loop(const std::vector<std::pair<std::string, IndexExpr>>& units);
-  /// transpose_tile kernels: the loops, parallel ones included, around
-  /// print_transposed_tile for each tile of rows of the second-innermost loop.
-  void print_transposed_outer();
-  /// The rows [first_row, first_row + W) of the second-innermost loop (fewer
-  /// at its end): whole tiles read the transposed loads through
-  /// cppi_transpose_tile (Place::tile_row), the rest runs the plain vector
-  /// loop.
-  void print_transposed_tile(const std::string& first_row);
+  /// transpose_tile: each transposed load's tile of the rows from
+  /// `first_row` (C text), at the column of the vector loop; the stages then
+  /// read row Place::tile_row of it.
+  void print_transpose_tiles(const std::string& first_row);
   Bound extent(const Loop& l) const {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
@@ -358,9 +357,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   static std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
 
   // --- stages --------------------------------------------------------------------------
-  /// All stages of one outer iteration inside `at` (with `vector_outer`, of
-  /// a vector of them: the innermost outer loop's).
-  void print_stages(const ValueScope& at, bool vector_outer);
   /// Stages [first, end) of one outer iteration (or of a vector of them).
   void print_stage_range(size_t first, size_t end, bool vector_outer, const ValueScope& at);
   /// CpuSchedule::epilogue_in_lanes: the innermost outer loop `l` over

@@ -1,10 +1,11 @@
-/// CPU kernel printer: loop structure (parallel outer loops, vector loops
-/// with scalar, overlapped or masked tails, transposed tiles, tiled column
-/// reductions); the stages inside them are cpu_stages.cpp's.
+/// CPU kernel printer: the kernel's loop nest as the schedule's passes left
+/// it (cpu_codegen/schedule/loops/loop_nest.h), tiled column blocks, and the
+/// split loops of the stages; the stages inside them are cpu_stages.cpp's.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
 #include "cpu_codegen/schedule/index_conditions.h"
+#include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
 
@@ -31,73 +32,6 @@ void CpuKernelPrinter::print_prefault(const std::string& lo, const std::string& 
                     ") - (", lo, ")) * (int64_t)sizeof(", ptr, "[0]));"));
     }
   }
-}
-
-void CpuKernelPrinter::print_outer() {
-  const size_t n = k_.outer.size();
-  const size_t p = static_cast<size_t>(sched_.parallel_loops);
-  const bool vec_outer = sched_.vectorized == VectorizedLoop::InnermostOuter;
-  if (p > n) fail(cat("kernel ", k_.name, ": ", p, " parallel loops but ", n, " outer loops"));
-  if (vec_outer && n == 0) fail(cat("kernel ", k_.name, ": innermost outer loop vectorised but there are no outer loops"));
-  if (sched_.parallel_reduction && p > 0) fail(cat("kernel ", k_.name, ": parallel_reduction with parallel outer loops"));
-  if (accumulates(k_) && (p > parallel_loops_without_races(k_) || sched_.parallel_reduction)) {
-    fail(cat("kernel ", k_.name, ": ", p, " parallel loops, but its accumulating stores could race across them"));
-  }
-  const std::string grain = grain_text(p);
-  if (!sig_.scratch.empty() && sched_.parallel_reduction) {
-    fail(cat("kernel ", k_.name, ": kernel-local scratch with parallel_reduction"));
-  }
-  if (sched_.transpose_tile) {
-    print_transposed_outer();
-    return;
-  }
-  if (p == 0) {
-    print_scratch_alloc();
-    print_outer_loops(0);
-    print_scratch_free();
-    return;
-  }
-  if (vec_outer && p == n) {
-    if (n != 1) fail(cat("kernel ", k_.name, ": a vectorised outer loop may be parallel only when it is the only one"));
-    // Parallel over blocks of W iterations, so chunks start on a vector boundary.
-    // With an overlapped tail, the blocks are whole vectors and the last
-    // chunk also takes the rest: its last vector overlaps only its own.
-    const Loop& l = k_.outer[0];
-    const Bound e = extent(l);
-    const int64_t w = sched_.vector_width;
-    const bool overlapped = sched_.tail == TailKind::Overlapped;
-    const std::string blocks = overlapped ? std::to_string(*e.value / w)
-                               : e.value  ? std::to_string((*e.value + w - 1) / w)
-                                          : cat("cppi_div_up(", e.text, ", ", w, ")");
-    const std::string hi = overlapped ? cat("(end == ", blocks, " ? ", e.text, " : end * ", w, ")")
-                                      : cat("cppi_min_i<int64_t>(end * ", w, ", ", e.text, ")");
-    out_.open(cat("cppi_parallel_for(0, ", blocks, ", ", grain, ", [=](int64_t begin, int64_t end)"));
-    print_scratch_alloc();
-    print_prefault(cat("begin * ", w), hi, "1");
-    print_outer_vector_loop(l, Bound{cat("begin * ", w), std::nullopt}, Bound{hi, std::nullopt});
-    print_scratch_free();
-    out_.close("});");
-    return;
-  }
-  std::vector<IndexExpr> extents;
-  for (size_t i = 0; i < p; ++i) extents.push_back(k_.outer[i].extent);
-  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [=](int64_t begin, int64_t end)"));
-  print_scratch_alloc();
-  std::vector<IndexExpr> inner_extents;
-  for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
-  print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
-  if (sched_.epilogue_in_lanes && p == n) {
-    if (n != 1) fail(cat("kernel ", k_.name, ": an epilogue in lanes under ", n, " collapsed parallel loops"));
-    print_epilogue_in_lanes(k_.outer[0], Bound{"begin", std::nullopt}, Bound{"end", std::nullopt});
-  } else {
-    std::vector<std::pair<std::string, IndexExpr>> units;
-    for (size_t i = 0; i < p; ++i) units.emplace_back(var_name(k_.outer[i]), k_.outer[i].extent);
-    open_collapsed_loop(units);
-    print_outer_loops(p);
-    out_.close();
-  }
-  print_scratch_free();
-  out_.close("});");
 }
 
 void CpuKernelPrinter::open_collapsed_loop(const std::vector<std::pair<std::string, IndexExpr>>& units) {
@@ -138,138 +72,6 @@ std::vector<CpuKernelPrinter::TransposedLoad> CpuKernelPrinter::transposed_loads
   return loads;
 }
 
-void CpuKernelPrinter::print_transposed_outer() {
-  const size_t n = k_.outer.size();
-  const size_t p = static_cast<size_t>(sched_.parallel_loops);
-  if (sched_.vectorized != VectorizedLoop::InnermostOuter || n < 2 || p > n - 1 || sched_.tail != TailKind::ScalarLoop ||
-      sched_.column_block > 0) {
-    fail(cat("kernel ", k_.name, ": transpose_tile needs a vectorised innermost outer loop below a serial or parallel "
-             "one, a scalar tail and no column tiling"));
-  }
-  const Loop& rows = k_.outer[n - 2];
-  const Loop& cols = k_.outer[n - 1];
-  for (const auto& st : k_.stages) {
-    const auto* pw = std::get_if<PointwiseStage>(&st);
-    if (!pw || !pw->loops.empty()) fail(cat("kernel ", k_.name, ": transpose_tile over a stage with loops"));
-  }
-  if (transposed_.empty()) fail(cat("kernel ", k_.name, ": transpose_tile without a transposed load"));
-
-  const int64_t w = sched_.vector_width;
-  const Bound rows_extent = extent(rows);
-  const std::string tiles = rows_extent.value ? std::to_string((*rows_extent.value + w - 1) / w)
-                                              : cat("cppi_div_up(", rows_extent.text, ", ", w, ")");
-  const std::string tile_index = var_name(rows) + "_tile";
-  auto tile_loop = [&] {
-    out_.open(cat("for (int64_t ", tile_index, " = 0; ", tile_index, " < ", tiles, "; ++", tile_index, ")"));
-    print_transposed_tile(cat(tile_index, " * ", w));
-    out_.close();
-  };
-  // The loops between the parallel ones and the tiled pair.
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == n - 2) {
-      tile_loop();
-      return;
-    }
-    const std::string v = var_name(k_.outer[level]);
-    out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(k_.outer[level]).text, "; ++", v, ")"));
-    loops(level + 1);
-    out_.close();
-  };
-  if (p == 0) {
-    print_scratch_alloc();
-    loops(0);
-    print_scratch_free();
-    return;
-  }
-  const std::string grain = std::to_string(std::max<int64_t>(1, sched_.grain_size));
-  std::vector<std::pair<std::string, IndexExpr>> units;
-  std::vector<IndexExpr> extents;
-  for (size_t i = 0; i < p; ++i) {
-    // A parallel rows loop counts in tiles of rows.
-    const bool tiled = i == n - 2;
-    const IndexExpr e = tiled ? ir::floordiv(rows.extent + index_const(w - 1), index_const(w)) : k_.outer[i].extent;
-    units.emplace_back(tiled ? tile_index : var_name(k_.outer[i]), e);
-    extents.push_back(e);
-  }
-  out_.open(cat("cppi_parallel_for(0, ", index(product(extents)), ", ", grain, ", [=](int64_t begin, int64_t end)"));
-  print_scratch_alloc();
-  if (p == n - 1) {
-    // Chunk [begin, end) of (earlier loops x tiles of rows): its first row
-    // of the (earlier loops x rows) space, whose outputs it writes densely.
-    auto row_of = [&](const std::string& i) {
-      return cat("(", i, ") / (", tiles, ") * (", rows_extent.text, ") + cppi_min_i<int64_t>((", i, ") % (", tiles,
-                 ") * ", w, ", ", rows_extent.text, ")");
-    };
-    print_prefault(row_of("begin"), row_of("end"), "(" + extent(cols).text + ")");
-  } else {
-    std::vector<IndexExpr> inner_extents;
-    for (size_t i = p; i < n; ++i) inner_extents.push_back(k_.outer[i].extent);
-    print_prefault("begin", "end", "(" + index(product(inner_extents)) + ")");
-  }
-  open_collapsed_loop(units);
-  if (p == n - 1) {
-    print_transposed_tile(cat(tile_index, " * ", w));
-  } else {
-    loops(p);
-  }
-  out_.close();
-  print_scratch_free();
-  out_.close("});");
-}
-
-void CpuKernelPrinter::print_transposed_tile(const std::string& first_row) {
-  const size_t n = k_.outer.size();
-  const Loop& rows = k_.outer[n - 2];
-  const Loop& cols = k_.outer[n - 1];
-  const int64_t w = sched_.vector_width;
-  const std::string r = var_name(rows), c = var_name(cols), r0 = r + "_first";
-  const Bound rows_extent = extent(rows);
-  // With a constant number of rows that tiles evenly, every tile is whole.
-  const bool whole_tiles_only = rows_extent.value && *rows_extent.value % w == 0;
-  out_.open("");
-  out_.line(cat("const int64_t ", r0, " = ", first_row, ";"));
-  if (!whole_tiles_only) out_.open(cat("if (", r0, " + ", w, " <= ", rows_extent.text, ")"));
-  for (const auto& t : transposed_) {
-    out_.line(cat("alignas(64) ", dtype_ctype(t.buffer->dtype), " ", t.tile, "[", w * w, "];"));
-  }
-  const std::map<std::string, IndexExpr> at_first_row = {{rows.var.as<IndexVar>()->name, ir::var(r0)}};
-  print_split_loop_with_rest(
-      c, Bound{"0", 0}, extent(cols),
-      [&](const std::string& from, const std::string& to) {
-        out_.line("CPPI_NO_AUTOVEC");
-        out_.open(cat("for (int64_t ", c, " = ", from, "; ", c, " < ", to, "; ", c, " += ", w, ")"));
-        for (const auto& t : transposed_) {
-          auto stride = coefficient(t.index, cols.var);
-          out_.line(cat("cppi_transpose_tile<", w, ", ", dtype_size(t.buffer->dtype), ">(&", pointer_name(t.buffer->name),
-                        "[", index(substitute(t.index, at_first_row)), "], ", index(*stride), ", ", t.tile, ");"));
-        }
-        out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
-        Place tile = kernel_place_;
-        tile.tile_row = cat("(", r, " - ", r0, ") * ", w);
-        print_stages(ValueScope(&kernel_scope_, &tile), true);
-        out_.close();
-        out_.close();
-      },
-      [&](const std::string& vend, const std::string& end) {
-        out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", r0, " + ", w, "; ++", r, ")"));
-        out_.line("CPPI_NO_AUTOVEC");
-        out_.open(cat("for (int64_t ", c, " = ", vend, "; ", c, " < ", end, "; ++", c, ")"));
-        print_stages(kernel_scope_, false);
-        out_.close();
-        out_.close();
-      });
-  if (!whole_tiles_only) {
-    out_.close();
-    out_.open("else");
-    out_.line("// the last rows, fewer than a tile: the plain vector loop");
-    out_.open(cat("for (int64_t ", r, " = ", r0, "; ", r, " < ", rows_extent.text, "; ++", r, ")"));
-    print_outer_vector_loop(cols, Bound{"0", 0}, extent(cols));
-    out_.close();
-    out_.close();
-  }
-  out_.close();
-}
-
 void CpuKernelPrinter::print_scratch_alloc() {
   for (const auto& b : sig_.scratch) {
     const std::string type(dtype_ctype(b->dtype));
@@ -282,40 +84,119 @@ void CpuKernelPrinter::print_scratch_free() {
   for (const auto& b : sig_.scratch) out_.line(cat("free(", pointer_name(b->name), ");"));
 }
 
-void CpuKernelPrinter::print_outer_loops(size_t level) {
-  const size_t n = k_.outer.size();
-  if (level == n) {
-    print_stages(kernel_scope_, false);
+// --- the loop nest (cpu_codegen/schedule/loops/loop_nest.h) ----------------------------------
+
+void CpuKernelPrinter::print_let(const codegen::Let& let) { out_.line(cat("const int64_t ", let.name, " = ", let.value, ";")); }
+
+void CpuKernelPrinter::print_loops(const codegen::Stmt& s, const ValueScope& at) {
+  if (!s) return;
+  std::visit([&](const auto& n) { print_loop_node(n, at); }, s->node);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& at) {
+  if (l.tail != codegen::Tail::None) fail(cat("kernel ", k_.name, ": the tail of vector loop ", l.var, " is not split off"));
+  if (l.kind == codegen::LoopKind::VectorTiles) {
+    print_tiled_columns(l.var, l.lo.text, l.hi.text, at, l.overlapped_rest);
     return;
   }
-  const Loop& l = k_.outer[level];
-  if (level == n - 1 && sched_.vectorized == VectorizedLoop::InnermostOuter) {
-    print_outer_vector_loop(l, Bound{"0", 0}, extent(l));
-    return;
+  if (l.no_autovec) out_.line("CPPI_NO_AUTOVEC");
+  if (l.kind == codegen::LoopKind::Serial) {
+    out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ++", l.var, ")"));
+    print_loops(l.body, at);
+  } else {
+    out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ", l.var, " += ",
+                  sched_.vector_width, ")"));
+    const Place lanes = place(at).vectorized(l.var);
+    print_loops(l.body, ValueScope(&at, &lanes));
   }
-  if (level == n - 1 && sched_.epilogue_in_lanes) {
-    print_epilogue_in_lanes(l, Bound{"0", 0}, extent(l));
-    return;
-  }
-  const std::string v = var_name(l);
-  out_.open(cat("for (int64_t ", v, " = 0; ", v, " < ", extent(l).text, "; ++", v, ")"));
-  print_outer_loops(level + 1);
   out_.close();
 }
 
-void CpuKernelPrinter::print_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                         const std::function<void()>& vector_body,
-                                         const std::function<void()>& tail_body) {
-  const int64_t w = sched_.vector_width;
-  print_split_loop(
-      v, lo, hi,
-      [&](const std::string& from, const std::string& to) {
-        out_.line("CPPI_NO_AUTOVEC");
-        out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
-        vector_body();
-        out_.close();
-      },
-      tail_body);
+void CpuKernelPrinter::print_loop_node(const codegen::ParallelChunks& c, const ValueScope& at) {
+  out_.open(cat("cppi_parallel_for(0, ", c.count, ", ", c.grain, ", [=](int64_t begin, int64_t end)"));
+  print_loops(c.body, at);
+  out_.close("});");
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::Collapsed& c, const ValueScope& at) {
+  open_collapsed_loop(c.units);
+  print_loops(c.body, at);
+  out_.close();
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::Let& let, const ValueScope& at) {
+  (void)at;
+  print_let(let);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::Comment& c, const ValueScope& at) {
+  (void)at;
+  out_.line("// " + c.text);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::Block& b, const ValueScope& at) {
+  if (b.scoped) out_.open("");
+  for (const codegen::Stmt& s : b.body) print_loops(s, at);
+  if (b.scoped) out_.close();
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::If& i, const ValueScope& at) {
+  out_.open(i.condition.empty() ? std::string() : cat("if (", i.condition, ")"));
+  print_loops(i.then, at);
+  out_.close();
+  if (!i.otherwise) return;
+  out_.open("else");
+  print_loops(i.otherwise, at);
+  out_.close();
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::MaskedLanes& m, const ValueScope& at) {
+  Place masked = place(at);
+  masked.tail_lanes = m.lanes;
+  print_loops(m.body, ValueScope(&at, &masked));
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::TileRow& t, const ValueScope& at) {
+  Place row = place(at);
+  row.tile_row = t.row;
+  print_loops(t.body, ValueScope(&at, &row));
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::TargetPart& p, const ValueScope& at) {
+  (void)at;
+  const std::string& what = p.what;
+  if (what == part::kScratch) {
+    print_scratch_alloc();
+  } else if (what == part::kFreeScratch) {
+    print_scratch_free();
+  } else if (what == part::kPrefault && p.args.size() == 3) {
+    print_prefault(p.args[0], p.args[1], p.args[2]);
+  } else if (what == part::kEpilogueInLanes && p.args.size() == 2) {
+    print_epilogue_in_lanes(k_.outer.back(), Bound{p.args[0], std::nullopt}, Bound{p.args[1], std::nullopt});
+  } else if (what == part::kTileBuffers) {
+    if (transposed_.empty()) fail(cat("kernel ", k_.name, ": transpose_tile without a transposed load"));
+    const int64_t w = sched_.vector_width;
+    for (const auto& t : transposed_) {
+      out_.line(cat("alignas(64) ", dtype_ctype(t.buffer->dtype), " ", t.tile, "[", w * w, "];"));
+    }
+  } else if (what == part::kTransposeTiles && p.args.size() == 2) {
+    print_transpose_tiles(p.args[0]);
+  } else {
+    fail(cat("kernel ", k_.name, ": no CPU loop-nest part ", what, " of ", p.args.size(), " arguments"));
+  }
+}
+
+void CpuKernelPrinter::print_transpose_tiles(const std::string& first_row) {
+  const size_t n = k_.outer.size();
+  const Loop& rows = k_.outer[n - 2];
+  const Loop& cols = k_.outer[n - 1];
+  const std::map<std::string, IndexExpr> at_first_row = {{rows.var.as<IndexVar>()->name, ir::var(first_row)}};
+  for (const auto& t : transposed_) {
+    auto stride = coefficient(t.index, cols.var);
+    out_.line(cat("cppi_transpose_tile<", sched_.vector_width, ", ", dtype_size(t.buffer->dtype), ">(&",
+                  pointer_name(t.buffer->name), "[", index(substitute(t.index, at_first_row)), "], ", index(*stride),
+                  ", ", t.tile, ");"));
+  }
 }
 
 void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
@@ -382,121 +263,12 @@ void CpuKernelPrinter::print_split_loop_with_rest(
     const std::string& v, const Bound& lo, const Bound& hi,
     const std::function<void(const std::string&, const std::string&)>& main,
     const std::function<void(const std::string&, const std::string&)>& rest) {
-  const int64_t w = sched_.vector_width;
-  if (lo.value && hi.value) {
-    const int64_t vend = *lo.value + (*hi.value - *lo.value) / w * w;
-    if (vend > *lo.value) main(std::to_string(*lo.value), std::to_string(vend));
-    if (vend < *hi.value) rest(std::to_string(vend), std::to_string(*hi.value));
-    return;
-  }
-  out_.open("");
-  const std::string lo_name = v + "_lo", vend = v + "_vec_end", hi_name = v + "_end";
-  out_.line(cat("const int64_t ", lo_name, " = ", lo.text, ";"));
-  out_.line(cat("const int64_t ", hi_name, " = ", hi.text, ";"));
-  out_.line(cat("const int64_t ", vend, " = ", lo_name, " + (", hi_name, " - ", lo_name, ") / ", w, " * ", w, ";"));
-  main(lo_name, vend);
-  rest(vend, hi_name);
-  out_.close();
-}
-
-void CpuKernelPrinter::print_outer_vector_loop(const Loop& l, const Bound& lo, const Bound& hi) {
-  const std::string v = var_name(l);
-  if (!sched_.vector_loop_splits.empty()) {
-    print_vector_loop_pieces(l, lo, hi);
-    return;
-  }
-  const int64_t w = sched_.vector_width;
-  auto whole_vectors_at = [&](const std::string& from, const std::string& to, const ValueScope& at) {
-    if (sched_.column_block > 0) {
-      print_tiled_columns(v, from, to, at);
-      return;
-    }
-    out_.line("CPPI_NO_AUTOVEC");
-    out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", w, ")"));
-    print_stages(at, true);
-    out_.close();
-  };
-  auto whole_vectors = [&](const std::string& from, const std::string& to) { whole_vectors_at(from, to, kernel_scope_); };
-  if (sched_.tail == TailKind::Overlapped && sched_.column_block > 0 && read_back_buffers(k_).empty()) {
-    // [lo, hi) holds at least one whole vector (CpuSchedule::tail); the rest
-    // joins the tiles' pass over the rows. Not when a stage reads a buffer
-    // the kernel writes: the overlapping vector would read its neighbour's
-    // results in place of what they replaced (a column softmax scales its
-    // output in place).
-    print_tiled_columns(v, lo.text, hi.text, kernel_scope_, true);
-    return;
-  }
-  if (sched_.tail == TailKind::Overlapped) {
-    // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
-    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      const bool known = lo.value && hi.value;  // then vend < end
-      if (!known) out_.open(cat("if (", vend, " < ", end, ")"));
-      out_.line("// the rest: one vector ending at the loop's end, over lanes already done");
-      whole_vectors(known ? std::to_string(*hi.value - w) : cat(end, " - ", w), end);
-      if (!known) out_.close();
-    });
-    return;
-  }
-  if (sched_.tail == TailKind::Masked) {
-    // Whole vectors, then one vector whose lanes from the loop's end on are
-    // off (x.sum(0) of n x 7: one 8-lane vector per row).
-    print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-      const Place rest = open_masked_rest(kernel_place_, v, vend, end, lo.value && hi.value);
-      whole_vectors_at(vend, end, ValueScope(&kernel_scope_, &rest));
-      out_.close();
-    });
-    return;
-  }
-  auto tail = [&] { print_stages(kernel_scope_, false); };
-  if (sched_.column_block <= 0) {
-    print_vector_loop(v, lo, hi, [&] { print_stages(kernel_scope_, true); }, tail);
-    return;
-  }
-  print_split_loop(
-      v, lo, hi, [&](const std::string& from, const std::string& to) { print_tiled_columns(v, from, to, kernel_scope_); },
-      tail);
-}
-
-void CpuKernelPrinter::print_vector_loop_pieces(const Loop& l, const Bound& lo, const Bound& hi) {
-  if (!lo.value || *lo.value != 0 || !hi.value || sched_.tail != TailKind::ScalarLoop || sched_.column_block > 0) {
-    fail(cat("kernel ", k_.name, ": vector_loop_splits need the whole constant loop and a scalar tail"));
-  }
-  const std::string v = var_name(l);
-  const std::string var = l.var.as<IndexVar>()->name;
-  std::vector<int64_t> ends = sched_.vector_loop_splits;
-  ends.push_back(*hi.value);
-  int64_t from = 0;
-  for (int64_t to : ends) {
-    if (to <= from || to > *hi.value) fail(cat("kernel ", k_.name, ": vector_loop_splits out of order or range"));
-    const std::vector<PointwiseStage> piece = fold_index_conditions(k_.stages, var, from, to);
-    auto stages = [&](bool vector) {
-      locals_.clear();
-      const Place lanes = vector ? kernel_place_.vectorized(v) : kernel_place_;
-      const ValueScope at(&kernel_scope_, &lanes);
-      for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i, at);
-    };
-    out_.line(cat("// ", v, " in [", from, ", ", to, "): its index comparisons are constants"));
-    print_vector_loop(v, Bound{std::to_string(from), from}, Bound{std::to_string(to), to}, [&] { stages(true); },
-                      [&] { stages(false); });
-    from = to;
-  }
-}
-
-std::string CpuKernelPrinter::grain_text(size_t p) const {
-  if (sched_.grain_work <= 0) return std::to_string(std::max<int64_t>(1, sched_.grain_size));
-  // The work of one iteration of the p parallel loops: the inner outer
-  // loops' points times the stages' loop points (a loop-less stage counts 1).
-  IndexExpr stages = index_const(0);
-  for (const auto& s : k_.stages) {
-    std::vector<IndexExpr> extents;
-    for (const auto& l : loops_of(s)) extents.push_back(l.extent);
-    stages = stages + product(extents);
-  }
-  std::vector<IndexExpr> inner;
-  for (size_t i = p; i < k_.outer.size(); ++i) inner.push_back(k_.outer[i].extent);
-  inner.push_back(stages);
-  return cat("cppi_max_i<int64_t>(1, cppi_div_up(", sched_.grain_work, ", cppi_max_i<int64_t>(1, ", index(product(inner)),
-             ")))");
+  const codegen::VectorSplit split = codegen::split_at_whole_vectors(v, lo, hi, sched_.vector_width);
+  if (!split.lets.empty()) out_.open("");
+  for (const auto& let : split.lets) print_let(let);
+  if (split.main) main(split.main->first, split.main->second);
+  if (split.rest) rest(split.rest->first, split.rest->second);
+  if (!split.lets.empty()) out_.close();
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,

@@ -7,6 +7,7 @@
 
 #include "cpu_codegen/printer/codegen_support.h"
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
+#include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "cpu_codegen/schedule/schedule_candidates.h"
 #include "lowering/ir/expr_visitor.h"
 
@@ -50,8 +51,11 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();
   print_invariants();
-  print_outer();
+  const LoopNestInput nest{k_, sched_, [this](const IndexExpr& e) { return index(e); }};
+  const ScheduledLoops loops = schedule_loop_nest(nest, options_.loop_ir_dumps);
+  print_loops(loops.nest, kernel_scope_);
   out_.close();
+  for (const auto& [pass, text] : loops.dumps) info->loop_ir += cat("// ", k_.name, " after ", pass, "\n", text);
   info->name = k_.name;
   info->vectorized = sched_.vectorized != VectorizedLoop::None;
   info->vector_width = info->vectorized ? sched_.vector_width : 1;

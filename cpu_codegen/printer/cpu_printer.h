@@ -37,6 +37,9 @@ struct PrintedKernel {
   bool vectorized = false;
   int vector_width = 1;
   bool parallel = false;  // under cppi_parallel_for or cppi_parallel_reduce
+  /// With PrintOptions::loop_ir_dumps: its loop nest after each pass
+  /// (loop_ir_scheduled.txt).
+  std::string loop_ir;
 };
 
 struct PrintedModule {

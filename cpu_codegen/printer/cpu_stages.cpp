@@ -5,6 +5,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/index_conditions.h"
 #include "cpu_codegen/schedule/row_epilogue.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
@@ -14,15 +15,15 @@ namespace cppi::cpu::detail {
 
 // --- stages ------------------------------------------------------------------------------
 
-void CpuKernelPrinter::print_stages(const ValueScope& at, bool vector_outer) {
+void CpuKernelPrinter::print_loop_node(const codegen::Stages& s, const ValueScope& at) {
   locals_.clear();
-  if (!vector_outer) {
-    print_stage_range(0, k_.stages.size(), false, at);
+  if (s.fold_var.empty()) {
+    print_stage_range(0, k_.stages.size(), place(at).in_vector(), at);
     return;
   }
-  const Place lanes = place(at).vectorized(var_name(k_.outer.back()));
-  const ValueScope scope(&at, &lanes);
-  print_stage_range(0, k_.stages.size(), true, scope);
+  // A piece of the vectorised loop (split_vector_loop_pieces).
+  const std::vector<PointwiseStage> piece = fold_index_conditions(k_.stages, s.fold_var, s.fold_from, s.fold_to);
+  for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i, at);
 }
 
 void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_outer, const ValueScope& outer) {

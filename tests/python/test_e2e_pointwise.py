@@ -590,3 +590,20 @@ def test_nearest_upsampling_positions_are_index_arithmetic_and_vector_loads_on_c
     assert "vectorized=innermost_outer" in src, src
     assert "cppi_vload_repeat<" in src, src
     assert "cppi_check_index" not in src, src
+
+
+def test_debug_dump_shows_each_cpu_kernels_loop_nest_after_each_pass(tmp_path):
+    """loop_ir_scheduled.txt: the kernel's loop nest as lower_loop_nest built
+    it (the vector loop with its tail still in it), then after the pass that
+    splits the tail off."""
+
+    def f(x):
+        return torch.relu(x + 1) * 2
+
+    check_model(f, (torch.randn(3, 37),), options={"debug_dir": str(tmp_path)})
+    (dump,) = [p.read_text() for p in tmp_path.glob("*/loop_ir_scheduled.txt")]
+    assert " after lower_loop_nest\n" in dump and " after split_vector_tails\n" in dump, dump
+    lowered = dump[dump.index(" after lower_loop_nest\n"):dump.index(" after split_vector_tails\n")]
+    assert "vector for " in lowered and " tail" in lowered and "stages" in lowered, dump
+    split = dump[dump.index(" after split_vector_tails\n"):]
+    assert " tail\n" not in split, dump

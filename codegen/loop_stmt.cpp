@@ -1,0 +1,143 @@
+#include "codegen/loop_stmt.h"
+
+#include <sstream>
+
+#include "support/status.h"
+
+namespace cppi::codegen {
+
+Stmt block(std::vector<Stmt> body, bool scoped) { return stmt(Block{std::move(body), scoped}); }
+
+namespace {
+
+/// The child slots of a node: pointers into a copy of it, which map_children
+/// rewrites.
+template <typename T>
+std::vector<Stmt*> children(T& n) {
+  if constexpr (std::is_same_v<T, Block>) {
+    std::vector<Stmt*> out;
+    for (Stmt& s : n.body) out.push_back(&s);
+    return out;
+  } else if constexpr (std::is_same_v<T, If>) {
+    return {&n.then, &n.otherwise};
+  } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
+                       std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow>) {
+    return {&n.body};
+  } else {
+    return {};
+  }
+}
+
+const char* kind_name(LoopKind k) {
+  switch (k) {
+    case LoopKind::Serial: return "serial";
+    case LoopKind::Vector: return "vector";
+    case LoopKind::VectorTiles: return "vector tiles";
+  }
+  return "?";
+}
+
+const char* tail_name(Tail t) {
+  switch (t) {
+    case Tail::None: return "";
+    case Tail::Scalar: return ", scalar tail";
+    case Tail::Masked: return ", masked tail";
+    case Tail::Overlapped: return ", overlapped tail";
+  }
+  return "?";
+}
+
+void print(std::ostringstream& os, const Stmt& s, int depth) {
+  if (!s) return;
+  const std::string pad(static_cast<size_t>(depth) * 2, ' ');
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, For>) {
+          os << pad << kind_name(n.kind) << " for " << n.var << " in [" << n.lo.text << ", " << n.hi.text << ")"
+             << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "") << "\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, ParallelChunks>) {
+          os << pad << "parallel chunks [begin, end) of [0, " << n.count << "), grain " << n.grain << "\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, Collapsed>) {
+          os << pad << "for the chunk's points of";
+          for (const auto& [var, extent] : n.units) os << " " << var << " < " << extent;
+          os << "\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, Let>) {
+          os << pad << n.name << " = " << n.value << "\n";
+        } else if constexpr (std::is_same_v<T, Block>) {
+          if (n.scoped) os << pad << "{\n";
+          for (const Stmt& c : n.body) print(os, c, depth + (n.scoped ? 1 : 0));
+          if (n.scoped) os << pad << "}\n";
+        } else if constexpr (std::is_same_v<T, If>) {
+          os << pad << "if " << (n.condition.empty() ? "true" : n.condition) << "\n";
+          print(os, n.then, depth + 1);
+          if (n.otherwise) {
+            os << pad << "else\n";
+            print(os, n.otherwise, depth + 1);
+          }
+        } else if constexpr (std::is_same_v<T, Comment>) {
+          os << pad << "// " << n.text << "\n";
+        } else if constexpr (std::is_same_v<T, MaskedLanes>) {
+          os << pad << "lanes below " << n.lanes << " on\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, TileRow>) {
+          os << pad << "transposed tiles at row " << n.row << "\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, Stages>) {
+          os << pad << "stages";
+          if (!n.fold_var.empty()) os << ", index conditions folded for " << n.fold_var << " in [" << n.fold_from << ", " << n.fold_to << ")";
+          os << "\n";
+        } else if constexpr (std::is_same_v<T, TargetPart>) {
+          os << pad << n.what;
+          for (size_t i = 0; i < n.args.size(); ++i) os << (i ? ", " : " ") << n.args[i];
+          os << "\n";
+        }
+      },
+      s->node);
+}
+
+}  // namespace
+
+Stmt map_children(const Stmt& s, const std::function<Stmt(const Stmt&)>& f) {
+  if (!s) return s;
+  StmtNode copy = *s;
+  bool changed = false;
+  std::visit(
+      [&](auto& n) {
+        for (Stmt* c : children(n)) {
+          if (!*c) continue;
+          Stmt mapped = f(*c);
+          changed |= mapped != *c;
+          *c = std::move(mapped);
+        }
+      },
+      copy.node);
+  return changed ? std::make_shared<const StmtNode>(std::move(copy)) : s;
+}
+
+std::string to_text(const Stmt& s) {
+  std::ostringstream os;
+  print(os, s, 0);
+  return os.str();
+}
+
+VectorSplit split_at_whole_vectors(const std::string& var, const Bound& lo, const Bound& hi, int64_t width) {
+  VectorSplit split;
+  if (lo.value && hi.value) {
+    const int64_t vend = *lo.value + (*hi.value - *lo.value) / width * width;
+    if (vend > *lo.value) split.main = {std::to_string(*lo.value), std::to_string(vend)};
+    if (vend < *hi.value) split.rest = {std::to_string(vend), std::to_string(*hi.value)};
+    return split;
+  }
+  const std::string lo_name = var + "_lo", vend = var + "_vec_end", hi_name = var + "_end";
+  split.lets = {Let{lo_name, lo.text}, Let{hi_name, hi.text},
+                Let{vend, cat(lo_name, " + (", hi_name, " - ", lo_name, ") / ", width, " * ", width)}};
+  split.main = {lo_name, vend};
+  split.rest = {vend, hi_name};
+  return split;
+}
+
+}  // namespace cppi::codegen

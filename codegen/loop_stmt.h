@@ -1,0 +1,163 @@
+/// \file
+/// The scheduled loop IR: a kernel's loop nest as statements, between the
+/// schedule and the printers (Halide's Stmt after lowering). A target's
+/// schedule builds it from the kernel and its schedule description, passes
+/// rewrite it one schedule feature at a time (each a function of its own: the
+/// CPU's are in cpu_codegen/schedule/loops/), and the printer prints what it
+/// is given. CPPINDUCTOR_DEBUG_DIR's loop_ir_scheduled.txt shows it after
+/// each pass.
+///
+/// Bounds and other integers are C text, printed by the target's index
+/// printer when the nest is built, with their values when constant. What a
+/// loop's body computes is a leaf: the kernel's stages (Stages) or a part the
+/// target prints whole (a tiled column block, an epilogue in lanes).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "lowering/ir/index_expr.h"
+
+namespace cppi::codegen {
+
+/// A loop bound or other int64 as C text, with its value when it is a constant.
+struct Bound {
+  std::string text;
+  std::optional<int64_t> value;
+  static Bound constant(int64_t v) { return Bound{std::to_string(v), v}; }
+  static Bound symbolic(std::string text) { return Bound{std::move(text), std::nullopt}; }
+};
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+enum class LoopKind : uint8_t {
+  Serial,  ///< for (v = lo; v < hi; ++v)
+  /// Steps by the vector width; its body runs on a vector of iterations (the
+  /// vector width is the target's; every vector loop of a kernel has it).
+  Vector,
+  /// A Vector loop whose target prints it in blocks of vectors, its stages'
+  /// loops interchanged with the vectors of a block (CPU column tiles).
+  VectorTiles,
+};
+
+/// What a Vector loop still has to do with the iterations past its last
+/// whole vector: nothing (they are split off, or the loop runs whole vectors
+/// only), a scalar loop, one vector with the lanes past the end off, or one
+/// vector ending at the loop's end over lanes done already.
+enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
+
+/// for (int64_t var = lo; var < hi; ...): `kind` says the step. no_autovec:
+/// the C compiler must not vectorise it again (CPPI_NO_AUTOVEC).
+/// overlapped_rest (VectorTiles): its last block ends at hi over columns its
+/// neighbour also does, so any extent of at least one vector runs whole.
+struct For {
+  std::string var;
+  Bound lo, hi;
+  LoopKind kind = LoopKind::Serial;
+  Tail tail = Tail::None;
+  bool no_autovec = false;
+  bool overlapped_rest = false;
+  Stmt body;
+};
+
+/// cppi_parallel_for(0, count, grain, ...): the body runs once per chunk
+/// [begin, end) of [0, count), on the threads.
+struct ParallelChunks {
+  std::string count, grain;
+  Stmt body;
+};
+
+/// The loop over a parallel chunk [begin, end) of loops collapsed into one,
+/// row-major: each unit's variable (C name) and extent.
+struct Collapsed {
+  std::vector<std::pair<std::string, ir::IndexExpr>> units;
+  Stmt body;
+};
+
+/// const int64_t name = value;
+struct Let {
+  std::string name, value;
+};
+
+/// Statements in order; `scoped`: inside braces of their own.
+struct Block {
+  std::vector<Stmt> body;
+  bool scoped = false;
+};
+
+/// if (condition) then [else otherwise]; an empty condition is a scoped block.
+struct If {
+  std::string condition;
+  Stmt then, otherwise;
+};
+
+struct Comment {
+  std::string text;
+};
+
+/// The body's vectors have their first `lanes` lanes on (C text), the rest
+/// off: a masked last vector.
+struct MaskedLanes {
+  std::string lanes;
+  Stmt body;
+};
+
+/// The body's transposed loads read row `row` (C text) of their tiles.
+struct TileRow {
+  std::string row;
+  Stmt body;
+};
+
+/// The kernel's stages, once per iteration of the loops around them (in
+/// vector form inside a Vector loop). With fold_var, the pieces of the
+/// vectorised loop fold_var in [fold_from, fold_to): the stages' index
+/// conditions on it folded to constants.
+struct Stages {
+  std::string fold_var;
+  int64_t fold_from = 0, fold_to = 0;
+};
+
+/// A target's part printed whole (what it is, and its C-text arguments):
+/// the CPU's epilogue in lanes, its transposed-tile loads, scratch buffers,
+/// prefaulting.
+struct TargetPart {
+  std::string what;
+  std::vector<std::string> args;
+};
+
+struct StmtNode {
+  std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart> node;
+};
+
+template <typename T>
+Stmt stmt(T node) {
+  return std::make_shared<const StmtNode>(StmtNode{std::move(node)});
+}
+Stmt block(std::vector<Stmt> body, bool scoped = false);
+
+/// `s` with each child statement replaced by `f(child)` (the node itself
+/// copied when a child changed; `s` when none did).
+Stmt map_children(const Stmt& s, const std::function<Stmt(const Stmt&)>& f);
+
+/// The loop IR as indented text, one statement a line (the debug dump).
+std::string to_text(const Stmt& s);
+
+/// A loop over [lo, hi) split at its last whole vector of `width`: where the
+/// whole vectors run ([main_from, main_to), absent when there is none) and
+/// where the rest runs ([rest_from, rest_to), absent when empty). With
+/// constant bounds the split is constant; otherwise `lets` name the bounds
+/// and the split point (var_lo, var_end, var_vec_end), and both parts exist.
+struct VectorSplit {
+  std::vector<Let> lets;
+  std::optional<std::pair<std::string, std::string>> main, rest;
+};
+VectorSplit split_at_whole_vectors(const std::string& var, const Bound& lo, const Bound& hi, int64_t width);
+
+}  // namespace cppi::codegen

@@ -1,0 +1,33 @@
+/// schedule_loop_nest: the CPU loop-nest passes, in order.
+#include "cpu_codegen/schedule/loops/loop_nest.h"
+
+namespace cppi::cpu {
+
+codegen::Stmt map_unsplit_vector_loops(const codegen::Stmt& s,
+                                       const std::function<codegen::Stmt(const codegen::For&)>& f) {
+  if (const auto* l = std::get_if<codegen::For>(&s->node);
+      l && l->kind != codegen::LoopKind::Serial && l->tail != codegen::Tail::None) {
+    return f(*l);
+  }
+  return codegen::map_children(s, [&](const codegen::Stmt& c) { return map_unsplit_vector_loops(c, f); });
+}
+
+ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
+  using Pass = codegen::Stmt (*)(const codegen::Stmt&, const LoopNestInput&);
+  static const std::pair<const char*, Pass> kPasses[] = {
+      {"split_vector_loop_pieces", split_vector_loop_pieces},
+      {"tile_columns", tile_columns},
+      {"split_vector_tails", split_vector_tails},
+  };
+  ScheduledLoops out;
+  out.nest = lower_loop_nest(in);
+  if (dumps) out.dumps.emplace_back("lower_loop_nest", codegen::to_text(out.nest));
+  for (const auto& [name, pass] : kPasses) {
+    codegen::Stmt next = pass(out.nest, in);
+    if (dumps && next != out.nest) out.dumps.emplace_back(name, codegen::to_text(next));
+    out.nest = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace cppi::cpu

@@ -1,0 +1,134 @@
+// The CPU loop nest in the scheduled loop IR (cpu_codegen/schedule/loops):
+// what each pass makes of the vectorised loop, read from the dump the
+// printer keeps (PrintedKernel::loop_ir) and from the passes themselves.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/loop_stmt.h"
+#include "cpu_codegen/schedule/loops/loop_nest.h"
+#include "kernel_builders.h"
+
+namespace cppi::cpu::test {
+namespace {
+
+using namespace ir;
+
+/// `k` with its AVX2 schedule changed by `edit`.
+KernelPtr scheduled(const KernelPtr& k, const std::function<void(CpuSchedule&)>& edit) {
+  Schedule s = schedule_for_cpu(k, avx2_target())->schedule;
+  edit(s.cpu);
+  return k->with_schedule(s);
+}
+
+/// The nest's text after each pass, as the printer keeps it.
+std::string dumps(const KernelPtr& k, const std::vector<std::string>& symbols = {}) {
+  PrintOptions o;
+  o.loop_ir_dumps = true;
+  return print_one(k, symbols, o).kernels.at(0).loop_ir;
+}
+
+std::string after(const std::string& dumps, const std::string& pass) {
+  const size_t at = dumps.find(" after " + pass + "\n");
+  if (at == std::string::npos) return "";
+  const size_t end = dumps.find("\n// ", at + 1);
+  return dumps.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+LoopNestInput input_of(const KernelPtr& k) {
+  return LoopNestInput{*k, k->schedule.cpu, [](const IndexExpr& e) { return to_string(e); }};
+}
+
+TEST(LoopNest, MaskedTailOfAColumnSumIsOneVectorWithItsLanesOff) {
+  // x.sum(0) of n x 7: one vector of 8 lanes per row, 7 of them on.
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 7), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.parallel_loops = 0;
+    s.column_block = 0;
+  });
+  const std::string d = dumps(k);
+  EXPECT_NE(after(d, "lower_loop_nest").find("vector for x0 in [0, 7), masked tail"), std::string::npos) << d;
+  const std::string split = after(d, "split_vector_tails");
+  EXPECT_NE(split.find("lanes below 7 on"), std::string::npos) << d;
+  EXPECT_EQ(split.find("masked tail"), std::string::npos) << d;
+  EXPECT_NE(split.find("vector for x0 in [0, 7)"), std::string::npos) << d;
+}
+
+TEST(LoopNest, SymbolicBoundsSplitAtNamedPoints) {
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, sym("s0")), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.tail = TailKind::ScalarLoop;
+    s.parallel_loops = 0;
+    s.column_block = 0;
+  });
+  const std::string split = after(dumps(k, {"s0"}), "split_vector_tails");
+  EXPECT_NE(split.find("x0_vec_end = x0_lo + (x0_end - x0_lo) / 8 * 8"), std::string::npos) << split;
+  EXPECT_NE(split.find("vector for x0 in [x0_lo, x0_vec_end)"), std::string::npos) << split;
+  EXPECT_NE(split.find("serial for x0 in [x0_vec_end, x0_end)"), std::string::npos) << split;
+}
+
+TEST(LoopNest, ColumnTilesAreALoopKindTheTailsPassSplitsLikeAnyOther) {
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 20), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.tail = TailKind::ScalarLoop;
+    s.parallel_loops = 0;
+    s.column_block = 2;
+    s.row_block = 8;
+  });
+  const std::string d = dumps(k);
+  EXPECT_NE(after(d, "tile_columns").find("vector tiles for x0 in [0, 20), scalar tail"), std::string::npos) << d;
+  const std::string split = after(d, "split_vector_tails");
+  EXPECT_NE(split.find("vector tiles for x0 in [0, 16)"), std::string::npos) << d;
+  EXPECT_NE(split.find("serial for x0 in [16, 20)"), std::string::npos) << d;
+}
+
+TEST(LoopNest, PiecesFoldTheirStagesIndexConditions) {
+  const KernelPtr k = scheduled(broadcast_add_kernel(4, 40), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.tail = TailKind::ScalarLoop;
+    s.parallel_loops = 0;
+    s.vector_loop_splits = {16};
+  });
+  const codegen::Stmt pieces = split_vector_loop_pieces(lower_loop_nest(input_of(k)), input_of(k));
+  const std::string text = codegen::to_text(pieces);
+  EXPECT_NE(text.find("stages, index conditions folded for x1 in [0, 16)"), std::string::npos) << text;
+  EXPECT_NE(text.find("stages, index conditions folded for x1 in [16, 40)"), std::string::npos) << text;
+  // The pieces keep their tails for split_vector_tails.
+  EXPECT_NE(text.find("vector for x1 in [16, 40), scalar tail"), std::string::npos) << text;
+}
+
+TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 16), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.parallel_loops = 0;
+    s.column_block = 0;
+    s.vector_loop_splits.clear();
+  });
+  const codegen::Stmt nest = lower_loop_nest(input_of(k));
+  EXPECT_EQ(split_vector_loop_pieces(nest, input_of(k)), nest);
+  EXPECT_EQ(tile_columns(nest, input_of(k)), nest);
+  EXPECT_NE(split_vector_tails(nest, input_of(k)), nest);
+  EXPECT_EQ(codegen::map_children(nest, [](const codegen::Stmt& s) { return s; }), nest);
+}
+
+TEST(LoopNest, AnInconsistentScheduleIsAnInternalError) {
+  const KernelPtr k = scheduled(broadcast_add_kernel(4, 40), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.tail = TailKind::Overlapped;
+    s.parallel_loops = 0;
+    s.vector_loop_splits = {16};  // pieces need a scalar tail
+  });
+  auto printed = print_cpu_module({k}, {}, PrintOptions{});
+  ASSERT_FALSE(printed.ok());
+  EXPECT_NE(printed.error().message.find("vector_loop_splits need"), std::string::npos) << printed.error().message;
+}
+
+}  // namespace
+}  // namespace cppi::cpu::test
