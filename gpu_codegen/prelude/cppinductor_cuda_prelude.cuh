@@ -130,9 +130,11 @@ CPPI_HOST_DEVICE float cppi_half_bits_to_float(uint16_t h) {
 // float → IEEE half, round to nearest even; overflow → inf, NaN stays NaN.
 CPPI_HOST_DEVICE uint16_t cppi_float_to_half_bits(float f) {
 #if defined(__CUDA_ARCH__)
-  uint16_t h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
+  // The packed form (f in the low half): ptxas makes it one F2FP, where the
+  // scalar cvt.rn.f16.f32 is an F2F of a quarter of its throughput.
+  uint32_t packed;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(0.0f), "f"(f));
+  return (uint16_t)packed;
 #else
   // c10's fp16_ieee_from_fp32_value: let float arithmetic do the rounding.
   const float scale_to_inf = 0x1.0p+112f;
@@ -156,12 +158,16 @@ CPPI_HOST_DEVICE float cppi_bf16_bits_to_float(uint16_t b) {
   return cppi_bits_float((uint32_t)b << 16);
 }
 
-// float → bfloat16, round to nearest even; NaN → 0x7FC0 (c10::BFloat16's rule).
+// float → bfloat16, round to nearest even; NaN stays NaN (0x7FC0 off the
+// device, c10::BFloat16's rule).
 CPPI_HOST_DEVICE uint16_t cppi_float_to_bf16_bits(float f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint16_t b;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(b) : "f"(f));
-  return b;
+  // Packed, as for half: one F2FP, not an F2F. GPT-2's gelu_new rounds 7
+  // intermediates per element as eager does: 0.119 ms with the scalar form
+  // over 16384 x 3072 on the H200, against Inductor's 0.064.
+  uint32_t packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(0.0f), "f"(f));
+  return (uint16_t)packed;
 #else
   const uint32_t u = cppi_float_bits(f);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
