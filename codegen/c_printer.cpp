@@ -94,16 +94,17 @@ void print_kernel_header(SourceWriter& out, const std::string& name, const ir::K
 
 const CValue* ValueScope::find(const Expr& e) const {
   for (const ValueScope* s = this; s; s = s->parent_) {
-    auto it = s->values_.find(e);
-    if (it != s->values_.end()) return &it->second;
+    auto it = s->table().find(e);
+    if (it != s->table().end()) return &it->second;
   }
   return nullptr;
 }
 
 void ValueScope::forget_loads_of(const std::string& buffer) {
-  for (auto it = values_.begin(); it != values_.end();) {
+  Values& values = table();
+  for (auto it = values.begin(); it != values.end();) {
     if (reads_buffer(it->first, buffer)) {
-      it = values_.erase(it);
+      it = values.erase(it);
     } else {
       ++it;
     }
@@ -235,7 +236,7 @@ std::string CPrinterBase::index(const IndexExpr& e, ValueScope& scope) {
   std::vector<std::pair<IndexExpr, std::string>> names;
   for (const auto& leaf : indirect_terms(e)) {
     const auto& indirect = *leaf.as<IndexIndirect>();
-    if (check_indices_) {
+    if (scope.check_indices()) {
       const std::string size = scalar_value(IndexValue::make(indirect.size), scope).text;
       print_index_check(scalar_value(cast(indirect.value(), DType::Int64), scope).text,
                         indirect.wraps ? "-" + size : "0", size);
@@ -364,11 +365,11 @@ std::string CPrinterBase::scalar_node(const Expr& e, ValueScope& scope) {
     case ExprKind::LocalRef: break;  // handled inline by scalar_value
     case ExprKind::Load: {
       auto n = e.as<Load>();
-      UncheckedIndices unchecked(*this, n->mask.defined());
-      std::string access = pointer_name(n->buffer->name) + "[" + index(n->index, scope) + "]";
-      if (!n->mask.defined()) return access;
+      if (!n->mask.defined()) return pointer_name(n->buffer->name) + "[" + index(n->index, scope) + "]";
+      ValueScope unchecked(scope, ValueScope::UncheckedIndices{});
+      const std::string access = pointer_name(n->buffer->name) + "[" + index(n->index, unchecked) + "]";
       const std::string zero = literal(*Constant::make(0, n->dtype).as<Constant>());
-      return "(" + operand(n->mask) + " ? " + access + " : " + zero + ")";
+      return "(" + scalar_value(n->mask, unchecked).text + " ? " + access + " : " + zero + ")";
     }
     case ExprKind::IndexValue: return "(" + index(e.as<IndexValue>()->index, scope) + ")";
     case ExprKind::Cast: {

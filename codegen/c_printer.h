@@ -96,24 +96,40 @@ struct LoopPlace {
 };
 
 /// A named-value scope: one per C block that introduces names. It also
-/// carries the LoopPlace of that block: its own, or else its parent's.
+/// carries the LoopPlace of that block (its own, or else its parent's), and
+/// whether indirect indices printed in it are checked (print_index_check).
 class ValueScope {
  public:
   explicit ValueScope(const ValueScope* parent = nullptr, const LoopPlace* place = nullptr)
-      : parent_(parent), place_(place ? place : parent ? parent->place_ : nullptr) {}
+      : parent_(parent),
+        place_(place ? place : parent ? parent->place_ : nullptr),
+        check_indices_(parent ? parent->check_indices_ : true) {}
+  /// `of` as seen by a masked load (its indices may be anything where the
+  /// mask is off): the same values (what it names is named in `of`) and
+  /// place, its indirect indices unchecked.
+  struct UncheckedIndices {};
+  ValueScope(ValueScope& of, UncheckedIndices)
+      : parent_(of.parent_), place_(of.place_), values_of_(of.values_of_ ? of.values_of_ : &of), check_indices_(false) {}
   ValueScope(const ValueScope&) = delete;
   ValueScope& operator=(const ValueScope&) = delete;
   const CValue* find(const ir::Expr& e) const;
   const LoopPlace* place() const { return place_; }
-  void add(const ir::Expr& e, CValue v) { values_.emplace(e, std::move(v)); }
+  bool check_indices() const { return check_indices_; }
+  void add(const ir::Expr& e, CValue v) { table().emplace(e, std::move(v)); }
   /// Forgets every value in this scope (not its parents) that reads `buffer`:
   /// after a store to it, a later load must read memory again.
   void forget_loads_of(const std::string& buffer);
 
  private:
+  using Values = std::unordered_map<ir::Expr, CValue, ir::ExprStructuralHash, ir::ExprStructuralEqual>;
+  Values& table() { return values_of_ ? values_of_->values_ : values_; }
+  const Values& table() const { return values_of_ ? values_of_->values_ : values_; }
+
   const ValueScope* parent_;
   const LoopPlace* place_;
-  std::unordered_map<ir::Expr, CValue, ir::ExprStructuralHash, ir::ExprStructuralEqual> values_;
+  ValueScope* values_of_ = nullptr;  // a view's scope
+  bool check_indices_ = true;
+  Values values_;
 };
 
 /// True if `e` contains a Load of `buffer`.
@@ -184,20 +200,6 @@ class CPrinterBase {
     (void)d;
     return "(" + x + " % " + d_text + ")";
   }
-  /// While alive, indirect indices print without print_index_check.
-  class UncheckedIndices {
-   public:
-    UncheckedIndices(CPrinterBase& p, bool active) : p_(p), saved_(p.check_indices_) {
-      if (active) p.check_indices_ = false;
-    }
-    ~UncheckedIndices() { p_.check_indices_ = saved_; }
-    UncheckedIndices(const UncheckedIndices&) = delete;
-    UncheckedIndices& operator=(const UncheckedIndices&) = delete;
-
-   private:
-    CPrinterBase& p_;
-    bool saved_;
-  };
   // --- sin and cos of one argument ----------------------------------------------------
   // sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) print as
   // one cppi_sincos call: one argument reduction instead of two. Each target's
@@ -240,7 +242,6 @@ class CPrinterBase {
   std::string index_text(const ir::IndexExpr& e,
                          const std::function<std::string(const ir::IndexExpr&)>& indirect) const;
   int next_name_ = 0;
-  bool check_indices_ = true;
   std::unordered_set<ir::Expr, ir::ExprStructuralHash, ir::ExprStructuralEqual> sincos_args_;
 };
 

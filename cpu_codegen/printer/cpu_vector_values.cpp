@@ -186,7 +186,6 @@ std::string CpuKernelPrinter::tail_mask(int bytes, const std::string& lanes) con
 
 std::string CpuKernelPrinter::masked_tail_load(const Load& n, const std::string& mem_type, bool contiguous,
                                                ValueScope& scope) {
-  UncheckedIndices unchecked(*this, n.mask.defined());
   const Place& at = place(scope);
   if (contiguous && !n.mask.defined()) {
     return cat("cppi_vload_partial<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope),
@@ -194,9 +193,14 @@ std::string CpuKernelPrinter::masked_tail_load(const Load& n, const std::string&
   }
   // Strided, repeated or gathered lanes, or a load's own mask: lane by lane.
   std::string on = tail_mask(4, at.tail_lanes);
-  if (n.mask.defined()) on = cat("(", as_mask(value(n.mask, scope), 4), " & ", on, ")");
+  if (!n.mask.defined()) {
+    return cat("cppi_vgen_masked<", mem_type, ">(", on, ", ", at.vector_var, ", ",
+               lane_lambda(at.vector_var, lane_element(n, scope)), ")");
+  }
+  ValueScope unchecked(scope, ValueScope::UncheckedIndices{});
+  on = cat("(", as_mask(value(n.mask, unchecked), 4), " & ", on, ")");
   return cat("cppi_vgen_masked<", mem_type, ">(", on, ", ", at.vector_var, ", ",
-             lane_lambda(at.vector_var, lane_element(n, scope)), ")");
+             lane_lambda(at.vector_var, lane_element(n, unchecked)), ")");
 }
 
 std::string CpuKernelPrinter::lane_lambda(const std::string& var, const std::string& body_expr) {
@@ -239,17 +243,17 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
   } else if (!at.tail_lanes.empty()) {
     loaded = masked_tail_load(n, mem_type, contiguous, scope);
   } else if (n.mask.defined()) {
-    UncheckedIndices unchecked(*this, true);
-    const CValue m = value(n.mask, scope);
+    ValueScope unchecked(scope, ValueScope::UncheckedIndices{});
+    const CValue m = value(n.mask, unchecked);
     const std::string mask = m.vector ? m.text : as_mask(m, 4);
-    const std::string lanes = lane_lambda(lane_element(n, scope));
+    const std::string lanes = lane_lambda(lane_element(n, unchecked));
     // Elements one or a few apart: whole vectors where every lane is on.
     const auto strided = strided_load(n.index, false, vvar);
     if (contiguous || strided) {
       const std::string load_fn = strided ? cat("cppi_vload_strided<", mem_type, ", ", *strided, ">")
                                           : cat("cppi_vload<", mem_type, ">");
       const std::string whole = cat("[&]() { return ", load_fn, "(&", pointer_name(n.buffer->name), "[",
-                                    access_index(n.index, scope), "]); }");
+                                    access_index(n.index, unchecked), "]); }");
       loaded = cat("cppi_vload_masked<", mem_type, ">(", mask, ", ", whole, ", ", vvar, ", ", lanes, ")");
     } else {
       loaded = cat("cppi_vgen_masked<", mem_type, ">(", mask, ", ", vvar, ", ", lanes, ")");
