@@ -162,9 +162,9 @@ CPPI_HOST_DEVICE float cppi_bf16_bits_to_float(uint16_t b) {
 // device, c10::BFloat16's rule).
 CPPI_HOST_DEVICE uint16_t cppi_float_to_bf16_bits(float f) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  // Packed, as for half: one F2FP, not an F2F. GPT-2's gelu_new rounds 7
-  // intermediates per element as eager does: 0.119 ms with the scalar form
-  // over 16384 x 3072 on the H200, against Inductor's 0.064.
+  // Packed, as for half: one F2FP, not an F2F. A fused bf16 chain rounds
+  // each intermediate as eager does (GPT-2's gelu_new: seven per element),
+  // and F2F's throughput bound such kernels (docs/benchmark-notes.md).
   uint32_t packed;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(0.0f), "f"(f));
   return (uint16_t)packed;
