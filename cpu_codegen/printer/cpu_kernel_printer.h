@@ -164,7 +164,7 @@ struct Place : codegen::LoopPlace {
   /// CpuSchedule::row_blocks: the loop of the stage printing now, when it
   /// walks row blocks (open_row_blocks).
   std::optional<Loop> row_loop;
-  /// In a whole transposed tile (print_transposed_tile): the row's first
+  /// In a whole transposed tile (lower_loop_nest's TileRow): the row's first
   /// element in the tiles, as C text; empty otherwise (the loads gather).
   std::string tile_row;
   /// CpuSchedule::reduction_trees: while a block's row prints its
@@ -525,7 +525,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   std::set<std::string> reserved_;
   /// transpose_tile: the transposed loads, each once, in the order the
   /// stores read them, with the tile each is read from
-  /// (print_transposed_tile); empty without transpose_tile.
+  /// (print_transpose_tiles); empty without transpose_tile.
   const std::vector<TransposedLoad> transposed_;
 };
 

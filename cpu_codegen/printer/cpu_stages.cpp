@@ -335,7 +335,7 @@ void CpuKernelPrinter::print_scan(const ScanStage& s, const ValueScope& at) {
 void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope& scope) {
   for (const auto& st : stores) {
     // An accumulating store: no other thread adds into its elements (checked
-    // in print_outer) and its vector lanes are distinct elements (stride 1),
+    // in lower_loop_nest) and its vector lanes are distinct elements (stride 1),
     // so a load, an add and a store.
     const CValue v = value(stored_value(st), scope);
     const std::string ptr = pointer_name(st.buffer->name);

@@ -268,7 +268,7 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
     if (contiguous) {
       loaded = cat("cppi_vload<", mem_type, ">(&", pointer_name(n.buffer->name), "[", access_index(n.index, scope), "])");
     } else if (tiled) {
-      // This row of the tile (print_transposed_tile) holds the vector's lanes.
+      // This row of the tile (Place::tile_row, print_transpose_tiles) holds the vector's lanes.
       loaded = cat("cppi_vload<", mem_type, ">(&", tiled->tile, "[", at.tile_row, "])");
     } else if (auto s = strided_load(n.index, false, vvar)) {
       loaded = cat("cppi_vload_strided<", mem_type, ", ", *s, ">(&", pointer_name(n.buffer->name), "[",
