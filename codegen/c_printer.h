@@ -137,6 +137,8 @@ bool reads_buffer(const ir::Expr& e, const std::string& buffer);
 
 /// Makes `name` a C identifier (other characters become '_').
 std::string c_identifier(const std::string& name);
+/// A loop's variable as C names it.
+inline std::string loop_var(const ir::Loop& l) { return c_identifier(l.var.as<ir::IndexVar>()->name); }
 
 /// Throws the internal error of a target's printer: "<target> codegen: <message>".
 [[noreturn]] void printer_error(const std::string& target, const std::string& message);

@@ -140,4 +140,10 @@ VectorSplit split_at_whole_vectors(const std::string& var, const Bound& lo, cons
   return split;
 }
 
+MaskedRest masked_rest(const std::string& var, const std::string& vend, const std::string& end, bool known) {
+  return MaskedRest{known ? std::string() : cat(vend, " < ", end),
+                    cat(var, " from ", vend, ": one vector, its lanes from ", end, " on turned off"),
+                    known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")")};
+}
+
 }  // namespace cppi::codegen

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "lowering/ir/index_expr.h"
+#include "lowering/ir/kernel.h"
 
 namespace cppi::codegen {
 
@@ -116,12 +117,13 @@ struct TileRow {
 };
 
 /// The kernel's stages, once per iteration of the loops around them (in
-/// vector form inside a Vector loop). With fold_var, the pieces of the
-/// vectorised loop fold_var in [fold_from, fold_to): the stages' index
-/// conditions on it folded to constants.
+/// vector form inside a Vector loop). With fold_var, a piece of the
+/// vectorised loop fold_var, [fold_from, fold_to): `folded` are the stages
+/// with their index conditions on it folded to constants.
 struct Stages {
   std::string fold_var;
   int64_t fold_from = 0, fold_to = 0;
+  std::vector<ir::PointwiseStage> folded;
 };
 
 /// A target's part printed whole (what it is, and its C-text arguments):
@@ -159,5 +161,13 @@ struct VectorSplit {
   std::optional<std::pair<std::string, std::string>> main, rest;
 };
 VectorSplit split_at_whole_vectors(const std::string& var, const Bound& lo, const Bound& hi, int64_t width);
+
+/// The masked last vector of loop `var` from `vend` to `end` (C text;
+/// `known`: both constants, vend < end): the condition it runs under (empty
+/// when known), what a comment says of it, and how many lanes are on.
+struct MaskedRest {
+  std::string condition, comment, lanes;
+};
+MaskedRest masked_rest(const std::string& var, const std::string& vend, const std::string& end, bool known);
 
 }  // namespace cppi::codegen

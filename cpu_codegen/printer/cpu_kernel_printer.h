@@ -354,7 +354,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
     auto c = l.extent.constant();
     return Bound{index(l.extent), c};
   }
-  static std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
+  static std::string var_name(const Loop& l) { return codegen::loop_var(l); }
 
   // --- stages --------------------------------------------------------------------------
   /// Stages [first, end) of one outer iteration (or of a vector of them).

@@ -4,7 +4,6 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
-#include "cpu_codegen/schedule/index_conditions.h"
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "lowering/ir/index_affine.h"
 #include "lowering/ir/stage_loops.h"
@@ -228,10 +227,11 @@ void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound&
 
 Place CpuKernelPrinter::open_masked_rest(const Place& outer, const std::string& v, const std::string& vend,
                                          const std::string& end, bool known) {
-  out_.open(known ? std::string() : cat("if (", vend, " < ", end, ")"));  // known: then vend < end
-  out_.line(cat("// ", v, " from ", vend, ": one vector, its lanes from ", end, " on turned off"));
+  const codegen::MaskedRest masked = codegen::masked_rest(v, vend, end, known);
+  out_.open(masked.condition.empty() ? std::string() : cat("if (", masked.condition, ")"));
+  out_.line("// " + masked.comment);
   Place rest = outer;
-  rest.tail_lanes = known ? std::to_string(std::stoll(end) - std::stoll(vend)) : cat("(", end, " - ", vend, ")");
+  rest.tail_lanes = masked.lanes;
   return rest;
 }
 

@@ -5,7 +5,6 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
-#include "cpu_codegen/schedule/index_conditions.h"
 #include "cpu_codegen/schedule/row_epilogue.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
@@ -22,8 +21,7 @@ void CpuKernelPrinter::print_loop_node(const codegen::Stages& s, const ValueScop
     return;
   }
   // A piece of the vectorised loop (split_vector_loop_pieces).
-  const std::vector<PointwiseStage> piece = fold_index_conditions(k_.stages, s.fold_var, s.fold_from, s.fold_to);
-  for (size_t i = 0; i < piece.size(); ++i) print_pointwise(piece[i], i, at);
+  for (size_t i = 0; i < s.folded.size(); ++i) print_pointwise(s.folded[i], i, at);
 }
 
 void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_outer, const ValueScope& outer) {

@@ -77,7 +77,7 @@ inline IndexExpr product_of(const std::vector<Loop>& loops) {
   return product(ex);
 }
 
-inline std::string var_name(const Loop& l) { return codegen::c_identifier(l.var.as<IndexVar>()->name); }
+inline std::string var_name(const Loop& l) { return codegen::loop_var(l); }
 
 /// The per-thread state type of a reduction over `t` (cuda_print_reductions.cpp).
 std::string shuffle_type(DType t);

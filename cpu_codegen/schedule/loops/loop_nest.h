@@ -32,8 +32,6 @@ struct LoopNestInput {
   std::function<std::string(const ir::IndexExpr&)> index;
 
   codegen::Bound extent(const ir::Loop& l) const;
-  /// The loop's variable as C names it.
-  static std::string var(const ir::Loop& l);
   /// An internal error naming the kernel (an inconsistent schedule).
   [[noreturn]] void fail(const std::string& message) const;
 };

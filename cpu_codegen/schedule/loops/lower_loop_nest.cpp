@@ -15,8 +15,6 @@ using ir::Loop;
 
 codegen::Bound LoopNestInput::extent(const Loop& l) const { return Bound{index(l.extent), l.extent.constant()}; }
 
-std::string LoopNestInput::var(const Loop& l) { return codegen::c_identifier(l.var.as<ir::IndexVar>()->name); }
-
 void LoopNestInput::fail(const std::string& message) const {
   codegen::printer_error("cpu", cat("kernel ", k.name, ": ", message));
 }
@@ -41,7 +39,7 @@ class Lowering {
  private:
   /// The vectorised innermost outer loop `l` over [lo, hi), the stages inside.
   Stmt vector_loop(const Loop& l, const Bound& lo, const Bound& hi) const {
-    return stmt(codegen::For{LoopNestInput::var(l), lo, hi, codegen::LoopKind::Vector, tail_of(s_), true, false,
+    return stmt(codegen::For{codegen::loop_var(l), lo, hi, codegen::LoopKind::Vector, tail_of(s_), true, false,
                              stmt(codegen::Stages{})});
   }
   Stmt serial(const std::string& var, const Bound& lo, const Bound& hi, Stmt body, bool no_autovec = false) const {
@@ -116,7 +114,7 @@ Stmt Lowering::nest() const {
     loops = part(part::kEpilogueInLanes, {"begin", "end"});
   } else {
     std::vector<std::pair<std::string, IndexExpr>> units;
-    for (size_t i = 0; i < p; ++i) units.emplace_back(LoopNestInput::var(k_.outer[i]), k_.outer[i].extent);
+    for (size_t i = 0; i < p; ++i) units.emplace_back(codegen::loop_var(k_.outer[i]), k_.outer[i].extent);
     loops = stmt(codegen::Collapsed{units, outer_loops(p)});
   }
   return stmt(codegen::ParallelChunks{
@@ -131,7 +129,7 @@ Stmt Lowering::outer_loops(size_t level) const {
     return vector_loop(l, Bound::constant(0), in_.extent(l));
   }
   if (level == n_ - 1 && s_.epilogue_in_lanes) return part(part::kEpilogueInLanes, {"0", in_.extent(l).text});
-  return serial(LoopNestInput::var(l), Bound::constant(0), in_.extent(l), outer_loops(level + 1));
+  return serial(codegen::loop_var(l), Bound::constant(0), in_.extent(l), outer_loops(level + 1));
 }
 
 std::string Lowering::grain(size_t p) const {
@@ -168,12 +166,12 @@ Stmt Lowering::transposed() const {
   const Bound rows_extent = in_.extent(rows);
   const std::string tiles = rows_extent.value ? std::to_string((*rows_extent.value + w - 1) / w)
                                               : cat("cppi_div_up(", rows_extent.text, ", ", w, ")");
-  const std::string tile_index = LoopNestInput::var(rows) + "_tile";
+  const std::string tile_index = codegen::loop_var(rows) + "_tile";
   const std::string first_row = cat(tile_index, " * ", w);
   // The loops between the parallel ones and the tiled pair, then the tiles.
   std::function<Stmt(size_t)> loops = [&](size_t level) {
     if (level == n_ - 2) return serial(tile_index, Bound::constant(0), Bound::symbolic(tiles), transposed_tile(first_row));
-    return serial(LoopNestInput::var(k_.outer[level]), Bound::constant(0), in_.extent(k_.outer[level]),
+    return serial(codegen::loop_var(k_.outer[level]), Bound::constant(0), in_.extent(k_.outer[level]),
                   loops(level + 1));
   };
   if (p == 0) return with_scratch(loops(0));
@@ -184,7 +182,7 @@ Stmt Lowering::transposed() const {
     const bool tiled = i == n_ - 2;
     const IndexExpr e =
         tiled ? ir::floordiv(rows.extent + ir::index_const(w - 1), ir::index_const(w)) : k_.outer[i].extent;
-    units.emplace_back(tiled ? tile_index : LoopNestInput::var(k_.outer[i]), e);
+    units.emplace_back(tiled ? tile_index : codegen::loop_var(k_.outer[i]), e);
     extents.push_back(e);
   }
   Stmt faults;
@@ -210,7 +208,7 @@ Stmt Lowering::transposed_tile(const std::string& first_row) const {
   const Loop& rows = k_.outer[n_ - 2];
   const Loop& cols = k_.outer[n_ - 1];
   const int64_t w = s_.vector_width;
-  const std::string r = LoopNestInput::var(rows), c = LoopNestInput::var(cols), r0 = r + "_first";
+  const std::string r = codegen::loop_var(rows), c = codegen::loop_var(cols), r0 = r + "_first";
   const Bound rows_extent = in_.extent(rows);
   const Bound tile_rows{cat(r0, " + ", w), std::nullopt};
   // Whole vectors of columns: each transposed load's tile, then the tile's

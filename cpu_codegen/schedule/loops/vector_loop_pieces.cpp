@@ -2,6 +2,7 @@
 /// vectorised loop in pieces at the points where its stages' index
 /// conditions change, each piece's stages with those conditions folded to
 /// constants (cpu_codegen/schedule/index_conditions.h).
+#include "cpu_codegen/schedule/index_conditions.h"
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "support/status.h"
 
@@ -26,7 +27,7 @@ codegen::Stmt split_vector_loop_pieces(const codegen::Stmt& s, const LoopNestInp
       codegen::For piece = l;
       piece.lo = codegen::Bound::constant(from);
       piece.hi = codegen::Bound::constant(to);
-      piece.body = codegen::stmt(codegen::Stages{var, from, to});
+      piece.body = codegen::stmt(codegen::Stages{var, from, to, fold_index_conditions(in.k.stages, var, from, to)});
       pieces.push_back(codegen::stmt(piece));
       from = to;
     }

@@ -34,16 +34,14 @@ codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in
           parts.push_back(stmt(codegen::For{l.var, bound(vend), bound(end), codegen::LoopKind::Serial,
                                             codegen::Tail::None, true, false, l.body}));
           break;
-        case codegen::Tail::Masked:
-          parts.push_back(stmt(codegen::If{
-              known ? std::string() : cat(vend, " < ", end),
-              codegen::block({stmt(codegen::Comment{cat(l.var, " from ", vend, ": one vector, its lanes from ", end,
-                                                        " on turned off")}),
-                              stmt(codegen::MaskedLanes{known ? std::to_string(std::stoll(end) - std::stoll(vend))
-                                                              : cat("(", end, " - ", vend, ")"),
-                                                        whole_vectors(vend, end)})}),
-              nullptr}));
+        case codegen::Tail::Masked: {
+          const codegen::MaskedRest masked = codegen::masked_rest(l.var, vend, end, known);
+          parts.push_back(stmt(codegen::If{masked.condition,
+                                           codegen::block({stmt(codegen::Comment{masked.comment}),
+                                                           stmt(codegen::MaskedLanes{masked.lanes, whole_vectors(vend, end)})}),
+                                           nullptr}));
           break;
+        }
         case codegen::Tail::Overlapped: {
           // [lo, hi) holds at least one whole vector (CpuSchedule::tail).
           Stmt rest = codegen::block(
