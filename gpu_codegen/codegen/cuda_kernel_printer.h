@@ -109,7 +109,7 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
         walk_(row_walk(k, g)),
         threads_per_row_(threads_per_row(walk_, g)),
         cached_elements_(walk_ == RowWalk::Rows ? g.elements_per_thread : 0),
-        cached_(cached_elements_ > 0 ? row_cached_loads(k) : std::vector<CachedLoad>{}) {}
+        cached_(cached_elements_ > 0 ? row_cache(k) : RowCache{}) {}
 
   std::string print(PrintedCudaKernel* info);
   /// in_<buffer> or out_<buffer>, by buffer name.
@@ -254,6 +254,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// share a slot loop and a block reduction, else i + 1.
   size_t cached_sum_pair_end(size_t i) const;
   void print_row_cache_prologue();
+  /// The cached row's values (RowCache::values) at slot `slot`, each into
+  /// vcacheN[slot], from the loads the prologue cached there.
+  void print_row_cache_values(const std::string& slot);
   /// Runs `body` for every position of stage `stage`'s loops this thread
   /// owns. `used`: the loop variables the body needs (default: the stage's).
   /// A cached row serves the loads of stages [stage, run_end) from the cache
@@ -275,8 +278,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// (cache_vector V > 1): each group of V slots computes its values lane by
   /// lane and stores them with one cppi_store_vec per store.
   void print_cached_vector_stores(const PointwiseStage& s, size_t i);
-  /// What a stage of a cached row reads from the register cache (each load
-  /// with its cacheN[slot] text) and the loop variables the rest needs.
+  /// What a stage of a cached row reads from the register cache (each value
+  /// with its vcacheN[slot] text, each load with its cacheN[slot]) and the
+  /// loop variables the rest needs.
   struct RowCacheReads {
     std::vector<std::pair<Expr, std::string>> from_cache;
     std::set<std::string> used;
@@ -314,7 +318,7 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// The threads of a row (Rows) or the row slices of a column group.
   const int threads_per_row_;
   const int cached_elements_;  // E of a cached row; 0 = stages read global memory
-  const std::vector<CachedLoad> cached_;  // a cached row's loads
+  const RowCache cached_;  // a cached row's loads and values
 };
 
 }  // namespace cppi::gpu::cuda_print

@@ -94,23 +94,26 @@ void CudaKernelPrinter::print_row_stages() {
 
 void CudaKernelPrinter::print_row_cache_prologue() {
   const std::vector<Loop>* loops = row_cache_loops(k_);
-  if (!loops || cached_.empty()) return;
+  if (!loops || cached_.loads.empty()) return;
   std::vector<Loop> canon;
   for (size_t i = 0; i < loops->size(); ++i) {
     canon.push_back(Loop{row_cache_var(i), (*loops)[i].extent});
     ranges_[row_cache_var(i).as<IndexVar>()->name] = (*loops)[i].extent;
   }
   const int e = g_.elements_per_thread;
-  out_.line(cat("// row cache: ", cached_.size(), " loads x ", e, " elements per thread"));
-  for (size_t c = 0; c < cached_.size(); ++c) {
-    out_.line(cat(dtype_ctype(cached_[c].buffer->dtype), " cache", c, "[", e, "];"));
+  out_.line(cat("// row cache: ", cached_.loads.size(), " loads x ", e, " elements per thread"));
+  for (size_t c = 0; c < cached_.loads.size(); ++c) {
+    out_.line(cat(dtype_ctype(cached_.loads[c].buffer->dtype), " cache", c, "[", e, "];"));
+  }
+  for (size_t j = 0; j < cached_.values.size(); ++j) {
+    out_.line(cat(dtype_ctype(cached_.values[j].dtype()), " vcache", j, "[", e, "];"));
   }
   const int64_t len = *product_of(*loops).constant();
   // Gathered rows (an embedding's) find their position once per row, here:
   // the indirect part of such an index does not move along the row.
   ValueScope row_values;
-  std::vector<std::string> at(cached_.size());
-  for (size_t c = 0; c < cached_.size(); ++c) at[c] = index(cached_[c].index, row_values);
+  std::vector<std::string> at(cached_.loads.size());
+  for (size_t c = 0; c < cached_.loads.size(); ++c) at[c] = index(cached_.loads[c].index, row_values);
   // With V-element vectors, a thread's V consecutive slots hold V
   // consecutive positions (GpuSchedule::cache_vector): one 16-byte load each.
   const int v = g_.cache_vector;
@@ -122,24 +125,48 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   const bool guard = len != static_cast<int64_t>(e) * threads_per_row_;
   if (guard) out_.open(cat("if (pos < ", len, ")"));  // len % V == 0: the whole vector is in the row
   std::set<std::string> used;
-  for (const auto& c : cached_) {
+  for (const auto& c : cached_.loads) {
     for (const auto& var : free_vars(c.index)) used.insert(var);
   }
   unravel(canon, "pos", &used);
-  for (size_t c = 0; c < cached_.size(); ++c) {
-    const std::string ptr = pointer_name(cached_[c].buffer->name);
+  for (size_t c = 0; c < cached_.loads.size(); ++c) {
+    const std::string ptr = pointer_name(cached_.loads[c].buffer->name);
     if (v == 1) {
       out_.line(cat("cache", c, "[slot] = ", ptr, "[", at[c], "];"));
       continue;
     }
-    const std::string vt = cat("cppi_vec<", dtype_ctype(cached_[c].buffer->dtype), ", ", v, ">");
+    const std::string vt = cat("cppi_vec<", dtype_ctype(cached_.loads[c].buffer->dtype), ", ", v, ">");
     const std::string name = fresh_name("v");
     out_.line(cat("const ", vt, " ", name, " = *(const ", vt, "*)(", ptr, " + ", at[c], ");"));
     out_.line("#pragma unroll");
     out_.line(cat("for (int vl = 0; vl < ", v, "; ++vl) cache", c, "[slot + vl] = ", name, ".v[vl];"));
   }
+  // The values of these positions, while only their loads are live.
+  if (!cached_.values.empty() && v > 1) {
+    out_.line("#pragma unroll");
+    out_.open(cat("for (int vl = 0; vl < ", v, "; ++vl)"));
+    print_row_cache_values("slot + vl");
+    out_.close();
+  } else if (!cached_.values.empty()) {
+    print_row_cache_values("slot");
+  }
   if (guard) out_.close();
   out_.close();
+}
+
+void CudaKernelPrinter::print_row_cache_values(const std::string& slot) {
+  ValueScope scope;
+  for (const Expr& x : post_order(cached_.values)) {
+    const auto* l = x.as<Load>();
+    for (size_t c = 0; l && c < cached_.loads.size(); ++c) {
+      if (cached_.loads[c].buffer->name == l->buffer->name && cached_.loads[c].index == l->index) {
+        scope.add(x, CValue{cat("cache", c, "[", slot, "]"), x.dtype()});
+      }
+    }
+  }
+  for (size_t j = 0; j < cached_.values.size(); ++j) {
+    out_.line(cat("vcache", j, "[", slot, "] = ", scalar_value(cached_.values[j], scope).text, ";"));
+  }
 }
 
 namespace {
@@ -156,12 +183,24 @@ CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage
   RowCacheReads out;
   const Stage& st = k_.stages[stage];
   const std::vector<Expr> roots = stage_values(st);
+  if (!cached_.values.empty()) {
+    auto value_at = [&](const Expr& x) {
+      const Expr canon = canonical_row_value(k_, stage, x);
+      for (size_t j = 0; j < cached_.values.size(); ++j) {
+        if (structurally_equal(cached_.values[j], canon)) return static_cast<int>(j);
+      }
+      return -1;
+    };
+    for (const Expr& x : outermost_picks(roots, [&](const Expr& x) { return value_at(x) >= 0; })) {
+      out.from_cache.emplace_back(x, cat("vcache", value_at(x), "[slot]"));
+    }
+  }
   for (const Expr& x : post_order(roots)) {
     auto l = x.as<Load>();
     if (!l || l->mask.defined()) continue;
     const IndexExpr canon = canonical_row_index(k_, stage, l->index);
-    for (size_t c = 0; c < cached_.size(); ++c) {
-      if (cached_[c].buffer->name == l->buffer->name && cached_[c].index == canon) {
+    for (size_t c = 0; c < cached_.loads.size(); ++c) {
+      if (cached_.loads[c].buffer->name == l->buffer->name && cached_.loads[c].index == canon) {
         out.from_cache.emplace_back(x, cat("cache", c, "[slot]"));
       }
     }

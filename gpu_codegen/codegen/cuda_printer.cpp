@@ -338,7 +338,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     // stores (cache_vector_width: stride 1 along the row) and the loads
     // their stages read as vectors (print_cached_vector_stores).
     const std::vector<IndexExpr> vars = row_vector_vars();
-    for (const auto& c : cached_) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
+    for (const auto& c : cached_.loads) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
     for (size_t i = 0; i < k_.stages.size(); ++i) {
       const auto* p = std::get_if<PointwiseStage>(&k_.stages[i]);
       if (!p || p->loops.empty()) continue;

@@ -453,7 +453,8 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
   const std::optional<int64_t> length = longest.constant();
   const std::optional<int64_t> rows = product_of(k.outer).constant();
   // Whether the row fits the register cache with `t` threads per row.
-  const int64_t cached_loads = static_cast<int64_t>(row_cached_loads(k).size());
+  const RowCache cache = row_cache(k);
+  const int64_t cached_loads = static_cast<int64_t>(cache.live_arrays);
   auto cacheable = [&](int64_t t) {
     return length && cached_loads > 0 && uniform_stage_loops(k.stages) &&
            (*length + t - 1) / t * cached_loads <= kRowCacheRegisters;
@@ -484,10 +485,9 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
       // block per SM, which is worse than 1024 threads caching half as much
       // (cross_entropy's max and exp-sum over 8192 rows of 32000: 512 x 63,
       // 84 registers, 0.433 ms; 1024 x 32, 52 registers, 0.325 ms).
-      const int64_t cached = static_cast<int64_t>(row_cached_loads(k).size());
       const int64_t e = (*length + kMaxCachedRowBlock - 1) / kMaxCachedRowBlock;
-      if (threads > kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k.stages) &&
-          e * cached <= kRowCacheRegisters / 2) {
+      if (threads > kMaxCachedRowBlock && cached_loads > 0 && uniform_stage_loops(k.stages) &&
+          e * cached_loads <= kRowCacheRegisters / 2) {
         threads = kMaxCachedRowBlock;
       }
       // A kernel that only reduces the cached row (no looped stage stores)
@@ -498,8 +498,8 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
       // registers of its own: layer_norm's kernel at 256 threads takes 92
       // and only two blocks fit (515.5 -> 521.1 us), so it keeps 512.
       const int64_t e_small = (*length + kSmallCachedRowBlock - 1) / kSmallCachedRowBlock;
-      if (threads == kMaxCachedRowBlock && cached > 0 && uniform_stage_loops(k.stages) &&
-          !stores_in_a_loop(k) && e_small * cached <= kRowCacheRegisters) {
+      if (threads == kMaxCachedRowBlock && cached_loads > 0 && uniform_stage_loops(k.stages) &&
+          !stores_in_a_loop(k) && e_small * cached_loads <= kRowCacheRegisters) {
         threads = kSmallCachedRowBlock;
       }
     }
@@ -511,7 +511,7 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
   std::string cache_why = "rows of symbolic length stream from global memory";
   if (length) {
     const int64_t e = (*length + threads - 1) / threads;
-    const size_t cached = row_cached_loads(k).size();
+    const size_t cached = cache.live_arrays;
     if (!uniform_stage_loops(k.stages)) {
       cache_why = "stages loop over different extents: multi-pass";
     } else if (cached == 0) {
@@ -522,7 +522,13 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
     } else {
       g.elements_per_thread = static_cast<int>(e);
       g.cache_vector = cache_vector_width(k, g.elements_per_thread, *length);
-      cache_why = cat("row cached in registers: ", cached, " loads x ", e, " elements per thread",
+      const size_t values = cache.values.size();
+      std::string what = cat(cached, " loads");
+      if (values > 0) {
+        what = cat(values, values == 1 ? " value" : " values", " computed from ", cache.loads.size(), " loads");
+        if (cached > values) what += cat(" and ", cached - values, " loads");
+      }
+      cache_why = cat("row cached in registers: ", what, " x ", e, " elements per thread",
                       g.cache_vector > 1 ? cat(" (", g.cache_vector, "-element vector loads)") : std::string(),
                       ", single pass");
     }
@@ -657,61 +663,44 @@ bool is_vector_load(const Kernel& k, const GpuSchedule& g, const Load& load) {
          uniform_mask_bounds(k, load.mask, g.elements_per_thread).has_value();
 }
 
-const std::vector<Loop>* row_cache_loops(const Kernel& k) {
-  for (const auto& s : k.stages) {
-    if (!loops_of(s).empty()) return &loops_of(s);
-  }
-  return nullptr;
-}
+namespace {
 
-IndexExpr row_cache_var(size_t i) { return var("rc" + std::to_string(i)); }
-
-IndexExpr canonical_row_index(const Kernel& k, size_t stage, const IndexExpr& index) {
-  return rename_stage_loops(k, stage, index, row_cache_var);
-}
-
-std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
-  std::vector<CachedLoad> out;
-  const std::set<std::string> written = written_buffers(k);
-  for (size_t i = 0; i < k.stages.size(); ++i) {
-    const auto& loops = loops_of(k.stages[i]);
-    if (loops.empty()) continue;
-    for (const Load* l : loads_of(k.stages[i])) {
-      if (l->mask.defined() || written.count(l->buffer->name)) continue;
-      // A gather is cached only when it picks whole rows (an embedding's):
-      // its positions are then computed once per row, before the fill.
-      bool gathers_along_row = false;
-      for (const auto& leaf : indirect_terms(l->index)) {
-        for (const auto& lp : loops) gathers_along_row |= depends_on(leaf, lp.var.as<IndexVar>()->name);
-      }
-      if (gathers_along_row) continue;
-      bool moves = false, per_row = false;
-      for (const auto& lp : loops) moves |= depends_on(l->index, lp.var.as<IndexVar>()->name);
-      for (const auto& lp : k.outer) per_row |= depends_on(l->index, lp.var.as<IndexVar>()->name);
-      if (!moves || !per_row) continue;
-      IndexExpr canon = canonical_row_index(k, i, l->index);
-      bool seen = false;
-      for (const auto& c : out) seen |= c.buffer->name == l->buffer->name && c.index == canon;
-      if (!seen) out.push_back(CachedLoad{l->buffer, canon});
+/// The kernel to print and its schedule: with its stored row values
+/// forwarded (forward_row_stores) where that lets the row be cached, else
+/// as it is.
+std::pair<KernelPtr, GpuSchedule> decide_forwarding(const KernelPtr& kernel, const GpuTarget& target,
+                                                    std::string* why) {
+  const KernelPtr forwarded = forward_row_stores(kernel);
+  if (forwarded != kernel) {
+    std::string forwarded_why;
+    const GpuSchedule g = decide(*forwarded, target, &forwarded_why);
+    const bool rows = g.mapping == GpuMapping::RowPerWarp || g.mapping == GpuMapping::RowPerBlock;
+    if (rows && g.elements_per_thread > 0) {
+      *why = forwarded_why + "; what a stage stores, later stages compute rather than read back";
+      return {forwarded, g};
     }
   }
-  return out;
+  const GpuSchedule g = decide(*kernel, target, why);
+  return {kernel, g};
 }
+
+}  // namespace
 
 KernelPtr schedule_for_gpu(const KernelPtr& kernel, const GpuTarget& target) {
   if (kernel->device != Device::CUDA) {
     throw CompilerError(Error::internal(cat("gpu schedule: kernel ", kernel->name, " is not a CUDA kernel")));
   }
   std::string why;
-  Schedule s = kernel->schedule;
-  s.gpu = decide(*kernel, target, &why);
+  const auto [k, g] = decide_forwarding(kernel, target, &why);
+  Schedule s = k->schedule;
+  s.gpu = g;
   s.why = why;
-  return kernel->with_schedule(s);
+  return k->with_schedule(s);
 }
 
 std::string explain_gpu_schedule(const Kernel& kernel, const GpuTarget& target) {
   std::string why;
-  GpuSchedule g = decide(kernel, target, &why);
+  const GpuSchedule g = decide_forwarding(std::make_shared<Kernel>(kernel), target, &why).second;
   return cat(kernel.name, ": ", to_string(g.mapping), " block=", g.block_size,
              " elements_per_thread=", g.elements_per_thread, " — ", why);
 }

@@ -136,6 +136,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_codegen/codegen/gpu_row_cache.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"
 
@@ -197,28 +198,7 @@ int resident_blocks_assumed(const ir::Kernel& k, const ir::GpuSchedule& g);
 /// One line saying what schedule_for_gpu decided and why, for remarks.
 std::string explain_gpu_schedule(const ir::Kernel& kernel, const GpuTarget& target);
 
-/// The loads a row-cached kernel keeps in registers, in first-use order:
-/// unmasked loads that move with the stage loops and with the row (the outer
-/// loops), of buffers the kernel does not write, from stages with loops.
-/// Loads that are the same for every row (layer_norm's weight and bias) stay
-/// in their stages: they hit in L1/L2 and would only cost registers. Each is given with its index over the
-/// canonical row variables (row_cache_var(0), ...), one per stage loop, so
-/// the same element read by two stages (with their own loop variables) is
-/// one entry.
-struct CachedLoad {
-  ir::BufferPtr buffer;
-  ir::IndexExpr index;  // over row_cache_var(i)
-};
-std::vector<CachedLoad> row_cached_loads(const ir::Kernel& kernel);
-/// The loops the canonical row variables stand for: those of the first stage
-/// with loops (a cached row's stages all have the same extents); nullptr
-/// when no stage has loops.
-const std::vector<ir::Loop>* row_cache_loops(const ir::Kernel& kernel);
-/// The i-th canonical row variable ("rc0", ...).
-ir::IndexExpr row_cache_var(size_t i);
-/// The load `load` of stage `stage` with its stage loop variables renamed to
-/// the canonical row variables.
-ir::IndexExpr canonical_row_index(const ir::Kernel& kernel, size_t stage, const ir::IndexExpr& index);
+
 
 }  // namespace cppi::gpu
 

@@ -438,6 +438,25 @@ def test_layer_norm_module(device):
     check_model(ln, (torch.randn(5, 24, device=device),), grad=True, reduction=True)
 
 
+def test_layer_norms_of_a_residual_stream(device):
+    """GPT-2's blocks in bfloat16: each layer norm reads the residual stream,
+    a sum of earlier outputs rounded at every add, and the last sum is also
+    returned. On CUDA the sum is computed once per element into the row's
+    registers, and what a kernel stores of it is not read back; values as
+    eager's, each add rounded as eager rounds it."""
+    def f(h, a, b, c, w, bias):
+        x = h + a
+        y = F.layer_norm(x, (768,), w, bias)
+        x = x + b
+        z = F.layer_norm(x, (768,), w, bias)
+        x = x + c
+        return y, z, F.layer_norm(x, (768,), w, bias), x * 2
+
+    args = [torch.randn(300, 768, device=device, dtype=torch.bfloat16) for _ in range(4)]
+    args += [torch.randn(768, device=device, dtype=torch.bfloat16) for _ in range(2)]
+    check_model(f, args, reduction=True, options={"fallback": "error"})
+
+
 def test_layer_norm_gradients_over_many_rows(device):
     """Weight and bias gradients sum over 4096 rows of 256 columns: on CUDA
     the two column sums fold in one pass, split across blocks. A float32 sum

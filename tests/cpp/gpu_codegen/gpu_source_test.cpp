@@ -446,6 +446,35 @@ TEST(CudaPrinter, CachedRowsStoreVectors) {
   EXPECT_EQ(m->kernels[0].scalar_twin, "layer_norm_scalar");
 }
 
+TEST(GpuSchedule, ValuesSeveralStagesComputeAreCachedOnce) {
+  // Five bf16 loads summed, each add rounded, read by three stages: one
+  // float array of 24 per lane instead of five, so a warp caches the row.
+  auto k = scheduled(residual_layer_norm(16384, 768, DType::BFloat16, 5, false));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_EQ(k->schedule.gpu.elements_per_thread, 24);
+  EXPECT_NE(k->schedule.why.find("1 value computed from 5 loads"), std::string::npos) << k->schedule.why;
+  const std::string src = source_of(k);
+  // Each group of 8 positions computes its values right after its loads.
+  expect_in_order(src, {"cppi_bf16 cache4[24];", "cppi_bf16 vcache0[24];", "for (int slot = 0; slot < 24; slot += 8)",
+                        "(in_a4 + ", "for (int vl = 0; vl < 8; ++vl)", "vcache0[slot + vl] = ",
+                        "cppi_bf16_to_float(vcache0[slot])", "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])",
+                        "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])"});
+  // The four rounded adds happen once per element, in the prologue.
+  EXPECT_EQ(occurrences(src, "cppi_float_to_bf16("), 4u + 1u);
+}
+
+TEST(GpuSchedule, StoredRowValuesAreNotReadBack) {
+  // The stored sum is computed once into the cache and stored from it; no
+  // later stage reads "sum" back from global memory.
+  auto k = scheduled(residual_layer_norm(16384, 768, DType::BFloat16, 4, true));
+  EXPECT_EQ(k->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  EXPECT_NE(k->schedule.why.find("later stages compute rather than read back"), std::string::npos) << k->schedule.why;
+  const std::string src = source_of(k);
+  expect_in_order(src, {"vcache0[slot + vl] = ", ".v[vl] = vcache0[slot];", "cppi_store_vec(out_sum + ",
+                        "cppi_store_vec(out_out + "});
+  EXPECT_EQ(src.find("out_sum["), std::string::npos) << src;
+}
+
 TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
   // Four row loads x 1024 / 32 lanes = 128 registers: a warp would re-read
   // global memory; 128 threads cache 4 x 8.

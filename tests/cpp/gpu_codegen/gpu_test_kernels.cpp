@@ -291,6 +291,31 @@ KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   return Kernel::make("layer_norm", Device::CUDA, {{x0, rows}}, {stats, norm}, {}, {"native_layer_norm"});
 }
 
+KernelPtr residual_layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType t, int inputs, bool store_sum) {
+  std::vector<BufferPtr> in;
+  for (int i = 0; i < inputs; ++i) in.push_back(input(cat("a", i), t, {rows, cols}));
+  auto sum = output("sum", t, {rows, cols}), out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), r0 = var("r0"), r1 = var("r1"), x2 = var("x2");
+  auto h = [&](const IndexExpr& v) {
+    if (store_sum && !(v == x1)) return f32(load(sum, sum->layout.index({x0, v})));
+    Expr acc = f32(load(in[0], in[0]->layout.index({x0, v})));
+    for (int i = 1; i < inputs; ++i) acc = f32(cast(add(acc, f32(load(in[i], in[i]->layout.index({x0, v})))), t));
+    return acc;
+  };
+  std::vector<Stage> stages;
+  if (store_sum) stages.push_back(PointwiseStage{{{x1, cols}}, {Store::make(sum, sum->layout.index({x0, x1}), cast(h(x1), t))}});
+  auto total = ReductionStage::make({{r0, cols}}, ReductionKind::Sum, h(r0), {"total"});
+  const Expr n = const_float(static_cast<double>(cols.constant().value()));
+  Expr mean = div(total.result(), n);
+  auto sq = ReductionStage::make({{r1, cols}}, ReductionKind::Sum, mul(sub(h(r1), mean), sub(h(r1), mean)), {"sq"});
+  Expr rstd = unary(UnaryOp::Rsqrt, add(div(sq.result(), n), const_float(1e-5)));
+  PointwiseStage norm{{{x2, cols}}, {Store::make(out, out->layout.index({x0, x2}), cast(mul(sub(h(x2), mean), rstd), t))}};
+  stages.push_back(total);
+  stages.push_back(sq);
+  stages.push_back(norm);
+  return Kernel::make("residual_layer_norm", Device::CUDA, {{x0, rows}}, stages);
+}
+
 KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols) {
   auto in = input("x", DType::Float32, {rows, cols});
   auto var_out = output("var", DType::Float32, {rows}), mean_out = output("mean", DType::Float32, {rows});

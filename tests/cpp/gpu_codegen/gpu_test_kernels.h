@@ -84,6 +84,13 @@ KernelPtr softmax(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DT
 KernelPtr log_softmax_backward(const IndexExpr& rows, const IndexExpr& cols);
 /// layer_norm over the last dim with weight and bias (eps 1e-5), Welford stats.
 KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// GPT-2's residual stream into a layer norm: h = a0 + a1 + ... (`inputs`
+/// row inputs, each add rounded to `dtype`), then mean and the corrected
+/// two-pass variance of h and out = (h - mean) * rstd, every stage
+/// recomputing h. With `store_sum`, the first stage also stores h to "sum"
+/// and the later stages read it back (what fusion builds when h has a reader
+/// outside the kernel). `cols` is a constant.
+KernelPtr residual_layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype, int inputs, bool store_sum);
 /// var (correction 1) and mean over the last dim, Welford.
 KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols);
 /// Dropout then noise: out[i, j] = (rand > 0.3 ? x / 0.7 : 0) + 0.1 * randn,
