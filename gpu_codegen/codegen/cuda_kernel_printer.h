@@ -189,6 +189,24 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   // --- grid-stride mappings ---------------------------------------------------------------
   void print_grid_stride();
   void print_vector_pointwise();
+  /// Whether a vector's lane values (`lane_values`, over one lane) round
+  /// float to half or bfloat16 where the lanes differ (not found in
+  /// `outer`), with an even number of `lanes`: pairing the lanes then pays.
+  bool rounds_lanes(const std::vector<Expr>& lane_values, const ValueScope& outer, int lanes) const;
+  /// Two lanes' values of one shape (lane0 in scope0, lane1 in scope1):
+  /// prints each rounding to 16 bits of lane 0 with its twin of lane 1 as
+  /// one packed conversion (cppi_float2_to_bf16), their operands first, and
+  /// binds the results in the scopes; the rest prints as either lane needs it.
+  void pair_roundings(const Expr& lane0, const Expr& lane1, ValueScope& scope0, ValueScope& scope1);
+  /// The lane loop of a vectorised store two lanes at a time, each rounding
+  /// to 16 bits of lane vl and its twin of lane vl + 1 one packed
+  /// conversion (cppi_float2_to_bf16): one F2FP for two elements. GPT-2's
+  /// gelu_new rounds seven intermediates per element, as eager does, and
+  /// the roundings bound the kernel. `lane_vars`: each varying loop
+  /// variable at lane vl; `vloads`: the vector loads, `sv` the vector stored.
+  void print_lane_pairs(const Expr& value, const std::map<std::string, IndexExpr>& lane_vars,
+                        const std::vector<std::pair<Expr, std::string>>& vloads, const std::string& sv,
+                        ValueScope& outer);
   /// Steps each lane's copies of the outer loop variables (f<var>) to the
   /// next flattened iteration (flat_vector).
   void print_lane_carry();
@@ -254,9 +272,10 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// share a slot loop and a block reduction, else i + 1.
   size_t cached_sum_pair_end(size_t i) const;
   void print_row_cache_prologue();
-  /// The cached row's values (RowCache::values) at slot `slot`, each into
-  /// vcacheN[slot], from the loads the prologue cached there.
-  void print_row_cache_values(const std::string& slot);
+  /// The cached row's values (RowCache::values) at each of `slots` (one,
+  /// or two whose roundings pair), each into vcacheN[slot], from the loads
+  /// the prologue cached there.
+  void print_row_cache_values(const std::vector<std::string>& slots);
   /// Runs `body` for every position of stage `stage`'s loops this thread
   /// owns. `used`: the loop variables the body needs (default: the stage's).
   /// A cached row serves the loads of stages [stage, run_end) from the cache

@@ -188,18 +188,22 @@ void CudaKernelPrinter::print_vector_pointwise() {
         }
         lane_copies = true;
       }
-      out_.line("#pragma unroll");
-      out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
-      ValueScope lanes(&outer);
-      for (const auto& [x, name] : vloads) {
-        lanes.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
-      }
       const Expr shifted = substitute_indices(st.value, lane_vars);
-      note_sincos({shifted});
-      const CValue v = scalar_value(shifted, lanes);
-      out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
-      if (g_.flat_vector) print_lane_carry();
-      out_.close();
+      if (!g_.flat_vector && rounds_lanes({shifted}, outer, w)) {
+        print_lane_pairs(st.value, lane_vars, vloads, sv, outer);
+      } else {
+        out_.line("#pragma unroll");
+        out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
+        ValueScope lanes(&outer);
+        for (const auto& [x, name] : vloads) {
+          lanes.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
+        }
+        note_sincos({shifted});
+        const CValue v = scalar_value(shifted, lanes);
+        out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
+        if (g_.flat_vector) print_lane_carry();
+        out_.close();
+      }
       out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", sv, ");"));
       outer.forget_loads_of(st.buffer->name);
       std::vector<std::pair<Expr, std::string>> kept;
@@ -209,6 +213,64 @@ void CudaKernelPrinter::print_vector_pointwise() {
       vloads = std::move(kept);
     }
   }
+  out_.close();
+}
+
+namespace {
+
+/// A rounding from float to half or bfloat16.
+const Cast* rounding_to_16_bits(const Expr& e) {
+  const auto* c = e.as<Cast>();
+  const bool narrow = c && (c->dtype == DType::Float16 || c->dtype == DType::BFloat16);
+  return narrow && c->value.dtype() == DType::Float32 ? c : nullptr;
+}
+
+}  // namespace
+
+bool CudaKernelPrinter::rounds_lanes(const std::vector<Expr>& lane_values, const ValueScope& outer, int lanes) const {
+  if (lanes % 2 != 0) return false;
+  for (const Expr& x : post_order(lane_values)) {
+    if (rounding_to_16_bits(x) && !outer.find(x)) return true;
+  }
+  return false;
+}
+
+void CudaKernelPrinter::pair_roundings(const Expr& lane0, const Expr& lane1, ValueScope& scope0, ValueScope& scope1) {
+  // The two lanes' values have the same shape, node for node in post order:
+  // each rounding of lane 0 is printed with its twin of lane 1 (their
+  // operands first), the rest as either lane needs it.
+  const std::vector<Expr> order0 = post_order({lane0}), order1 = post_order({lane1});
+  for (size_t i = 0; i < order0.size() && order0.size() == order1.size(); ++i) {
+    const Cast* c0 = rounding_to_16_bits(order0[i]);
+    const Cast* c1 = rounding_to_16_bits(order1[i]);
+    if (!c0 || !c1 || c0->dtype != c1->dtype || scope0.find(order0[i]) || scope1.find(order1[i])) continue;
+    const std::string a = scalar_value(c0->value, scope0).text, b = scalar_value(c1->value, scope1).text;
+    const std::string r0 = fresh_name(), r1 = fresh_name();
+    out_.line(cat(scalar_type(c0->dtype), " ", r0, ", ", r1, ";"));
+    out_.line(cat(c0->dtype == DType::BFloat16 ? "cppi_float2_to_bf16(" : "cppi_float2_to_half(", a, ", ", b, ", ", r0,
+                  ", ", r1, ");"));
+    scope0.add(order0[i], CValue{r0, c0->dtype});
+    scope1.add(order1[i], CValue{r1, c1->dtype});
+  }
+}
+
+void CudaKernelPrinter::print_lane_pairs(const Expr& value, const std::map<std::string, IndexExpr>& lane_vars,
+                                         const std::vector<std::pair<Expr, std::string>>& vloads,
+                                         const std::string& sv, ValueScope& outer) {
+  std::map<std::string, IndexExpr> next_vars;
+  for (const auto& [name, e] : lane_vars) next_vars[name] = e + 1;
+  const Expr lane[2] = {substitute_indices(value, lane_vars), substitute_indices(value, next_vars)};
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int vl = 0; vl < ", g_.elements_per_thread, "; vl += 2)"));
+  ValueScope scope0(&outer), scope1(&outer);
+  for (const auto& [x, name] : vloads) {
+    scope0.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
+    scope1.add(substitute_indices(x, next_vars), CValue{name + ".v[vl + 1]", x.dtype()});
+  }
+  note_sincos({lane[0], lane[1]});
+  pair_roundings(lane[0], lane[1], scope0, scope1);
+  out_.line(cat(sv, ".v[vl] = ", scalar_value(lane[0], scope0).text, ";"));
+  out_.line(cat(sv, ".v[vl + 1] = ", scalar_value(lane[1], scope1).text, ";"));
   out_.close();
 }
 

@@ -142,30 +142,40 @@ void CudaKernelPrinter::print_row_cache_prologue() {
     out_.line(cat("for (int vl = 0; vl < ", v, "; ++vl) cache", c, "[slot + vl] = ", name, ".v[vl];"));
   }
   // The values of these positions, while only their loads are live.
-  if (!cached_.values.empty() && v > 1) {
+  // Two positions at a time where their roundings pair (pair_roundings).
+  if (!cached_.values.empty() && v > 1 && rounds_lanes(cached_.values, ValueScope{}, v)) {
+    out_.line("#pragma unroll");
+    out_.open(cat("for (int vl = 0; vl < ", v, "; vl += 2)"));
+    print_row_cache_values({"slot + vl", "slot + vl + 1"});
+    out_.close();
+  } else if (!cached_.values.empty() && v > 1) {
     out_.line("#pragma unroll");
     out_.open(cat("for (int vl = 0; vl < ", v, "; ++vl)"));
-    print_row_cache_values("slot + vl");
+    print_row_cache_values({"slot + vl"});
     out_.close();
   } else if (!cached_.values.empty()) {
-    print_row_cache_values("slot");
+    print_row_cache_values({"slot"});
   }
   if (guard) out_.close();
   out_.close();
 }
 
-void CudaKernelPrinter::print_row_cache_values(const std::string& slot) {
-  ValueScope scope;
+void CudaKernelPrinter::print_row_cache_values(const std::vector<std::string>& slots) {
+  std::vector<ValueScope> scopes(slots.size());
   for (const Expr& x : post_order(cached_.values)) {
     const auto* l = x.as<Load>();
     for (size_t c = 0; l && c < cached_.loads.size(); ++c) {
-      if (cached_.loads[c].buffer->name == l->buffer->name && cached_.loads[c].index == l->index) {
-        scope.add(x, CValue{cat("cache", c, "[", slot, "]"), x.dtype()});
-      }
+      if (cached_.loads[c].buffer->name != l->buffer->name || !(cached_.loads[c].index == l->index)) continue;
+      for (size_t s = 0; s < slots.size(); ++s) scopes[s].add(x, CValue{cat("cache", c, "[", slots[s], "]"), x.dtype()});
     }
   }
-  for (size_t j = 0; j < cached_.values.size(); ++j) {
-    out_.line(cat("vcache", j, "[", slot, "] = ", scalar_value(cached_.values[j], scope).text, ";"));
+  if (slots.size() == 2) {
+    for (const Expr& v : cached_.values) pair_roundings(v, v, scopes[0], scopes[1]);
+  }
+  for (size_t s = 0; s < slots.size(); ++s) {
+    for (size_t j = 0; j < cached_.values.size(); ++j) {
+      out_.line(cat("vcache", j, "[", slots[s], "] = ", scalar_value(cached_.values[j], scopes[s]).text, ";"));
+    }
   }
 }
 

@@ -189,6 +189,33 @@ CPPI_HOST_DEVICE cppi_bf16 cppi_float_to_bf16(float f) {
   return b;
 }
 
+// Two floats rounded at once, as cppi_float_to_half / cppi_float_to_bf16
+// round each: on the device one packed cvt (one F2FP) for both. The printer
+// pairs the roundings of two neighbouring lanes of a vectorised kernel
+// (GPT-2's gelu_new rounds seven intermediates per element, as eager does).
+CPPI_HOST_DEVICE void cppi_float2_to_half(float a, float b, cppi_half& ra, cppi_half& rb) {
+#if defined(__CUDA_ARCH__)
+  uint32_t packed;  // {high, low} = {b, a}
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(b), "f"(a));
+  ra.bits = (uint16_t)packed;
+  rb.bits = (uint16_t)(packed >> 16);
+#else
+  ra = cppi_float_to_half(a);
+  rb = cppi_float_to_half(b);
+#endif
+}
+CPPI_HOST_DEVICE void cppi_float2_to_bf16(float a, float b, cppi_bf16& ra, cppi_bf16& rb) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t packed;  // {high, low} = {b, a}
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(b), "f"(a));
+  ra.bits = (uint16_t)packed;
+  rb.bits = (uint16_t)(packed >> 16);
+#else
+  ra = cppi_float_to_bf16(a);
+  rb = cppi_float_to_bf16(b);
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // Combine operations, NaN-propagating like torch. For integers `a != a` is
 // false and folds away.

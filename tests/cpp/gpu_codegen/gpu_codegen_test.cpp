@@ -78,6 +78,8 @@ std::vector<Case> all_cases() {
       {"add_relu_mul_bf16", add_relu_mul(s0, s1, DType::BFloat16), {9, 520}},
       {"sin_plus_cos", sin_plus_cos(s0), {100003, 1}},
       {"gelu_bias", gelu_bias(s0, s1), {33, 256}},
+      {"rounded_chain_bf16", rounded_chain(s0, s1, DType::BFloat16), {33, 264}},
+      {"rounded_chain_f16_odd", rounded_chain(s0, s1, DType::Float16), {33, 263}},
       {"pad_columns_flat", pad_columns(s0, 1001, 3, 5), {8}},  // 8 x 1009 elements: flat vectors
       {"pad_columns_flat_odd", pad_columns(s0, 1001, 3, 5), {7}},  // 7 x 1009: the scalar twin
       {"pad_columns_flat_halved", pad_columns(s0, 1001, 3, 5, /*halved=*/true), {12}},

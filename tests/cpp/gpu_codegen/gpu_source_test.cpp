@@ -339,7 +339,22 @@ TEST(CudaPrinter, FlatVectorsCarryAcrossRows) {
 
 TEST(CudaPrinter, HalfLoadsComputeInFloat) {
   std::string src = source_of(scheduled(add_relu_mul(sym("s0"), sym("s1"), DType::Float16)));
-  expect_in_order(src, {"cppi_vec<cppi_half, 8>", "cppi_half_to_float(", "cppi_float_to_half("});
+  expect_in_order(src, {"cppi_vec<cppi_half, 8>", "cppi_half_to_float(", "cppi_float2_to_half("});
+}
+
+TEST(CudaPrinter, NeighbouringLanesRoundInPairs) {
+  // Four roundings per element, each one packed conversion for two lanes;
+  // the scalar twin (no vectors) rounds one at a time.
+  auto m = print_cuda_module({scheduled(rounded_chain(sym("s0"), sym("s1"), DType::BFloat16))}, kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const std::string& vector = m->source;
+  expect_in_order(vector, {"for (int vl = 0; vl < 8; vl += 2)", "cppi_float2_to_bf16(", "cppi_tanh(", "cppi_tanh(",
+                           "cppi_float2_to_bf16(", "cppi_float2_to_bf16(", ".v[vl] = ", ".v[vl + 1] = "});
+  EXPECT_EQ(occurrences(vector, "cppi_float2_to_bf16("), 4u);
+  EXPECT_EQ(occurrences(vector, "cppi_float_to_bf16("), 0u);
+  EXPECT_EQ(occurrences(m->kernels[0].scalar_twin_source, "cppi_float_to_bf16("), 4u);
+  // Without a rounding the lanes go one at a time.
+  EXPECT_EQ(source_of(scheduled(add_relu_mul(sym("s0"), sym("s1")))).find("vl += 2"), std::string::npos);
 }
 
 TEST(CudaPrinter, RowPerWarpUsesShuffles) {
@@ -454,13 +469,17 @@ TEST(GpuSchedule, ValuesSeveralStagesComputeAreCachedOnce) {
   EXPECT_EQ(k->schedule.gpu.elements_per_thread, 24);
   EXPECT_NE(k->schedule.why.find("1 value computed from 5 loads"), std::string::npos) << k->schedule.why;
   const std::string src = source_of(k);
-  // Each group of 8 positions computes its values right after its loads.
+  // Each group of 8 positions computes its values right after its loads,
+  // two positions at a time, their roundings paired.
   expect_in_order(src, {"cppi_bf16 cache4[24];", "cppi_bf16 vcache0[24];", "for (int slot = 0; slot < 24; slot += 8)",
-                        "(in_a4 + ", "for (int vl = 0; vl < 8; ++vl)", "vcache0[slot + vl] = ",
+                        "(in_a4 + ", "for (int vl = 0; vl < 8; vl += 2)", "cppi_float2_to_bf16(",
+                        "vcache0[slot + vl] = ", "vcache0[slot + vl + 1] = ",
                         "cppi_bf16_to_float(vcache0[slot])", "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])",
                         "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])"});
-  // The four rounded adds happen once per element, in the prologue.
-  EXPECT_EQ(occurrences(src, "cppi_float_to_bf16("), 4u + 1u);
+  // The four rounded adds happen once per element, in the prologue; the
+  // normalised output rounds once more.
+  EXPECT_EQ(occurrences(src, "cppi_float2_to_bf16("), 4u);
+  EXPECT_EQ(occurrences(src, "cppi_float_to_bf16("), 1u);
 }
 
 TEST(GpuSchedule, StoredRowValuesAreNotReadBack) {

@@ -71,6 +71,18 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
                       {"add", "gelu"});
 }
 
+KernelPtr rounded_chain(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), out = output("out", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  auto rounded = [&](Expr e) { return f32(cast(std::move(e), t)); };
+  Expr xv = f32(load(x, x->layout.index({x0, x1})));
+  Expr half = rounded(mul(xv, const_float(0.5)));
+  Expr cube = rounded(mul(mul(xv, xv), xv));
+  Expr squashed = rounded(unary(UnaryOp::Tanh, cube));
+  return Kernel::make("rounded_chain", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(out, out->layout.index({x0, x1}), cast(mul(half, squashed), t))}}});
+}
+
 KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c) {
   auto g = input("g", DType::Float32, {a, b, c}), x = input("x", DType::Float32, {a, b, c});
   auto out = output("out", DType::Float32, {a, b, c});

@@ -42,6 +42,9 @@ KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
 KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
 /// gelu's backward over a 3-d [a, b, c] (the transformer's MLP: its index
 /// is unravelled from three loops).
+/// out = r(r(x / 2) * r(tanh(r(x * x * x)))), r rounding to `dtype` as
+/// eager rounds each op's result: a chain of roundings (gelu_new's shape).
+KernelPtr rounded_chain(const IndexExpr& rows, const IndexExpr& cols, DType dtype);
 KernelPtr gelu_backward_3d(const IndexExpr& a, const IndexExpr& b, const IndexExpr& c);
 /// out[i, j] = where(isnan(x), -1, x) + (float)j: NaN handling, IndexValue.
 KernelPtr nan_to_index(const IndexExpr& rows, const IndexExpr& cols);
