@@ -20,8 +20,8 @@ import torch.fx
 
 from . import _C, autotune, cudagraphs, debug, repro
 from .decompositions import decomposition_table
-from .graph_passes import (channels_last_convolutions, peel_convolution_bias, reinplace_input_scatters, unfuse_addmm_bias,
-                           wants_channels_last)
+from .graph_passes import (channels_last_convolutions, dense_attention_masks, peel_convolution_bias,
+                           reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last)
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -143,6 +143,7 @@ def cppinductor(
     from .partition import partition
 
     opts = parse_options(mode, options)
+    dense_attention_masks(gm)
     warm = _warm_start(opts, example_inputs)
     compilers = {f"{kind}_compiler": _compiler(opts, kind, warm) for kind in ("fw", "bw", "inference")}
     compile_aot = aot_autograd(

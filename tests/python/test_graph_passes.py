@@ -312,3 +312,54 @@ def test_an_in_place_scatter_aten_runs_whole_still_stores():
 def test_an_index_copy_into_a_cuda_buffer_stores_in_place():
     targets = _targets(_run_cache(lambda keys, k, pos: keys.index_copy_(1, pos, k), device="cuda"))
     assert torch.ops.aten.index_put_.default in targets and torch.ops.aten.copy_.default not in targets, targets
+
+
+def _broadcast_mask_attention(q, k, v):
+    """Attention under the mask transformers builds for encoders under
+    torch.compile: (S, 1) expanded to (B, 1, S, S), strides (0, S, 1, 0)."""
+    keep = (torch.arange(q.shape[2], device=q.device) >= 0)[None, None, :, None]
+    mask = keep.expand(q.shape[0], 1, q.shape[2], k.shape[2])
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def test_a_broadcast_attention_mask_becomes_dense():
+    """dense_attention_masks (run for CUDA masks, here asked to on the CPU):
+    the call reads the mask narrowed to (1, 1, S, S) and contiguous, and the
+    results are eager's."""
+    from cppinductor.graph_passes import dense_attention_masks
+
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append(dense_attention_masks(gm, devices=("cpu",)))
+        seen.append(dense_attention_masks(gm, devices=("cpu",)))  # what it made is dense: nothing more to do
+        seen.append([(n.target, n.args[1:]) for n in gm.graph.nodes if n.op == "call_method"])
+        return gm.forward
+
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    out = torch.compile(_broadcast_mask_attention, backend=backend, fullgraph=True)(q, k, v)
+    assert seen[:2] == [1, 0]
+    assert ("narrow", (0, 0, 1)) in seen[2] and ("contiguous", ()) in seen[2]
+    torch.testing.assert_close(out, _broadcast_mask_attention(q, k, v))
+    # Left alone: CPU masks by default (the CPU kernels take any strides), and dense masks.
+    torch._dynamo.reset()
+    counts = []
+    torch.compile(_broadcast_mask_attention, fullgraph=True,
+                  backend=lambda gm, ex: (counts.append(dense_attention_masks(gm)), gm.forward)[1])(q, k, v)
+    assert counts == [0]
+
+
+@requires_cuda
+def test_a_broadcast_cuda_attention_mask_runs_a_fused_kernel():
+    """On CUDA the rewritten mask lets a fused attention kernel run: no
+    float32 math decomposition (_safe_softmax) reaches our graph."""
+    from torch.profiler import ProfilerActivity, profile
+
+    q, k, v = (torch.randn(2, 4, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    f = torch.compile(_broadcast_mask_attention, backend="cppinductor", options={"fallback": "error"})
+    out = f(q, k, v)
+    torch.testing.assert_close(out, _broadcast_mask_attention(q, k, v), atol=2e-2, rtol=2e-2)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        f(q, k, v)
+    names = {e.key for e in prof.key_averages()}
+    assert not any("safe_softmax" in n or n == "aten::bmm" for n in names), sorted(names)
