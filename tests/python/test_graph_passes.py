@@ -1,7 +1,8 @@
 """graph_passes: unfuse_addmm_bias (an addmm whose uses are all pointwise runs
 as mm + a bias add fused into its readers; anything else keeps addmm),
-channels_last_convolutions, and reinplace_input_scatters (a graph input's
-update stored straight into it)."""
+channels_last_convolutions, reinplace_input_scatters (a graph input's
+update stored straight into it) and dense_attention_masks (a broadcast
+attention mask made dense so fused CUDA attention accepts it)."""
 
 from __future__ import annotations
 
