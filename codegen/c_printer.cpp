@@ -301,27 +301,33 @@ std::string CPrinterBase::index_text(const IndexExpr& e,
 
 // --- sin and cos of one argument --------------------------------------------------------------
 
-void CPrinterBase::note_sincos(const std::vector<Expr>& roots) {
-  std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual> sins, coss;
+ExprSet sincos_operands(const std::vector<Expr>& roots) {
+  ExprSet sins, coss, out;
   for (const Expr& e : post_order(roots)) {
     auto u = e.as<Unary>();
     if (u && u->op == UnaryOp::Sin) sins.insert(u->operand);
     if (u && u->op == UnaryOp::Cos) coss.insert(u->operand);
   }
   for (const Expr& x : sins) {
-    if (coss.count(x)) sincos_args_.insert(x);
+    if (coss.count(x)) out.insert(x);
   }
+  return out;
 }
 
-void CPrinterBase::note_sincos(const Kernel& k) {
+ExprSet sincos_operands(const Kernel& k) {
+  ExprSet out;
   for (const auto& st : k.stages) {
-    for (const Expr& v : stage_values(st)) note_sincos({v});  // each value on its own, as each prints
+    for (const Expr& v : stage_values(st)) {
+      for (const Expr& x : sincos_operands({v})) out.insert(x);
+    }
   }
+  return out;
 }
 
-bool CPrinterBase::is_sincos_half(const Expr& e) const {
+bool CPrinterBase::is_sincos_half(const Expr& e, const ValueScope& scope) const {
   auto u = e.as<Unary>();
-  return u && (u->op == UnaryOp::Sin || u->op == UnaryOp::Cos) && sincos_args_.count(u->operand);
+  if (!u || (u->op != UnaryOp::Sin && u->op != UnaryOp::Cos)) return false;
+  return sincos_args_.count(u->operand) > 0 || scope.sincos_operand(u->operand);
 }
 
 CValue CPrinterBase::print_sincos(const Expr& e, const CValue& x, const std::string& type, ValueScope& scope) {

@@ -95,25 +95,43 @@ struct LoopPlace {
   virtual ~LoopPlace() = default;
 };
 
+/// Expressions by structure.
+using ExprSet = std::unordered_set<ir::Expr, ir::ExprStructuralHash, ir::ExprStructuralEqual>;
+
+/// The operands that both sin and cos take somewhere in `roots`.
+ExprSet sincos_operands(const std::vector<ir::Expr>& roots);
+/// ... in some value of a stage of `k` (each value on its own, as each prints).
+ExprSet sincos_operands(const ir::Kernel& k);
+
 /// A named-value scope: one per C block that introduces names. It also
-/// carries the LoopPlace of that block (its own, or else its parent's), and
-/// whether indirect indices printed in it are checked (print_index_check).
+/// carries the LoopPlace of that block (its own, or else its parent's),
+/// whether indirect indices printed in it are checked (print_index_check),
+/// and the sin/cos operands of the values printed in it (its own, or else
+/// its parent's) where they are not the kernel's own (a vector's lanes).
 class ValueScope {
  public:
-  explicit ValueScope(const ValueScope* parent = nullptr, const LoopPlace* place = nullptr)
+  explicit ValueScope(const ValueScope* parent = nullptr, const LoopPlace* place = nullptr,
+                      const ExprSet* sincos = nullptr)
       : parent_(parent),
         place_(place ? place : parent ? parent->place_ : nullptr),
+        sincos_(sincos ? sincos : parent ? parent->sincos_ : nullptr),
         check_indices_(parent ? parent->check_indices_ : true) {}
   /// `of` as seen by a masked load (its indices may be anything where the
   /// mask is off): the same values (what it names is named in `of`) and
   /// place, its indirect indices unchecked.
   struct UncheckedIndices {};
   ValueScope(ValueScope& of, UncheckedIndices)
-      : parent_(of.parent_), place_(of.place_), values_of_(of.values_of_ ? of.values_of_ : &of), check_indices_(false) {}
+      : parent_(of.parent_),
+        place_(of.place_),
+        sincos_(of.sincos_),
+        values_of_(of.values_of_ ? of.values_of_ : &of),
+        check_indices_(false) {}
   ValueScope(const ValueScope&) = delete;
   ValueScope& operator=(const ValueScope&) = delete;
   const CValue* find(const ir::Expr& e) const;
   const LoopPlace* place() const { return place_; }
+  /// Whether sin and cos of `operand` both print in this scope's values.
+  bool sincos_operand(const ir::Expr& operand) const { return sincos_ && sincos_->count(operand) > 0; }
   bool check_indices() const { return check_indices_; }
   void add(const ir::Expr& e, CValue v) { table().emplace(e, std::move(v)); }
   /// Forgets every value in this scope (not its parents) that reads `buffer`:
@@ -127,6 +145,7 @@ class ValueScope {
 
   const ValueScope* parent_;
   const LoopPlace* place_;
+  const ExprSet* sincos_;
   ValueScope* values_of_ = nullptr;  // a view's scope
   bool check_indices_ = true;
   Values values_;
@@ -148,7 +167,11 @@ class CPrinterBase {
   virtual ~CPrinterBase() = default;
 
  protected:
-  explicit CPrinterBase(ir::VarRanges ranges) : ranges_(std::move(ranges)) {}
+  /// `ranges`: every variable the printed code's indices may hold, with its
+  /// extent (the kernel's loops and the target's own, such as a vector's
+  /// lane); `sincos`: the operands whose sin and cos print as one call
+  /// (sincos_operands of the kernel).
+  CPrinterBase(ir::VarRanges ranges, ExprSet sincos) : ranges_(std::move(ranges)), sincos_args_(std::move(sincos)) {}
 
   // --- hooks ------------------------------------------------------------------------
   /// Scalar C type of a dtype as computed with ("float", "cppi_half", "bool").
@@ -206,12 +229,9 @@ class CPrinterBase {
   // sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) print as
   // one cppi_sincos call: one argument reduction instead of two. Each target's
   // support code defines cppi_sincos(x, &s, &c) for the types it passes.
-  /// Records the operands that both sin and cos take somewhere in `roots`.
-  void note_sincos(const std::vector<ir::Expr>& roots);
-  /// ... in each value of each stage of `k`.
-  void note_sincos(const ir::Kernel& k);
-  /// True if `e` is sin or cos of an operand note_sincos recorded.
-  bool is_sincos_half(const ir::Expr& e) const;
+  /// True if `e` is sin or cos of an operand whose sin and cos both print:
+  /// in the kernel's values, or in those of `scope`.
+  bool is_sincos_half(const ir::Expr& e, const ValueScope& scope) const;
   /// For such an `e` with its operand printed as `x` (of C type `type`):
   /// prints `type s, c; cppi_sincos(x, &s, &c);`, names the other half in
   /// `scope` and returns `e`'s half.
@@ -237,14 +257,14 @@ class CPrinterBase {
   std::string fresh_name(const std::string& prefix = "tmp");
 
   SourceWriter out_;
-  ir::VarRanges ranges_;
+  const ir::VarRanges ranges_;
 
  private:
   std::string scalar_node(const ir::Expr& e, ValueScope& scope);
   std::string index_text(const ir::IndexExpr& e,
                          const std::function<std::string(const ir::IndexExpr&)>& indirect) const;
   int next_name_ = 0;
-  std::unordered_set<ir::Expr, ir::ExprStructuralHash, ir::ExprStructuralEqual> sincos_args_;
+  const ExprSet sincos_args_;
 };
 
 /// Integer helpers generated code uses (wrapping arithmetic, Python // and

@@ -203,7 +203,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
 
  public:
   CpuKernelPrinter(const Kernel& k, const std::vector<std::string>& graph_symbols, const PrintOptions& options)
-      : CPrinterBase(k.var_ranges()),
+      : CPrinterBase(k.var_ranges(), codegen::sincos_operands(k)),
         k_(k),
         sched_(k.schedule.cpu),
         graph_symbols_(graph_symbols),

@@ -46,7 +46,6 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
     const int w = sched_.vector_width;
     if (w != 4 && w != 8 && w != 16) fail(cat("kernel ", k_.name, ": vector width ", w, " (4, 8 or 16)"));
   }
-  note_sincos(k_);
   codegen::print_kernel_header(out_, k_.name, k_, options_, describe_cpu_schedule(sched_));
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();

@@ -126,7 +126,7 @@ CValue CpuKernelPrinter::value(const Expr& e, ValueScope& scope) {
   if (!at.in_vector() || !varying(e, at)) return scalar_value(e, scope);
   if (auto l = e.as<LocalRef>()) return local_value(*l);
   if (const CValue* v = scope.find(e)) return *v;
-  if (e.dtype() == DType::Float32 && is_sincos_half(e)) {
+  if (e.dtype() == DType::Float32 && is_sincos_half(e, scope)) {
     // The prelude's vector cppi_sincos is float only; scalar tails keep
     // sinf and cosf (LLVM pairs those into sincosf itself).
     const CValue x = value(e.as<Unary>()->operand, scope);

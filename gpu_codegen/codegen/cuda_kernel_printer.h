@@ -93,12 +93,17 @@ RowWalk row_walk(const Kernel& k, const GpuSchedule& g);
 /// The threads sharing a row (a warp or a block), or a column group's row
 /// slices; 0 for RowWalk::None.
 int threads_per_row(RowWalk walk, const GpuSchedule& g);
+/// The ranges of the variables a kernel's printed indices hold: its loops',
+/// a vectorised grid-stride kernel's lane `vl` (and, over the flattened
+/// loops, each lane's copies f<var> of the outer variables), a cached row's
+/// canonical variables.
+ir::VarRanges cuda_var_ranges(const Kernel& k, const GpuSchedule& g);
 
 class CudaKernelPrinter : public codegen::CPrinterBase {
  public:
   CudaKernelPrinter(const Kernel& k, const GpuSchedule& g, std::string name,
                     const std::vector<std::string>& graph_symbols, const CudaPrintOptions& options)
-      : CPrinterBase(k.var_ranges()),
+      : CPrinterBase(cuda_var_ranges(k, g), codegen::sincos_operands(k)),
         k_(k),
         g_(g),
         name_(std::move(name)),
@@ -157,7 +162,7 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).
   std::optional<CValue> fused_value(const Expr& e, ValueScope& scope) override {
     const DType t = e.dtype();
-    if (!is_sincos_half(e) || (t != DType::Float32 && t != DType::Float64)) return std::nullopt;
+    if (!is_sincos_half(e, scope) || (t != DType::Float32 && t != DType::Float64)) return std::nullopt;
     return print_sincos(e, scalar_value(e.as<Unary>()->operand, scope), scalar_type(t), scope);
   }
 

@@ -130,7 +130,6 @@ void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const s
 void CudaKernelPrinter::print_vector_pointwise() {
   const int b = g_.block_size;
   const int w = g_.elements_per_thread;
-  ranges_["vl"] = w;
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.open(cat("for (int64_t idx = ((int64_t)blockIdx.x * ", b, " + threadIdx.x) * ", w,
                 "; idx < n; idx += (int64_t)gridDim.x * ", b * w, ")"));
@@ -146,7 +145,6 @@ void CudaKernelPrinter::print_vector_pointwise() {
     const std::string name = l.var.as<IndexVar>()->name;
     varying.insert(name);
     if (g_.flat_vector) {
-      ranges_["f" + var_name(l)] = l.extent;
       lane_vars[name] = var("f" + var_name(l));
     } else {
       lane_vars[name] = l.var + var("vl");
@@ -194,11 +192,11 @@ void CudaKernelPrinter::print_vector_pointwise() {
       } else {
         out_.line("#pragma unroll");
         out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
-        ValueScope lanes(&outer);
+        const codegen::ExprSet sincos = codegen::sincos_operands({shifted});
+        ValueScope lanes(&outer, nullptr, &sincos);
         for (const auto& [x, name] : vloads) {
           lanes.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
         }
-        note_sincos({shifted});
         const CValue v = scalar_value(shifted, lanes);
         out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
         if (g_.flat_vector) print_lane_carry();
@@ -262,12 +260,12 @@ void CudaKernelPrinter::print_lane_pairs(const Expr& value, const std::map<std::
   const Expr lane[2] = {substitute_indices(value, lane_vars), substitute_indices(value, next_vars)};
   out_.line("#pragma unroll");
   out_.open(cat("for (int vl = 0; vl < ", g_.elements_per_thread, "; vl += 2)"));
-  ValueScope scope0(&outer), scope1(&outer);
+  const codegen::ExprSet sincos = codegen::sincos_operands({lane[0], lane[1]});
+  ValueScope scope0(&outer, nullptr, &sincos), scope1(&outer, nullptr, &sincos);
   for (const auto& [x, name] : vloads) {
     scope0.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
     scope1.add(substitute_indices(x, next_vars), CValue{name + ".v[vl + 1]", x.dtype()});
   }
-  note_sincos({lane[0], lane[1]});
   pair_roundings(lane[0], lane[1], scope0, scope1);
   out_.line(cat(sv, ".v[vl] = ", scalar_value(lane[0], scope0).text, ";"));
   out_.line(cat(sv, ".v[vl + 1] = ", scalar_value(lane[1], scope1).text, ";"));

@@ -96,10 +96,7 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   const std::vector<Loop>* loops = row_cache_loops(k_);
   if (!loops || cached_.loads.empty()) return;
   std::vector<Loop> canon;
-  for (size_t i = 0; i < loops->size(); ++i) {
-    canon.push_back(Loop{row_cache_var(i), (*loops)[i].extent});
-    ranges_[row_cache_var(i).as<IndexVar>()->name] = (*loops)[i].extent;
-  }
+  for (size_t i = 0; i < loops->size(); ++i) canon.push_back(Loop{row_cache_var(i), (*loops)[i].extent});
   const int e = g_.elements_per_thread;
   out_.line(cat("// row cache: ", cached_.loads.size(), " loads x ", e, " elements per thread"));
   for (size_t c = 0; c < cached_.loads.size(); ++c) {

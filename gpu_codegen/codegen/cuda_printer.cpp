@@ -129,6 +129,19 @@ RowWalk row_walk(const Kernel& k, const GpuSchedule& g) {
   return RowWalk::None;
 }
 
+ir::VarRanges cuda_var_ranges(const Kernel& k, const GpuSchedule& g) {
+  ir::VarRanges ranges = k.var_ranges();
+  if (g.mapping == GpuMapping::GridStridePointwise && g.elements_per_thread > 1) {
+    ranges["vl"] = g.elements_per_thread;
+    if (g.flat_vector) {
+      for (const auto& l : k.outer) ranges["f" + var_name(l)] = l.extent;
+    }
+  }
+  const std::vector<Loop>* loops = row_walk(k, g) == RowWalk::Rows && g.elements_per_thread > 0 ? row_cache_loops(k) : nullptr;
+  for (size_t i = 0; loops && i < loops->size(); ++i) ranges[row_cache_var(i).as<IndexVar>()->name] = (*loops)[i].extent;
+  return ranges;
+}
+
 int threads_per_row(RowWalk walk, const GpuSchedule& g) {
   switch (walk) {
     case RowWalk::Rows: return g.mapping == GpuMapping::RowPerWarp ? 32 : g.block_size;
@@ -255,13 +268,12 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   std::set<std::string> mine = {"idx", "n", "row", "rows", "tid", "pos", "slot", "vl", "base", "lane", "valid", "split", "part",
                                  "group", "carry", "before", "total", "own", "prefix", "earlier", "start", "stop",
                                  "span", "epoch", "tile"};
-  for (const auto& [v, e] : ranges_) {
+  for (const auto& [v, e] : k_.var_ranges()) {
     if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
     }
   }
   codegen::print_kernel_header(out_, name_, k_, options_, describe_gpu_schedule(g_));
-  note_sincos(k_);
   const std::string params = parameters(info);
   if (has_module_state(g_)) {
     // The split rows' or column groups' partials and arrival counters (zero
