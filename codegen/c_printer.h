@@ -162,6 +162,15 @@ inline std::string loop_var(const ir::Loop& l) { return c_identifier(l.var.as<ir
 /// Throws the internal error of a target's printer: "<target> codegen: <message>".
 [[noreturn]] void printer_error(const std::string& target, const std::string& message);
 
+/// What a target's printer code names unqualified (`using namespace
+/// codegen::printer_names;` in its namespace): the loop IR and the values
+/// the C printer prints.
+namespace printer_names {
+using namespace ir;
+using codegen::CValue;
+using codegen::ValueScope;
+}  // namespace printer_names
+
 class CPrinterBase {
  public:
   virtual ~CPrinterBase() = default;

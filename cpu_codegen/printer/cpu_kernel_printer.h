@@ -80,9 +80,7 @@
 
 namespace cppi::cpu::detail {
 
-using namespace ir;
-using codegen::CValue;
-using codegen::ValueScope;
+using namespace codegen::printer_names;
 
 [[noreturn]] inline void fail(const std::string& message) { codegen::printer_error("cpu", message); }
 

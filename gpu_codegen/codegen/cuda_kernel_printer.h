@@ -65,9 +65,7 @@
 
 namespace cppi::gpu::cuda_print {
 
-using namespace ir;
-using codegen::CValue;
-using codegen::ValueScope;
+using namespace codegen::printer_names;
 
 [[noreturn]] inline void fail(const std::string& message) { codegen::printer_error("cuda", message); }
 
