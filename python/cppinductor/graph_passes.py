@@ -314,12 +314,17 @@ def reinplace_input_scatters(gm: torch.fx.GraphModule, refused: list[str] | None
 _ATTENTION = (torch.nn.functional.scaled_dot_product_attention, torch._C._nn.scaled_dot_product_attention)
 
 
+def _known(x: Any, value: int) -> bool:
+    """Whether `x` is the plain int `value` (a symbolic size is not)."""
+    return isinstance(x, int) and x == value
+
+
 def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = ("cuda",)) -> int:
-    """In a Dynamo graph: each attention mask on `devices` whose last dim has
-    a stride other than 1 becomes, before the call, the mask narrowed to one
-    element along every broadcast dim but the last and made contiguous: the
-    same values for every (batch, head, query, key), as a tensor the fused
-    kernels accept. Returns how many masks it rewrote."""
+    """In a Dynamo graph: each attention mask on `devices` whose last dim is
+    broadcast (stride 0) becomes, before the call, the mask narrowed to one
+    element along every other broadcast dim and made contiguous: the same
+    values for every (batch, head, query, key), as a tensor the fused kernels
+    accept. Returns how many masks it rewrote."""
     graph = gm.graph
     rewritten = 0
     for node in [n for n in graph.nodes if n.op == "call_function" and n.target in _ATTENTION]:
@@ -328,15 +333,16 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
         value = mask.meta.get("example_value") if isinstance(mask, torch.fx.Node) else None
         if not isinstance(value, torch.Tensor) or value.device.type not in devices or value.dim() == 0:
             continue
-        # Symbolic strides or sizes are left alone: comparing them would add guards after tracing.
-        if not all(isinstance(x, int) for x in (*value.stride(), *value.shape)):
-            continue
-        if value.size(-1) == 1 or value.stride(-1) == 1:
+        # Only what is known without a guard (comparing symbolic sizes or
+        # strides now would add guards after tracing): a broadcast last dim
+        # has the plain stride 0; a dim narrows where its size is a plain int.
+        if not _known(value.stride(-1), 0):
             continue
         with graph.inserting_before(node):
             dense = mask
             for dim in range(value.dim() - 1):
-                if value.stride(dim) == 0 and value.size(dim) > 1:
+                size = value.size(dim)
+                if _known(value.stride(dim), 0) and isinstance(size, int) and size > 1:
                     dense = graph.call_method("narrow", (dense, dim, 0, 1))
             dense = graph.call_method("contiguous", (dense,))
         if in_kwargs:

@@ -342,6 +342,14 @@ def test_a_broadcast_attention_mask_becomes_dense():
     assert seen[:2] == [1, 0]
     assert ("narrow", (0, 0, 1)) in seen[2] and ("contiguous", ()) in seen[2]
     torch.testing.assert_close(out, _broadcast_mask_attention(q, k, v))
+    # Symbolic sizes: the broadcast last dim still goes; the batch dim, of a
+    # symbolic size, is copied rather than narrowed.
+    torch._dynamo.reset()
+    seen.clear()
+    q, k, v = (torch.randn(3, 4, 12, 8) for _ in range(3))
+    out = torch.compile(_broadcast_mask_attention, backend=backend, fullgraph=True, dynamic=True)(q, k, v)
+    assert seen[0] == 1 and ("contiguous", ()) in seen[2]
+    torch.testing.assert_close(out, _broadcast_mask_attention(q, k, v))
     # Left alone: CPU masks by default (the CPU kernels take any strides), and dense masks.
     torch._dynamo.reset()
     counts = []
