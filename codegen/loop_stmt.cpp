@@ -21,7 +21,7 @@ std::vector<Stmt*> children(T& n) {
   } else if constexpr (std::is_same_v<T, If>) {
     return {&n.then, &n.otherwise};
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
-                       std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow>) {
+                       std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt>) {
     return {&n.body};
   } else {
     return {};
@@ -54,11 +54,13 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
       [&](const auto& n) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, For>) {
-          os << pad << kind_name(n.kind) << " for " << n.var << " in [" << n.lo.text << ", " << n.hi.text << ")"
-             << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "") << "\n";
+          os << pad << (n.stage_loop ? "stage " : "") << kind_name(n.kind) << " for " << n.var << " in [" << n.lo.text
+             << ", " << n.hi.text << ")" << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "")
+             << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "") << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {
-          os << pad << "parallel chunks [begin, end) of [0, " << n.count << "), grain " << n.grain << "\n";
+          os << pad << "parallel chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain
+             << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, Collapsed>) {
           os << pad << "for the chunk's points of";
@@ -89,6 +91,13 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
         } else if constexpr (std::is_same_v<T, Stages>) {
           os << pad << "stages";
           if (!n.fold_var.empty()) os << ", index conditions folded for " << n.fold_var << " in [" << n.fold_from << ", " << n.fold_to << ")";
+          os << "\n";
+        } else if constexpr (std::is_same_v<T, VectorAt>) {
+          os << pad << "one vector at " << n.var << " = " << n.at.text << "\n";
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, StageStores>) {
+          os << pad << "store";
+          for (const auto& st : n.stores) os << " " << st.buffer->name;
           os << "\n";
         } else if constexpr (std::is_same_v<T, TargetPart>) {
           os << pad << n.what;

@@ -58,6 +58,10 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// the C compiler must not vectorise it again (CPPI_NO_AUTOVEC).
 /// overlapped_rest (VectorTiles): its last block ends at hi over columns its
 /// neighbour also does, so any extent of at least one vector runs whole.
+/// stage_loop: a loop of a stage inside the kernel's loops (its vectorised
+/// one and what its tail became); whole_vectors_before_rest: the whole
+/// vectors of such a loop split for a masked last vector, which starts at
+/// hi (if any is left): its values know where.
 struct For {
   std::string var;
   Bound lo, hi;
@@ -66,13 +70,31 @@ struct For {
   bool no_autovec = false;
   bool overlapped_rest = false;
   Stmt body;
+  bool stage_loop = false;
+  bool whole_vectors_before_rest = false;
 };
 
 /// cppi_parallel_for(0, count, grain, ...): the body runs once per chunk
-/// [begin, end) of [0, count), on the threads.
+/// [begin, end) of [0, count), on the threads (the chunk's bounds named
+/// `begin` and `end` in C).
 struct ParallelChunks {
   std::string count, grain;
   Stmt body;
+  std::string begin = "begin", end = "end";
+};
+
+/// A stage loop's masked last vector: `var` = `at`, the body once, in vector
+/// form (the lanes on are the MaskedLanes around it).
+struct VectorAt {
+  std::string var;
+  Bound at;
+  Stmt body;
+};
+
+/// A pointwise stage's stores, once per iteration of the stage loops around
+/// them (the leaf of lower_stage_loops' nest).
+struct StageStores {
+  std::vector<ir::Store> stores;
 };
 
 /// The loop over a parallel chunk [begin, end) of loops collapsed into one,
@@ -135,7 +157,9 @@ struct TargetPart {
 };
 
 struct StmtNode {
-  std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart> node;
+  std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
+               VectorAt, StageStores>
+      node;
 };
 
 template <typename T>

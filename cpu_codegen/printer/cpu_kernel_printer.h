@@ -153,7 +153,8 @@ struct Place : codegen::LoopPlace {
   /// In the whole vectors of a stage loop of constant bounds: where its
   /// masked last vector starts.
   std::optional<int64_t> whole_vectors_end;
-  /// Inside a stage's innermost loop (print_stage_split_loop).
+  /// Inside a stage's vectorised loop (a stage_loop of the loop IR, or a
+  /// reduction's print_stage_split_loop).
   bool stage_loop = false;
   /// The kernel's invariants (print_invariants): math on one value runs as
   /// eager runs it on a 0-d tensor (libm), not through the vector form of the
@@ -274,6 +275,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_loop_node(const codegen::Stages& s, const ValueScope& at);
   /// The parts the nest leaves to the printer (cpu::part).
   void print_loop_node(const codegen::TargetPart& p, const ValueScope& at);
+  /// A stage loop's masked last vector, and a pointwise stage's stores
+  /// (cpu::lower_stage_loops).
+  void print_loop_node(const codegen::VectorAt& v, const ValueScope& at);
+  void print_loop_node(const codegen::StageStores& s, const ValueScope& at);
   void print_let(const codegen::Let& let);
   /// Kernel-local scratch: allocated where it is private to one thread (per
   /// parallel chunk, else per call) and freed at the end of that block.

@@ -98,21 +98,41 @@ void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& 
     print_tiled_columns(l.var, l.lo.text, l.hi.text, at, l.overlapped_rest);
     return;
   }
+  // A stage's loop: its values know it, and where its whole vectors end
+  // before a masked last one.
+  Place in_stage = place(at);
+  in_stage.stage_loop = true;
+  if (l.whole_vectors_before_rest && l.hi.value) in_stage.whole_vectors_end = *l.hi.value;
+  const ValueScope stage_scope(&at, &in_stage);
+  const ValueScope& loop = l.stage_loop ? stage_scope : at;
   if (l.no_autovec) out_.line("CPPI_NO_AUTOVEC");
   if (l.kind == codegen::LoopKind::Serial) {
     out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ++", l.var, ")"));
-    print_loops(l.body, at);
+    print_loops(l.body, loop);
   } else {
     out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ", l.var, " += ",
                   sched_.vector_width, ")"));
-    const Place lanes = place(at).vectorized(l.var);
-    print_loops(l.body, ValueScope(&at, &lanes));
+    const Place lanes = place(loop).vectorized(l.var);
+    print_loops(l.body, ValueScope(&loop, &lanes));
   }
   out_.close();
 }
 
+void CpuKernelPrinter::print_loop_node(const codegen::VectorAt& v, const ValueScope& at) {
+  out_.line(cat("const int64_t ", v.var, " = ", v.at.text, ";"));
+  Place rest = place(at).vectorized(v.var);
+  rest.stage_loop = true;
+  rest.masked_rest_first = v.at.value;
+  print_loops(v.body, ValueScope(&at, &rest));
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::StageStores& s, const ValueScope& at) {
+  ValueScope scope(&at);
+  print_stores(s.stores, scope);
+}
+
 void CpuKernelPrinter::print_loop_node(const codegen::ParallelChunks& c, const ValueScope& at) {
-  out_.open(cat("cppi_parallel_for(0, ", c.count, ", ", c.grain, ", [=](int64_t begin, int64_t end)"));
+  out_.open(cat("cppi_parallel_for(0, ", c.count, ", ", c.grain, ", [=](int64_t ", c.begin, ", int64_t ", c.end, ")"));
   print_loops(c.body, at);
   out_.close("});");
 }

@@ -5,6 +5,7 @@
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
+#include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "cpu_codegen/schedule/row_epilogue.h"
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_affine.h"
@@ -262,48 +263,14 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, co
   walking.forward_slots = &forward_slots;
   ValueScope hoisted(&at, &walking);
   hoist_stage_invariants(s, hoisted);
-  const bool vector_stage = sched_.vectorized == VectorizedLoop::InnermostOfEachStage && !s.loops.empty();
-  auto stores = [&](const ValueScope& body) {
-    ValueScope scope(&body);
-    print_stores(s.stores, scope);
-  };
-  std::function<void(size_t)> loops = [&](size_t level) {
-    if (level == s.loops.size()) {
-      stores(hoisted);
-      return;
-    }
-    const Loop& l = s.loops[level];
-    const std::string v = var_name(l);
-    // parallel_reduction: the first loop in chunks on the threads, as the
-    // reductions' are (the schedule checked that no two of its iterations
-    // touch one element).
-    const bool split = level == 0 && sched_.parallel_reduction;
-    const std::string b = v + "_chunk_begin", e = v + "_chunk_end";
-    if (split) {
-      out_.open(cat("cppi_parallel_for(0, ", extent(l).text, ", ", std::max<int64_t>(1, sched_.grain_size),
-                    ", [=](int64_t ", b, ", int64_t ", e, ")"));
-    }
-    const Bound lo = split ? Bound{b, std::nullopt} : Bound{"0", 0}, hi = split ? Bound{e, std::nullopt} : extent(l);
-    if (level + 1 == s.loops.size() && vector_stage) {
-      print_stage_vector_loop(
-          v, lo, hi, hoisted,
-          [&](const ValueScope& body) {
-            const Place lanes = place(body).vectorized(v);
-            stores(ValueScope(&body, &lanes));
-          },
-          stores);
-    } else {
-      out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-      loops(level + 1);
-      out_.close();
-    }
-    if (split) out_.close("});");
-  };
   if (s.loops.empty()) {
-    stores(hoisted);
-  } else {
-    loops(0);
+    ValueScope scope(&hoisted);
+    print_stores(s.stores, scope);
+    return;
   }
+  // The stage's loops as the schedule's passes leave them (stage_loops.cpp).
+  const LoopNestInput nest{k_, sched_, [this](const IndexExpr& e) { return this->index(e); }};
+  print_loops(schedule_stage_loops(s, nest), hoisted);
 }
 
 void CpuKernelPrinter::print_scan(const ScanStage& s, const ValueScope& at) {

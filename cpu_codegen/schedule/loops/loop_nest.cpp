@@ -1,6 +1,8 @@
 /// schedule_loop_nest: the CPU loop-nest passes, in order.
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 
+#include "support/status.h"
+
 namespace cppi::cpu {
 
 codegen::Stmt map_unsplit_vector_loops(const codegen::Stmt& s,
@@ -26,6 +28,13 @@ ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
     codegen::Stmt next = pass(out.nest, in);
     if (dumps && next != out.nest) out.dumps.emplace_back(name, codegen::to_text(next));
     out.nest = std::move(next);
+  }
+  // Each pointwise stage's own loops (the printer asks for them as it
+  // prints the stage: schedule_stage_loops).
+  for (size_t i = 0; dumps && i < in.k.stages.size(); ++i) {
+    const auto* p = std::get_if<ir::PointwiseStage>(&in.k.stages[i]);
+    if (!p || p->loops.empty()) continue;
+    out.dumps.emplace_back(cat("schedule_stage_loops of stage ", i), codegen::to_text(schedule_stage_loops(*p, in)));
   }
   return out;
 }

@@ -10,8 +10,10 @@
 ///   vector_tails.cpp         CpuSchedule::tail: each vector loop's whole
 ///                            vectors split from the rest (a scalar loop, a
 ///                            masked vector, an overlapping vector)
-/// The printer (cpu_codegen/printer/cpu_loops.cpp) prints the result; the
-/// stages inside the loops are still its own.
+/// The printer (cpu_codegen/printer/cpu_loops.cpp) prints the result. A
+/// pointwise stage's own loops are a nest of their own (stage_loops.cpp:
+/// lower_stage_loops, then split_vector_tails); the printer prints the
+/// stage's values around it and its reductions' loops itself.
 #pragma once
 
 #include <functional>
@@ -55,6 +57,15 @@ codegen::Stmt lower_loop_nest(const LoopNestInput& in);
 codegen::Stmt split_vector_loop_pieces(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt tile_columns(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in);
+
+/// A pointwise stage's loops inside the kernel's: serial, the first in
+/// chunks on the threads under CpuSchedule::parallel_reduction, the
+/// innermost vectorised (VectorizedLoop::InnermostOfEachStage) with its tail
+/// still in it (a masked vector under TailKind::Masked, else a scalar loop);
+/// its stores inside. Null for a stage without loops.
+codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
+/// The same after the passes that apply to a stage's loops (split_vector_tails).
+codegen::Stmt schedule_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
 
 /// The nest after every pass, and with `dumps` the text after each
 /// (pass name, codegen::to_text).

@@ -21,6 +21,7 @@ codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in
       main.lo = bound(from);
       main.hi = bound(to);
       main.tail = codegen::Tail::None;
+      main.whole_vectors_before_rest = l.stage_loop && l.tail == codegen::Tail::Masked;
       return stmt(main);
     };
     const codegen::VectorSplit split = codegen::split_at_whole_vectors(l.var, l.lo, l.hi, w);
@@ -30,15 +31,21 @@ codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in
     if (split.rest) {
       const auto& [vend, end] = *split.rest;
       switch (l.tail) {
-        case codegen::Tail::Scalar:
-          parts.push_back(stmt(codegen::For{l.var, bound(vend), bound(end), codegen::LoopKind::Serial,
-                                            codegen::Tail::None, true, false, l.body}));
+        case codegen::Tail::Scalar: {
+          codegen::For scalar{l.var, bound(vend), bound(end), codegen::LoopKind::Serial, codegen::Tail::None, true, false,
+                              l.body};
+          scalar.stage_loop = l.stage_loop;
+          parts.push_back(stmt(scalar));
           break;
+        }
         case codegen::Tail::Masked: {
+          // A stage loop's rest is its one vector at the split; the outer
+          // loop's, a loop of that one vector.
           const codegen::MaskedRest masked = codegen::masked_rest(l.var, vend, end, known);
+          const Stmt rest = l.stage_loop ? stmt(codegen::VectorAt{l.var, bound(vend), l.body}) : whole_vectors(vend, end);
           parts.push_back(stmt(codegen::If{masked.condition,
                                            codegen::block({stmt(codegen::Comment{masked.comment}),
-                                                           stmt(codegen::MaskedLanes{masked.lanes, whole_vectors(vend, end)})}),
+                                                           stmt(codegen::MaskedLanes{masked.lanes, rest})}),
                                            nullptr}));
           break;
         }

@@ -56,6 +56,42 @@ TEST(LoopNest, MaskedTailOfAColumnSumIsOneVectorWithItsLanesOff) {
   EXPECT_NE(split.find("vector for x0 in [0, 7)"), std::string::npos) << d;
 }
 
+TEST(LoopNest, AStagesVectorLoopEndsInOneMaskedVectorOrAScalarLoop) {
+  // softmax over rows of 1003 with its stages' loops vectorised: the store
+  // stage's loop is a nest of its own, its rest after the whole vectors one
+  // vector at 1000 with 3 lanes on (masked tails) or a scalar loop.
+  auto softmax_with = [](TailKind tail) {
+    return scheduled(softmax_kernel(64, 1003), [tail](CpuSchedule& s) {
+      s.vectorized = VectorizedLoop::InnermostOfEachStage;
+      s.vector_width = 8;
+      s.tail = tail;
+      s.parallel_reduction = false;
+    });
+  };
+  const std::string masked = after(dumps(softmax_with(TailKind::Masked)), "schedule_stage_loops of stage 2");
+  EXPECT_NE(masked.find("stage vector for r0 in [0, 1000), whole vectors of a masked split"), std::string::npos)
+      << masked;
+  EXPECT_NE(masked.find("lanes below 3 on"), std::string::npos) << masked;
+  EXPECT_NE(masked.find("one vector at r0 = 1000"), std::string::npos) << masked;
+  EXPECT_NE(masked.find("store buf0"), std::string::npos) << masked;
+  const std::string scalar = after(dumps(softmax_with(TailKind::ScalarLoop)), "schedule_stage_loops of stage 2");
+  EXPECT_NE(scalar.find("stage vector for r0 in [0, 1000)\n"), std::string::npos) << scalar;
+  EXPECT_NE(scalar.find("stage serial for r0 in [1000, 1003)"), std::string::npos) << scalar;
+  // Split across the threads (parallel_reduction): the first loop in chunks
+  // named by its variable, split at named points.
+  const KernelPtr split = scheduled(softmax_kernel(1, 100000), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.parallel_reduction = true;
+    s.grain_size = 4096;
+  });
+  const std::string chunks = after(dumps(split), "schedule_stage_loops of stage 2");
+  EXPECT_NE(chunks.find("parallel chunks [r0_chunk_begin, r0_chunk_end) of [0, 100000), grain 4096"), std::string::npos)
+      << chunks;
+  EXPECT_NE(chunks.find("r0_lo = r0_chunk_begin"), std::string::npos) << chunks;
+}
+
 TEST(LoopNest, SymbolicBoundsSplitAtNamedPoints) {
   const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, sym("s0")), [](CpuSchedule& s) {
     s.vectorized = VectorizedLoop::InnermostOuter;
