@@ -340,3 +340,24 @@ def test_lifted_python_floats_are_kernel_arguments():
     assert re.search(rf"const double in_{name}_value\b", src) and f"= &in_{name}_value;" in src, src
     if _nvrtc():
         assert ".entry" in _C.compile_cuda_source(src)
+
+
+def test_the_cuda_sources_tool_writes_each_graphs_module_and_lists_its_kernels(tmp_path, monkeypatch, capsys):
+    """gpu_codegen/tools/cuda_sources.py, the way to read a change's CUDA kernels without a GPU: one module per
+    graph of the workload, each kernel listed with the reason for its schedule."""
+    import pathlib
+    import sys
+
+    tools = pathlib.Path(__file__).resolve().parents[2] / "gpu_codegen" / "tools"
+    monkeypatch.syspath_prepend(str(tools))
+    import cuda_sources
+
+    monkeypatch.setattr(sys, "argv", ["cuda_sources.py", "--out", str(tmp_path), "softmax"])
+    cuda_sources.main()
+    (module,) = tmp_path.glob("softmax_*.cu")
+    assert "__global__" in module.read_text()
+    listed = capsys.readouterr().out
+    assert re.search(r"softmax_0\.cu: 1 kernels\n  kernel0_\w+: row per", listed), listed
+    monkeypatch.setattr(sys, "argv", ["cuda_sources.py", "--out", str(tmp_path), "no_such_workload"])
+    with pytest.raises(SystemExit, match="not one of"):
+        cuda_sources.main()

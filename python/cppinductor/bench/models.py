@@ -145,8 +145,10 @@ def batch_shape(device: str, batch: str) -> Tuple[int, int]:
     return (64, 256) if cuda else (8, 128)
 
 
-def make_inputs(spec: ModelSpec, device: str, dtype: torch.dtype, batch: str, large: bool) -> Dict[str, torch.Tensor]:
-    b, s = batch_shape(device, batch)
+def make_inputs(spec: ModelSpec, device: str, dtype: torch.dtype, batch: str, large: bool,
+                shape_of: str | None = None) -> Dict[str, torch.Tensor]:
+    """The model's inputs on `device`, of the batch shape for `shape_of` (default: `device`)."""
+    b, s = batch_shape(shape_of or device, batch)
     gen = torch.Generator(device=device).manual_seed(0)
     ids = lambda n: torch.randint(0, VOCAB, (b, n), generator=gen, device=device)  # noqa: E731
     floats = lambda *shape: torch.randn(*shape, generator=gen, device=device).to(dtype)  # noqa: E731
