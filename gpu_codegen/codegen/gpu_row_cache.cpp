@@ -239,7 +239,9 @@ class ForwardStores : public ExprMutator {
 
 }  // namespace
 
-KernelPtr forward_row_stores(const KernelPtr& kernel) {
+namespace {
+
+KernelPtr forward_once(const KernelPtr& kernel) {
   const Kernel& k = *kernel;
   if (!uniform_stage_loops(k.stages)) return kernel;
   const std::map<std::string, StoredRow> stored = forwardable_stores(k);
@@ -263,6 +265,20 @@ KernelPtr forward_row_stores(const KernelPtr& kernel) {
   }
   if (!changed) return kernel;
   return Kernel::make(k.name, k.device, k.outer, std::move(stages), k.schedule, k.origins);
+}
+
+}  // namespace
+
+KernelPtr forward_row_stores(const KernelPtr& kernel) {
+  // A forwarded value may make another store's value pure (u = t + b once t
+  // is computed in place): again until nothing changes, at most once per stage.
+  KernelPtr k = kernel;
+  for (size_t round = 0; round < kernel->stages.size(); ++round) {
+    KernelPtr next = forward_once(k);
+    if (next == k) break;
+    k = std::move(next);
+  }
+  return k;
 }
 
 }  // namespace cppi::gpu

@@ -49,9 +49,9 @@ RowCache row_cache(const ir::Kernel& kernel);
 
 /// `kernel` with each load that reads back what an earlier looped pointwise
 /// stage stores at the same row position replaced by the stored value,
-/// where that value is pure (it reads no buffer the kernel writes, draws
-/// no random numbers) and the buffer has no other store; `kernel` itself
-/// when there is none. A layer norm that also stores the residual sum it
+/// where that value is pure (it reads no buffer the kernel writes, once
+/// what it reads is forwarded too; it draws no random numbers) and the
+/// buffer has no other store; `kernel` itself when there is none. A layer norm that also stores the residual sum it
 /// normalises then computes the sum once into its row cache instead of
 /// reading it back from memory in each pass. Recomputing is right for any
 /// mapping; it pays only where the row is cached (schedule_for_gpu).

@@ -114,6 +114,7 @@ std::vector<Case> all_cases() {
       {"residual_layer_norm_bf16", residual_layer_norm(41, 768, DType::BFloat16, 5, false), {}},
       {"residual_layer_norm_stored", residual_layer_norm(41, 768, DType::BFloat16, 4, true), {}},
       {"residual_layer_norm_f32_odd", residual_layer_norm(23, 1001, DType::Float32, 3, true), {}},
+      {"chained_stores", chained_stores(37, 520), {}},
       {"row_argmax_cached", row_reduce(ReductionKind::ArgMax, 33, 129), {}},
       {"column_sum_const", column_sum(300, 1000), {}},
       {"column_welford", column_reduce(ReductionKind::Welford, s0, s1), {1003, 45}},

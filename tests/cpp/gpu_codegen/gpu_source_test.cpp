@@ -494,6 +494,35 @@ TEST(GpuSchedule, StoredRowValuesAreNotReadBack) {
   EXPECT_EQ(src.find("out_sum["), std::string::npos) << src;
 }
 
+TEST(GpuSchedule, StoredValuesAreForwardedDownAChainOfStages) {
+  // t = a * 2 reads nothing the kernel writes: u's stage computes it; then
+  // u = a * 2 + b is pure too, and the sum computes it. The stores stay.
+  const KernelPtr k = chained_stores(64, 256);
+  const KernelPtr forwarded = forward_row_stores(k);
+  auto loads = [](const Stage& s, const std::string& buffer) {
+    for (const Expr& x : post_order(stage_values(s))) {
+      const auto* l = x.as<Load>();
+      if (l && l->buffer->name == buffer) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(loads(k->stages[1], "t"));
+  EXPECT_TRUE(loads(k->stages[2], "u"));
+  EXPECT_FALSE(loads(forwarded->stages[1], "t"));
+  EXPECT_FALSE(loads(forwarded->stages[2], "u"));
+  EXPECT_TRUE(loads(forwarded->stages[2], "a") && loads(forwarded->stages[2], "b"));
+  EXPECT_EQ(std::get<PointwiseStage>(forwarded->stages[1]).stores[0].buffer->name, "u");
+  EXPECT_EQ(forward_row_stores(forwarded), forwarded);  // nothing left to forward
+  // The row is cached: every stage reads registers.
+  const KernelPtr s = scheduled(k);
+  EXPECT_GT(s->schedule.gpu.elements_per_thread, 0);
+  EXPECT_NE(s->schedule.why.find("rather than read back"), std::string::npos) << s->schedule.why;
+  const std::string src = source_of(s);
+  expect_in_order(src, {"vcache0[slot + vl] = ", "cppi_store_vec(out_t + ", "cppi_store_vec(out_u + ", "red_sum_acc"});
+  EXPECT_EQ(src.find("out_t["), std::string::npos) << src;
+  EXPECT_EQ(src.find("out_u["), std::string::npos) << src;
+}
+
 TEST(GpuSchedule, ShortRowsAWarpCannotCacheGoToABlock) {
   // Four row loads x 1024 / 32 lanes = 128 registers: a warp would re-read
   // global memory; 128 threads cache 4 x 8.

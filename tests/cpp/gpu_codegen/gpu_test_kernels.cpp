@@ -328,6 +328,20 @@ KernelPtr residual_layer_norm(const IndexExpr& rows, const IndexExpr& cols, DTyp
   return Kernel::make("residual_layer_norm", Device::CUDA, {{x0, rows}}, stages);
 }
 
+KernelPtr chained_stores(const IndexExpr& rows, const IndexExpr& cols) {
+  auto a = input("a", DType::Float32, {rows, cols}), b = input("b", DType::Float32, {rows, cols});
+  auto t = output("t", DType::Float32, {rows, cols}), u = output("u", DType::Float32, {rows, cols});
+  auto total = output("total", DType::Float32, {rows});
+  IndexExpr x0 = var("x0"), x1 = var("x1"), x2 = var("x2"), r0 = var("r0");
+  PointwiseStage first{{{x1, cols}}, {Store::make(t, t->layout.index({x0, x1}),
+                                                  mul(load(a, a->layout.index({x0, x1})), const_float(2)))}};
+  PointwiseStage second{{{x2, cols}}, {Store::make(u, u->layout.index({x0, x2}),
+                                                   add(load(t, t->layout.index({x0, x2})), load(b, b->layout.index({x0, x2}))))}};
+  auto sum = ReductionStage::make({{r0, cols}}, ReductionKind::Sum, load(u, u->layout.index({x0, r0})), {"sum"});
+  return Kernel::make("chained_stores", Device::CUDA, {{x0, rows}},
+                      {first, second, sum, PointwiseStage{{}, {Store::make(total, x0, sum.result())}}});
+}
+
 KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols) {
   auto in = input("x", DType::Float32, {rows, cols});
   auto var_out = output("var", DType::Float32, {rows}), mean_out = output("mean", DType::Float32, {rows});

@@ -94,6 +94,9 @@ KernelPtr layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype =
 /// and the later stages read it back (what fusion builds when h has a reader
 /// outside the kernel). `cols` is a constant.
 KernelPtr residual_layer_norm(const IndexExpr& rows, const IndexExpr& cols, DType dtype, int inputs, bool store_sum);
+/// Three stages over each row: t = a * 2, then u = t + b (reading t back),
+/// then the sum of u (reading u back); t and u are outputs.
+KernelPtr chained_stores(const IndexExpr& rows, const IndexExpr& cols);
 /// var (correction 1) and mean over the last dim, Welford.
 KernelPtr var_mean(const IndexExpr& rows, const IndexExpr& cols);
 /// Dropout then noise: out[i, j] = (rand > 0.3 ? x / 0.7 : 0) + 0.1 * randn,
