@@ -23,40 +23,26 @@ import sys
 import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from nvrtc_time import sources_of, to_cuda  # noqa: E402
+from nvrtc_time import sources_of, trace_cuda_sources  # noqa: E402
 
-from cppinductor import _C  # noqa: E402
 from cppinductor.bench import workloads  # noqa: E402
-from cppinductor.decompositions import decomposition_table  # noqa: E402
-from cppinductor.export import export_graph  # noqa: E402
 
 
 def model_sources(name: str, dtype: torch.dtype) -> list[str]:
     """CUDA modules of a suite model's forward graphs (eval, no_grad)."""
-    import torch._dynamo
-    from torch._functorch.aot_autograd import aot_module_simplified
-
     from cppinductor.bench import models
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    found: list[str] = []
-
-    def grab(gm, example_inputs):
-        found.append(_C.generate_cuda_source(to_cuda(export_graph(gm)), {"mode": "default"}))
-        return gm.forward
-
-    def backend(gm, example_inputs):
-        return aot_module_simplified(gm, example_inputs, fw_compiler=grab, bw_compiler=grab,
-                                     decompositions=decomposition_table())
-
     spec = {s.name: s for s in models.SPECS}[name]
-    torch._dynamo.reset()
     torch.manual_seed(0)
     model = spec.build(True).to(dtype=dtype).eval()
     inputs = models.make_inputs(spec, "cpu", dtype, "large", True, shape_of="cuda")
-    with torch.no_grad():
-        torch.compile(model, backend=backend)(**inputs)
-    return found
+
+    def run(compile):
+        with torch.no_grad():
+            compile(model)(**inputs)
+
+    return trace_cuda_sources(run)
 
 
 def main() -> None:

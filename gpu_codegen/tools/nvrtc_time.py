@@ -53,8 +53,10 @@ def to_cuda(x):
     return x
 
 
-def sources_of(workload) -> list[str]:
-    """CUDA modules of every graph (forward and backward) the workload compiles."""
+def trace_cuda_sources(run) -> list[str]:
+    """CUDA modules of every graph (forward and backward) that `run(compile)`
+    compiles through `compile` (torch.compile with a backend that prints each
+    ATen graph's module for cuda:0 and runs the graph as it is)."""
     found: list[str] = []
 
     def grab(gm, example_inputs):
@@ -66,10 +68,13 @@ def sources_of(workload) -> list[str]:
                                      decompositions=decomposition_table())
 
     torch._dynamo.reset()
-    case = workload.build(SIZES, "cpu", torch.float32)
-    step = case.make_step(lambda fn: torch.compile(fn, backend=backend))
-    step()
+    run(lambda fn: torch.compile(fn, backend=backend))
     return found
+
+
+def sources_of(workload) -> list[str]:
+    """CUDA modules of every graph (forward and backward) the workload compiles."""
+    return trace_cuda_sources(lambda compile: workload.build(SIZES, "cpu", torch.float32).make_step(compile)())
 
 
 class Nvrtc:
