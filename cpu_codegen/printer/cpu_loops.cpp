@@ -100,11 +100,13 @@ void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& 
   }
   // A stage's loop: its values know it, and where its whole vectors end
   // before a masked last one.
-  Place in_stage = place(at);
-  in_stage.stage_loop = true;
-  if (l.whole_vectors_before_rest && l.hi.value) in_stage.whole_vectors_end = *l.hi.value;
-  const ValueScope stage_scope(&at, &in_stage);
-  const ValueScope& loop = l.stage_loop ? stage_scope : at;
+  std::optional<Place> in_stage;
+  if (l.stage_loop) {
+    in_stage = place(at);
+    in_stage->stage_loop = true;
+    if (l.whole_vectors_before_rest && l.hi.value) in_stage->whole_vectors_end = *l.hi.value;
+  }
+  const ValueScope loop(&at, in_stage ? &*in_stage : nullptr);
   if (l.no_autovec) out_.line("CPPI_NO_AUTOVEC");
   if (l.kind == codegen::LoopKind::Serial) {
     out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ++", l.var, ")"));

@@ -138,20 +138,17 @@ void CudaKernelPrinter::print_row_cache_prologue() {
     out_.line("#pragma unroll");
     out_.line(cat("for (int vl = 0; vl < ", v, "; ++vl) cache", c, "[slot + vl] = ", name, ".v[vl];"));
   }
-  // The values of these positions, while only their loads are live.
-  // Two positions at a time where their roundings pair (pair_roundings).
-  if (!cached_.values.empty() && v > 1 && rounds_lanes(cached_.values, ValueScope{}, v)) {
-    out_.line("#pragma unroll");
-    out_.open(cat("for (int vl = 0; vl < ", v, "; vl += 2)"));
-    print_row_cache_values({"slot + vl", "slot + vl + 1"});
-    out_.close();
-  } else if (!cached_.values.empty() && v > 1) {
-    out_.line("#pragma unroll");
-    out_.open(cat("for (int vl = 0; vl < ", v, "; ++vl)"));
-    print_row_cache_values({"slot + vl"});
-    out_.close();
-  } else if (!cached_.values.empty()) {
+  // The values of these positions, while only their loads are live; two
+  // positions at a time where their roundings pair (pair_roundings).
+  if (!cached_.values.empty() && v == 1) {
     print_row_cache_values({"slot"});
+  } else if (!cached_.values.empty()) {
+    const bool pairs = rounds_lanes(cached_.values, ValueScope{}, v);
+    out_.line("#pragma unroll");
+    out_.open(cat("for (int vl = 0; vl < ", v, pairs ? "; vl += 2)" : "; ++vl)"));
+    print_row_cache_values(pairs ? std::vector<std::string>{"slot + vl", "slot + vl + 1"}
+                                 : std::vector<std::string>{"slot + vl"});
+    out_.close();
   }
   if (guard) out_.close();
   out_.close();
@@ -161,10 +158,8 @@ void CudaKernelPrinter::print_row_cache_values(const std::vector<std::string>& s
   std::vector<ValueScope> scopes(slots.size());
   for (const Expr& x : post_order(cached_.values)) {
     const auto* l = x.as<Load>();
-    for (size_t c = 0; l && c < cached_.loads.size(); ++c) {
-      if (cached_.loads[c].buffer->name != l->buffer->name || !(cached_.loads[c].index == l->index)) continue;
-      for (size_t s = 0; s < slots.size(); ++s) scopes[s].add(x, CValue{cat("cache", c, "[", slots[s], "]"), x.dtype()});
-    }
+    const std::optional<size_t> c = l ? cached_.load_at(l->buffer->name, l->index) : std::nullopt;  // canonical
+    for (size_t s = 0; c && s < slots.size(); ++s) scopes[s].add(x, CValue{cat("cache", *c, "[", slots[s], "]"), x.dtype()});
   }
   if (slots.size() == 2) {
     for (const Expr& v : cached_.values) pair_roundings(v, v, scopes[0], scopes[1]);
@@ -191,25 +186,16 @@ CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage
   const Stage& st = k_.stages[stage];
   const std::vector<Expr> roots = stage_values(st);
   if (!cached_.values.empty()) {
-    auto value_at = [&](const Expr& x) {
-      const Expr canon = canonical_row_value(k_, stage, x);
-      for (size_t j = 0; j < cached_.values.size(); ++j) {
-        if (structurally_equal(cached_.values[j], canon)) return static_cast<int>(j);
-      }
-      return -1;
-    };
-    for (const Expr& x : outermost_picks(roots, [&](const Expr& x) { return value_at(x) >= 0; })) {
-      out.from_cache.emplace_back(x, cat("vcache", value_at(x), "[slot]"));
+    auto value_at = [&](const Expr& x) { return cached_.value_at(canonical_row_value(k_, stage, x)); };
+    for (const Expr& x : outermost_picks(roots, [&](const Expr& x) { return value_at(x).has_value(); })) {
+      out.from_cache.emplace_back(x, cat("vcache", *value_at(x), "[slot]"));
     }
   }
   for (const Expr& x : post_order(roots)) {
     auto l = x.as<Load>();
     if (!l || l->mask.defined()) continue;
-    const IndexExpr canon = canonical_row_index(k_, stage, l->index);
-    for (size_t c = 0; c < cached_.loads.size(); ++c) {
-      if (cached_.loads[c].buffer->name == l->buffer->name && cached_.loads[c].index == canon) {
-        out.from_cache.emplace_back(x, cat("cache", c, "[slot]"));
-      }
+    if (auto c = cached_.load_at(l->buffer->name, canonical_row_index(k_, stage, l->index))) {
+      out.from_cache.emplace_back(x, cat("cache", *c, "[slot]"));
     }
   }
   // Loads served from the cache need no loop variables; the rest may.

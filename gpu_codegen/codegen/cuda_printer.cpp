@@ -269,7 +269,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
                                  "group", "carry", "before", "total", "own", "prefix", "earlier", "start", "stop",
                                  "span", "epoch", "tile"};
   for (const auto& [v, e] : k_.var_ranges()) {
-    if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0) {
+    if (mine.count(v) || v.rfind("tmp", 0) == 0 || v.rfind("red_", 0) == 0 || v.rfind("cache", 0) == 0 || v.rfind("vcache", 0) == 0) {
       fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with a name the printer uses"));
     }
   }

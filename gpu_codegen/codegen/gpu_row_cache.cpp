@@ -56,6 +56,20 @@ std::vector<CachedLoad> row_cached_loads(const Kernel& k) {
   return out;
 }
 
+std::optional<size_t> RowCache::load_at(const std::string& buffer, const IndexExpr& canonical_index) const {
+  for (size_t c = 0; c < loads.size(); ++c) {
+    if (loads[c].buffer->name == buffer && loads[c].index == canonical_index) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> RowCache::value_at(const Expr& canonical_value) const {
+  for (size_t j = 0; j < values.size(); ++j) {
+    if (ExprStructuralEqual{}(values[j], canonical_value)) return j;
+  }
+  return std::nullopt;
+}
+
 Expr canonical_row_value(const Kernel& k, size_t stage, const Expr& value) {
   std::map<std::string, IndexExpr> rename;
   const auto& loops = loops_of(k.stages.at(stage));
@@ -73,15 +87,14 @@ using ValueSet = std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqua
 /// and a load.
 class StageValues {
  public:
-  StageValues(const Kernel& k, size_t stage, const std::vector<CachedLoad>& loads) : roots_(stage_values(k.stages[stage])) {
+  StageValues(const Kernel& k, size_t stage, const RowCache& cache) : roots_(stage_values(k.stages[stage])) {
     for (const Expr& x : post_order(roots_)) {
       Node n;
       switch (x.kind()) {
         case ExprKind::Constant: n.computable = true; break;
         case ExprKind::Load: {
           const auto* l = x.as<Load>();
-          const IndexExpr canon = canonical_row_index(k, stage, l->index);
-          for (const auto& c : loads) n.computable |= !l->mask.defined() && c.buffer->name == l->buffer->name && c.index == canon;
+          n.computable = !l->mask.defined() && cache.load_at(l->buffer->name, canonical_row_index(k, stage, l->index));
           n.loads = n.computable;
           break;
         }
@@ -139,7 +152,7 @@ RowCache row_cache(const Kernel& k) {
   if (out.loads.empty()) return out;
   std::vector<StageValues> stages;
   for (size_t i = 0; i < k.stages.size(); ++i) {
-    if (!loops_of(k.stages[i]).empty()) stages.emplace_back(k, i, out.loads);
+    if (!loops_of(k.stages[i]).empty()) stages.emplace_back(k, i, out);
   }
   // How many stages compute each candidate.
   std::unordered_map<Expr, int, ExprStructuralHash, ExprStructuralEqual> stages_computing;
@@ -170,10 +183,7 @@ RowCache row_cache(const Kernel& k) {
     for (const Expr& x : outermost_picks(stage_values(k.stages[i]), outside)) {
       const auto* l = x.as<Load>();
       if (!l || l->mask.defined()) continue;
-      const IndexExpr canon = canonical_row_index(k, i, l->index);
-      for (size_t c = 0; c < out.loads.size(); ++c) {
-        if (out.loads[c].buffer->name == l->buffer->name && out.loads[c].index == canon) loads_read.insert(c);
-      }
+      if (auto c = out.load_at(l->buffer->name, canonical_row_index(k, i, l->index))) loads_read.insert(*c);
     }
   }
   out.live_arrays = out.values.size() + loads_read.size();
@@ -236,10 +246,6 @@ class ForwardStores : public ExprMutator {
   const size_t stage_;
   const std::map<std::string, StoredRow>& stored_;
 };
-
-}  // namespace
-
-namespace {
 
 KernelPtr forward_once(const KernelPtr& kernel) {
   const Kernel& k = *kernel;

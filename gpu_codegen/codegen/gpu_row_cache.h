@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "lowering/ir/kernel.h"
@@ -44,6 +46,13 @@ struct RowCache {
   /// Register arrays live while the stages run: the values, and the loads a
   /// stage reads outside them.
   size_t live_arrays = 0;
+
+  /// The cached load of `buffer` at `canonical_index`, as its place in
+  /// `loads`; nullopt when none is.
+  std::optional<size_t> load_at(const std::string& buffer, const ir::IndexExpr& canonical_index) const;
+  /// The cached value structurally equal to `canonical_value`, as its place
+  /// in `values`; nullopt when none is.
+  std::optional<size_t> value_at(const ir::Expr& canonical_value) const;
 };
 RowCache row_cache(const ir::Kernel& kernel);
 

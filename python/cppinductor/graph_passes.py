@@ -27,8 +27,9 @@ CUDA attention kernel (their checks want stride 1 there), so
 `scaled_dot_product_attention` would decompose to float32 math. Under
 torch.compile on torch 2.11, transformers builds such a mask for encoders
 where eager passes none (Dynamo reads `torch.compiler.is_exporting()` as
-True there): BERT and ViT ran 1.3x and 1.8x slower than eager under either
-compiler. The mask becomes the smallest dense tensor that broadcasts to it.
+True there), so BERT and ViT ran slower compiled than in eager
+(docs/benchmark-notes.md, stop 53). The mask becomes the smallest dense
+tensor that broadcasts to it.
 
 `reinplace_input_scatters` writes an update of a graph input straight into
 it: AOTAutograd hands an in-place `cache.index_copy_(...)` over as a
