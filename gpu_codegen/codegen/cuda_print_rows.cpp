@@ -457,9 +457,9 @@ std::vector<IndexExpr> CudaKernelPrinter::row_vector_vars() const {
 
 bool CudaKernelPrinter::row_vector_access(size_t stage, const IndexExpr& index) const {
   const std::vector<IndexExpr> vars = row_vector_vars();
-  const auto form = affine_form(canonical_row_index(k_, stage, index), vars);
-  if (!form || form->strides.empty()) return false;
-  const auto last = form->strides.back().constant();
+  const auto form = affine_form_over_gathers(canonical_row_index(k_, stage, index), vars);
+  if (!form || vars.empty()) return false;
+  const auto last = form->strides[vars.size() - 1].constant();
   return last && *last == 1;
 }
 

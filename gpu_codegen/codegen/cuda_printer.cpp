@@ -393,9 +393,10 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
 
 void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPtr& buffer, const IndexExpr& index,
                                          const std::vector<IndexExpr>& vars, int width, bool dense) const {
-  auto form = affine_form(index, vars);
+  // Flat vectors run over every variable: a gathered position moves within one.
+  auto form = dense ? affine_form(index, vars) : affine_form_over_gathers(index, vars);
   if (!form) fail(cat("kernel ", k_.name, ": vector access ", index, " is not affine"));
-  const auto last = form->strides.empty() ? std::nullopt : form->strides.back().constant();
+  const auto last = vars.empty() ? std::nullopt : form->strides[vars.size() - 1].constant();
   if (!dense && (!last || *last != 1)) {
     fail(cat("kernel ", k_.name, ": vector access ", index, " is not stride 1 in the last loop"));
   }
@@ -406,7 +407,10 @@ void CudaKernelPrinter::add_vector_check(PrintedCudaKernel* info, const BufferPt
     c.alignment = width * dtype_size(buffer->dtype);
     c.divisor = width;
     c.multiples.push_back(form->offset);
-    for (size_t j = 0; !dense && j + 1 < form->strides.size(); ++j) c.multiples.push_back(form->strides[j]);
+    // Every stride but the vector's own, gathered positions' included.
+    for (size_t j = 0; !dense && j < form->strides.size(); ++j) {
+      if (j + 1 != vars.size()) c.multiples.push_back(form->strides[j]);
+    }
     info->vector_checks.push_back(std::move(c));
   }
 }

@@ -256,8 +256,8 @@ int column_splits(const Kernel& k, const GpuTarget& target, int slices, int64_t 
 /// GpuSchedule::cache_vector for a row cached in E slots per thread: 16
 /// bytes of the widest cached element, halved until it divides E, the row
 /// length and the innermost stage loop, when every cached load is affine
-/// with stride 1 along that loop (its alignment is checked at launch). 1 =
-/// scalar slots.
+/// with stride 1 along that loop, a gathered row's too (its alignment is
+/// checked at launch). 1 = scalar slots.
 int cache_vector_width(const Kernel& k, int e, int64_t length) {
   const std::vector<CachedLoad> cached = row_cached_loads(k);
   const std::vector<Loop>* loops = row_cache_loops(k);
@@ -269,7 +269,7 @@ int cache_vector_width(const Kernel& k, int e, int64_t length) {
   for (size_t i = 0; i < loops->size(); ++i) vars.push_back(row_cache_var(i));
   int widest = 1;
   for (const auto& c : cached) {
-    if (!is_stride(c.index, vars.back(), 1) || !affine_form(c.index, vars)) return 1;
+    if (!is_stride(c.index, vars.back(), 1) || !affine_form_over_gathers(c.index, vars)) return 1;
     widest = std::max(widest, dtype_size(c.buffer->dtype));
   }
   // Looped stores go out as vectors too (print_cached_vector_stores), so
@@ -281,7 +281,7 @@ int cache_vector_width(const Kernel& k, int e, int64_t length) {
     if (!p || p->loops.empty()) continue;
     for (const auto& st : p->stores) {
       const IndexExpr canon = canonical_row_index(k, i, st.index);
-      if (!is_stride(canon, vars.back(), 1) || !affine_form(canon, vars)) return 1;
+      if (!is_stride(canon, vars.back(), 1) || !affine_form_over_gathers(canon, vars)) return 1;
       widest = std::max(widest, dtype_size(st.buffer->dtype));
     }
   }

@@ -49,6 +49,18 @@ std::optional<AffineForm> affine_form(const IndexExpr& e, const std::vector<Inde
   return out;
 }
 
+std::optional<AffineForm> affine_form_over_gathers(const IndexExpr& e, const std::vector<IndexExpr>& vars) {
+  if (vars.empty()) return affine_form(e, vars);
+  const std::string inner = vars.back().as<IndexVar>() ? vars.back().as<IndexVar>()->name : "";
+  std::vector<IndexExpr> with_leaves = vars;
+  const IndexExpr opaque = map_indirect(e, [&](const IndexExpr& leaf) {
+    if (depends_on(leaf, inner)) return leaf;
+    with_leaves.push_back(var(cat("gathered_position", with_leaves.size() - vars.size())));
+    return with_leaves.back();
+  });
+  return affine_form(opaque, with_leaves);
+}
+
 std::optional<IndexExpr> coefficient(const IndexExpr& e, const IndexExpr& v) {
   auto form = affine_form(e, {v});
   if (!form) return std::nullopt;

@@ -27,6 +27,15 @@ struct AffineForm {
 /// IndexVar expressions (as var("x0") builds them).
 std::optional<AffineForm> affine_form(const IndexExpr& e, const std::vector<IndexExpr>& vars);
 
+/// affine_form over `vars` after each indirect leaf that does not depend on
+/// the last of them became a variable of its own, whose stride (the leaf's
+/// coefficient) follows those of `vars` in the form. A row gathered at a
+/// position read from memory (an embedding: table[ids[r] * D + x]) is then
+/// affine along x, and its vectors along x are aligned wherever every other
+/// stride and the offset are multiples of the width. nullopt as affine_form,
+/// and for a leaf that moves along the last variable (a gather along it).
+std::optional<AffineForm> affine_form_over_gathers(const IndexExpr& e, const std::vector<IndexExpr>& vars);
+
 /// Whether distinct points of `vars` (each over [0, ranges[v])) always
 /// select disjoint elements of `e`, whatever values its other variables and
 /// indirect leaves take: e = offset + sum_i stride_i * v_i, each stride

@@ -163,8 +163,10 @@ def test_integer_division_compiles_for_cuda_without_a_zero_report():
 
 def test_embedding_rows_are_cached_and_their_positions_found_once_per_row():
     """layer_norm of an embedding lookup: the gathered row is read into
-    registers once (one pass, not three) and the token's row position, with
-    its bounds check, is computed once per row before the cache fill."""
+    registers once (one pass, not three), in 16-byte vectors (the row's
+    offset, a token id times 128, keeps them aligned), and the token's row
+    position, with its bounds check, is computed once per row before the
+    cache fill."""
     table = torch.randn(500, 128)
 
     def embed(ids: torch.Tensor) -> torch.Tensor:
@@ -172,13 +174,14 @@ def test_embedding_rows_are_cached_and_their_positions_found_once_per_row():
 
     (_, source), = _cuda_sources(embed, (torch.randint(0, 500, (64,)),), grad=False)
     kernel = source[source.index("// schedule:"):]
-    assert "elements_per_thread=4" in kernel.splitlines()[0], kernel
+    assert "elements_per_thread=4 cache_vector=4" in kernel.splitlines()[0], kernel
     fill = kernel[kernel.index("// row cache"):kernel.index("// stage 0")]
     loop = fill[fill.index("for (int slot"):]
     assert "cppi_index_assert" in fill and "cppi_index_assert" not in loop, fill
     ids = re.search(r"const int64_t\* (\w+)", kernel).group(1)
     rows = re.search(r"const float\* (\w+)", kernel).group(1)
-    assert kernel.count(f"{rows}[") == 1, kernel  # the table is read in the fill only
+    body = kernel[kernel.index("{"):]
+    assert body.count(rows) == 1 and f"*)({rows} + " in loop, kernel  # one vector read, in the fill
     assert kernel.count(f"{ids}[") == 1, kernel  # and the token once per row
     if _nvrtc():
         assert ".entry" in _C.compile_cuda_source(source)

@@ -457,6 +457,29 @@ def test_layer_norms_of_a_residual_stream(device):
     check_model(f, args, reduction=True, options={"fallback": "error"})
 
 
+def test_layer_norm_of_an_embedding_chain(device):
+    """GPT-2's first norms in bfloat16: token rows gathered from a table plus
+    positions, then residual adds. On CUDA the gathered rows are read as
+    16-byte vectors (a token's row starts at id x 768); a table that is a
+    view one element in, so no row is aligned, runs the scalar kernel. Both
+    as eager's, every add rounded as eager rounds it."""
+    def f(table, pos, ids, a, b, w, bias):
+        h = F.embedding(ids, table) + pos
+        y = F.layer_norm(h, (768,), w, bias)
+        h = h + a
+        z = F.layer_norm(h, (768,), w, bias)
+        return y, z, F.layer_norm(h + b, (768,), w, bias)
+
+    bf16 = dict(device=device, dtype=torch.bfloat16)
+    ids = torch.randint(0, 50, (4, 33), device=device)
+    rest = [torch.randn(33, 768, **bf16), ids, torch.randn(4, 33, 768, **bf16), torch.randn(4, 33, 768, **bf16),
+            torch.randn(768, **bf16), torch.randn(768, **bf16)]
+    check_model(f, [torch.randn(50, 768, **bf16)] + rest, reduction=True, options={"fallback": "error"})
+    torch._dynamo.reset()
+    shifted = torch.randn(50 * 768 + 1, **bf16)[1:].view(50, 768)
+    check_model(f, [shifted] + rest, reduction=True, options={"fallback": "error"})
+
+
 def test_layer_norm_gradients_over_many_rows(device):
     """Weight and bias gradients sum over 4096 rows of 256 columns: on CUDA
     the two column sums fold in one pass, split across blocks. A float32 sum
