@@ -130,8 +130,10 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
   return cat("would recompute an expensive producer ", reads, " times (cost ", cost, " per element)");
 }
 
-std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads) {
-  if (reads <= 1 || whole_loads <= h.max_shared_producer_loads) return std::nullopt;
+std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads, bool cuda) {
+  if (reads <= 1 || whole_loads <= (cuda ? h.cuda_max_shared_producer_loads : h.max_shared_producer_loads)) {
+    return std::nullopt;
+  }
   return cat("would load its ", whole_loads, " input buffers again at each of ", reads,
              " reads: stored once instead");
 }

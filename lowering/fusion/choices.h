@@ -32,6 +32,13 @@ struct FusionHeuristics {
   /// bound the n-th norm reloads every earlier addend, O(n^2) traffic. Like
   /// Inductor's realize_reads_threshold (4).
   int max_shared_producer_loads = 4;
+  /// The same bound for a CUDA producer. A GPU norm is bound by its
+  /// traffic, so the chain is cut where storing moves fewer bytes: a norm
+  /// that recomputes x + a1 + ... + aj moves j + 2 buffers, one that stores
+  /// the sum and its normalised row j + 3, and the next norm starts from 2
+  /// again. Cut at 2 whole loads, a chain costs 4 buffers a norm; at 4, it
+  /// costs 4.75 (3, 4, 5, then 7 where the sum is stored).
+  int cuda_max_shared_producer_loads = 2;
   /// Up to this many reads a producer of at most `expensive_cost` is inlined.
   int max_recompute_reads = 4;
   int expensive_cost = 40;
@@ -124,8 +131,9 @@ std::optional<std::string> why_not_recompute(const FusionHeuristics& h, int cost
                                              bool outer_broadcast = false);
 
 /// Why a producer that loads `whole_loads` whole buffers should not be
-/// inlined into `reads` places (see max_shared_producer_loads).
-std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads);
+/// inlined into `reads` places (see max_shared_producer_loads; `cuda`: its
+/// CUDA bound).
+std::optional<std::string> why_not_reload(const FusionHeuristics& h, int whole_loads, int reads, bool cuda = false);
 
 /// Why a pointwise stage with inner loops should not join a kernel whose
 /// outer loops are `outer` (empty: no loop to parallelise over).

@@ -345,7 +345,10 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
         producer->store.buffer->device == ir::Device::CPU &&
         any_outer_broadcast(p, readers, maps, heuristics.outer_broadcast_repeats);
     auto why = fusion::why_not_recompute(heuristics, cost, reads, any_broadcast(p, readers, maps), outer_broadcast);
-    if (!why) why = fusion::why_not_reload(heuristics, whole_loads(*p.nodes[i]), reads);
+    if (!why) {
+      why = fusion::why_not_reload(heuristics, whole_loads(*p.nodes[i]), reads,
+                                   producer->store.buffer->device == ir::Device::CUDA);
+    }
     if (!why && producer->store.buffer->device == ir::Device::CPU) {
       why = why_not_turn_outward(p, *producer, readers, maps, heuristics);
       if (!why) why = why_not_gather_again(p, *producer, readers, maps, cost, reads, heuristics);

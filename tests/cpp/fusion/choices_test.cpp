@@ -43,6 +43,9 @@ TEST(Choices, ProducersLoadingManyBuffersAreStoredWhenReadTwice) {
   EXPECT_FALSE(fusion::why_not_reload(h, 4, 2).has_value());
   EXPECT_EQ(fusion::why_not_reload(h, 5, 2).value_or(""),
             "would load its 5 input buffers again at each of 2 reads: stored once instead");
+  // CUDA: from 3 (a residual chain's norms move the fewest bytes cut there).
+  EXPECT_FALSE(fusion::why_not_reload(h, 2, 2, /*cuda=*/true).has_value());
+  EXPECT_TRUE(fusion::why_not_reload(h, 3, 2, /*cuda=*/true).has_value());
 }
 
 TEST(Choices, BroadcastReadsOfVeryExpensiveProducers) {
