@@ -201,6 +201,12 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// one packed conversion (cppi_float2_to_bf16), their operands first, and
   /// binds the results in the scopes; the rest prints as either lane needs it.
   void pair_roundings(const Expr& lane0, const Expr& lane1, ValueScope& scope0, ValueScope& scope1);
+  /// Two lanes' rounding to 16 bits of a float add, subtract or multiply
+  /// whose operands are values of that type widened (or constants it holds
+  /// exactly): printed as one packed operation on the 16-bit values
+  /// (cppi_bf16x2_op), which rounds as the float operation and its rounding
+  /// do, and bound in the scopes. false (nothing printed) for other values.
+  bool print_packed_pair(const Expr& lane0, const Expr& lane1, ValueScope& scope0, ValueScope& scope1);
   /// The lane loop of a vectorised store two lanes at a time, each rounding
   /// to 16 bits of lane vl and its twin of lane vl + 1 one packed
   /// conversion (cppi_float2_to_bf16): one F2FP for two elements. GPT-2's

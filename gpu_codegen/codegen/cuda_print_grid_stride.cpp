@@ -2,6 +2,7 @@
 // V-element vectorised) and one-thread-per-column reductions, stages printed
 // serially as the C printer's scalar path would (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "lowering/ir/scalar_convert.h"
 
 #include <algorithm>
 
@@ -223,7 +224,58 @@ const Cast* rounding_to_16_bits(const Expr& e) {
   return narrow && c->value.dtype() == DType::Float32 ? c : nullptr;
 }
 
+/// The packed operation (cppi_bf16x2_op / cppi_halfx2_op) of an add,
+/// subtract or multiply; nullptr for other operations.
+const char* packed_op(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "cppi_pair_add";
+    case BinaryOp::Sub: return "cppi_pair_sub";
+    case BinaryOp::Mul: return "cppi_pair_mul";
+    default: return nullptr;
+  }
+}
+
+/// The bits of a float constant that `narrow` (half or bfloat16) holds
+/// exactly; nullopt for other values.
+std::optional<uint16_t> exact_16_bit_constant(const Expr& e, DType narrow) {
+  const auto* k = e.as<Constant>();
+  if (!k || k->dtype != DType::Float32 || k->float_value != k->float_value) return std::nullopt;
+  const float v = static_cast<float>(k->float_value);
+  if (ir::round_to_float_dtype(v, narrow) != static_cast<double>(v)) return std::nullopt;
+  return narrow == DType::BFloat16 ? ir::float_to_bf16(v) : ir::float_to_half(v);
+}
+
 }  // namespace
+
+bool CudaKernelPrinter::print_packed_pair(const Expr& lane0, const Expr& lane1, ValueScope& scope0,
+                                          ValueScope& scope1) {
+  const Cast* c[2] = {rounding_to_16_bits(lane0), rounding_to_16_bits(lane1)};
+  const auto* b0 = c[0]->value.as<Binary>();
+  const auto* b1 = c[1]->value.as<Binary>();
+  if (!b0 || !b1 || b0->op != b1->op || !packed_op(b0->op)) return false;
+  const DType narrow = c[0]->dtype;
+  const std::string type = scalar_type(narrow);
+  // Each operand a 16-bit value widened, or a constant of that type.
+  auto widened = [&](const Expr& e) -> const Cast* {
+    const auto* w = e.as<Cast>();
+    return w && w->value.dtype() == narrow ? w : nullptr;
+  };
+  auto packable = [&](const Expr& e) { return widened(e) || exact_16_bit_constant(e, narrow); };
+  if (!packable(b0->lhs) || !packable(b0->rhs) || !packable(b1->lhs) || !packable(b1->rhs)) return false;
+  auto operand = [&](const Expr& e, ValueScope& scope) {
+    if (const Cast* w = widened(e)) return scalar_value(w->value, scope).text;
+    return cat(type, "{", *exact_16_bit_constant(e, narrow), "}");
+  };
+  const std::string a0 = operand(b0->lhs, scope0), a1 = operand(b1->lhs, scope1);
+  const std::string x0 = operand(b0->rhs, scope0), x1 = operand(b1->rhs, scope1);
+  const std::string r0 = fresh_name(), r1 = fresh_name();
+  out_.line(cat(type, " ", r0, ", ", r1, ";"));
+  out_.line(cat(narrow == DType::BFloat16 ? "cppi_bf16x2_op<" : "cppi_halfx2_op<", packed_op(b0->op), ">(", a0,
+                ", ", a1, ", ", x0, ", ", x1, ", ", r0, ", ", r1, ");"));
+  scope0.add(lane0, CValue{r0, narrow});
+  scope1.add(lane1, CValue{r1, narrow});
+  return true;
+}
 
 bool CudaKernelPrinter::rounds_lanes(const std::vector<Expr>& lane_values, const ValueScope& outer, int lanes) const {
   if (lanes % 2 != 0) return false;
@@ -242,6 +294,7 @@ void CudaKernelPrinter::pair_roundings(const Expr& lane0, const Expr& lane1, Val
     const Cast* c0 = rounding_to_16_bits(order0[i]);
     const Cast* c1 = rounding_to_16_bits(order1[i]);
     if (!c0 || !c1 || c0->dtype != c1->dtype || scope0.find(order0[i]) || scope1.find(order1[i])) continue;
+    if (print_packed_pair(order0[i], order1[i], scope0, scope1)) continue;
     const std::string a = scalar_value(c0->value, scope0).text, b = scalar_value(c1->value, scope1).text;
     const std::string r0 = fresh_name(), r1 = fresh_name();
     out_.line(cat(scalar_type(c0->dtype), " ", r0, ", ", r1, ";"));

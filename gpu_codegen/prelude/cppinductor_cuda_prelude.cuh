@@ -216,6 +216,59 @@ CPPI_HOST_DEVICE void cppi_float2_to_bf16(float a, float b, cppi_bf16& ra, cppi_
 #endif
 }
 
+// Two lanes' sum, difference or product of 16-bit values, rounded once to
+// their type: one packed instruction where the float path widens four
+// values, runs two float operations and rounds the pair. Float's 24 bits are
+// at least twice half's 11 plus 2, so rounding the float result of one of
+// these operations on two 16-bit values gives the correctly rounded 16-bit
+// result (double rounding is innocuous there): the packed instruction rounds
+// as eager's float math and its rounding do. Packed: {high, low} = {lane 1,
+// lane 0}, as cvt.rn.*x2 packs them.
+enum cppi_pair_op { cppi_pair_add, cppi_pair_sub, cppi_pair_mul };
+template <cppi_pair_op op>
+CPPI_HOST_DEVICE float cppi_pair_apply(float a, float b) {
+  return op == cppi_pair_add ? a + b : op == cppi_pair_sub ? a - b : a * b;
+}
+template <cppi_pair_op op>
+CPPI_HOST_DEVICE void cppi_bf16x2_op(cppi_bf16 a0, cppi_bf16 a1, cppi_bf16 b0, cppi_bf16 b1, cppi_bf16& r0,
+                                     cppi_bf16& r1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  const uint32_t a = a0.bits | (uint32_t)a1.bits << 16, b = b0.bits | (uint32_t)b1.bits << 16;
+  uint32_t r;
+#if __CUDA_ARCH__ >= 900
+  if (op == cppi_pair_add) asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  if (op == cppi_pair_sub) asm("sub.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  if (op == cppi_pair_mul) asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+#else
+  // sm_80 has the packed fma only: a * b = fma(a, b, -0), a +- b = fma(b, +-1, a).
+  const uint32_t sign = op == cppi_pair_add ? 0x3f803f80u : 0xbf80bf80u;
+  if (op == cppi_pair_mul) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+  if (op != cppi_pair_mul) asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(b), "r"(sign), "r"(a));
+#endif
+  r0.bits = (uint16_t)r;
+  r1.bits = (uint16_t)(r >> 16);
+#else
+  cppi_float2_to_bf16(cppi_pair_apply<op>(cppi_to_float(a0), cppi_to_float(b0)),
+                      cppi_pair_apply<op>(cppi_to_float(a1), cppi_to_float(b1)), r0, r1);
+#endif
+}
+template <cppi_pair_op op>
+CPPI_HOST_DEVICE void cppi_halfx2_op(cppi_half a0, cppi_half a1, cppi_half b0, cppi_half b1, cppi_half& r0,
+                                     cppi_half& r1) {
+#if defined(__CUDA_ARCH__)
+  const uint32_t a = a0.bits | (uint32_t)a1.bits << 16, b = b0.bits | (uint32_t)b1.bits << 16;
+  uint32_t r;
+  if (op == cppi_pair_add) asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  if (op == cppi_pair_sub) asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  if (op == cppi_pair_mul) asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  r0.bits = (uint16_t)r;
+  r1.bits = (uint16_t)(r >> 16);
+#else
+  cppi_float2_to_half(cppi_pair_apply<op>(cppi_to_float(a0), cppi_to_float(b0)),
+                      cppi_pair_apply<op>(cppi_to_float(a1), cppi_to_float(b1)), r0, r1);
+#endif
+}
+
 // ---------------------------------------------------------------------------
 // Combine operations, NaN-propagating like torch. For integers `a != a` is
 // false and folds away.

@@ -5,6 +5,7 @@ cannot run on CUDA must fall back there with a reason, never print something tha
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -183,6 +184,24 @@ def test_embedding_rows_are_cached_and_their_positions_found_once_per_row():
     body = kernel[kernel.index("{"):]
     assert body.count(rows) == 1 and f"*)({rows} + " in loop, kernel  # one vector read, in the fill
     assert kernel.count(f"{ids}[") == 1, kernel  # and the token once per row
+    if _nvrtc():
+        assert ".entry" in _C.compile_cuda_source(source)
+
+
+def test_16_bit_arithmetic_of_paired_lanes_is_packed():
+    """GPT-2's gelu_new in bfloat16 rounds each intermediate as eager does.
+    Where an operation's operands are bfloat16 values (or constants
+    bfloat16 holds: 0.5, 1.0), two lanes run as one packed operation; the
+    cube and the multiplies by 0.044715 and sqrt(2/pi), which bfloat16 does
+    not hold, stay float with a packed rounding."""
+    def gelu_new(x):
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+    (_, source), = _cuda_sources(gelu_new, (torch.randn(64, 256, dtype=torch.bfloat16),), grad=False)
+    kernel = source[source.index("// schedule:"):]
+    assert kernel.count("cppi_bf16x2_op<cppi_pair_mul>") == 2, kernel  # 0.5 * x, and the product
+    assert kernel.count("cppi_bf16x2_op<cppi_pair_add>") == 2, kernel  # x + t, 1 + tanh
+    assert kernel.count("cppi_float2_to_bf16(") == 4, kernel  # the cube, the two constants, tanh
     if _nvrtc():
         assert ".entry" in _C.compile_cuda_source(source)
 

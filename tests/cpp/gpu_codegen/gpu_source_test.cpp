@@ -343,14 +343,18 @@ TEST(CudaPrinter, HalfLoadsComputeInFloat) {
 }
 
 TEST(CudaPrinter, NeighbouringLanesRoundInPairs) {
-  // Four roundings per element, each one packed conversion for two lanes;
-  // the scalar twin (no vectors) rounds one at a time.
+  // Four roundings per element, each one packed instruction for two lanes:
+  // x * 0.5 and the last product are bf16 operations (bf16 operands, 0.5
+  // exact), the cube and the tanh packed conversions; the scalar twin (no
+  // vectors) rounds one at a time.
   auto m = print_cuda_module({scheduled(rounded_chain(sym("s0"), sym("s1"), DType::BFloat16))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
   const std::string& vector = m->source;
-  expect_in_order(vector, {"for (int vl = 0; vl < 8; vl += 2)", "cppi_float2_to_bf16(", "cppi_tanh(", "cppi_tanh(",
-                           "cppi_float2_to_bf16(", "cppi_float2_to_bf16(", ".v[vl] = ", ".v[vl + 1] = "});
-  EXPECT_EQ(occurrences(vector, "cppi_float2_to_bf16("), 4u);
+  expect_in_order(vector, {"for (int vl = 0; vl < 8; vl += 2)", "cppi_bf16x2_op<cppi_pair_mul>(", "cppi_float2_to_bf16(",
+                           "cppi_tanh(", "cppi_tanh(", "cppi_float2_to_bf16(", "cppi_bf16x2_op<cppi_pair_mul>(",
+                           ".v[vl] = ", ".v[vl + 1] = "});
+  EXPECT_EQ(occurrences(vector, "cppi_float2_to_bf16("), 2u);
+  EXPECT_EQ(occurrences(vector, "cppi_bf16x2_op<cppi_pair_mul>("), 2u);
   EXPECT_EQ(occurrences(vector, "cppi_float_to_bf16("), 0u);
   EXPECT_EQ(occurrences(m->kernels[0].scalar_twin_source, "cppi_float_to_bf16("), 4u);
   // Without a rounding the lanes go one at a time.
@@ -470,15 +474,16 @@ TEST(GpuSchedule, ValuesSeveralStagesComputeAreCachedOnce) {
   EXPECT_NE(k->schedule.why.find("1 value computed from 5 loads"), std::string::npos) << k->schedule.why;
   const std::string src = source_of(k);
   // Each group of 8 positions computes its values right after its loads,
-  // two positions at a time, their roundings paired.
+  // two positions at a time, each rounded add one packed bf16 add.
   expect_in_order(src, {"cppi_bf16 cache4[24];", "cppi_bf16 vcache0[24];", "for (int slot = 0; slot < 24; slot += 8)",
-                        "(in_a4 + ", "for (int vl = 0; vl < 8; vl += 2)", "cppi_float2_to_bf16(",
+                        "(in_a4 + ", "for (int vl = 0; vl < 8; vl += 2)", "cppi_bf16x2_op<cppi_pair_add>(",
                         "vcache0[slot + vl] = ", "vcache0[slot + vl + 1] = ",
                         "cppi_bf16_to_float(vcache0[slot])", "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])",
                         "cppi_warp_reduce(", "cppi_bf16_to_float(vcache0[slot])"});
   // The four rounded adds happen once per element, in the prologue; the
   // normalised output rounds once more.
-  EXPECT_EQ(occurrences(src, "cppi_float2_to_bf16("), 4u);
+  EXPECT_EQ(occurrences(src, "cppi_bf16x2_op<cppi_pair_add>("), 4u);
+  EXPECT_EQ(occurrences(src, "cppi_float2_to_bf16("), 0u);
   EXPECT_EQ(occurrences(src, "cppi_float_to_bf16("), 1u);
 }
 
