@@ -75,6 +75,7 @@
 #include "codegen/c_printer.h"
 #include "codegen/loop_stmt.h"
 #include "cpu_codegen/printer/cpu_printer.h"
+#include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "lowering/ir/kernel.h"
 #include "support/status.h"
 
@@ -279,6 +280,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// (cpu::lower_stage_loops).
   void print_loop_node(const codegen::VectorAt& v, const ValueScope& at);
   void print_loop_node(const codegen::StageStores& s, const ValueScope& at);
+  /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
+  LoopNestInput loop_input() const {
+    return LoopNestInput{k_, sched_, [this](const IndexExpr& e) { return index(e); }};
+  }
   void print_let(const codegen::Let& let);
   /// Kernel-local scratch: allocated where it is private to one thread (per
   /// parallel chunk, else per call) and freed at the end of that block.

@@ -50,8 +50,7 @@ std::string CpuKernelPrinter::print(PrintedKernel* info) {
   out_.open("extern \"C\" void " + k_.name + "(void* const* buffers, const int64_t* symbols)");
   print_arguments();
   print_invariants();
-  const LoopNestInput nest{k_, sched_, [this](const IndexExpr& e) { return index(e); }};
-  const ScheduledLoops loops = schedule_loop_nest(nest, options_.loop_ir_dumps);
+  const ScheduledLoops loops = schedule_loop_nest(loop_input(), options_.loop_ir_dumps);
   print_loops(loops.nest, kernel_scope_);
   out_.close();
   for (const auto& [pass, text] : loops.dumps) info->loop_ir += cat("// ", k_.name, " after ", pass, "\n", text);

@@ -106,11 +106,11 @@ std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s, 
   const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
   const std::string combined = lanes ? vstate_combine(s.kind, t, "a", "b") : state_combine(s.kind, t, "a", "b");
   const std::string state = local_name(s.results[0]) + "_state";
-  const std::string b = var_name(loop) + "_chunk_begin", e = var_name(loop) + "_chunk_end";
+  const auto [b, e] = chunk_bounds(loop);
   out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
-                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [=](int64_t ", b, ", int64_t ",
-                e, ", ", st, ") -> ", st));
-  const std::string partial = print_reduction_core(s, Bound{b, std::nullopt}, Bound{e, std::nullopt}, at);
+                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [=](int64_t ", b.text,
+                ", int64_t ", e.text, ", ", st, ") -> ", st));
+  const std::string partial = print_reduction_core(s, b, e, at);
   out_.line("return " + partial + ";");
   out_.close(cat("}, [](", st, " a, ", st, " b) { return ", combined, "; });"));
   return state;

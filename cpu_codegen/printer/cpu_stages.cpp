@@ -269,8 +269,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, co
     return;
   }
   // The stage's loops as the schedule's passes leave them (stage_loops.cpp).
-  const LoopNestInput nest{k_, sched_, [this](const IndexExpr& e) { return this->index(e); }};
-  print_loops(schedule_stage_loops(s, nest), hoisted);
+  print_loops(schedule_stage_loops(s, loop_input()), hoisted);
 }
 
 void CpuKernelPrinter::print_scan(const ScanStage& s, const ValueScope& at) {

@@ -1,9 +1,15 @@
 /// schedule_loop_nest: the CPU loop-nest passes, in order.
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 
+#include "codegen/c_printer.h"
 #include "support/status.h"
 
 namespace cppi::cpu {
+
+std::pair<codegen::Bound, codegen::Bound> chunk_bounds(const ir::Loop& l) {
+  const std::string v = codegen::loop_var(l);
+  return {codegen::Bound::symbolic(v + "_chunk_begin"), codegen::Bound::symbolic(v + "_chunk_end")};
+}
 
 codegen::Stmt map_unsplit_vector_loops(const codegen::Stmt& s,
                                        const std::function<codegen::Stmt(const codegen::For&)>& f) {

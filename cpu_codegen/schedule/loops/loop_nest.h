@@ -75,6 +75,10 @@ struct ScheduledLoops {
 };
 ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps);
 
+/// The bounds of a parallel chunk of loop `l` (CpuSchedule::parallel_reduction)
+/// as C names them.
+std::pair<codegen::Bound, codegen::Bound> chunk_bounds(const ir::Loop& l);
+
 /// Each Vector loop of `s` that still has its tail (the ones lower_loop_nest
 /// built) replaced by `f(loop)`.
 codegen::Stmt map_unsplit_vector_loops(const codegen::Stmt& s,

@@ -19,8 +19,7 @@ codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput
     // reductions' are (the schedule checked that no two of its iterations
     // touch one element).
     const bool split = level == 0 && in.s.parallel_reduction;
-    const std::string b = v + "_chunk_begin", e = v + "_chunk_end";
-    const Bound lo = split ? Bound::symbolic(b) : Bound::constant(0), hi = split ? Bound::symbolic(e) : in.extent(l);
+    const auto [lo, hi] = split ? chunk_bounds(l) : std::pair{Bound::constant(0), in.extent(l)};
     codegen::For loop{v, lo, hi, codegen::LoopKind::Serial, codegen::Tail::None, false, false, body};
     if (level + 1 == s.loops.size() && vector_stage) {
       loop.kind = codegen::LoopKind::Vector;
@@ -31,7 +30,7 @@ codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput
     body = stmt(loop);
     if (split) {
       body = stmt(codegen::ParallelChunks{in.extent(l).text, std::to_string(std::max<int64_t>(1, in.s.grain_size)),
-                                          body, b, e});
+                                          body, lo.text, hi.text});
     }
   }
   return body;
