@@ -56,7 +56,8 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
         if constexpr (std::is_same_v<T, For>) {
           os << pad << (n.stage_loop ? "stage " : "") << kind_name(n.kind) << " for " << n.var << " in [" << n.lo.text
              << ", " << n.hi.text << ")" << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "")
-             << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "") << "\n";
+             << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "")
+             << (n.step != 1 ? cat(", step ", n.step) : std::string()) << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {
           os << pad << "parallel chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain
@@ -99,6 +100,10 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << "store";
           for (const auto& st : n.stores) os << " " << st.buffer->name;
           os << "\n";
+        } else if constexpr (std::is_same_v<T, Accumulate>) {
+          os << pad << "accumulate into " << n.accumulator << " of " << n.accumulators << "\n";
+        } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
+          os << pad << "cascade block done: terms [" << n.from << ", " << n.to << ")\n";
         } else if constexpr (std::is_same_v<T, TargetPart>) {
           os << pad << n.what;
           for (size_t i = 0; i < n.args.size(); ++i) os << (i ? ", " : " ") << n.args[i];

@@ -9,8 +9,10 @@
 ///
 /// Bounds and other integers are C text, printed by the target's index
 /// printer when the nest is built, with their values when constant. What a
-/// loop's body computes is a leaf: the kernel's stages (Stages) or a part the
-/// target prints whole (a tiled column block, an epilogue in lanes).
+/// loop's body computes is a leaf: the kernel's stages (Stages), a pointwise
+/// stage's stores (StageStores), a reduction run's updates (Accumulate) or a
+/// part the target prints whole (a tiled column block, an epilogue in
+/// lanes).
 #pragma once
 
 #include <cstdint>
@@ -61,7 +63,9 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// stage_loop: a loop of a stage inside the kernel's loops (its vectorised
 /// one and what its tail became); whole_vectors_before_rest: the whole
 /// vectors of such a loop split for a masked last vector, which starts at
-/// hi (if any is left): its values know where.
+/// hi (if any is left): its values know where. step: a Serial loop's
+/// stride, its body once per `step` iterations of what it holds (a cascade
+/// block, a group of vectors).
 struct For {
   std::string var;
   Bound lo, hi;
@@ -72,6 +76,7 @@ struct For {
   Stmt body;
   bool stage_loop = false;
   bool whole_vectors_before_rest = false;
+  int64_t step = 1;
 };
 
 /// cppi_parallel_for(0, count, grain, ...): the body runs once per chunk
@@ -83,8 +88,9 @@ struct ParallelChunks {
   std::string begin = "begin", end = "end";
 };
 
-/// A stage loop's masked last vector: `var` = `at`, the body once, in vector
-/// form (the lanes on are the MaskedLanes around it).
+/// One vector of a stage loop: `var` = `at`, the body once, in vector form.
+/// Its masked last vector (the lanes on are the MaskedLanes around it), or
+/// a vector of a group (group_vector_accumulators).
 struct VectorAt {
   std::string var;
   Bound at;
@@ -95,6 +101,24 @@ struct VectorAt {
 /// them (the leaf of lower_stage_loops' nest).
 struct StageStores {
   std::vector<ir::Store> stores;
+};
+
+/// A reduction run's update at one position, or one vector of positions in
+/// vector form (the leaf of lower_reduction_loops' nest): each stage's value
+/// into its accumulator `accumulator` of the `accumulators` it spreads its
+/// vector updates over (CpuSchedule::vector_accumulators; a stage that keeps
+/// one takes every update into it).
+struct Accumulate {
+  int accumulator = 0;
+  int accumulators = 1;
+};
+
+/// A reduction run's cascade block (CpuSchedule::cascade_block) has added
+/// the terms of its innermost loop over [from, to) (C text): they are
+/// counted, and once a block's worth is in, the accumulators merge into the
+/// totals and restart.
+struct CascadeBlockDone {
+  std::string from, to;
 };
 
 /// The loop over a parallel chunk [begin, end) of loops collapsed into one,
@@ -158,7 +182,7 @@ struct TargetPart {
 
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
-               VectorAt, StageStores>
+               VectorAt, StageStores, Accumulate, CascadeBlockDone>
       node;
 };
 

@@ -2,15 +2,17 @@
 /// The CPU kernel printer's class, shared by the files that implement it
 /// (private to cpu_codegen/printer; the public entry is cpu_printer.h):
 ///   cpu_printer.cpp         module, kernel prologue (header comment, arguments)
-///   cpu_loops.cpp           the kernel's loop nest (cpu_codegen/schedule/
-///                           loops: parallel chunks, loops, tails, pieces,
-///                           transposed tiles) as it is given; tiled column
-///                           blocks; the split loops of the stages
+///   cpu_loops.cpp           the kernel's loop nest and its stages' own
+///                           loops (cpu_codegen/schedule/loops: parallel
+///                           chunks, loops, tails, pieces, transposed tiles,
+///                           cascade blocks, groups of vectors) as they are
+///                           given; tiled column blocks
 ///   cpu_stages.cpp          the stages inside them: pointwise stores,
 ///                           scans, hoisted invariants, store forwarding,
 ///                           row blocks
-///   cpu_reductions.cpp      reduction stages: accumulation loops, states,
-///                           updates, combines, horizontal steps
+///   cpu_reductions.cpp      reduction stages: accumulators (around and in
+///                           the loops cpu::lower_reduction_loops builds),
+///                           states, updates, combines, horizontal steps
 ///   cpu_vector_values.cpp   expressions in vector form (the vector op table
 ///                           applied, casts, masks, loads, gathers)
 ///
@@ -137,6 +139,8 @@ struct IterationRegisters {
   std::map<std::string, RowBlock> row_blocks;
 };
 
+class ReductionCore;
+
 /// Where a scope's values print (codegen::LoopPlace): what the loops the
 /// printer has opened around them make of the code. The loop printers
 /// (cpu_loops.cpp, and the stages' own loops) open a scope with a changed
@@ -154,8 +158,7 @@ struct Place : codegen::LoopPlace {
   /// In the whole vectors of a stage loop of constant bounds: where its
   /// masked last vector starts.
   std::optional<int64_t> whole_vectors_end;
-  /// Inside a stage's vectorised loop (a stage_loop of the loop IR, or a
-  /// reduction's print_stage_split_loop).
+  /// Inside a stage's vectorised loop (a stage_loop of the loop IR).
   bool stage_loop = false;
   /// The kernel's invariants (print_invariants): math on one value runs as
   /// eager runs it on a 0-d tensor (libm), not through the vector form of the
@@ -178,6 +181,10 @@ struct Place : codegen::LoopPlace {
   /// The stage printing now: the vector variables its stores forward into,
   /// by access (declare_forward_slots); null where it forwards none.
   const std::map<std::string, std::string>* forward_slots = nullptr;
+  /// The reduction run whose loops print (lower_reduction_loops): its
+  /// Accumulate and CascadeBlockDone leaves print its accumulators; null
+  /// outside a run's loops.
+  ReductionCore* reduction = nullptr;
   /// Whether a value varies along vector_var (CpuKernelPrinter::varying),
   /// remembered per vector loop.
   std::shared_ptr<std::unordered_map<const ExprNode*, bool>> varying;
@@ -193,6 +200,7 @@ struct Place : codegen::LoopPlace {
 };
 
 class CpuKernelPrinter : public codegen::CPrinterBase {
+  friend class ReductionCore;  // print_reduction_core's accumulators (cpu_reductions.cpp)
   struct TransposedLoad {
     BufferPtr buffer;
     IndexExpr index;
@@ -280,6 +288,11 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// (cpu::lower_stage_loops).
   void print_loop_node(const codegen::VectorAt& v, const ValueScope& at);
   void print_loop_node(const codegen::StageStores& s, const ValueScope& at);
+  /// A reduction run's updates and cascade blocks (cpu::lower_reduction_loops),
+  /// printed by the run (Place::reduction).
+  void print_loop_node(const codegen::Accumulate& a, const ValueScope& at);
+  void print_loop_node(const codegen::CascadeBlockDone& d, const ValueScope& at);
+  ReductionCore& reduction_printing(const ValueScope& at) const;
   /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
   LoopNestInput loop_input() const {
     return LoopNestInput{k_, sched_, [this](const IndexExpr& e) { return index(e); }};
@@ -292,36 +305,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// With prefault_outputs: faults in what the chunk's outer iterations
   /// [lo, hi) write, `inner` elements of each output per iteration.
   void print_prefault(const std::string& lo, const std::string& hi, const std::string& inner);
-  /// A loop over [lo, hi) split at its last whole vector: `main(from, to)`
-  /// over the whole vectors, then `tail_body` in a scalar loop.
-  void print_split_loop(const std::string& var, const Bound& lo, const Bound& hi,
-                        const std::function<void(const std::string&, const std::string&)>& main,
-                        const std::function<void()>& tail_body);
-  /// print_split_loop with what follows the last whole vector printed by
-  /// `rest(vend, end)` (C text; vend < end unless the bounds are symbolic).
-  void print_split_loop_with_rest(const std::string& var, const Bound& lo, const Bound& hi,
-                                  const std::function<void(const std::string&, const std::string&)>& main,
-                                  const std::function<void(const std::string&, const std::string&)>& rest);
-  /// The block of a loop's masked last vector from `vend` to `end` (C
-  /// text; `known`: constants): opens it (under `if (vend < end)` unless
-  /// known) and says so in a comment; returns `outer` with its lanes
-  /// (Place::tail_lanes), for the block's scope. The caller closes it.
-  Place open_masked_rest(const Place& outer, const std::string& v, const std::string& vend, const std::string& end,
-                         bool known);
-  /// A loop body's printer, given the body's scope (its Place).
-  using Body = std::function<void(const ValueScope&)>;
-  /// print_split_loop's main part over [from, to), given its scope.
-  using WholeVectors = std::function<void(const std::string&, const std::string&, const ValueScope&)>;
-  /// A stage's innermost loop (InnermostOfEachStage) over [lo, hi), inside
-  /// `at`: `main(from, to)` over the whole vectors, then the rest as one
-  /// vector of `vector_step` with its lanes past the end off
-  /// (TailKind::Masked), or else `scalar_step` in a loop. Each part is given
-  /// its scope (Place::stage_loop, and the masked vector's lanes).
-  void print_stage_split_loop(const std::string& var, const Bound& lo, const Bound& hi, const ValueScope& at,
-                              const WholeVectors& main, const Body& vector_step, const Body& scalar_step);
-  /// print_stage_split_loop whose whole vectors are `vector_step` in a loop.
-  void print_stage_vector_loop(const std::string& var, const Bound& lo, const Bound& hi, const ValueScope& at,
-                               const Body& vector_step, const Body& scalar_step);
   /// The column_block/row_block main loop over [from, to) (see the file
   /// comment): whole vectors, or with `overlapped_rest` (TailKind::Overlapped,
   /// to - from >= a vector) any extent, each block's last vector ending at
@@ -430,7 +413,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
                                                 const Bound& hi0, const ValueScope& at,
                                                 const std::vector<std::string>& result_names,
                                                 const std::string& lane_init = "");
-  class ReductionCore;  // print_reduction_core's accumulators and loops (cpu_reductions.cpp)
   /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0, const ValueScope& at,
                                    const std::string& result_name = "", const std::string& lane_init = "");

@@ -1,6 +1,6 @@
-/// CPU kernel printer: the kernel's loop nest as the schedule's passes left
-/// it (cpu_codegen/schedule/loops/loop_nest.h), tiled column blocks, and the
-/// split loops of the stages; the stages inside them are cpu_stages.cpp's.
+/// CPU kernel printer: the kernel's loop nest and its stages' own loops as
+/// the schedule's passes left them (cpu_codegen/schedule/loops/loop_nest.h),
+/// and tiled column blocks; the stages inside them are cpu_stages.cpp's.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -109,7 +109,8 @@ void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& 
   const ValueScope loop(&at, in_stage ? &*in_stage : nullptr);
   if (l.no_autovec) out_.line("CPPI_NO_AUTOVEC");
   if (l.kind == codegen::LoopKind::Serial) {
-    out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ++", l.var, ")"));
+    const std::string step = l.step == 1 ? cat("++", l.var) : cat(l.var, " += ", l.step);
+    out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ", step, ")"));
     print_loops(l.body, loop);
   } else {
     out_.open(cat("for (int64_t ", l.var, " = ", l.lo.text, "; ", l.var, " < ", l.hi.text, "; ", l.var, " += ",
@@ -218,79 +219,6 @@ void CpuKernelPrinter::print_transpose_tiles(const std::string& first_row) {
                   pointer_name(t.buffer->name), "[", index(substitute(t.index, at_first_row)), "], ", index(*stride),
                   ", ", t.tile, ");"));
   }
-}
-
-void CpuKernelPrinter::print_stage_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                              const ValueScope& at, const WholeVectors& main, const Body& vector_step,
-                                              const Body& scalar_step) {
-  Place in_loop = place(at);
-  in_loop.stage_loop = true;
-  const ValueScope loop(&at, &in_loop);
-  if (sched_.tail != TailKind::Masked) {
-    print_split_loop(
-        v, lo, hi, [&](const std::string& from, const std::string& to) { main(from, to, loop); },
-        [&] { scalar_step(loop); });
-    return;
-  }
-  const bool known = lo.value && hi.value;
-  auto whole_vectors = [&](const std::string& from, const std::string& to) {
-    Place whole = in_loop;
-    if (known) whole.whole_vectors_end = std::stoll(to);
-    main(from, to, ValueScope(&loop, &whole));
-  };
-  print_split_loop_with_rest(v, lo, hi, whole_vectors, [&](const std::string& vend, const std::string& end) {
-    Place rest = open_masked_rest(in_loop, v, vend, end, known);
-    out_.line(cat("const int64_t ", v, " = ", vend, ";"));
-    if (known) rest.masked_rest_first = std::stoll(vend);
-    vector_step(ValueScope(&loop, &rest));
-    out_.close();
-  });
-}
-
-Place CpuKernelPrinter::open_masked_rest(const Place& outer, const std::string& v, const std::string& vend,
-                                         const std::string& end, bool known) {
-  const codegen::MaskedRest masked = codegen::masked_rest(v, vend, end, known);
-  out_.open(masked.condition.empty() ? std::string() : cat("if (", masked.condition, ")"));
-  out_.line("// " + masked.comment);
-  Place rest = outer;
-  rest.tail_lanes = masked.lanes;
-  return rest;
-}
-
-void CpuKernelPrinter::print_stage_vector_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                               const ValueScope& at, const Body& vector_step, const Body& scalar_step) {
-  print_stage_split_loop(
-      v, lo, hi, at,
-      [&](const std::string& from, const std::string& to, const ValueScope& body) {
-        out_.line("CPPI_NO_AUTOVEC");
-        out_.open(cat("for (int64_t ", v, " = ", from, "; ", v, " < ", to, "; ", v, " += ", sched_.vector_width, ")"));
-        vector_step(body);
-        out_.close();
-      },
-      vector_step, scalar_step);
-}
-
-void CpuKernelPrinter::print_split_loop(const std::string& v, const Bound& lo, const Bound& hi,
-                                        const std::function<void(const std::string&, const std::string&)>& main,
-                                        const std::function<void()>& tail_body) {
-  print_split_loop_with_rest(v, lo, hi, main, [&](const std::string& vend, const std::string& end) {
-    out_.line("CPPI_NO_AUTOVEC");
-    out_.open(cat("for (int64_t ", v, " = ", vend, "; ", v, " < ", end, "; ++", v, ")"));
-    tail_body();
-    out_.close();
-  });
-}
-
-void CpuKernelPrinter::print_split_loop_with_rest(
-    const std::string& v, const Bound& lo, const Bound& hi,
-    const std::function<void(const std::string&, const std::string&)>& main,
-    const std::function<void(const std::string&, const std::string&)>& rest) {
-  const codegen::VectorSplit split = codegen::split_at_whole_vectors(v, lo, hi, sched_.vector_width);
-  if (!split.lets.empty()) out_.open("");
-  for (const auto& let : split.lets) print_let(let);
-  if (split.main) main(split.main->first, split.main->second);
-  if (split.rest) rest(split.rest->first, split.rest->second);
-  if (!split.lets.empty()) out_.close();
 }
 
 void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,

@@ -1,5 +1,8 @@
 /// CPU kernel printer: reduction stages (scalar, horizontal, lane and
 /// parallel modes) and the reduction states, updates and combines they print.
+/// A run's loops are cpu::schedule_reduction_loops' (loop_nest.h): the
+/// printer declares the accumulators, prints the nest with its updates, and
+/// reads the final states.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "codegen/op_tables.h"
@@ -137,42 +140,24 @@ std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, cons
   return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, at, {result_name}, lane_init).front();
 }
 
-namespace {
-
-/// Whether a stage's vector updates spread over several accumulators
-/// (CpuSchedule::vector_accumulators). Argmax/argmin need their updates in
-/// order (first index on ties); Welford and prod keep one. A body that calls
-/// a math function takes longer per vector than the add or max it feeds, so
-/// one chain of those is no bottleneck, and the copies would only cost
-/// compile time.
-bool splits_into_accumulators(const ReductionStage& s) {
-  const bool kind = s.kind == ReductionKind::Sum || s.kind == ReductionKind::Max || s.kind == ReductionKind::Min;
-  return kind && !calls_math_function(s.body);
-}
-
-}  // namespace
-
 /// print_reduction_core's work for one call: each stage's accumulators (a
 /// scalar state `acc` in scalar mode and for horizontal mode's scalar tail,
 /// vector states `vacc`, `vacc_1`, ... in lane and horizontal modes, and
-/// with a cascade levels of `total`s), the loops that feed them, and the
-/// final states.
-class CpuKernelPrinter::ReductionCore {
+/// with a cascade levels of `total`s), the updates and cascade blocks of the
+/// loops that feed them (cpu::lower_reduction_loops builds the loops), and
+/// the final states.
+class ReductionCore {
  public:
-  ReductionCore(CpuKernelPrinter& p, const std::vector<const ReductionStage*>& run, const ValueScope& at,
-                const std::string& lane_init)
+  ReductionCore(CpuKernelPrinter& p, const ReductionRun& run, const ValueScope& at)
       : p_(p),
+        run_(run),
         at_(at),
-        head_(*run.front()),
-        lanes_(place(at).in_vector()),
-        horizontal_mode_(!lanes_ && p.sched_.vectorized == VectorizedLoop::InnermostOfEachStage &&
-                         !head_.loops.empty()),
+        head_(*run.stages.front()),
         // The run's stages share their loops (one_pass_end), hence the position.
         pos_(p.reduction_position(head_)),
         // A masked tail (TailKind::Masked) leaves no scalar steps in horizontal mode.
-        scalar_acc_(!horizontal_mode_ || p.sched_.tail != TailKind::Masked) {
-    if (run.size() > 1 && !horizontal_mode_) fail(cat("kernel ", p_.k_.name, ": a one-pass run outside horizontal mode"));
-    for (const ReductionStage* s : run) add(*s, lane_init);
+        scalar_acc_(!run.horizontal || p.sched_.tail != TailKind::Masked) {
+    for (size_t i = 0; i < run.stages.size(); ++i) add(i);
   }
 
   /// Declares the states (from `lane_init` in lane mode when given), the
@@ -182,6 +167,9 @@ class CpuKernelPrinter::ReductionCore {
   void accumulate(const Bound& lo0, const Bound& hi0);
   /// Each stage's final state (see print_reduction_core).
   std::vector<std::string> results(const std::vector<std::string>& result_names);
+  /// The nest's leaves, in `body` (their scope).
+  void update(const codegen::Accumulate& a, const ValueScope& body);
+  void cascade_block_done(const codegen::CascadeBlockDone& d);
 
  private:
   struct Accumulation {
@@ -194,49 +182,43 @@ class CpuKernelPrinter::ReductionCore {
     std::string total_l(int l) const { return l == 1 ? total : cat(total, "_", l); }
   };
 
-  void add(const ReductionStage& s, const std::string& lane_init);
+  static const Place& place(const ValueScope& scope) { return CpuKernelPrinter::place(scope); }
+  void add(size_t stage);
   std::string merges(int l) const { return cat(accs_.front().base, "_merges", l); }
   std::string combine(const Accumulation& a, const std::string& x, const std::string& y) const {
-    return lanes_ ? p_.vstate_combine(a.s->kind, a.t, x, y) : p_.state_combine(a.s->kind, a.t, x, y);
+    return run_.lanes ? p_.vstate_combine(a.s->kind, a.t, x, y) : p_.state_combine(a.s->kind, a.t, x, y);
   }
   std::string identity(const Accumulation& a) const {
-    return lanes_ ? p_.vstate_identity(a.s->kind, a.t) : p_.state_identity(a.s->kind, a.t);
+    return run_.lanes ? p_.vstate_identity(a.s->kind, a.t) : p_.state_identity(a.s->kind, a.t);
   }
   void merge_accumulators(const Accumulation& a, bool reset);
   std::string block_state(const Accumulation& a) const;
   void flush();
-  void step() { lanes_ ? lane_step() : scalar_step(at_); }
   /// One position in scalar form, in `body` (the loop's scope).
   void scalar_step(const ValueScope& body);
-  void lane_step();
-  /// Vector k of a group, the loop variable `v`, in `body` (the loop's scope).
-  void vector_step(const std::string& v, int k, const ValueScope& body);
-  void loops(size_t level, const Bound& lo0, const Bound& hi0);
-  void cascade_blocks(const std::string& v, const Bound& lo, const Bound& hi);
-  void innermost(const std::string& v, const Bound& lo, const Bound& hi);
-  void grouped_vectors(const std::string& v, const std::string& from, const std::string& to, const ValueScope& body);
+  void lane_step(const ValueScope& body);
+  /// Horizontal mode: a vector of positions into accumulator k, in `body`
+  /// (the vector's scope).
+  void vector_step(int k, const ValueScope& body);
 
   CpuKernelPrinter& p_;
+  const ReductionRun& run_;
   /// Where the run prints: the stages' invariants, at the place of their loops.
   const ValueScope& at_;
   const ReductionStage& head_;
-  const bool lanes_;
-  const bool horizontal_mode_;
   const IndexExpr pos_;
   const bool scalar_acc_;
   std::vector<Accumulation> accs_;
-  int group_ = 1;  // vectors per step of the grouped loop
-  bool any_cascade_ = false;
-  int64_t block_ = 0;
   int levels_ = 0;
   std::string terms_;
 };
 
 // Cascade (CpuSchedule::cascade_block): the accumulators restart every
-// `block` terms of the innermost loop, their block result merged into a
-// total; a vector lane sees one term per vector iteration. Tiled columns
-// (lane_init) cascade per row block instead (print_tiled_columns).
-void CpuKernelPrinter::ReductionCore::add(const ReductionStage& s, const std::string& lane_init) {
+// run_.cascade_terms terms of the innermost loop, their block result merged
+// into a total (lower_reduction_loops counts the blocks). Tiled columns cascade
+// per row block instead (print_tiled_columns).
+void ReductionCore::add(size_t stage) {
+  const ReductionStage& s = *run_.stages[stage];
   Accumulation a;
   a.s = &s;
   a.t = s.body.dtype();
@@ -244,33 +226,29 @@ void CpuKernelPrinter::ReductionCore::add(const ReductionStage& s, const std::st
   a.acc = a.base + "_acc";
   a.vacc = a.base + "_vacc";
   a.total = a.base + "_total";
-  a.accumulators = horizontal_mode_ && splits_into_accumulators(s) ? p_.sched_.vector_accumulators : 1;
-  if (a.accumulators < 1) fail(cat("kernel ", p_.k_.name, ": vector_accumulators ", a.accumulators));
-  a.cascade = p_.sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, a.t) && !s.loops.empty() && lane_init.empty();
-  group_ = std::max(group_, a.accumulators);
-  any_cascade_ |= a.cascade;
+  a.accumulators = run_.accumulators[stage];
+  a.cascade = run_.cascades[stage];
   accs_.push_back(a);
 }
 
-void CpuKernelPrinter::ReductionCore::declare(const std::string& lane_init) {
+void ReductionCore::declare(const std::string& lane_init) {
   auto& out = p_.out_;
   for (const auto& a : accs_) {
     // Vector states only where vectors run: a loop-less stage in scalar mode
     // may be of a dtype with no vector at the kernel's width (an int64 prod
     // after an int32 amin's 16 lanes).
-    const bool vectors = lanes_ || horizontal_mode_;
+    const bool vectors = run_.lanes || run_.horizontal;
     const std::string vst = vectors ? p_.vstate_type(a.s->kind, a.t) : "";
     const std::string vid = vectors ? p_.vstate_identity(a.s->kind, a.t) : "";
-    if (lanes_) {
+    if (run_.lanes) {
       out.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
     } else {
       if (scalar_acc_) out.line(cat(p_.state_type(a.s->kind, a.t), " ", a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
-      if (horizontal_mode_) {
+      if (run_.horizontal) {
         for (int k = 0; k < a.accumulators; ++k) out.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
       }
     }
   }
-  block_ = p_.sched_.cascade_block * (horizontal_mode_ ? p_.sched_.vector_width : 1);
   // Levels of totals (cascade_levels), from the stage's whole extent (a
   // parallel chunk's share is at most that).
   std::optional<int64_t> all_terms = int64_t{1};
@@ -278,22 +256,23 @@ void CpuKernelPrinter::ReductionCore::declare(const std::string& lane_init) {
     const auto n = l.extent.constant();
     all_terms = n && all_terms ? std::optional<int64_t>(*all_terms * *n) : std::nullopt;
   }
-  levels_ = any_cascade_ ? cascade_levels(all_terms, block_) : 0;
+  const bool any_cascade = run_.cascade_terms > 0;
+  levels_ = any_cascade ? cascade_levels(all_terms, run_.cascade_terms) : 0;
   for (const auto& a : accs_) {
     if (!a.cascade) continue;
     for (int l = 1; l <= levels_; ++l) {
-      out.line(lanes_ ? cat(p_.vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";")
+      out.line(run_.lanes ? cat(p_.vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";")
                       : cat(p_.state_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";"));
     }
   }
   terms_ = accs_.front().base + "_terms";
-  if (any_cascade_) out.line(cat("int64_t ", terms_, " = 0;"));
+  if (any_cascade) out.line(cat("int64_t ", terms_, " = 0;"));
   for (int l = 1; l < levels_; ++l) out.line(cat("int64_t ", merges(l), " = 0;"));
 }
 
 /// Folds accumulators 1.. into the first, pairwise; with `reset` they
 /// restart for the next cascade block.
-void CpuKernelPrinter::ReductionCore::merge_accumulators(const Accumulation& a, bool reset) {
+void ReductionCore::merge_accumulators(const Accumulation& a, bool reset) {
   for (int step = 1; step < a.accumulators; step *= 2) {
     for (int k = 0; k + step < a.accumulators; k += 2 * step) {
       const CValue part{a.vacc_k(k + step), a.t, true, a.t == DType::Bool ? 4 : 0};
@@ -307,22 +286,22 @@ void CpuKernelPrinter::ReductionCore::merge_accumulators(const Accumulation& a, 
 }
 
 /// The block so far, as one state (accumulators merged).
-std::string CpuKernelPrinter::ReductionCore::block_state(const Accumulation& a) const {
-  if (!horizontal_mode_) return lanes_ ? a.vacc : a.acc;
+std::string ReductionCore::block_state(const Accumulation& a) const {
+  if (!run_.horizontal) return run_.lanes ? a.vacc : a.acc;
   const std::string h = p_.horizontal(a.s->kind, a.t, a.vacc);
   return scalar_acc_ ? p_.state_combine(a.s->kind, a.t, h, a.acc) : h;
 }
 
 /// A cascade block is done: its state into the first total, each level into
 /// the next every kCascadeFanIn merges.
-void CpuKernelPrinter::ReductionCore::flush() {
+void ReductionCore::flush() {
   auto& out = p_.out_;
   for (const auto& a : accs_) {
     if (!a.cascade) continue;
     merge_accumulators(a, true);
     out.line(cat(a.total, " = ", combine(a, a.total, block_state(a)), ";"));
-    if (lanes_ || horizontal_mode_) out.line(cat(a.vacc, " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
-    if (!lanes_ && scalar_acc_) out.line(cat(a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
+    if (run_.lanes || run_.horizontal) out.line(cat(a.vacc, " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
+    if (!run_.lanes && scalar_acc_) out.line(cat(a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
   }
   for (int l = 1; l < levels_; ++l) {
     out.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
@@ -338,7 +317,7 @@ void CpuKernelPrinter::ReductionCore::flush() {
 
 // One position: every stage's body in one scope, so a value two stages share
 // (the element, x - mean) is computed once.
-void CpuKernelPrinter::ReductionCore::scalar_step(const ValueScope& body) {
+void ReductionCore::scalar_step(const ValueScope& body) {
   ValueScope scope(&body);
   for (const auto& a : accs_) {
     const CValue v = p_.value(a.s->body, scope);
@@ -346,8 +325,8 @@ void CpuKernelPrinter::ReductionCore::scalar_step(const ValueScope& body) {
   }
 }
 
-void CpuKernelPrinter::ReductionCore::lane_step() {
-  ValueScope scope(&at_);
+void ReductionCore::lane_step(const ValueScope& body) {
+  ValueScope scope(&body);
   for (const auto& a : accs_) {
     const CValue v = p_.value(a.s->body, scope);
     p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc, v,
@@ -357,119 +336,59 @@ void CpuKernelPrinter::ReductionCore::lane_step() {
 }
 
 /// Horizontal mode: vector k of a group goes to each stage's accumulator k.
-void CpuKernelPrinter::ReductionCore::vector_step(const std::string& v, int k, const ValueScope& body) {
-  const Place lanes = place(body).vectorized(v);
-  ValueScope scope(&body, &lanes);
+void ReductionCore::vector_step(int k, const ValueScope& body) {
+  ValueScope scope(&body);
+  const std::string& tail_lanes = place(body).tail_lanes;
   for (const auto& a : accs_) {
     CValue val = p_.value(a.s->body, scope);
-    if (!lanes.tail_lanes.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val, lanes.tail_lanes);
+    if (!tail_lanes.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val, tail_lanes);
     p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), val,
                                   cat("cppi_viota<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
                  ";");
   }
 }
 
-void CpuKernelPrinter::ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
-  if (head_.loops.empty()) {
-    step();
+void ReductionCore::update(const codegen::Accumulate& a, const ValueScope& body) {
+  if (run_.lanes) {
+    lane_step(body);
+  } else if (place(body).in_vector()) {
+    vector_step(a.accumulator, body);
   } else {
-    loops(0, lo0, hi0);
+    scalar_step(body);
   }
 }
 
-void CpuKernelPrinter::ReductionCore::loops(size_t level, const Bound& lo0, const Bound& hi0) {
+void ReductionCore::cascade_block_done(const codegen::CascadeBlockDone& d) {
   auto& out = p_.out_;
-  if (level == head_.loops.size()) {
-    step();
-    return;
-  }
-  const Loop& l = head_.loops[level];
-  const std::string v = p_.var_name(l);
-  const Bound lo = level == 0 ? lo0 : Bound{"0", 0};
-  const Bound hi = level == 0 ? hi0 : p_.extent(l);
-  if (level + 1 < head_.loops.size()) {
-    out.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-    loops(level + 1, lo0, hi0);
-    out.close();
-    return;
-  }
-  if (any_cascade_) {
-    cascade_blocks(v, lo, hi);
-  } else {
-    innermost(v, lo, hi);
-  }
-}
-
-/// The innermost loop in cascade blocks: a constant loop of at most one block
-/// runs whole, a longer or symbolic one in blocks; either way the terms are
-/// counted after it.
-void CpuKernelPrinter::ReductionCore::cascade_blocks(const std::string& v, const Bound& lo, const Bound& hi) {
-  auto& out = p_.out_;
-  const bool whole = lo.value && hi.value && *hi.value - *lo.value <= block_;
-  const std::string from = whole ? lo.text : v + "_cblk", to = whole ? hi.text : v + "_cblk_end";
-  if (whole) {
-    out.open("");
-    innermost(v, lo, hi);
-  } else {
-    out.open(cat("for (int64_t ", from, " = ", lo.text, "; ", from, " < ", hi.text, "; ", from, " += ", block_, ")"));
-    out.line(cat("const int64_t ", to, " = cppi_min_i<int64_t>(", from, " + ", block_, ", ", hi.text, ");"));
-    innermost(v, Bound{from, std::nullopt}, Bound{to, std::nullopt});
-  }
-  out.line(cat(terms_, " += ", to, " - ", from, ";"));
-  out.open(cat("if (", terms_, " >= ", block_, ")"));
+  out.line(cat(terms_, " += ", d.to, " - ", d.from, ";"));
+  out.open(cat("if (", terms_, " >= ", run_.cascade_terms, ")"));
   flush();
   out.line(cat(terms_, " = 0;"));
   out.close();
-  out.close();
 }
 
-/// The innermost loop: scalar steps, or in horizontal mode vectors and the
-/// scalar tail.
-void CpuKernelPrinter::ReductionCore::innermost(const std::string& v, const Bound& lo, const Bound& hi) {
-  if (!horizontal_mode_) {
-    p_.out_.open(cat("for (int64_t ", v, " = ", lo.text, "; ", v, " < ", hi.text, "; ++", v, ")"));
-    step();
-    p_.out_.close();
-    return;
-  }
-  auto vector0 = [&](const ValueScope& body) { vector_step(v, 0, body); };
-  auto scalar = [&](const ValueScope& body) { scalar_step(body); };
-  if (group_ == 1) {
-    p_.print_stage_vector_loop(v, lo, hi, at_, vector0, scalar);
-    return;
-  }
-  p_.print_stage_split_loop(
-      v, lo, hi, at_,
-      [&](const std::string& from, const std::string& to, const ValueScope& body) { grouped_vectors(v, from, to, body); },
-      vector0, scalar);
+void ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
+  // The Accumulate and CascadeBlockDone leaves print through this run
+  // (print_loop_node), found in their scope's Place.
+  Place accumulating = place(at_);
+  accumulating.reduction = this;
+  p_.print_loops(schedule_reduction_loops(run_, lo0, hi0, p_.loop_input()), ValueScope(&at_, &accumulating));
 }
 
-/// Groups of `group_` vectors, one per accumulator; the whole vectors after
-/// the last group go to the first accumulators.
-void CpuKernelPrinter::ReductionCore::grouped_vectors(const std::string& v, const std::string& from,
-                                                      const std::string& to, const ValueScope& body) {
-  auto& out = p_.out_;
-  const int64_t span = int64_t{group_} * p_.sched_.vector_width;
-  const std::string g = v + "_grp", g_end = v + "_grp_end";
-  out.open("");  // g_end is local: another stage may loop over a v of the same name
-  out.line(cat("const int64_t ", g_end, " = ", from, " + (", to, " - ", from, ") / ", span, " * ", span, ";"));
-  out.line("CPPI_NO_AUTOVEC");
-  out.open(cat("for (int64_t ", g, " = ", from, "; ", g, " < ", g_end, "; ", g, " += ", span, ")"));
-  for (int k = 0; k < group_; ++k) {
-    out.open("");
-    out.line(cat("const int64_t ", v, " = ", g, " + ", int64_t{k} * p_.sched_.vector_width, ";"));
-    vector_step(v, k, body);
-    out.close();
-  }
-  out.close();
-  out.line("CPPI_NO_AUTOVEC");
-  out.open(cat("for (int64_t ", v, " = ", g_end, "; ", v, " < ", to, "; ", v, " += ", p_.width(), ")"));
-  vector_step(v, 0, body);
-  out.close();
-  out.close();
+void CpuKernelPrinter::print_loop_node(const codegen::Accumulate& a, const ValueScope& at) {
+  reduction_printing(at).update(a, at);
 }
 
-std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vector<std::string>& result_names) {
+void CpuKernelPrinter::print_loop_node(const codegen::CascadeBlockDone& d, const ValueScope& at) {
+  reduction_printing(at).cascade_block_done(d);
+}
+
+ReductionCore& CpuKernelPrinter::reduction_printing(const ValueScope& at) const {
+  if (!place(at).reduction) fail(cat("kernel ", k_.name, ": a reduction's update outside its loops"));
+  return *place(at).reduction;
+}
+
+std::vector<std::string> ReductionCore::results(const std::vector<std::string>& result_names) {
   auto& out = p_.out_;
   std::vector<std::string> states;
   for (size_t j = 0; j < accs_.size(); ++j) {
@@ -480,7 +399,7 @@ std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vec
       // only (the scalar state stays the identity), and no cascade.
       const auto n = head_.loops.back().extent.constant();
       const bool whole_vectors = head_.loops.size() == 1 && n && *n % p_.sched_.vector_width == 0;
-      if (!horizontal_mode_ || a.cascade || (scalar_acc_ && !whole_vectors)) {
+      if (!run_.horizontal || a.cascade || (scalar_acc_ && !whole_vectors)) {
         fail(cat("kernel ", p_.k_.name, ": a reduction tree needs a vector state"));
       }
       merge_accumulators(a, false);
@@ -488,18 +407,18 @@ std::vector<std::string> CpuKernelPrinter::ReductionCore::results(const std::vec
       states.push_back("");
       continue;
     }
-    if (!a.cascade && (lanes_ || !horizontal_mode_)) {
-      states.push_back(lanes_ ? a.vacc : a.acc);
+    if (!a.cascade && (run_.lanes || !run_.horizontal)) {
+      states.push_back(run_.lanes ? a.vacc : a.acc);
       continue;
     }
     merge_accumulators(a, false);
     const std::string name = j < result_names.size() ? result_names[j] : "";
-    const std::string combined = lanes_ ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
+    const std::string combined = run_.lanes ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
     // The block so far, then the levels of totals, lowest first.
-    std::string result = lanes_ ? a.vacc : block_state(a);
+    std::string result = run_.lanes ? a.vacc : block_state(a);
     if (a.cascade)
       for (int l = 1; l <= levels_; ++l) result = combine(a, a.total_l(l), result);
-    out.line(cat("const ", lanes_ ? p_.vstate_type(a.s->kind, a.t) : p_.state_type(a.s->kind, a.t), " ", combined,
+    out.line(cat("const ", run_.lanes ? p_.vstate_type(a.s->kind, a.t) : p_.state_type(a.s->kind, a.t), " ", combined,
                  " = ", result, ";"));
     states.push_back(combined);
   }
@@ -511,7 +430,10 @@ std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vecto
                                                                 const ValueScope& at,
                                                                 const std::vector<std::string>& result_names,
                                                                 const std::string& lane_init) {
-  ReductionCore core(*this, run, at, lane_init);
+  // In lanes (under a vectorised outer loop); from a tile (lane_init) in the
+  // column tiles' block.
+  const ReductionRun r = reduction_run(run, place(at).in_vector(), !lane_init.empty(), loop_input());
+  ReductionCore core(*this, r, at);
   core.declare(lane_init);
   core.accumulate(lo0, hi0);
   return core.results(result_names);

@@ -12,8 +12,12 @@
 ///                            masked vector, an overlapping vector)
 /// The printer (cpu_codegen/printer/cpu_loops.cpp) prints the result. A
 /// pointwise stage's own loops are a nest of their own (stage_loops.cpp:
-/// lower_stage_loops, then split_vector_tails); the printer prints the
-/// stage's values around it and its reductions' loops itself.
+/// lower_stage_loops, then split_vector_tails), and so are a run of
+/// reduction stages' (reduction_loops.cpp: lower_reduction_loops, then
+/// split_vector_tails and vector_accumulators.cpp's
+/// group_vector_accumulators); the printer prints the stage's values around
+/// them, a reduction's accumulators, and what wraps a reduction's nest (its
+/// parallel chunks, the column tiles' block) itself.
 #pragma once
 
 #include <functional>
@@ -66,6 +70,50 @@ codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in
 codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
 /// The same after the passes that apply to a stage's loops (split_vector_tails).
 codegen::Stmt schedule_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
+
+/// A run of reduction stages that accumulate in one loop nest (one stage,
+/// or the stages the printer's one_pass_end folds in one pass, which share
+/// their loops), and how: the
+/// schedule's choices for where the run prints (reduction_run). The target
+/// declares the accumulators these describe, and prints each
+/// codegen::Accumulate of the nest as their update.
+struct ReductionRun {
+  std::vector<const ir::ReductionStage*> stages;
+  /// Inside a vector loop of outer iterations: a vector state per stage, a
+  /// lane per outer iteration.
+  bool lanes = false;
+  /// The innermost loop vectorised (VectorizedLoop::InnermostOfEachStage):
+  /// vector states, reduced across their lanes after the loop.
+  bool horizontal = false;
+  /// Per stage: the vector accumulators its updates spread over
+  /// (CpuSchedule::vector_accumulators), and whether it cascades
+  /// (CpuSchedule::cascade_block).
+  std::vector<int> accumulators;
+  std::vector<bool> cascades;
+  /// Terms of the innermost loop per cascade block (an accumulator lane
+  /// sees one per vector); 0 when no stage cascades.
+  int64_t cascade_terms = 0;
+  /// The most accumulators a stage keeps: vectors per group.
+  int group() const;
+};
+/// The run of `stages` printed in vector lanes (`lanes`) or not, and inside
+/// the column tiles' block (`tiled`: they cascade per row block there).
+ReductionRun reduction_run(std::vector<const ir::ReductionStage*> stages, bool lanes, bool tiled,
+                           const LoopNestInput& in);
+/// The run's loops, the first over [lo0, hi0): serial, the innermost in
+/// cascade blocks where a stage cascades, and vectorised with its tail
+/// still in it in horizontal mode; an Accumulate inside (alone for a run
+/// without loops).
+codegen::Stmt lower_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
+                                    const LoopNestInput& in);
+/// Each whole-vector loop of a reduction whose stages keep several vector
+/// accumulators in groups of one vector per accumulator (after
+/// split_vector_tails, once).
+codegen::Stmt group_vector_accumulators(const codegen::Stmt& s, const LoopNestInput& in);
+/// lower_reduction_loops after the passes that apply to it
+/// (split_vector_tails, group_vector_accumulators).
+codegen::Stmt schedule_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
+                                       const LoopNestInput& in);
 
 /// The nest after every pass, and with `dumps` the text after each
 /// (pass name, codegen::to_text).
