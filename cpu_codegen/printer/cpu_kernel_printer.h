@@ -396,15 +396,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_reductions(size_t first, size_t end, const ValueScope& at);
   /// print_reductions' loops and results, inside `at` (the stages' invariants).
   void print_reduction_run(const std::vector<const ReductionStage*>& run, const ValueScope& at);
-  /// One past the last reduction stage that folds in one pass with stage
-  /// `first`: in horizontal mode (InnermostOfEachStage, not a parallel
-  /// reduction), the stages of ir::reduction_run_end whose loops are named as
-  /// the first's. A layer_norm's two sums of x - mean and its square, or
-  /// layer_norm backward's two gradient sums, then read each row once with
-  /// two chains of adds in flight. first + 1 otherwise.
-  size_t one_pass_end(size_t first, bool vector_outer) const;
   /// Prints the accumulation over the loops of `run` (stages of one pass,
-  /// see one_pass_end; the first loop over [lo0, hi0)) inside `at` and returns the C
+  /// see cpu::one_pass_end; the first loop over [lo0, hi0)) inside `at` and returns the C
   /// name of each stage's final state: scalar (horizontal and scalar modes;
   /// horizontal mode declares it as result_names[i] when given) or the
   /// per-lane vector state (lane mode, one stage). In lane mode, the vector

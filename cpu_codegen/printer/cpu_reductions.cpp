@@ -16,27 +16,6 @@ IndexExpr CpuKernelPrinter::reduction_position(const ReductionStage& s) const {
   return pos;
 }
 
-size_t CpuKernelPrinter::one_pass_end(size_t first, bool vector_outer) const {
-  // Horizontal mode only: lane mode keeps a vector state per stage in a
-  // tile, and a parallel reduction splits a kernel's single reduction.
-  if (vector_outer || sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.parallel_reduction) {
-    return first + 1;
-  }
-  const auto* head = std::get_if<ReductionStage>(&k_.stages[first]);
-  if (!head) return first + 1;
-  // The run's stages must also name their loops alike: one loop nest
-  // binds the names every body reads.
-  const size_t end = reduction_run_end(k_, first);
-  size_t i = first + 1;
-  for (; i < end; ++i) {
-    const auto& s = std::get<ReductionStage>(k_.stages[i]);
-    bool same = true;
-    for (size_t l = 0; l < s.loops.size(); ++l) same &= s.loops[l].var == head->loops[l].var;
-    if (!same) break;
-  }
-  return i;
-}
-
 void CpuKernelPrinter::print_reductions(size_t first, size_t end, const ValueScope& at) {
   std::vector<const ReductionStage*> run;
   for (size_t i = first; i < end; ++i) {

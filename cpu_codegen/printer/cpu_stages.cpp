@@ -32,7 +32,7 @@ void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_o
   const ValueScope at(&outer, &iteration);
   for (size_t i = first; i < end;) {
     if (std::holds_alternative<ReductionStage>(k_.stages[i])) {
-      const size_t run_end = std::min(end, one_pass_end(i, vector_outer));
+      const size_t run_end = std::min(end, one_pass_end(loop_input(), i, vector_outer));
       print_reductions(i, run_end, at);
       i = run_end;
     } else if (const auto* scan = std::get_if<ScanStage>(&k_.stages[i])) {
@@ -112,7 +112,7 @@ void CpuKernelPrinter::print_reduction_trees(size_t end, const std::string& v, c
     out_.line(cat(scalar_type(s->result_dtypes[0]), " ", local_name(s->results[0]), "_rows[", w, "];"));
   }
   for (size_t i = 0; i < end;) {
-    const size_t run_end = std::min(end, one_pass_end(i, false));
+    const size_t run_end = std::min(end, one_pass_end(loop_input(), i, false));
     for (size_t j = i; j < run_end; ++j) {
       out_.line(cat(vtype(stages[j]->body.dtype()), " ", local_name(stages[j]->results[0]), "_vaccs[", w, "];"));
     }

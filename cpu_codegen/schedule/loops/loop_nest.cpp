@@ -20,6 +20,36 @@ codegen::Stmt map_unsplit_vector_loops(const codegen::Stmt& s,
   return codegen::map_children(s, [&](const codegen::Stmt& c) { return map_unsplit_vector_loops(c, f); });
 }
 
+namespace {
+
+/// Each stage's own loops, as the printer asks for them as it prints the
+/// stage: a pointwise stage's (schedule_stage_loops), and a reduction run's
+/// (schedule_reduction_loops) in the form of the kernel's main loop (in
+/// lanes under a vectorised outer loop). The column tiles' block prints its
+/// reductions' nests over its row blocks, which it opens itself: not here.
+void dump_stage_loops(const LoopNestInput& in, std::vector<std::pair<std::string, std::string>>& dumps) {
+  const bool lanes = in.s.vectorized == ir::VectorizedLoop::InnermostOuter;
+  for (size_t i = 0; i < in.k.stages.size();) {
+    const size_t first = i++;
+    if (const auto* p = std::get_if<ir::PointwiseStage>(&in.k.stages[first]); p && !p->loops.empty()) {
+      dumps.emplace_back(cat("schedule_stage_loops of stage ", first), codegen::to_text(schedule_stage_loops(*p, in)));
+    }
+    const auto* head = std::get_if<ir::ReductionStage>(&in.k.stages[first]);
+    if (!head || head->loops.empty() || in.s.column_block > 0) continue;
+    i = one_pass_end(in, first, lanes);
+    std::vector<const ir::ReductionStage*> stages;
+    for (size_t j = first; j < i; ++j) stages.push_back(&std::get<ir::ReductionStage>(in.k.stages[j]));
+    const auto [lo, hi] = in.s.parallel_reduction ? chunk_bounds(head->loops[0])
+                                                  : std::pair{codegen::Bound::constant(0), in.extent(head->loops[0])};
+    const codegen::Stmt nest = schedule_reduction_loops(reduction_run(stages, lanes, false, in), lo, hi, in);
+    dumps.emplace_back(i == first + 1 ? cat("schedule_reduction_loops of stage ", first)
+                                      : cat("schedule_reduction_loops of stages ", first, "-", i - 1),
+                       codegen::to_text(nest));
+  }
+}
+
+}  // namespace
+
 ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
   using Pass = codegen::Stmt (*)(const codegen::Stmt&, const LoopNestInput&);
   static const std::pair<const char*, Pass> kPasses[] = {
@@ -35,13 +65,7 @@ ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
     if (dumps && next != out.nest) out.dumps.emplace_back(name, codegen::to_text(next));
     out.nest = std::move(next);
   }
-  // Each pointwise stage's own loops (the printer asks for them as it
-  // prints the stage: schedule_stage_loops).
-  for (size_t i = 0; dumps && i < in.k.stages.size(); ++i) {
-    const auto* p = std::get_if<ir::PointwiseStage>(&in.k.stages[i]);
-    if (!p || p->loops.empty()) continue;
-    out.dumps.emplace_back(cat("schedule_stage_loops of stage ", i), codegen::to_text(schedule_stage_loops(*p, in)));
-  }
+  if (dumps) dump_stage_loops(in, out.dumps);
   return out;
 }
 

@@ -72,8 +72,7 @@ codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput
 codegen::Stmt schedule_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
 
 /// A run of reduction stages that accumulate in one loop nest (one stage,
-/// or the stages the printer's one_pass_end folds in one pass, which share
-/// their loops), and how: the
+/// or the stages of one_pass_end, which share their loops), and how: the
 /// schedule's choices for where the run prints (reduction_run). The target
 /// declares the accumulators these describe, and prints each
 /// codegen::Accumulate of the nest as their update.
@@ -100,6 +99,13 @@ struct ReductionRun {
 /// the column tiles' block (`tiled`: they cascade per row block there).
 ReductionRun reduction_run(std::vector<const ir::ReductionStage*> stages, bool lanes, bool tiled,
                            const LoopNestInput& in);
+/// One past the last reduction stage that folds in one pass with stage
+/// `first`: in horizontal mode (InnermostOfEachStage, not in lanes, not a
+/// parallel reduction), the stages of ir::reduction_run_end whose loops are
+/// named as the first's. A layer_norm's two sums of x - mean and its square,
+/// or layer_norm backward's two gradient sums, then read each row once with
+/// two chains of adds in flight. first + 1 otherwise.
+size_t one_pass_end(const LoopNestInput& in, size_t first, bool lanes);
 /// The run's loops, the first over [lo0, hi0): serial, the innermost in
 /// cascade blocks where a stage cascades, and vectorised with its tail
 /// still in it in horizontal mode; an Accumulate inside (alone for a run

@@ -66,6 +66,25 @@ int ReductionRun::group() const {
   return g;
 }
 
+size_t one_pass_end(const LoopNestInput& in, size_t first, bool lanes) {
+  // Horizontal mode only: lane mode keeps a vector state per stage in a
+  // tile, and a parallel reduction splits a kernel's single reduction.
+  if (lanes || in.s.vectorized != ir::VectorizedLoop::InnermostOfEachStage || in.s.parallel_reduction) return first + 1;
+  const auto* head = std::get_if<ir::ReductionStage>(&in.k.stages[first]);
+  if (!head) return first + 1;
+  // The run's stages must also name their loops alike: one loop nest
+  // binds the names every body reads.
+  const size_t end = ir::reduction_run_end(in.k, first);
+  size_t i = first + 1;
+  for (; i < end; ++i) {
+    const auto& s = std::get<ir::ReductionStage>(in.k.stages[i]);
+    bool same = true;
+    for (size_t l = 0; l < s.loops.size(); ++l) same &= s.loops[l].var == head->loops[l].var;
+    if (!same) break;
+  }
+  return i;
+}
+
 ReductionRun reduction_run(std::vector<const ir::ReductionStage*> stages, bool lanes, bool tiled,
                            const LoopNestInput& in) {
   ReductionRun r;

@@ -92,6 +92,65 @@ TEST(LoopNest, AStagesVectorLoopEndsInOneMaskedVectorOrAScalarLoop) {
   EXPECT_NE(chunks.find("r0_lo = r0_chunk_begin"), std::string::npos) << chunks;
 }
 
+TEST(LoopNest, ARowSumsWholeVectorsGoInGroupsOneVectorPerAccumulator) {
+  // x.sum(1) over rows of 1003: four vector accumulators, so the whole
+  // vectors [0, 1000) run in groups of four (vector k into accumulator k),
+  // the ones after the last group into the first; the masked last vector
+  // too.
+  const KernelPtr k = scheduled(row_reduction_kernel(ReductionKind::Sum, 64, 1003), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.vector_accumulators = 4;
+    s.parallel_reduction = false;
+    s.cascade_block = 0;
+  });
+  const std::string d = after(dumps(k), "schedule_reduction_loops of stage 0");
+  EXPECT_NE(d.find("r0_grp_end = 0 + (1000 - 0) / 32 * 32"), std::string::npos) << d;
+  EXPECT_NE(d.find("stage serial for r0_grp in [0, r0_grp_end), step 32"), std::string::npos) << d;
+  EXPECT_NE(d.find("one vector at r0 = r0_grp + 24\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("accumulate into 3 of 4"), std::string::npos) << d;
+  EXPECT_NE(d.find("stage vector for r0 in [r0_grp_end, 1000), whole vectors of a masked split"), std::string::npos)
+      << d;
+  EXPECT_NE(d.find("lanes below 3 on"), std::string::npos) << d;
+  EXPECT_NE(d.find("one vector at r0 = 1000"), std::string::npos) << d;
+}
+
+TEST(LoopNest, ACascadedSumCountsItsBlocksTerms) {
+  // A float sum over rows of 100000 with cascade blocks of 1024 terms per
+  // lane: the row in blocks of 8192 (a vector holds 8 terms), each block's
+  // loop split at its whole vectors, its terms counted after it.
+  const KernelPtr k = scheduled(row_reduction_kernel(ReductionKind::Sum, 4, 100000), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::ScalarLoop;
+    s.vector_accumulators = 1;
+    s.parallel_reduction = false;
+    s.cascade_block = 1024;
+  });
+  const std::string d = after(dumps(k), "schedule_reduction_loops of stage 0");
+  EXPECT_NE(d.find("serial for r0_cblk in [0, 100000), step 8192"), std::string::npos) << d;
+  EXPECT_NE(d.find("r0_cblk_end = cppi_min_i<int64_t>(r0_cblk + 8192, 100000)"), std::string::npos) << d;
+  EXPECT_NE(d.find("stage vector for r0 in [r0_lo, r0_vec_end)"), std::string::npos) << d;
+  EXPECT_NE(d.find("stage serial for r0 in [r0_vec_end, r0_end)"), std::string::npos) << d;
+  EXPECT_NE(d.find("cascade block done: terms [r0_cblk, r0_cblk_end)"), std::string::npos) << d;
+}
+
+TEST(LoopNest, AColumnSumInLanesIsASerialLoopOfVectorUpdates) {
+  // Under a vectorised outer loop each lane reduces its own column: the
+  // reduction's loop stays serial, its update a vector of lanes.
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 16), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.parallel_loops = 0;
+    s.parallel_reduction = false;
+    s.column_block = 0;
+    s.cascade_block = 0;
+  });
+  const std::string d = after(dumps(k), "schedule_reduction_loops of stage 0");
+  EXPECT_NE(d.find("serial for r0 in [0, 64)\n  accumulate into 0 of 1"), std::string::npos) << d;
+}
+
 TEST(LoopNest, SymbolicBoundsSplitAtNamedPoints) {
   const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, sym("s0")), [](CpuSchedule& s) {
     s.vectorized = VectorizedLoop::InnermostOuter;
