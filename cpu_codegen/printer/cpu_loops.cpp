@@ -343,7 +343,9 @@ void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, 
                   ", int64_t ", row_hi, ", ", part, ") -> ", part));
   }
   // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
-  // terms per lane, merged into levels of totals (cascade_levels).
+  // terms per lane, merged into levels of totals (cascade_levels). Not
+  // lower_reduction_loops' cascade blocks: these count whole row blocks
+  // of the tile, and the column tiles' block is not in the loop IR yet.
   const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
   const int levels = cascade ? cascade_levels(rows.value, sched_.cascade_block) : 0;
   auto total_tile = [&](int l) { return l == 1 ? tile + "_total" : cat(tile, "_total", l); };

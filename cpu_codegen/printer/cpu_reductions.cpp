@@ -79,7 +79,9 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
 std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s, const ValueScope& at) {
   // Chunks of the first loop run on the threads, each from the identity;
   // their states combine in chunk order. Under a vectorised outer loop the
-  // states are vectors, a lane per outer iteration.
+  // states are vectors, a lane per outer iteration. (The chunks are not a
+  // node of the run's nest yet: each chunk declares and returns its own
+  // accumulators, which the printer keeps around the nest.)
   const bool lanes = place(at).in_vector();
   const DType t = s.body.dtype();
   const Loop& loop = s.loops[0];
