@@ -21,7 +21,8 @@ namespace {
 /// one chain of those is no bottleneck, and the copies would only cost
 /// compile time.
 bool splits_into_accumulators(const ir::ReductionStage& s) {
-  const bool kind = s.kind == ir::ReductionKind::Sum || s.kind == ir::ReductionKind::Max || s.kind == ir::ReductionKind::Min;
+  using ir::ReductionKind;
+  const bool kind = s.kind == ReductionKind::Sum || s.kind == ReductionKind::Max || s.kind == ReductionKind::Min;
   return kind && !ir::calls_math_function(s.body);
 }
 
@@ -50,8 +51,8 @@ Stmt cascade_blocks(const ReductionRun& r, const std::string& v, const Bound& lo
     return codegen::block({innermost(r, v, lo, hi, in), stmt(codegen::CascadeBlockDone{lo.text, hi.text})}, true);
   }
   const std::string from = v + "_cblk", to = v + "_cblk_end";
-  const Stmt body = codegen::block({stmt(codegen::Let{to, cat("cppi_min_i<int64_t>(", from, " + ", block, ", ", hi.text, ")")}),
-                                    innermost(r, v, Bound::symbolic(from), Bound::symbolic(to), in),
+  const codegen::Let block_end{to, cat("cppi_min_i<int64_t>(", from, " + ", block, ", ", hi.text, ")")};
+  const Stmt body = codegen::block({stmt(block_end), innermost(r, v, Bound::symbolic(from), Bound::symbolic(to), in),
                                     stmt(codegen::CascadeBlockDone{from, to})});
   codegen::For blocks{from, lo, hi, codegen::LoopKind::Serial, codegen::Tail::None, false, false, body};
   blocks.step = block;
@@ -118,7 +119,8 @@ codegen::Stmt lower_reduction_loops(const ReductionRun& r, const codegen::Bound&
   // The run's stages share their loops (one_pass_end): the first's name them.
   const size_t last = head.loops.size() - 1;
   const std::string v = codegen::loop_var(head.loops[last]);
-  Stmt body = r.cascade_terms > 0 ? cascade_blocks(r, v, lo(last), hi(last), in) : innermost(r, v, lo(last), hi(last), in);
+  Stmt body = r.cascade_terms > 0 ? cascade_blocks(r, v, lo(last), hi(last), in)
+                                  : innermost(r, v, lo(last), hi(last), in);
   for (size_t level = last; level-- > 0;) {
     body = stmt(codegen::For{codegen::loop_var(head.loops[level]), lo(level), hi(level), codegen::LoopKind::Serial,
                              codegen::Tail::None, false, false, body});

@@ -19,7 +19,8 @@ Stmt grouped(const codegen::For& l, int accumulators, const LoopNestInput& in) {
   std::vector<Stmt> vectors;
   for (int k = 0; k < accumulators; ++k) {
     const Bound at = Bound::symbolic(cat(g, " + ", int64_t{k} * w));
-    vectors.push_back(codegen::block({stmt(codegen::VectorAt{l.var, at, stmt(codegen::Accumulate{k, accumulators})})}, true));
+    const Stmt vector = stmt(codegen::VectorAt{l.var, at, stmt(codegen::Accumulate{k, accumulators})});
+    vectors.push_back(codegen::block({vector}, true));
   }
   codegen::For groups{g, l.lo, Bound::symbolic(g_end), codegen::LoopKind::Serial, codegen::Tail::None, true, false,
                       codegen::block(vectors)};
