@@ -55,6 +55,25 @@ TEST(IndirectIndex, PrintsAndCompares) {
   EXPECT_NE(e.row, indirect(load(e.idx, e.x1), 10));
 }
 
+TEST(IndirectIndex, AGatheredRowIsAffineAlongItsOwnVariable) {
+  // w[idx[x0] * 3 + x1] over (x0, x1): not affine in x0, but the leaf, which
+  // does not move along x1, is a variable of its own whose stride (3) the
+  // vector checks hold to the width.
+  Embedding e;
+  IndexExpr at = e.row * 3 + e.x1 + 5;
+  EXPECT_FALSE(affine_form(at, {e.x0, e.x1}).has_value());
+  auto form = affine_form_over_gathers(at, {e.x0, e.x1});
+  ASSERT_TRUE(form.has_value());
+  ASSERT_EQ(form->strides.size(), 3u);
+  EXPECT_EQ(form->strides[0], index_const(0));
+  EXPECT_EQ(form->strides[1], index_const(1));
+  EXPECT_EQ(form->strides[2], index_const(3));
+  EXPECT_EQ(form->offset, index_const(5));
+  // A gather along the last variable stays refused.
+  IndexExpr along = indirect(load(e.idx, e.x1), 10) * 3;
+  EXPECT_FALSE(affine_form_over_gathers(along, {e.x0, e.x1}).has_value());
+}
+
 TEST(IndirectIndex, AnalysesTreatItAsAnOpaqueBoundedAtom) {
   Embedding e;
   IndexExpr at = e.row * 3 + e.x1;
