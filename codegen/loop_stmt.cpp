@@ -33,6 +33,8 @@ const char* kind_name(LoopKind k) {
     case LoopKind::Serial: return "serial";
     case LoopKind::Vector: return "vector";
     case LoopKind::VectorTiles: return "vector tiles";
+    case LoopKind::GpuGridStride: return "gpu grid-stride";
+    case LoopKind::GpuLanes: return "gpu lanes";
   }
   return "?";
 }
@@ -57,7 +59,8 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << (n.stage_loop ? "stage " : "") << kind_name(n.kind) << " for " << n.var << " in [" << n.lo.text
              << ", " << n.hi.text << ")" << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "")
              << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "")
-             << (n.step != 1 ? cat(", step ", n.step) : std::string()) << "\n";
+             << (n.step != 1 ? cat(", step ", n.step) : std::string())
+             << (n.threads ? cat(", ", n.threads, " threads a block") : std::string()) << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {
           os << pad << "parallel chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain

@@ -48,6 +48,14 @@ enum class LoopKind : uint8_t {
   /// A Vector loop whose target prints it in blocks of vectors, its stages'
   /// loops interchanged with the vectors of a block (CPU column tiles).
   VectorTiles,
+  /// Over [lo, hi) on the GPU's grid: thread t of block b runs the body at
+  /// (b * threads + t) * step, then every gridDim.x * threads * step
+  /// iterations; the body covers `step` consecutive iterations (lo is 0).
+  GpuGridStride,
+  /// A thread's lanes, [lo, hi), of the GpuGridStride loop around it,
+  /// unrolled, `step` lanes an iteration (2: two lanes' roundings to 16 bits
+  /// paired). Its stores gather the lanes into one vector store each.
+  GpuLanes,
 };
 
 /// What a Vector loop still has to do with the iterations past its last
@@ -65,7 +73,8 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// vectors of such a loop split for a masked last vector, which starts at
 /// hi (if any is left): its values know where. step: a Serial loop's
 /// stride, its body once per `step` iterations of what it holds (a cascade
-/// block, a group of vectors).
+/// block, a group of vectors); a GPU loop's, its kind says. threads: a
+/// GpuGridStride loop's threads per block.
 struct For {
   std::string var;
   Bound lo, hi;
@@ -77,6 +86,7 @@ struct For {
   bool stage_loop = false;
   bool whole_vectors_before_rest = false;
   int64_t step = 1;
+  int threads = 0;
 };
 
 /// cppi_parallel_for(0, count, grain, ...): the body runs once per chunk
