@@ -2,7 +2,8 @@
 /// The CUDA kernel printer's class, shared by the files that print its parts
 /// (internal to gpu_codegen/codegen; the interface is cuda_printer.h):
 /// cuda_printer.cpp (the kernel's prologue, parameters, checks, the module),
-/// cuda_print_grid_stride.cpp (grid-stride pointwise and serial stages),
+/// cuda_print_grid_stride.cpp (the grid-stride mappings' loop nest, built
+/// by grid_stride_loops.h, walked; serial stages),
 /// cuda_print_rows.cpp (row and column-group mappings, split rows),
 /// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
@@ -51,6 +52,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -59,6 +61,7 @@
 #include <vector>
 
 #include "codegen/c_printer.h"
+#include "codegen/loop_stmt.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "lowering/ir/expr_visitor.h"
@@ -190,8 +193,33 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   }
 
   // --- grid-stride mappings ---------------------------------------------------------------
-  void print_grid_stride();
-  void print_vector_pointwise();
+  /// The kernel's grid-stride loop nest (grid_stride_loops.h), walked; its
+  /// text into info->loop_ir for the debug dump.
+  void print_grid_stride(PrintedCudaKernel* info);
+  /// What a vectorised kernel's lane loops share: values computed before
+  /// them (lane-invariant, or lane 0's), the vector loads read so far
+  /// (cppi_vec vN), and whether the lanes' copies fX are declared
+  /// (flat_vector: the first lane loop declares them).
+  struct VectorLanes {
+    ValueScope outer;
+    std::vector<std::pair<Expr, std::string>> loads;
+    bool lane_copies = false;
+  };
+  /// `lanes`: inside a vectorised kernel's grid-stride loop, else null.
+  void print_grid_stride_stmt(const codegen::Stmt& s, VectorLanes* lanes);
+  void print_grid_stride_part(const codegen::TargetPart& p);
+  void print_grid_stride_loop(const codegen::For& l);
+  /// A store's lanes (codegen::LoopKind::GpuLanes): its vector loads, the
+  /// values the lanes share, the lane loop and the vector store.
+  void print_lane_loop(const codegen::For& l, VectorLanes& lanes);
+  void print_vector_loads(const Store& st, VectorLanes& lanes);
+  /// Each varying loop variable at lane `lane` (by the innermost loop: x +
+  /// lane; flat_vector: every variable's lane copy fX).
+  std::map<std::string, IndexExpr> lane_vars(const std::string& lane) const;
+  std::string vector_type(DType t) const;
+  /// The lane loop of a store's `value`, one lane an iteration.
+  void print_single_lanes(const codegen::For& l, const Expr& value, const std::map<std::string, IndexExpr>& at_lane,
+                          VectorLanes& lanes, const std::string& sv);
   /// Whether a vector's lane values (`lane_values`, over one lane) round
   /// float to half or bfloat16 where the lanes differ (not found in
   /// `outer`), with an even number of `lanes`: pairing the lanes then pays.
@@ -211,11 +239,10 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// to 16 bits of lane vl and its twin of lane vl + 1 one packed
   /// conversion (cppi_float2_to_bf16): one F2FP for two elements. GPT-2's
   /// gelu_new rounds seven intermediates per element, as eager does, and
-  /// the roundings bound the kernel. `lane_vars`: each varying loop
-  /// variable at lane vl; `vloads`: the vector loads, `sv` the vector stored.
-  void print_lane_pairs(const Expr& value, const std::map<std::string, IndexExpr>& lane_vars,
-                        const std::vector<std::pair<Expr, std::string>>& vloads, const std::string& sv,
-                        ValueScope& outer);
+  /// the roundings bound the kernel. `at_lane`: each varying loop variable
+  /// at lane vl; `sv` the vector stored.
+  void print_lane_pairs(const codegen::For& l, const Expr& value, const std::map<std::string, IndexExpr>& at_lane,
+                        VectorLanes& lanes, const std::string& sv);
   /// Steps each lane's copies of the outer loop variables (f<var>) to the
   /// next flattened iteration (flat_vector).
   void print_lane_carry();

@@ -1,7 +1,11 @@
 // The CUDA printer's grid-stride mappings: pointwise kernels (scalar and
-// V-element vectorised) and one-thread-per-column reductions, stages printed
-// serially as the C printer's scalar path would (cuda_kernel_printer.h).
+// V-element vectorised) and one-thread-per-column reductions, printed by
+// walking the loop nest lower_grid_stride_loops builds (grid_stride_loops.h):
+// the grid-stride loop, the unravelled outer variables, a vectorised store's
+// lane loop; stages printed serially as the C printer's scalar path would
+// (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "gpu_codegen/codegen/grid_stride_loops.h"
 #include "lowering/ir/scalar_convert.h"
 
 #include <algorithm>
@@ -10,13 +14,60 @@ namespace cppi::gpu::cuda_print {
 
 // --- grid-stride mappings --------------------------------------------------------------------
 
-void CudaKernelPrinter::print_grid_stride() {
-  const int b = g_.block_size;
-  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
-  out_.open(cat("for (int64_t idx = (int64_t)blockIdx.x * ", b, " + threadIdx.x; idx < n; idx += (int64_t)gridDim.x * ", b,
-                ")"));
-  unravel_outer("idx");
-  print_serial_stages();
+void CudaKernelPrinter::print_grid_stride(PrintedCudaKernel* info) {
+  // Only the grid-stride mappings print from a loop nest so far: the row and
+  // column-group mappings (cuda_print_rows.cpp) and the scans' block mappings
+  // (cuda_print_scans.cpp) still print their loops directly (issue #38).
+  const codegen::Stmt nest = lower_grid_stride_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
+  if (options_.loop_ir_dumps) {
+    info->loop_ir = cat("// ", name_, " after lower_grid_stride_loops\n", codegen::to_text(nest));
+  }
+  print_grid_stride_stmt(nest, nullptr);
+}
+
+void CudaKernelPrinter::print_grid_stride_stmt(const codegen::Stmt& s, VectorLanes* lanes) {
+  if (const auto* l = std::get_if<codegen::For>(&s->node)) {
+    if (l->kind == codegen::LoopKind::GpuGridStride) {
+      print_grid_stride_loop(*l);
+    } else if (l->kind == codegen::LoopKind::GpuLanes && lanes) {
+      print_lane_loop(*l, *lanes);
+    } else {
+      fail(cat("kernel ", k_.name, ": loop ", l->var, " is not a grid-stride or lane loop"));
+    }
+  } else if (const auto* b = std::get_if<codegen::Block>(&s->node)) {
+    for (const codegen::Stmt& c : b->body) print_grid_stride_stmt(c, lanes);
+  } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
+    out_.line(cat("const int64_t ", let->name, " = ", let->value, ";"));
+  } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node)) {
+    print_grid_stride_part(*part);
+  } else if (std::holds_alternative<codegen::Stages>(s->node)) {
+    print_serial_stages();
+  } else {
+    fail(cat("kernel ", k_.name, ": a grid-stride loop nest holds a statement it cannot print"));
+  }
+}
+
+void CudaKernelPrinter::print_grid_stride_part(const codegen::TargetPart& p) {
+  if (p.args.size() != 1) fail(cat("kernel ", k_.name, ": ", p.what, " takes the flat index"));
+  if (p.what == grid_part::kUsedOuterVars) {
+    unravel_outer(p.args[0]);
+  } else if (p.what == grid_part::kOuterVars) {
+    unravel(k_.outer, p.args[0]);
+  } else {
+    fail(cat("kernel ", k_.name, ": no grid-stride part ", p.what));
+  }
+}
+
+void CudaKernelPrinter::print_grid_stride_loop(const codegen::For& l) {
+  if (l.lo.value != 0 || l.threads <= 0) {
+    fail(cat("kernel ", k_.name, ": grid-stride loop ", l.var, " from ", l.lo.text, " on ", l.threads, " threads"));
+  }
+  const std::string thread = cat("(int64_t)blockIdx.x * ", l.threads, " + threadIdx.x");
+  const std::string first = l.step == 1 ? thread : cat("(", thread, ") * ", l.step);
+  out_.open(cat("for (int64_t ", l.var, " = ", first, "; ", l.var, " < ", l.hi.text, "; ", l.var,
+                " += (int64_t)gridDim.x * ", l.threads * l.step, ")"));
+  VectorLanes lanes;
+  print_grid_stride_stmt(l.body, l.step > 1 ? &lanes : nullptr);
   out_.close();
 }
 
@@ -128,101 +179,95 @@ void CudaKernelPrinter::hoist_invariants(const std::vector<Expr>& roots, const s
   for (const Expr& e : outermost_picks(roots, invariant, not_left)) scalar_value(e, outer);
 }
 
-void CudaKernelPrinter::print_vector_pointwise() {
-  const int b = g_.block_size;
-  const int w = g_.elements_per_thread;
-  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
-  out_.open(cat("for (int64_t idx = ((int64_t)blockIdx.x * ", b, " + threadIdx.x) * ", w,
-                "; idx < n; idx += (int64_t)gridDim.x * ", b * w, ")"));
-  unravel(k_.outer, "idx");
+std::map<std::string, IndexExpr> CudaKernelPrinter::lane_vars(const std::string& lane) const {
   // What moves from lane to lane: by the innermost loop, its variable (x +
   // vl); over the flattened loops, every loop variable, each lane's own copy
   // (print_lane_carry).
-  std::set<std::string> varying;
-  std::map<std::string, IndexExpr> lane_vars;
+  std::map<std::string, IndexExpr> vars;
   for (size_t j = 0; j < k_.outer.size(); ++j) {
     if (!g_.flat_vector && j + 1 < k_.outer.size()) continue;
     const Loop& l = k_.outer[j];
-    const std::string name = l.var.as<IndexVar>()->name;
-    varying.insert(name);
-    if (g_.flat_vector) {
-      lane_vars[name] = var("f" + var_name(l));
+    vars[l.var.as<IndexVar>()->name] = g_.flat_vector ? var("f" + var_name(l)) : l.var + var(lane);
+  }
+  return vars;
+}
+
+std::string CudaKernelPrinter::vector_type(DType t) const {
+  return cat("cppi_vec<", dtype_ctype(t), ", ", g_.elements_per_thread, ">");
+}
+
+void CudaKernelPrinter::print_vector_loads(const Store& st, VectorLanes& lanes) {
+  for (const Expr& e : post_order({st.value})) {
+    auto l = e.as<Load>();
+    if (!l || !is_vector_load(k_, g_, *l)) continue;
+    bool seen = false;
+    for (const auto& [x, name] : lanes.loads) seen |= structurally_equal(x, e);
+    if (seen) continue;
+    const std::string name = fresh_name("v");
+    const std::string vt = vector_type(l->dtype);
+    const std::string load = cat("*(const ", vt, "*)(", pointer_name(l->buffer->name), " + ", index(l->index), ")");
+    if (l->mask.defined()) {
+      // The mask is the same for every lane (uniform_mask_bounds): lane 0's decides.
+      const CValue m = scalar_value(l->mask, lanes.outer);
+      out_.line(cat("const ", vt, " ", name, " = ", m.text, " ? ", load, " : ", vt, "{};"));
     } else {
-      lane_vars[name] = l.var + var("vl");
+      out_.line(cat("const ", vt, " ", name, " = ", load, ";"));
     }
+    lanes.loads.emplace_back(e, name);
   }
-  ValueScope outer;
-  // Vector loads by (buffer, index), each a cppi_vec named vN.
-  std::vector<std::pair<Expr, std::string>> vloads;
-  bool lane_copies = false;  // fx declared (by the first store's lane loop)
-  auto vector_type = [&](DType t) { return cat("cppi_vec<", dtype_ctype(t), ", ", w, ">"); };
-  for (const auto& stage : k_.stages) {
-    for (const auto& st : std::get<PointwiseStage>(stage).stores) {
-      for (const Expr& e : post_order({st.value})) {
-        auto l = e.as<Load>();
-        if (!l || !is_vector_load(k_, g_, *l)) continue;
-        bool seen = false;
-        for (const auto& [x, name] : vloads) seen |= structurally_equal(x, e);
-        if (seen) continue;
-        const std::string name = fresh_name("v");
-        const std::string vt = vector_type(l->dtype);
-        const std::string load = cat("*(const ", vt, "*)(", pointer_name(l->buffer->name), " + ", index(l->index), ")");
-        if (l->mask.defined()) {
-          // The mask is the same for every lane (uniform_mask_bounds): lane 0's decides.
-          const CValue m = scalar_value(l->mask, outer);
-          out_.line(cat("const ", vt, " ", name, " = ", m.text, " ? ", load, " : ", vt, "{};"));
-        } else {
-          out_.line(cat("const ", vt, " ", name, " = ", load, ";"));
-        }
-        vloads.emplace_back(e, name);
-      }
-      hoist_invariants({st.value}, varying, outer);
-      const std::string sv = fresh_name("sv");  // not "s": size symbols are s0, s1, ...
-      const std::string vt = vector_type(st.buffer->dtype);
-      out_.line(cat(vt, " ", sv, ";"));
-      if (g_.flat_vector) {
-        for (const auto& l : k_.outer) {
-          const std::string name = var_name(l);
-          out_.line(cat(lane_copies ? "" : "int64_t ", "f", name, " = ", name, ";"));
-        }
-        lane_copies = true;
-      }
-      const Expr shifted = substitute_indices(st.value, lane_vars);
-      if (!g_.flat_vector && rounds_lanes({shifted}, outer, w)) {
-        print_lane_pairs(st.value, lane_vars, vloads, sv, outer);
-      } else {
-        out_.line("#pragma unroll");
-        out_.open(cat("for (int vl = 0; vl < ", w, "; ++vl)"));
-        const codegen::ExprSet sincos = codegen::sincos_operands({shifted});
-        ValueScope lanes(&outer, nullptr, &sincos);
-        for (const auto& [x, name] : vloads) {
-          lanes.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
-        }
-        const CValue v = scalar_value(shifted, lanes);
-        out_.line(cat(sv, ".v[vl] = ", v.text, ";"));
-        if (g_.flat_vector) print_lane_carry();
-        out_.close();
-      }
-      out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", sv, ");"));
-      outer.forget_loads_of(st.buffer->name);
-      std::vector<std::pair<Expr, std::string>> kept;
-      for (auto& p : vloads) {
-        if (!codegen::reads_buffer(p.first, st.buffer->name)) kept.push_back(p);
-      }
-      vloads = std::move(kept);
-    }
+}
+
+void CudaKernelPrinter::print_lane_loop(const codegen::For& l, VectorLanes& lanes) {
+  const auto* leaf = std::get_if<codegen::StageStores>(&l.body->node);
+  if (!leaf || leaf->stores.size() != 1 || l.lo.value != 0 || l.hi.value != g_.elements_per_thread ||
+      (l.step != 1 && l.step != 2)) {
+    fail(cat("kernel ", k_.name, ": lane loop ", l.var, " is not over one store's lanes of a thread"));
   }
+  const Store& st = leaf->stores[0];
+  print_vector_loads(st, lanes);
+  const std::map<std::string, IndexExpr> at_lane = lane_vars(l.var);
+  std::set<std::string> varying;
+  for (const auto& [name, e] : at_lane) varying.insert(name);
+  hoist_invariants({st.value}, varying, lanes.outer);
+  const std::string sv = fresh_name("sv");  // not "s": size symbols are s0, s1, ...
+  out_.line(cat(vector_type(st.buffer->dtype), " ", sv, ";"));
+  if (g_.flat_vector) {
+    const char* type = lanes.lane_copies ? "" : "int64_t ";
+    for (const auto& o : k_.outer) out_.line(cat(type, "f", var_name(o), " = ", var_name(o), ";"));
+    lanes.lane_copies = true;
+  }
+  if (l.step == 2) {
+    print_lane_pairs(l, st.value, at_lane, lanes, sv);
+  } else {
+    print_single_lanes(l, st.value, at_lane, lanes, sv);
+  }
+  out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", sv, ");"));
+  lanes.outer.forget_loads_of(st.buffer->name);
+  std::vector<std::pair<Expr, std::string>> kept;
+  for (auto& p : lanes.loads) {
+    if (!codegen::reads_buffer(p.first, st.buffer->name)) kept.push_back(p);
+  }
+  lanes.loads = std::move(kept);
+}
+
+void CudaKernelPrinter::print_single_lanes(const codegen::For& l, const Expr& value,
+                                           const std::map<std::string, IndexExpr>& at_lane, VectorLanes& lanes,
+                                           const std::string& sv) {
+  const Expr shifted = substitute_indices(value, at_lane);
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int ", l.var, " = 0; ", l.var, " < ", l.hi.text, "; ++", l.var, ")"));
+  const codegen::ExprSet sincos = codegen::sincos_operands({shifted});
+  ValueScope scope(&lanes.outer, nullptr, &sincos);
+  for (const auto& [x, name] : lanes.loads) {
+    scope.add(substitute_indices(x, at_lane), CValue{cat(name, ".v[", l.var, "]"), x.dtype()});
+  }
+  const CValue v = scalar_value(shifted, scope);
+  out_.line(cat(sv, ".v[", l.var, "] = ", v.text, ";"));
+  if (g_.flat_vector) print_lane_carry();
   out_.close();
 }
 
 namespace {
-
-/// A rounding from float to half or bfloat16.
-const Cast* rounding_to_16_bits(const Expr& e) {
-  const auto* c = e.as<Cast>();
-  const bool narrow = c && (c->dtype == DType::Float16 || c->dtype == DType::BFloat16);
-  return narrow && c->value.dtype() == DType::Float32 ? c : nullptr;
-}
 
 /// The packed operation (cppi_bf16x2_op / cppi_halfx2_op) of an add,
 /// subtract or multiply; nullptr for other operations.
@@ -305,23 +350,23 @@ void CudaKernelPrinter::pair_roundings(const Expr& lane0, const Expr& lane1, Val
   }
 }
 
-void CudaKernelPrinter::print_lane_pairs(const Expr& value, const std::map<std::string, IndexExpr>& lane_vars,
-                                         const std::vector<std::pair<Expr, std::string>>& vloads,
-                                         const std::string& sv, ValueScope& outer) {
+void CudaKernelPrinter::print_lane_pairs(const codegen::For& l, const Expr& value,
+                                         const std::map<std::string, IndexExpr>& at_lane, VectorLanes& lanes,
+                                         const std::string& sv) {
   std::map<std::string, IndexExpr> next_vars;
-  for (const auto& [name, e] : lane_vars) next_vars[name] = e + 1;
-  const Expr lane[2] = {substitute_indices(value, lane_vars), substitute_indices(value, next_vars)};
+  for (const auto& [name, e] : at_lane) next_vars[name] = e + 1;
+  const Expr lane[2] = {substitute_indices(value, at_lane), substitute_indices(value, next_vars)};
   out_.line("#pragma unroll");
-  out_.open(cat("for (int vl = 0; vl < ", g_.elements_per_thread, "; vl += 2)"));
+  out_.open(cat("for (int ", l.var, " = 0; ", l.var, " < ", l.hi.text, "; ", l.var, " += 2)"));
   const codegen::ExprSet sincos = codegen::sincos_operands({lane[0], lane[1]});
-  ValueScope scope0(&outer, nullptr, &sincos), scope1(&outer, nullptr, &sincos);
-  for (const auto& [x, name] : vloads) {
-    scope0.add(substitute_indices(x, lane_vars), CValue{name + ".v[vl]", x.dtype()});
-    scope1.add(substitute_indices(x, next_vars), CValue{name + ".v[vl + 1]", x.dtype()});
+  ValueScope scope0(&lanes.outer, nullptr, &sincos), scope1(&lanes.outer, nullptr, &sincos);
+  for (const auto& [x, name] : lanes.loads) {
+    scope0.add(substitute_indices(x, at_lane), CValue{cat(name, ".v[", l.var, "]"), x.dtype()});
+    scope1.add(substitute_indices(x, next_vars), CValue{cat(name, ".v[", l.var, " + 1]"), x.dtype()});
   }
   pair_roundings(lane[0], lane[1], scope0, scope1);
-  out_.line(cat(sv, ".v[vl] = ", scalar_value(lane[0], scope0).text, ";"));
-  out_.line(cat(sv, ".v[vl + 1] = ", scalar_value(lane[1], scope1).text, ";"));
+  out_.line(cat(sv, ".v[", l.var, "] = ", scalar_value(lane[0], scope0).text, ";"));
+  out_.line(cat(sv, ".v[", l.var, " + 1] = ", scalar_value(lane[1], scope1).text, ";"));
   out_.close();
 }
 

@@ -331,10 +331,8 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     print_rows();
   } else if (walk_ == RowWalk::ColumnGroups) {
     print_column_groups();
-  } else if (g_.elements_per_thread > 1) {
-    print_vector_pointwise();
   } else {
-    print_grid_stride();
+    print_grid_stride(info);
   }
   out_.close();
   // Whether the body combines across a block (shared memory) or a warp

@@ -361,6 +361,28 @@ TEST(CudaPrinter, NeighbouringLanesRoundInPairs) {
   EXPECT_EQ(source_of(scheduled(add_relu_mul(sym("s0"), sym("s1")))).find("vl += 2"), std::string::npos);
 }
 
+TEST(CudaPrinter, GridStrideKernelsPrintTheirLoopNest) {
+  // The loop nest lower_grid_stride_loops builds, as the debug dump shows it
+  // (loop_ir_scheduled_cuda.txt): the grid-stride loop over the elements, a
+  // store's lanes two at a time where they round to bf16.
+  CudaPrintOptions dumps;
+  dumps.loop_ir_dumps = true;
+  auto m = print_cuda_module({scheduled(rounded_chain(sym("s0"), sym("s1"), DType::BFloat16))}, kSymbols, dumps);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  expect_in_order(m->kernels[0].loop_ir,
+                  {"after lower_grid_stride_loops", "n = ", "gpu grid-stride for idx in [0, n), step 8, 128 threads a block",
+                   "unravel the outer variables from idx", "gpu lanes for vl in [0, 8), step 2", "store out"});
+  // One element a thread: the stages inside, printed serially.
+  auto scalar = print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols, dumps);
+  ASSERT_TRUE(scalar.ok()) << scalar.error().message;
+  expect_in_order(scalar->kernels[0].loop_ir,
+                  {"gpu grid-stride for idx in [0, n), ", "unravel the outer variables the stages use from idx",
+                   "stages"});
+  EXPECT_EQ(scalar->kernels[0].loop_ir.find("gpu lanes"), std::string::npos);
+  // Only when asked for.
+  EXPECT_TRUE(print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols)->kernels[0].loop_ir.empty());
+}
+
 TEST(CudaPrinter, RowPerWarpUsesShuffles) {
   auto m = print_cuda_module({scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
