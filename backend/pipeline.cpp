@@ -262,6 +262,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     gpu::CudaKernelOptions opts;
     opts.print.origin_source = origins;
     opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
+    opts.print.loop_ir_dumps = !ctx.options.debug_dir.empty();
     TuningPlan tuning;
     if (ctx.options.autotune) {
       auto target = gpu::GpuTarget::current();
@@ -284,6 +285,9 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     std::string twins;  // compiled only if a launch needs them
     for (const auto& k : compiled->kernels) twins += k->info().scalar_twin_source;
     if (!twins.empty()) ctx.dump("kernels_scalar_twins.cu", twins);
+    std::string loop_ir;
+    for (const auto& k : compiled->kernels) loop_ir += k->info().loop_ir;
+    if (!loop_ir.empty()) ctx.dump("loop_ir_scheduled_cuda.txt", loop_ir);
     cg.sources.emplace_back("kernels.cu", compiled->source);
     cg.sources.emplace_back("kernels.ptx", compiled->ptx);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
