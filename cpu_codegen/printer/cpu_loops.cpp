@@ -94,6 +94,9 @@ void CpuKernelPrinter::print_loops(const codegen::Stmt& s, const ValueScope& at)
 
 void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& at) {
   if (l.tail != codegen::Tail::None) fail(cat("kernel ", k_.name, ": the tail of vector loop ", l.var, " is not split off"));
+  if (l.kind == codegen::LoopKind::GpuGridStride || l.kind == codegen::LoopKind::GpuLanes) {
+    fail(cat("kernel ", k_.name, ": loop ", l.var, " is bound to the GPU"));
+  }
   if (l.kind == codegen::LoopKind::VectorTiles) {
     print_tiled_columns(l.var, l.lo.text, l.hi.text, at, l.overlapped_rest);
     return;
