@@ -35,6 +35,8 @@ const char* kind_name(LoopKind k) {
     case LoopKind::VectorTiles: return "vector tiles";
     case LoopKind::GpuGridStride: return "gpu grid-stride";
     case LoopKind::GpuLanes: return "gpu lanes";
+    case LoopKind::GpuWarpRows: return "gpu warp rows";
+    case LoopKind::GpuBlockRows: return "gpu block rows";
   }
   return "?";
 }
@@ -60,7 +62,8 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
              << ", " << n.hi.text << ")" << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "")
              << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "")
              << (n.step != 1 ? cat(", step ", n.step) : std::string())
-             << (n.threads ? cat(", ", n.threads, " threads a block") : std::string()) << "\n";
+             << (n.threads ? cat(", ", n.threads, " threads a block") : std::string())
+             << (n.splits != 1 ? cat(", ", n.splits, " blocks a row") : std::string()) << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {
           os << pad << "parallel chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain

@@ -48,6 +48,7 @@ enum class LoopKind : uint8_t {
   /// A Vector loop whose target prints it in blocks of vectors, its stages'
   /// loops interchanged with the vectors of a block (CPU column tiles).
   VectorTiles,
+  // The loops bound to the GPU, last (bound_to_gpu).
   /// Over [lo, hi) on the GPU's grid: thread t of block b runs the body at
   /// (b * threads + t) * step, then every gridDim.x * threads * step
   /// iterations; the body covers `step` consecutive iterations (lo is 0).
@@ -56,7 +57,19 @@ enum class LoopKind : uint8_t {
   /// unrolled, `step` lanes an iteration (2: two lanes' roundings to 16 bits
   /// paired). Its stores gather the lanes into one vector store each.
   GpuLanes,
+  /// Rows [lo, hi) over the GPU's grid, a warp a row: warp w of block b
+  /// takes row b * step + w, then every gridDim.x * step rows (step: the
+  /// block's warps, `threads` / 32; lo is 0).
+  GpuWarpRows,
+  /// Rows [lo, hi) over the GPU's grid, a block a row: block b takes row b,
+  /// then every gridDim.x rows. With `splits` P > 1 a row is P blocks' and
+  /// the grid exactly hi x P blocks: block b takes part b % P of row b / P,
+  /// no loop (lo is 0).
+  GpuBlockRows,
 };
+
+/// Whether a loop of kind `k` is bound to the GPU (only the CUDA printer prints it).
+inline bool bound_to_gpu(LoopKind k) { return k >= LoopKind::GpuGridStride; }
 
 /// What a Vector loop still has to do with the iterations past its last
 /// whole vector: nothing (they are split off, or the loop runs whole vectors
@@ -74,7 +87,8 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// hi (if any is left): its values know where. step: a Serial loop's
 /// stride, its body once per `step` iterations of what it holds (a cascade
 /// block, a group of vectors); a GPU loop's, its kind says. threads: a
-/// GpuGridStride loop's threads per block.
+/// GPU loop's threads per block (not a GpuLanes loop's). splits: a
+/// GpuBlockRows loop's blocks a row.
 struct For {
   std::string var;
   Bound lo, hi;
@@ -87,6 +101,7 @@ struct For {
   bool whole_vectors_before_rest = false;
   int64_t step = 1;
   int threads = 0;
+  int splits = 1;
 };
 
 /// cppi_parallel_for(0, count, grain, ...): the body runs once per chunk

@@ -94,7 +94,7 @@ void CpuKernelPrinter::print_loops(const codegen::Stmt& s, const ValueScope& at)
 
 void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& at) {
   if (l.tail != codegen::Tail::None) fail(cat("kernel ", k_.name, ": the tail of vector loop ", l.var, " is not split off"));
-  if (l.kind == codegen::LoopKind::GpuGridStride || l.kind == codegen::LoopKind::GpuLanes) {
+  if (codegen::bound_to_gpu(l.kind)) {
     fail(cat("kernel ", k_.name, ": loop ", l.var, " is bound to the GPU"));
   }
   if (l.kind == codegen::LoopKind::VectorTiles) {
