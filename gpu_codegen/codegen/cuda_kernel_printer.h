@@ -4,7 +4,8 @@
 /// cuda_printer.cpp (the kernel's prologue, parameters, checks, the module),
 /// cuda_print_grid_stride.cpp (the grid-stride mappings' loop nest, built
 /// by grid_stride_loops.h, walked; serial stages),
-/// cuda_print_rows.cpp (row and column-group mappings, split rows),
+/// cuda_print_rows.cpp (row and column-group mappings, split rows; the
+/// loop over the rows built by row_loops.h, walked),
 /// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
 ///
@@ -300,7 +301,14 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
                         const std::vector<Expr>& leave = {});
 
   // --- row mappings ---------------------------------------------------------------------------
-  void print_rows();
+  /// The kernel's loop over its rows (row_loops.h), walked; its text into
+  /// info->loop_ir for the debug dump.
+  void print_rows(PrintedCudaKernel* info);
+  void print_row_stmt(const codegen::Stmt& s);
+  void print_row_part(const codegen::TargetPart& p);
+  /// A GpuWarpRows or GpuBlockRows loop, `tid` (the thread's place in its
+  /// row) before it; split rows: `row` and `split` from the block, no loop.
+  void print_row_loop(const codegen::For& l);
   void print_column_groups();
   /// The stages of one row / column group, in order.
   void print_row_stages();

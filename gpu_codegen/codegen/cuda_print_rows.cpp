@@ -1,42 +1,79 @@
 // The CUDA printer's row mappings (a row per warp or per block, cached rows,
-// rows split across blocks) and column groups (a column reduction split
+// rows split across blocks; the loop over the rows a nest lower_row_loops
+// builds, row_loops.h, which it walks) and column groups (a column reduction split
 // across row slices), which walk stage loops as row kernels do
 // (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "gpu_codegen/codegen/grid_stride_loops.h"
+#include "gpu_codegen/codegen/row_loops.h"
 #include "lowering/ir/index_affine.h"
 
 namespace cppi::gpu::cuda_print {
 
 // --- row mappings ------------------------------------------------------------------------------
 
-void CudaKernelPrinter::print_rows() {
-  const bool warp = g_.mapping == GpuMapping::RowPerWarp;
-  const int b = g_.block_size;
-  out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
-  if (warp) {
-    const int rows_per_block = b / 32;
-    out_.line("const int tid = threadIdx.x & 31;");
-    out_.open(cat("for (int64_t row = (int64_t)blockIdx.x * ", rows_per_block,
-                  " + (threadIdx.x >> 5); row < rows; row += (int64_t)gridDim.x * ", rows_per_block, ")"));
-  } else if (g_.row_splits > 1) {
-    // Exactly rows x P blocks: no loop over rows (the last block returns early).
-    const int splits = g_.row_splits;
-    out_.line("const int tid = threadIdx.x;");
-    out_.line(cat("const int64_t row = ", div_by("(int64_t)blockIdx.x", splits), ";"));
-    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - row * ", splits, ";"));
-    out_.open("if (row < rows)");
+void CudaKernelPrinter::print_rows(PrintedCudaKernel* info) {
+  // The loop over the rows is a nest; inside a row, the stages' position
+  // loops and a cached row's slot loops still print in place (issue #38).
+  const codegen::Stmt nest = lower_row_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
+  if (options_.loop_ir_dumps) info->loop_ir = cat("// ", name_, " after lower_row_loops\n", codegen::to_text(nest));
+  print_row_stmt(nest);
+}
+
+void CudaKernelPrinter::print_row_stmt(const codegen::Stmt& s) {
+  if (const auto* l = std::get_if<codegen::For>(&s->node)) {
+    print_row_loop(*l);
+  } else if (const auto* b = std::get_if<codegen::Block>(&s->node)) {
+    for (const codegen::Stmt& c : b->body) print_row_stmt(c);
+  } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
+    out_.line(cat("const int64_t ", let->name, " = ", let->value, ";"));
+  } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node)) {
+    print_row_part(*part);
+  } else if (std::holds_alternative<codegen::Stages>(s->node)) {
+    locals_.clear();
+    print_row_stages();
   } else {
-    out_.line("const int tid = threadIdx.x;");
-    out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
+    fail(cat("kernel ", k_.name, ": a row loop nest holds a statement it cannot print"));
   }
-  unravel_outer("row");
-  locals_.clear();
-  if (cached_elements_ > 0) print_row_cache_prologue();
-  print_row_stages();
+}
+
+void CudaKernelPrinter::print_row_part(const codegen::TargetPart& p) {
+  if (p.what == grid_part::kUsedOuterVars && p.args.size() == 1) {
+    unravel_outer(p.args[0]);
+  } else if (p.what == row_part::kFillRowCache && p.args.empty()) {
+    print_row_cache_prologue();
+  } else {
+    fail(cat("kernel ", k_.name, ": no row part ", p.what, " of ", p.args.size(), " arguments"));
+  }
+}
+
+void CudaKernelPrinter::print_row_loop(const codegen::For& l) {
+  if (l.lo.value != 0 || l.threads <= 0) {
+    fail(cat("kernel ", k_.name, ": row loop ", l.var, " from ", l.lo.text, " on ", l.threads, " threads"));
+  }
+  const std::string& v = l.var;
+  if (l.kind == codegen::LoopKind::GpuWarpRows) {
+    out_.line("const int tid = threadIdx.x & 31;");
+    out_.open(cat("for (int64_t ", v, " = (int64_t)blockIdx.x * ", l.step, " + (threadIdx.x >> 5); ", v, " < ", l.hi.text,
+                  "; ", v, " += (int64_t)gridDim.x * ", l.step, ")"));
+  } else if (l.kind == codegen::LoopKind::GpuBlockRows && l.splits > 1) {
+    // Exactly rows x P blocks: no loop over rows (the last block returns early).
+    out_.line("const int tid = threadIdx.x;");
+    out_.line(cat("const int64_t ", v, " = ", div_by("(int64_t)blockIdx.x", l.splits), ";"));
+    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - ", v, " * ", l.splits, ";"));
+    out_.open(cat("if (", v, " < ", l.hi.text, ")"));
+  } else if (l.kind == codegen::LoopKind::GpuBlockRows) {
+    out_.line("const int tid = threadIdx.x;");
+    out_.open(cat("for (int64_t ", v, " = blockIdx.x; ", v, " < ", l.hi.text, "; ", v, " += gridDim.x)"));
+  } else {
+    fail(cat("kernel ", k_.name, ": loop ", l.var, " is not a row loop"));
+  }
+  print_row_stmt(l.body);
   out_.close();
 }
 
 void CudaKernelPrinter::print_column_groups() {
+  // The loop over the column groups still prints in place (issue #38).
   out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
   out_.line("const int lane = threadIdx.x & 31;");
   out_.line("const int tid = threadIdx.x >> 5;");
@@ -114,6 +151,7 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   // With V-element vectors, a thread's V consecutive slots hold V
   // consecutive positions (GpuSchedule::cache_vector): one 16-byte load each.
   const int v = g_.cache_vector;
+  // The slot loops of a cached row still print in place (issue #38).
   out_.line("#pragma unroll");
   out_.open(v > 1 ? cat("for (int slot = 0; slot < ", e, "; slot += ", v, ")")
                   : cat("for (int slot = 0; slot < ", e, "; ++slot)"));

@@ -328,7 +328,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
     return out_.str();
   }
   if (walk_ == RowWalk::Rows) {
-    print_rows();
+    print_rows(info);
   } else if (walk_ == RowWalk::ColumnGroups) {
     print_column_groups();
   } else {

@@ -383,6 +383,36 @@ TEST(CudaPrinter, GridStrideKernelsPrintTheirLoopNest) {
   EXPECT_TRUE(print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols)->kernels[0].loop_ir.empty());
 }
 
+TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
+  // The loop over the rows lower_row_loops builds, as the debug dump shows
+  // it: a warp's rows, a block's rows, a split row's blocks, and inside a
+  // row the unravelled outer variables, a cached row's filling, the stages.
+  CudaPrintOptions dumps;
+  dumps.loop_ir_dumps = true;
+  auto loop_ir = [&](const KernelPtr& k) {
+    auto m = print_cuda_module({k}, kSymbols, dumps);
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    return m.ok() ? m->kernels[0].loop_ir : std::string();
+  };
+  const KernelPtr warp = scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512));
+  ASSERT_EQ(warp->schedule.gpu.mapping, GpuMapping::RowPerWarp);
+  const int warp_size = warp->schedule.gpu.block_size;
+  expect_in_order(loop_ir(warp), {"after lower_row_loops", "rows = s0",
+                                  "gpu warp rows for row in [0, rows), step " + std::to_string(warp_size / 32) + ", " +
+                                      std::to_string(warp_size) + " threads a block",
+                                  "unravel the outer variables the stages use from row", "stages"});
+  const std::string block = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
+  expect_in_order(block, {"gpu block rows for row in [0, rows), 256 threads a block\n", "unravel", "fill the row cache",
+                          "stages"});
+  const KernelPtr split = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
+  expect_in_order(loop_ir(split), {"rows = 2", "gpu block rows for row in [0, rows), " +
+                                                   std::to_string(split->schedule.gpu.block_size) +
+                                                   " threads a block, 18 blocks a row"});
+  EXPECT_EQ(loop_ir(split).find("fill the row cache"), std::string::npos);  // too long to cache
+  // Only when asked for.
+  EXPECT_TRUE(print_cuda_module({warp}, kSymbols)->kernels[0].loop_ir.empty());
+}
+
 TEST(CudaPrinter, RowPerWarpUsesShuffles) {
   auto m = print_cuda_module({scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512))}, kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;

@@ -1,0 +1,31 @@
+// lower_row_loops (row_loops.h): a row kernel's loop over its rows as the
+// scheduled loop IR.
+#include "gpu_codegen/codegen/row_loops.h"
+
+#include "gpu_codegen/codegen/grid_stride_loops.h"
+
+namespace cppi::gpu {
+
+using namespace codegen;
+
+Stmt lower_row_loops(const ir::Kernel& k, const ir::GpuSchedule& g,
+                     const std::function<std::string(const ir::IndexExpr&)>& index) {
+  std::vector<ir::IndexExpr> extents;
+  for (const auto& l : k.outer) extents.push_back(l.extent);
+  std::vector<Stmt> row{stmt(TargetPart{grid_part::kUsedOuterVars, {"row"}})};
+  if (g.elements_per_thread > 0) row.push_back(stmt(TargetPart{row_part::kFillRowCache, {}}));
+  row.push_back(stmt(Stages{}));
+  For l;
+  l.var = "row";
+  l.lo = Bound::constant(0);
+  l.hi = Bound::symbolic("rows");
+  const bool warp = g.mapping == ir::GpuMapping::RowPerWarp;
+  l.kind = warp ? LoopKind::GpuWarpRows : LoopKind::GpuBlockRows;
+  l.step = warp ? g.block_size / 32 : 1;
+  l.threads = g.block_size;
+  l.splits = warp ? 1 : g.row_splits;
+  l.body = block(std::move(row));
+  return block({stmt(Let{"rows", index(ir::product(extents))}), stmt(std::move(l))});
+}
+
+}  // namespace cppi::gpu
