@@ -9,7 +9,7 @@ graph gets a folder:
       loop_ir_pre_fusion.txt    one loop nest per lowered op (when lowering ran)
       loop_ir_post_fusion.txt   the kernels after fusion, with their schedules
       loop_ir_scheduled.txt     each CPU kernel's loop nest, after each schedule pass
-      loop_ir_scheduled_cuda.txt  each grid-stride CUDA kernel's loop nest
+      loop_ir_scheduled_cuda.txt  each grid-stride or row CUDA kernel's loop nest
       kernels.cpp / .cu / .ptx  the generated code, with FX-node and source-line comments
       wrapper_plan.txt          the call sequence: kernels, extern calls, ATen fallbacks
       explain.txt               what lowered, what fell back and why, fusion refusals, timings
