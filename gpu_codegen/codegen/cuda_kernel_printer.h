@@ -221,10 +221,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// The lane loop of a store's `value`, one lane an iteration.
   void print_single_lanes(const codegen::For& l, const Expr& value, const std::map<std::string, IndexExpr>& at_lane,
                           VectorLanes& lanes, const std::string& sv);
-  /// Whether a vector's lane values (`lane_values`, over one lane) round
-  /// float to half or bfloat16 where the lanes differ (not found in
-  /// `outer`), with an even number of `lanes`: pairing the lanes then pays.
-  bool rounds_lanes(const std::vector<Expr>& lane_values, const ValueScope& outer, int lanes) const;
   /// Two lanes' values of one shape (lane0 in scope0, lane1 in scope1):
   /// prints each rounding to 16 bits of lane 0 with its twin of lane 1 as
   /// one packed conversion (cppi_float2_to_bf16), their operands first, and

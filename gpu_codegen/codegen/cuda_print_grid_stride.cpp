@@ -323,14 +323,6 @@ bool CudaKernelPrinter::print_packed_pair(const Expr& lane0, const Expr& lane1, 
   return true;
 }
 
-bool CudaKernelPrinter::rounds_lanes(const std::vector<Expr>& lane_values, const ValueScope& outer, int lanes) const {
-  if (lanes % 2 != 0) return false;
-  for (const Expr& x : post_order(lane_values)) {
-    if (rounding_to_16_bits(x) && !outer.find(x)) return true;
-  }
-  return false;
-}
-
 void CudaKernelPrinter::pair_roundings(const Expr& lane0, const Expr& lane1, ValueScope& scope0, ValueScope& scope1) {
   // The two lanes' values have the same shape, node for node in post order:
   // each rounding of lane 0 is printed with its twin of lane 1 (their

@@ -181,7 +181,7 @@ void CudaKernelPrinter::print_row_cache_prologue() {
   if (!cached_.values.empty() && v == 1) {
     print_row_cache_values({"slot"});
   } else if (!cached_.values.empty()) {
-    const bool pairs = rounds_lanes(cached_.values, ValueScope{}, v);
+    const bool pairs = v % 2 == 0 && rounds_to_16_bits(cached_.values);
     out_.line("#pragma unroll");
     out_.open(cat("for (int vl = 0; vl < ", v, pairs ? "; vl += 2)" : "; ++vl)"));
     print_row_cache_values(pairs ? std::vector<std::string>{"slot + vl", "slot + vl + 1"}

@@ -28,6 +28,13 @@ inline constexpr const char* kOuterVars = "unravel the outer variables from";
 
 /// A rounding from float to half or bfloat16; nullptr for other expressions.
 const ir::Cast* rounding_to_16_bits(const ir::Expr& e);
+/// Whether some value of `values` rounds float to half or bfloat16: lanes
+/// that compute them pair (one packed conversion or operation for two).
+bool rounds_to_16_bits(const std::vector<ir::Expr>& values);
+
+/// A GPU loop of `kind` over [0, hi), `step` and `threads` as For has them.
+codegen::For gpu_loop(std::string var, codegen::Bound hi, codegen::LoopKind kind, int64_t step, int threads,
+                       codegen::Stmt body);
 
 /// `n`, the product of the outer extents, and the GpuGridStride loop over
 /// [0, n) with the outer variables unravelled from it. One element a

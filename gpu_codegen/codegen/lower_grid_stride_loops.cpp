@@ -16,6 +16,23 @@ const ir::Cast* rounding_to_16_bits(const ir::Expr& e) {
   return narrow && c->value.dtype() == DType::Float32 ? c : nullptr;
 }
 
+bool rounds_to_16_bits(const std::vector<ir::Expr>& values) {
+  const std::vector<ir::Expr> nodes = ir::post_order(values);
+  return std::any_of(nodes.begin(), nodes.end(), [](const ir::Expr& x) { return rounding_to_16_bits(x) != nullptr; });
+}
+
+For gpu_loop(std::string var, Bound hi, LoopKind kind, int64_t step, int threads, Stmt body) {
+  For l;
+  l.var = std::move(var);
+  l.lo = Bound::constant(0);
+  l.hi = std::move(hi);
+  l.kind = kind;
+  l.step = step;
+  l.threads = threads;
+  l.body = std::move(body);
+  return l;
+}
+
 namespace {
 
 /// Whether pairing the lanes of `value` pays: it rounds float to 16 bits
@@ -28,19 +45,6 @@ bool rounds_per_lane(const ir::Expr& value, const std::string& lane_var) {
                      [&](const ir::Expr& x) { return rounding_to_16_bits(x) && ir::free_vars(x).count(lane_var); });
 }
 
-/// A GPU loop of `kind` over [0, hi).
-Stmt gpu_loop(std::string var, Bound hi, LoopKind kind, int64_t step, int threads, Stmt body) {
-  For l;
-  l.var = std::move(var);
-  l.lo = Bound::constant(0);
-  l.hi = std::move(hi);
-  l.kind = kind;
-  l.step = step;
-  l.threads = threads;
-  l.body = std::move(body);
-  return stmt(std::move(l));
-}
-
 /// Per store, the GpuLanes loop that computes its V lanes.
 Stmt lane_loops(const ir::Kernel& k, const ir::GpuSchedule& g) {
   const int v = g.elements_per_thread;
@@ -49,7 +53,7 @@ Stmt lane_loops(const ir::Kernel& k, const ir::GpuSchedule& g) {
   for (const auto& stage : k.stages) {
     for (const auto& st : std::get<ir::PointwiseStage>(stage).stores) {
       const int64_t step = !g.flat_vector && v % 2 == 0 && rounds_per_lane(st.value, inner) ? 2 : 1;
-      loops.push_back(gpu_loop("vl", Bound::constant(v), LoopKind::GpuLanes, step, 0, stmt(StageStores{{st}})));
+      loops.push_back(stmt(gpu_loop("vl", Bound::constant(v), LoopKind::GpuLanes, step, 0, stmt(StageStores{{st}}))));
     }
   }
   return block(std::move(loops));
@@ -65,8 +69,8 @@ Stmt lower_grid_stride_loops(const ir::Kernel& k, const ir::GpuSchedule& g,
                   ? lane_loops(k, g)
                   : block({stmt(TargetPart{grid_part::kUsedOuterVars, {"idx"}}), stmt(Stages{})});
   return block({stmt(Let{"n", index(ir::product(extents))}),
-                gpu_loop("idx", Bound::symbolic("n"), LoopKind::GpuGridStride, g.elements_per_thread, g.block_size,
-                         std::move(body))});
+                stmt(gpu_loop("idx", Bound::symbolic("n"), LoopKind::GpuGridStride, g.elements_per_thread,
+                              g.block_size, std::move(body)))});
 }
 
 }  // namespace cppi::gpu

@@ -15,17 +15,11 @@ Stmt lower_row_loops(const ir::Kernel& k, const ir::GpuSchedule& g,
   std::vector<Stmt> row{stmt(TargetPart{grid_part::kUsedOuterVars, {"row"}})};
   if (g.elements_per_thread > 0) row.push_back(stmt(TargetPart{row_part::kFillRowCache, {}}));
   row.push_back(stmt(Stages{}));
-  For l;
-  l.var = "row";
-  l.lo = Bound::constant(0);
-  l.hi = Bound::symbolic("rows");
   const bool warp = g.mapping == ir::GpuMapping::RowPerWarp;
-  l.kind = warp ? LoopKind::GpuWarpRows : LoopKind::GpuBlockRows;
-  l.step = warp ? g.block_size / 32 : 1;
-  l.threads = g.block_size;
-  l.splits = warp ? 1 : g.row_splits;
-  l.body = block(std::move(row));
-  return block({stmt(Let{"rows", index(ir::product(extents))}), stmt(std::move(l))});
+  For loop = gpu_loop("row", Bound::symbolic("rows"), warp ? LoopKind::GpuWarpRows : LoopKind::GpuBlockRows,
+                      warp ? g.block_size / 32 : 1, g.block_size, block(std::move(row)));
+  loop.splits = warp ? 1 : g.row_splits;
+  return block({stmt(Let{"rows", index(ir::product(extents))}), stmt(std::move(loop))});
 }
 
 }  // namespace cppi::gpu
