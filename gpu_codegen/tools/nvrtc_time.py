@@ -25,9 +25,11 @@ import torch._dynamo
 from torch._functorch.aot_autograd import aot_module_simplified
 
 from cppinductor import _C
+from cppinductor.backend import rewrite_aten_graph
 from cppinductor.bench import workloads
 from cppinductor.decompositions import decomposition_table
 from cppinductor.export import export_graph
+from cppinductor.graph_passes import dense_attention_masks
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
@@ -55,16 +57,23 @@ def to_cuda(x):
 
 def trace_cuda_sources(run) -> list[str]:
     """CUDA modules of every graph (forward and backward) that `run(compile)`
-    compiles through `compile` (torch.compile with a backend that prints each
-    ATen graph's module for cuda:0 and runs the graph as it is)."""
+    compiles through `compile` (torch.compile with a backend that rewrites
+    each graph as cppinductor's backend does for a GPU, prints each ATen
+    graph's module for cuda:0 and runs the graph as it is)."""
     found: list[str] = []
 
-    def grab(gm, example_inputs):
-        found.append(_C.generate_cuda_source(to_cuda(export_graph(gm)), {"mode": "default"}))
-        return gm.forward
+    def grabber(kind):
+        def grab(gm, example_inputs):
+            rewrite_aten_graph(gm, {}, kind, [], cuda=True)
+            found.append(_C.generate_cuda_source(to_cuda(export_graph(gm)), {"mode": "default"}))
+            return gm.forward
+
+        return grab
 
     def backend(gm, example_inputs):
-        return aot_module_simplified(gm, example_inputs, fw_compiler=grab, bw_compiler=grab,
+        dense_attention_masks(gm, devices=("cpu",))
+        return aot_module_simplified(gm, example_inputs, fw_compiler=grabber("forward"),
+                                     bw_compiler=grabber("backward"), inference_compiler=grabber("inference"),
                                      decompositions=decomposition_table())
 
     torch._dynamo.reset()

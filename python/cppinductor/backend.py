@@ -20,8 +20,8 @@ import torch.fx
 
 from . import _C, autotune, cudagraphs, debug, repro
 from .decompositions import decomposition_table
-from .graph_passes import (channels_last_convolutions, dense_attention_masks, peel_convolution_bias,
-                           reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last)
+from .graph_passes import (channels_last_convolutions, dense_attention_masks, fold_constant_device_copies,
+                           peel_convolution_bias, reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last)
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -54,6 +54,20 @@ def _eager(gm: torch.fx.GraphModule) -> Callable[[list], Any]:
     return run
 
 
+def rewrite_aten_graph(gm: torch.fx.GraphModule, options: Options | dict, kind: str, input_copies: list,
+                       cuda: bool | None = None) -> None:
+    """The Python passes over one ATen graph before it is exported to C++.
+    `cuda`: whether the graph runs on a GPU (None: as its tensors say; the
+    CUDA source dumps trace on the CPU and say True)."""
+    fold_constant_device_copies(gm)
+    if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", "auto"), cuda):
+        channels_last_convolutions(gm)
+    if options.get("unfuse_addmm_bias", True):
+        unfuse_addmm_bias(gm)
+    peel_convolution_bias(gm)
+    reinplace_input_scatters(gm, input_copies)
+
+
 def compile_fx_graph(
     gm: torch.fx.GraphModule, example_inputs: Sequence[Any], options: Options, kind: str,
     aot_facts: cudagraphs.AotFacts | None = None,
@@ -65,12 +79,7 @@ def compile_fx_graph(
     dump_dir = debug.graph_dump_dir(options, record)
     try:
         start = time.perf_counter()
-        if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", "auto")):
-            channels_last_convolutions(gm)
-        if options.get("unfuse_addmm_bias", True):
-            unfuse_addmm_bias(gm)
-        peel_convolution_bias(gm)
-        reinplace_input_scatters(gm, record.input_copies)
+        rewrite_aten_graph(gm, options, kind, record.input_copies)
         desc = export_graph(gm)
         record.python_times["export"] = time.perf_counter() - start
         configure_cpu_runtime()

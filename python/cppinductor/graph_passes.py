@@ -31,6 +31,13 @@ True there), so BERT and ViT ran slower compiled than in eager
 (docs/benchmark-notes.md, stop 53). The mask becomes the smallest dense
 tensor that broadcasts to it.
 
+`fold_constant_device_copies` makes a value computed from no input and moved
+to another device (SDPA's boolean-mask conversion for cuDNN wraps -inf in a
+host scalar tensor and copies it to the GPU, once per attention) a `full` on
+that device, as Inductor's `constant_fold_uniform_value` does: ATen's copy
+from pageable host memory synchronises the stream, so each such copy left to
+eager made the host wait for the GPU (Mistral: six waits per call).
+
 `reinplace_input_scatters` writes an update of a graph input straight into
 it: AOTAutograd hands an in-place `cache.index_copy_(...)` over as a
 functional `index_put(cache, ...)` into a new tensor plus a `copy_` of it back
@@ -181,11 +188,12 @@ def _conv2ds(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.find_nodes(op="call_function", target=aten.convolution.default) if _conv2d(n)]
 
 
-def wants_channels_last(gm: torch.fx.GraphModule, choice: bool | str) -> bool:
+def wants_channels_last(gm: torch.fx.GraphModule, choice: bool | str, cuda: bool | None = None) -> bool:
     """Option layout_optimization for an inference graph: True, False, or
-    "auto" (graphs with CUDA 2-d convolutions)."""
+    "auto" (graphs with CUDA 2-d convolutions; `cuda` None: as the
+    convolutions' inputs say)."""
     if choice == "auto":
-        return any(n.args[0].meta["val"].is_cuda for n in _conv2ds(gm))
+        return any(n.args[0].meta["val"].is_cuda if cuda is None else cuda for n in _conv2ds(gm))
     return choice is True
 
 
@@ -355,3 +363,95 @@ def dense_attention_masks(gm: torch.fx.GraphModule, devices: tuple[str, ...] = (
     if rewritten:
         gm.recompile()
     return rewritten
+
+
+# Device copies folded only for values of at most this many elements (the
+# value is computed on the host at compile time to see that it is uniform).
+_FOLD_MAX_ELEMENTS = 1 << 16
+
+
+def _constant_ancestry(value: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """`value` and the nodes it is computed from, in graph order, where none
+    is an input or a random op (None otherwise)."""
+    seen: set[torch.fx.Node] = set()
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        if node.op not in ("call_function", "get_attr"):
+            return None
+        target = node.target
+        if node.op == "call_function" and (not isinstance(target, torch._ops.OpOverload)
+                                           or torch.Tag.nondeterministic_seeded in target.tags):
+            return None
+        seen.add(node)
+        stack.extend(node.all_input_nodes)
+    return [n for n in value.graph.nodes if n in seen]
+
+
+def _evaluate(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> Any:
+    """The last of `nodes` computed on real tensors (they depend on nothing else)."""
+    env: dict[torch.fx.Node, Any] = {}
+    for node in nodes:
+        if node.op == "get_attr":
+            env[node] = operator.attrgetter(node.target)(gm)
+            continue
+        args = torch.fx.node.map_arg(node.args, env.__getitem__)
+        kwargs = torch.fx.node.map_arg(node.kwargs, env.__getitem__)
+        env[node] = node.target(*args, **kwargs)
+    return env[nodes[-1]]
+
+
+def _uniform_value(t: Any) -> float | int | bool | None:
+    """The one number every element of tensor `t` holds (None: not uniform)."""
+    if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.numel() > _FOLD_MAX_ELEMENTS:
+        return None
+    flat = t.reshape(-1)
+    first = flat[0]
+    same = flat == first
+    if t.is_floating_point():
+        same |= flat.isnan() & first.isnan()
+    return first.item() if bool(same.all()) else None
+
+
+def fold_constant_device_copies(gm: torch.fx.GraphModule) -> int:
+    """Each `_to_copy` to another device of a uniform value computed from no
+    input becomes `full` on that device. Returns how many it replaced."""
+    def fold(graph: torch.fx.Graph, node: torch.fx.Node) -> torch.fx.Node | None:
+        source, out = node.args[0], node.meta.get("val")
+        before = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        if not isinstance(out, torch.Tensor) or not isinstance(before, torch.Tensor) or before.device == out.device:
+            return None
+        if out.numel() > 1 and not out.is_contiguous():
+            return None
+        nodes = _constant_ancestry(source)
+        if nodes is None:
+            return None
+        try:
+            value = _uniform_value(_evaluate(gm, nodes))
+        except Exception as e:  # noqa: BLE001 - an op that cannot run here: the copy stays
+            log.debug("%s not folded: %s: %s", node.name, type(e).__name__, e)
+            return None
+        if value is None:
+            return None
+        value = torch.tensor(value, dtype=before.dtype).to(out.dtype).item()
+        full = graph.call_function(aten.full.default, (list(out.shape), value),
+                                   {"dtype": out.dtype, "layout": torch.strided, "device": out.device,
+                                    "pin_memory": False})
+        full.meta = {**node.meta, "val": out}
+        log.info("%s: a constant %s copied to %s is now made there", node.name, value, out.device)
+        unused.extend(reversed(nodes))
+        return full
+
+    unused: list[torch.fx.Node] = []
+    folded = _rewrite_each(gm, aten._to_copy.default, fold)
+    erased: set[torch.fx.Node] = set()
+    for node in unused:  # what computed the host values, where nothing else reads it
+        if node not in erased and not node.users:
+            gm.graph.erase_node(node)
+            erased.add(node)
+    if folded:
+        gm.recompile()
+    return folded
+

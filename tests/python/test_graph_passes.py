@@ -372,3 +372,50 @@ def test_a_broadcast_cuda_attention_mask_runs_a_fused_kernel():
         f(q, k, v)
     names = {e.key for e in prof.key_averages()}
     assert not any("safe_softmax" in n or n == "aten::bmm" for n in names), sorted(names)
+
+
+def _host_constants_to_cuda(x):
+    """Values made on the host and copied to the GPU, as SDPA's boolean-mask
+    conversion for cuDNN does (-inf in a host scalar tensor)."""
+    aten = torch.ops.aten
+    ninf = aten._to_copy.default(aten.scalar_tensor.default(float("-inf"), dtype=torch.float32),
+                                 dtype=x.dtype, device=x.device)
+    uniform = torch.tensor([3.0, 3.0]).to(x.device)
+    varying = torch.tensor([1.0, 2.0]).to(x.device)
+    from_input = x.sum().cpu().to(x.device)
+    return torch.where(x > 0, x, ninf) + uniform + varying + from_input
+
+
+def test_a_uniform_host_constant_copied_to_the_gpu_is_made_there():
+    """fold_constant_device_copies (no GPU needed: traced with fake CUDA
+    tensors): -inf and [3, 3] become `full` on the GPU; a constant of several
+    values and a value computed from an input are still copied."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from cppinductor.graph_passes import fold_constant_device_copies
+
+    with FakeTensorMode():
+        gm = make_fx(_host_constants_to_cuda)(torch.empty(2, device="cuda", dtype=torch.bfloat16))
+    copies = lambda: gm.graph.find_nodes(op="call_function", target=torch.ops.aten._to_copy.default)  # noqa: E731
+    assert len(copies()) == 5  # from_input is copied there and back
+    assert fold_constant_device_copies(gm) == 2
+    fulls = gm.graph.find_nodes(op="call_function", target=torch.ops.aten.full.default)
+    assert [(f.args, str(f.kwargs["device"]), f.kwargs["dtype"]) for f in fulls] == [
+        (([], float("-inf")), "cuda:0", torch.bfloat16), (([2], 3.0), "cuda:0", torch.float32)]
+    assert len(copies()) == 3
+    assert not gm.graph.find_nodes(op="call_function", target=torch.ops.aten.scalar_tensor.default)
+    assert fold_constant_device_copies(gm) == 0
+
+
+@requires_cuda
+def test_a_boolean_attention_mask_runs_without_waiting_for_the_gpu():
+    """SDPA's cuDNN path turns a boolean mask into -inf/0 with a host scalar
+    copied to the GPU: folded, nothing of the graph is left to eager."""
+    def attend(q, k, v, keep):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    q, k, v = (torch.randn(2, 4, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    keep = torch.rand(2, 1, 128, 128, device="cuda") > 0.2
+    f = torch.compile(attend, backend="cppinductor", options={"fallback": "error"})
+    torch.testing.assert_close(f(q, k, v, keep), attend(q, k, v, keep), atol=2e-2, rtol=2e-2)
