@@ -37,6 +37,8 @@ const char* kind_name(LoopKind k) {
     case LoopKind::GpuLanes: return "gpu lanes";
     case LoopKind::GpuWarpRows: return "gpu warp rows";
     case LoopKind::GpuBlockRows: return "gpu block rows";
+    case LoopKind::GpuColumnGroups: return "gpu column groups";
+    case LoopKind::GpuTickets: return "gpu tickets";
   }
   return "?";
 }
@@ -51,6 +53,12 @@ const char* tail_name(Tail t) {
   return "?";
 }
 
+/// What a GPU loop's `splits` count.
+const char* splits_of(LoopKind k) {
+  if (k == LoopKind::GpuColumnGroups) return " blocks a group";
+  return k == LoopKind::GpuTickets ? " tiles a row or group" : " blocks a row";
+}
+
 void print(std::ostringstream& os, const Stmt& s, int depth) {
   if (!s) return;
   const std::string pad(static_cast<size_t>(depth) * 2, ' ');
@@ -63,7 +71,7 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
              << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "")
              << (n.step != 1 ? cat(", step ", n.step) : std::string())
              << (n.threads ? cat(", ", n.threads, " threads a block") : std::string())
-             << (n.splits != 1 ? cat(", ", n.splits, " blocks a row") : std::string()) << "\n";
+             << (n.splits != 1 ? cat(", ", n.splits, splits_of(n.kind)) : std::string()) << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {
           os << pad << "parallel chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain

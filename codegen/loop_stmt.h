@@ -66,6 +66,19 @@ enum class LoopKind : uint8_t {
   /// the grid exactly hi x P blocks: block b takes part b % P of row b / P,
   /// no loop (lo is 0).
   GpuBlockRows,
+  /// Columns [lo, hi) over the GPU's grid in groups of `step` (32), a block
+  /// a group: lane l of block b takes column b * 32 + l, then every
+  /// gridDim.x groups, and the block's `threads` / 32 row slices share each
+  /// column. The loop is uniform across the block (its combines' barriers):
+  /// a lane past hi runs with nothing to do. With `splits` P > 1 a group is
+  /// P blocks' and the grid exactly ceil(hi / 32) x P blocks, no loop (lo
+  /// is 0).
+  GpuColumnGroups,
+  /// Tiles [lo, hi), a block a tile, exactly hi blocks and no loop (lo is
+  /// 0): a block takes its tile by ticket, in arrival order, so a tile
+  /// waits only for tiles whose blocks have started (a split scan's). The
+  /// tiles of a row or group are `splits` consecutive ones, its parts.
+  GpuTickets,
 };
 
 /// Whether a loop of kind `k` is bound to the GPU (only the CUDA printer prints it).
@@ -88,7 +101,8 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// stride, its body once per `step` iterations of what it holds (a cascade
 /// block, a group of vectors); a GPU loop's, its kind says. threads: a
 /// GPU loop's threads per block (not a GpuLanes loop's). splits: a
-/// GpuBlockRows loop's blocks a row.
+/// GpuBlockRows (GpuColumnGroups) loop's blocks a row (a group), a
+/// GpuTickets loop's tiles a row or group.
 struct For {
   std::string var;
   Bound lo, hi;

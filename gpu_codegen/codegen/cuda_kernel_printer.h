@@ -89,7 +89,7 @@ inline bool is_row_mapping(GpuMapping m) { return m == GpuMapping::RowPerWarp ||
 /// How a kernel's stages walk their loops, fixed by its schedule: a row per
 /// warp or block (print_rows), column groups (print_column_groups: a
 /// ColumnReduction split across row slices), or neither (pointwise kernels,
-/// and scans, which print their own walk).
+/// and scans' block mappings, which walk their own nest, print_scans).
 enum class RowWalk { None, Rows, ColumnGroups };
 RowWalk row_walk(const Kernel& k, const GpuSchedule& g);
 /// The threads sharing a row (a warp or a block), or a column group's row
@@ -250,18 +250,26 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   void print_serial_pointwise(const PointwiseStage& s);
   /// A scan stage on one thread: its running value over its loop, stored every step.
   void print_serial_scan(const ScanStage& s);
-  /// A scan kernel's RowPerBlock mapping (gpu_schedule.h): per row, chunks
-  /// of E x T positions, each thread folding its E, a block scan of the
-  /// threads' totals, the stores, and the chunk's total carried on.
-  void print_scan_rows();
-  /// A scan kernel's ColumnReduction mapping: per group of 32 columns,
-  /// chunks of S x E rows, each slice folding its E, the slices' totals
-  /// scanned in shared memory, the stores, the chunk's total carried on.
-  void print_scan_columns();
-  /// The chunk loops of the two mappings over [start, stop): folding only
-  /// (the share's total into `carry`), or with the stores.
-  void print_scan_row_chunks(bool store);
-  void print_scan_column_chunks(bool store);
+  /// A scan kernel's block mapping (RowPerBlock: per row, chunks of E x T
+  /// positions, each thread folding its E, a block scan of the threads'
+  /// totals; ColumnReduction: per group of 32 columns, chunks of S x E rows,
+  /// each slice folding its E, the slices' totals scanned in shared memory;
+  /// then the stores, and the chunk's total carried on): the nest
+  /// lower_scan_loops builds (scan_loops.h), walked; its text into
+  /// info->loop_ir for the debug dump.
+  void print_scans(PrintedCudaKernel* info);
+  void print_scan_stmt(const codegen::Stmt& s);
+  /// A scan's chunk loop (Serial), its rows' or groups' loop (GpuBlockRows,
+  /// GpuColumnGroups: `idx` and `valid` at its top) or its split tile
+  /// (GpuTickets: the ticket, no loop).
+  void print_scan_loop(const codegen::For& l);
+  void print_scan_part(const codegen::TargetPart& p);
+  /// `column` = lane's column of `group`, and `valid`: whether it is below `columns`.
+  void print_group_column(const std::string& column, const std::string& group, const std::string& columns);
+  /// A chunk from `base` of the two mappings: folding only (its total into
+  /// `carry`), or with the stores.
+  void print_scan_row_chunk(bool store);
+  void print_scan_column_chunk(bool store);
   /// The slices' `value`s of each column combined in slice order: `before`
   /// (the slices before this one) and `total`.
   void print_slice_totals(const std::string& value);
@@ -305,7 +313,13 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// A GpuWarpRows or GpuBlockRows loop, `tid` (the thread's place in its
   /// row) before it; split rows: `row` and `split` from the block, no loop.
   void print_row_loop(const codegen::For& l);
-  void print_column_groups();
+  /// The kernel's loop over its columns (column_group_loops.h), walked as
+  /// a row nest; its text into info->loop_ir for the debug dump.
+  void print_column_groups(PrintedCudaKernel* info);
+  /// A GpuColumnGroups loop, `lane` (the column in its group) and `tid`
+  /// (the row slice) before it, the column and `valid` at its top; split
+  /// groups: `group` and `split` from the block, no loop.
+  void print_column_group_loop(const codegen::For& l);
   /// The stages of one row / column group, in order.
   void print_row_stages();
   /// One past the cached-row stages printed with stage i: i + 2 for a pair of sums that

@@ -15,10 +15,10 @@ namespace cppi::gpu::cuda_print {
 // --- grid-stride mappings --------------------------------------------------------------------
 
 void CudaKernelPrinter::print_grid_stride(PrintedCudaKernel* info) {
-  // The grid-stride mappings and the rows' loop over the rows
-  // (cuda_print_rows.cpp) print from a loop nest so far: the column-group
-  // mappings and the scans' block mappings (cuda_print_scans.cpp) still
-  // print their loops directly (issue #38).
+  // Every mapping's loops print from a loop nest (the rows' and column
+  // groups': cuda_print_rows.cpp; the scans': cuda_print_scans.cpp);
+  // inside a row, a column group or a scan's chunk the stages' loops still
+  // print in place (issue #38).
   const codegen::Stmt nest = lower_grid_stride_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
   if (options_.loop_ir_dumps) {
     info->loop_ir = cat("// ", name_, " after lower_grid_stride_loops\n", codegen::to_text(nest));

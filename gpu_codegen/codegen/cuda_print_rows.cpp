@@ -1,8 +1,10 @@
 // The CUDA printer's row mappings (a row per warp or per block, cached rows,
 // rows split across blocks; the loop over the rows a nest lower_row_loops
-// builds, row_loops.h, which it walks) and column groups (a column reduction split
-// across row slices), which walk stage loops as row kernels do
-// (cuda_kernel_printer.h).
+// builds, row_loops.h) and column groups (a column reduction split across
+// row slices; the loop over the columns a nest lower_column_group_loops
+// builds, column_group_loops.h), which walk those nests and inside them the
+// stage loops alike (cuda_kernel_printer.h).
+#include "gpu_codegen/codegen/column_group_loops.h"
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 #include "gpu_codegen/codegen/grid_stride_loops.h"
 #include "gpu_codegen/codegen/row_loops.h"
@@ -22,7 +24,7 @@ void CudaKernelPrinter::print_rows(PrintedCudaKernel* info) {
 
 void CudaKernelPrinter::print_row_stmt(const codegen::Stmt& s) {
   if (const auto* l = std::get_if<codegen::For>(&s->node)) {
-    print_row_loop(*l);
+    l->kind == codegen::LoopKind::GpuColumnGroups ? print_column_group_loop(*l) : print_row_loop(*l);
   } else if (const auto* b = std::get_if<codegen::Block>(&s->node)) {
     for (const codegen::Stmt& c : b->body) print_row_stmt(c);
   } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
@@ -72,28 +74,39 @@ void CudaKernelPrinter::print_row_loop(const codegen::For& l) {
   out_.close();
 }
 
-void CudaKernelPrinter::print_column_groups() {
-  // The loop over the column groups still prints in place (issue #38).
-  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
+void CudaKernelPrinter::print_column_groups(PrintedCudaKernel* info) {
+  // The loop over the columns is a nest; inside a group, the stages' loops
+  // over the rows still print in place (issue #38).
+  const codegen::Stmt nest = lower_column_group_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
+  if (options_.loop_ir_dumps) {
+    info->loop_ir = cat("// ", name_, " after lower_column_group_loops\n", codegen::to_text(nest));
+  }
+  print_row_stmt(nest);
+}
+
+void CudaKernelPrinter::print_column_group_loop(const codegen::For& l) {
+  if (l.lo.value != 0 || l.step != 32 || l.threads != 32 * g_.threads_per_column) {
+    fail(cat("kernel ", k_.name, ": column-group loop ", l.var, " from ", l.lo.text, " in groups of ", l.step, " on ",
+             l.threads, " threads"));
+  }
+  const std::string& v = l.var;
   out_.line("const int lane = threadIdx.x & 31;");
   out_.line("const int tid = threadIdx.x >> 5;");
-  if (g_.row_splits > 1) {
+  if (l.splits > 1) {
     // Exactly groups x P blocks: no loop over groups (the last block returns early).
-    const int splits = g_.row_splits;
-    out_.line(cat("const int64_t group = ", div_by("(int64_t)blockIdx.x", splits), ";"));
-    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - group * ", splits, ";"));
-    out_.open("if (group * 32 < n)");
-    out_.line("const int64_t idx = group * 32 + lane;");
+    out_.line(cat("const int64_t group = ", div_by("(int64_t)blockIdx.x", l.splits), ";"));
+    out_.line(cat("const int64_t split = (int64_t)blockIdx.x - group * ", l.splits, ";"));
+    out_.open(cat("if (group * ", l.step, " < ", l.hi.text, ")"));
+    out_.line(cat("const int64_t ", v, " = group * ", l.step, " + lane;"));
   } else {
     // The loop is uniform across the block (every thread reaches the
     // combines' barriers); lanes past the last column fold nothing.
-    out_.open("for (int64_t base = (int64_t)blockIdx.x * 32; base < n; base += (int64_t)gridDim.x * 32)");
-    out_.line("const int64_t idx = base + lane;");
+    out_.open(cat("for (int64_t base = (int64_t)blockIdx.x * ", l.step, "; base < ", l.hi.text,
+                  "; base += (int64_t)gridDim.x * ", l.step, ")"));
+    out_.line(cat("const int64_t ", v, " = base + lane;"));
   }
-  out_.line("const bool valid = idx < n;");
-  unravel_outer("idx");
-  locals_.clear();
-  print_row_stages();
+  out_.line(cat("const bool valid = ", v, " < ", l.hi.text, ";"));
+  print_row_stmt(l.body);
   out_.close();
 }
 

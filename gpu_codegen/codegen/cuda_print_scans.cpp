@@ -3,8 +3,11 @@
 // slices per block, each walking the scan loop in chunks whose running
 // values carry from one to the next; or, split (row_splits P > 1), P blocks
 // per row or column group, each taking a contiguous share of the scan
-// (cuda_kernel_printer.h, gpu_schedule.h).
+// (cuda_kernel_printer.h, gpu_schedule.h). It walks the nest
+// lower_scan_loops builds (scan_loops.h); a chunk prints whole.
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "gpu_codegen/codegen/grid_stride_loops.h"
+#include "gpu_codegen/codegen/scan_loops.h"
 
 namespace cppi::gpu::cuda_print {
 
@@ -134,13 +137,106 @@ void CudaKernelPrinter::print_scan_look_back(const std::string& first_tile, cons
   out_.close();
 }
 
-void CudaKernelPrinter::print_scan_row_chunks(bool store) {
+void CudaKernelPrinter::print_scans(PrintedCudaKernel* info) {
+  const codegen::Stmt nest = lower_scan_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
+  if (options_.loop_ir_dumps) info->loop_ir = cat("// ", name_, " after lower_scan_loops\n", codegen::to_text(nest));
+  print_scan_stmt(nest);
+}
+
+void CudaKernelPrinter::print_scan_stmt(const codegen::Stmt& s) {
+  if (const auto* l = std::get_if<codegen::For>(&s->node)) {
+    print_scan_loop(*l);
+  } else if (const auto* b = std::get_if<codegen::Block>(&s->node); b && !b->scoped) {
+    for (const codegen::Stmt& c : b->body) print_scan_stmt(c);
+  } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
+    out_.line(cat("const int64_t ", let->name, " = ", let->value, ";"));
+  } else if (const auto* cond = std::get_if<codegen::If>(&s->node); cond && !cond->otherwise) {
+    out_.open(cat("if (", cond->condition, ")"));
+    print_scan_stmt(cond->then);
+    out_.close();
+  } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node)) {
+    print_scan_part(*part);
+  } else {
+    fail(cat("kernel ", k_.name, ": a scan's loop nest holds a statement it cannot print"));
+  }
+}
+
+void CudaKernelPrinter::print_scan_loop(const codegen::For& l) {
+  const std::string& v = l.var;
+  if (l.kind == codegen::LoopKind::Serial) {
+    out_.open(cat("for (int64_t ", v, " = ", l.lo.text, "; ", v, " < ", l.hi.text, "; ", v, " += ", l.step, ")"));
+  } else if (l.lo.value != 0 || l.threads != g_.block_size) {
+    fail(cat("kernel ", k_.name, ": scan loop ", v, " from ", l.lo.text, " on ", l.threads, " threads"));
+  } else if (l.kind == codegen::LoopKind::GpuBlockRows && l.splits == 1) {
+    out_.open(cat("for (int64_t ", v, " = blockIdx.x; ", v, " < ", l.hi.text, "; ", v, " += gridDim.x)"));
+  } else if (l.kind == codegen::LoopKind::GpuColumnGroups && l.splits == 1 && l.step == 32) {
+    out_.open(cat("for (int64_t group = blockIdx.x; group * 32 < ", l.hi.text, "; group += gridDim.x)"));
+    print_group_column(v, "group", l.hi.text);
+  } else if (l.kind == codegen::LoopKind::GpuTickets && l.splits > 1 && l.hi.value && *l.hi.value % l.splits == 0) {
+    // One tile a block, no loop: its statements follow in the kernel's scope.
+    print_scan_split_start(*l.hi.value / l.splits);
+    print_scan_stmt(l.body);
+    return;
+  } else {
+    fail(cat("kernel ", k_.name, ": loop ", v, " is not a scan loop"));
+  }
+  print_scan_stmt(l.body);
+  out_.close();
+}
+
+void CudaKernelPrinter::print_group_column(const std::string& column, const std::string& group,
+                                           const std::string& columns) {
+  out_.line(cat("const int64_t ", column, " = ", group, " * 32 + lane;"));
+  out_.line(cat("const bool valid = ", column, " < ", columns, ";"));
+}
+
+void CudaKernelPrinter::print_scan_part(const codegen::TargetPart& p) {
+  const ScanStage& s = *scan_of(k_);
+  const DType t = s.body.dtype();
+  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t);
+  const bool rows = g_.mapping == GpuMapping::RowPerBlock;
+  const int slices = g_.threads_per_column;
+  const size_t args = p.args.size();
+  if (p.what == scan_part::kScratch && args == 0) {
+    out_.line(rows ? cat("__shared__ ", st, " scan_scratch[32];")
+                   : cat("__shared__ ", st, " scan_scratch[", (slices + 1) * 32, "];  // [slice][column], then the totals"));
+  } else if (p.what == scan_part::kColumnThreads && args == 0) {
+    out_.line("const int lane = threadIdx.x % 32, tid = threadIdx.x / 32;");
+  } else if (p.what == scan_part::kUnitOfTile && args == 1) {
+    out_.line(cat("const int64_t ", p.args[0], " = ", div_by("tile", g_.row_splits), ";"));
+  } else if (p.what == scan_part::kGroupColumn && args == 2) {
+    print_group_column("idx", p.args[0], p.args[1]);
+  } else if (p.what == grid_part::kUsedOuterVars && args == 1) {
+    unravel_outer(p.args[0]);
+  } else if (p.what == scan_part::kShare && args == 0) {
+    print_scan_share(int64_t{g_.elements_per_thread} * (rows ? g_.block_size : slices));
+  } else if (p.what == scan_part::kCarry && args == 0) {
+    out_.line(cat(st, " carry = ", identity, ";"));
+  } else if ((p.what == scan_part::kChunk || p.what == scan_part::kChunkStores) && args == 0) {
+    const bool store = p.what == scan_part::kChunkStores;
+    rows ? print_scan_row_chunk(store) : print_scan_column_chunk(store);
+  } else if (p.what == scan_part::kPublish && args == 2) {
+    print_scan_publish(p.args[0], p.args[1]);
+  } else if (p.what == scan_part::kLookBack && args == 4) {
+    print_scan_look_back(p.args[0], p.args[1], p.args[2], std::stoi(p.args[3]));
+  } else if (p.what == scan_part::kCarryFromEarlier && args == 0 && rows) {
+    out_.line(cat("cppi_block_exclusive_scan(earlier, ", combine_op(s.kind), ", ", identity, ", scan_scratch, &carry);"));
+  } else if (p.what == scan_part::kCarryFromEarlier && args == 0) {
+    out_.open("");  // before and total are the chunk loop's names too
+    print_slice_totals("earlier");
+    out_.line("carry = total;");
+    out_.close();
+  } else {
+    fail(cat("kernel ", k_.name, ": no scan part ", p.what, " of ", args, " arguments"));
+  }
+}
+
+void CudaKernelPrinter::print_scan_row_chunk(bool store) {
   const ScanStage& s = *scan_of(k_);
   const DType t = s.body.dtype();
   const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
-  const int e = g_.elements_per_thread, b = g_.block_size;
+  const int e = g_.elements_per_thread;
   const std::string v = var_name(s.loops[0]);
-  out_.open(cat("for (int64_t base = start; base < stop; base += ", e * b, ")"));
   out_.line(cat("const int64_t pos = base + (int64_t)threadIdx.x * ", e, ";"));
   print_scan_fold(s, cat(v, " < stop"), store);
   out_.line(cat(st, " total;"));
@@ -152,38 +248,6 @@ void CudaKernelPrinter::print_scan_row_chunks(bool store) {
     out_.line(scan + ";");
   }
   out_.line(cat("carry = ", op, "(carry, total);"));
-  out_.close();
-}
-
-void CudaKernelPrinter::print_scan_rows() {
-  const ScanStage& s = *scan_of(k_);
-  const DType t = s.body.dtype();
-  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t);
-  const int64_t chunk = int64_t{g_.elements_per_thread} * g_.block_size;
-  const int splits = g_.row_splits;
-  out_.line(cat("__shared__ ", st, " scan_scratch[32];"));
-  if (splits == 1) {
-    out_.line(cat("const int64_t rows = ", index(product_of(k_.outer)), ";"));
-    out_.open("for (int64_t row = blockIdx.x; row < rows; row += gridDim.x)");
-    unravel_outer("row");
-    print_scan_share(chunk);
-    out_.line(cat(st, " carry = ", identity, ";"));
-    print_scan_row_chunks(true);
-    out_.close();
-    return;
-  }
-  print_scan_split_start(*product_of(k_.outer).constant());
-  print_scan_share(chunk);
-  out_.line(cat("const int64_t row = ", div_by("tile", splits), ";"));
-  unravel_outer("row");
-  out_.line(cat(st, " carry = ", identity, ";"));
-  out_.open(cat("if (split + 1 < ", splits, ")"));
-  print_scan_row_chunks(false);
-  print_scan_publish("tile", "threadIdx.x == 0");
-  out_.close();
-  print_scan_look_back(cat("row * ", splits), cat("row * ", splits, " + part"), "threadIdx.x", g_.block_size);
-  out_.line(cat("cppi_block_exclusive_scan(earlier, ", combine_op(s.kind), ", ", identity, ", scan_scratch, &carry);"));
-  print_scan_row_chunks(true);
 }
 
 void CudaKernelPrinter::print_slice_totals(const std::string& value) {
@@ -213,12 +277,11 @@ void CudaKernelPrinter::print_slice_totals(const std::string& value) {
   out_.line("__syncthreads();");
 }
 
-void CudaKernelPrinter::print_scan_column_chunks(bool store) {
+void CudaKernelPrinter::print_scan_column_chunk(bool store) {
   const ScanStage& s = *scan_of(k_);
   const std::string op = combine_op(s.kind);
-  const int e = g_.elements_per_thread, slices = g_.threads_per_column;
+  const int e = g_.elements_per_thread;
   const std::string v = var_name(s.loops[0]);
-  out_.open(cat("for (int64_t base = start; base < stop; base += ", slices * e, ")"));
   out_.line(cat("const int64_t pos = base + (int64_t)tid * ", e, ";"));
   print_scan_fold(s, cat("valid && ", v, " < stop"), store);
   print_slice_totals("own");
@@ -227,42 +290,6 @@ void CudaKernelPrinter::print_scan_column_chunks(bool store) {
     print_scan_steps(s, cat("!valid || ", v, " >= stop"));
   }
   out_.line(cat("carry = ", op, "(carry, total);"));
-  out_.close();
-}
-
-void CudaKernelPrinter::print_scan_columns() {
-  const ScanStage& s = *scan_of(k_);
-  const DType t = s.body.dtype();
-  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t);
-  const int slices = g_.threads_per_column, splits = g_.row_splits;
-  const int64_t chunk = int64_t{slices} * g_.elements_per_thread;
-  out_.line(cat("__shared__ ", st, " scan_scratch[", (slices + 1) * 32, "];  // [slice][column], then the totals"));
-  out_.line(cat("const int64_t n = ", index(product_of(k_.outer)), ";"));
-  out_.line("const int lane = threadIdx.x % 32, tid = threadIdx.x / 32;");
-  if (splits == 1) {
-    out_.open("for (int64_t group = blockIdx.x; group * 32 < n; group += gridDim.x)");
-  } else {
-    print_scan_split_start((*product_of(k_.outer).constant() + 31) / 32);
-    out_.line(cat("const int64_t group = ", div_by("tile", splits), ";"));
-  }
-  out_.line("const int64_t idx = group * 32 + lane;");
-  out_.line("const bool valid = idx < n;");
-  unravel_outer("idx");
-  print_scan_share(chunk);
-  out_.line(cat(st, " carry = ", identity, ";"));
-  if (splits > 1) {
-    out_.open(cat("if (split + 1 < ", splits, ")"));
-    print_scan_column_chunks(false);
-    print_scan_publish("tile * 32 + lane", "tid == 0");
-    out_.close();
-    print_scan_look_back(cat("group * ", splits), cat("(group * ", splits, " + part) * 32 + lane"), "tid", slices);
-    out_.open("");  // before and total are the chunk loop's names too
-    print_slice_totals("earlier");
-    out_.line("carry = total;");
-    out_.close();
-  }
-  print_scan_column_chunks(true);
-  if (splits == 1) out_.close();
 }
 
 }  // namespace cppi::gpu::cuda_print

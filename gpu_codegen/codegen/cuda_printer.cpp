@@ -309,7 +309,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   out_.open(cat(name_, "(", params, ")"));
   print_host_scalars(*info);
   if (const ScanStage* scan = scan_of(k_); scan && g_.mapping != GpuMapping::GridStridePointwise) {
-    g_.mapping == GpuMapping::RowPerBlock ? print_scan_rows() : print_scan_columns();
+    print_scans(info);
     out_.close();
     if (g_.cache_vector > 1) {
       // The vectors along the scan: its length, and each vector access's
@@ -330,7 +330,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   if (walk_ == RowWalk::Rows) {
     print_rows(info);
   } else if (walk_ == RowWalk::ColumnGroups) {
-    print_column_groups();
+    print_column_groups(info);
   } else {
     print_grid_stride(info);
   }

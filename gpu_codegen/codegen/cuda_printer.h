@@ -71,9 +71,9 @@ struct PrintedCudaKernel {
   bool warp_reduction = false;   // uses warp shuffles
   bool block_reduction = false;  // uses the shared-memory block reduce
   bool row_cached = false;       // single pass with the row in registers
-  /// With PrintOptions::loop_ir_dumps, a grid-stride or row kernel's loop
-  /// nest (loop_ir_scheduled_cuda.txt); empty for the mappings that print
-  /// their loops directly.
+  /// With PrintOptions::loop_ir_dumps, the kernel's loop nest
+  /// (loop_ir_scheduled_cuda.txt): its grid-stride, row, column-group or
+  /// scan loops as lower_*_loops built them.
   std::string loop_ir;
 };
 

@@ -3,9 +3,9 @@
 /// (codegen/loop_stmt.h): lower_grid_stride_loops builds it from the kernel
 /// and its GpuSchedule (GridStridePointwise, and ColumnReduction with one
 /// thread a column), and the CUDA printer (cuda_print_grid_stride.cpp) prints
-/// it. The row mappings' loop over the rows is a nest of its own
-/// (row_loops.h); the column-group mappings and the scans' block mappings
-/// still print their loops directly.
+/// it. The other mappings' loops are nests of their own: the rows'
+/// (row_loops.h), the column groups' (column_group_loops.h) and the scans'
+/// block mappings' (scan_loops.h).
 #pragma once
 
 #include <functional>
