@@ -383,17 +383,19 @@ TEST(CudaPrinter, GridStrideKernelsPrintTheirLoopNest) {
   EXPECT_TRUE(print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols)->kernels[0].loop_ir.empty());
 }
 
+/// A kernel's loop nest as the debug dump shows it (loop_ir_scheduled_cuda.txt).
+std::string loop_ir(const KernelPtr& k) {
+  CudaPrintOptions dumps;
+  dumps.loop_ir_dumps = true;
+  auto m = print_cuda_module({k}, kSymbols, dumps);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? m->kernels[0].loop_ir : std::string();
+}
+
 TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
   // The loop over the rows lower_row_loops builds, as the debug dump shows
   // it: a warp's rows, a block's rows, a split row's blocks, and inside a
   // row the unravelled outer variables, a cached row's filling, the stages.
-  CudaPrintOptions dumps;
-  dumps.loop_ir_dumps = true;
-  auto loop_ir = [&](const KernelPtr& k) {
-    auto m = print_cuda_module({k}, kSymbols, dumps);
-    EXPECT_TRUE(m.ok()) << m.error().message;
-    return m.ok() ? m->kernels[0].loop_ir : std::string();
-  };
   const KernelPtr warp = scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512));
   ASSERT_EQ(warp->schedule.gpu.mapping, GpuMapping::RowPerWarp);
   const int warp_size = warp->schedule.gpu.block_size;
@@ -411,6 +413,31 @@ TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
   EXPECT_EQ(loop_ir(split).find("fill the row cache"), std::string::npos);  // too long to cache
   // Only when asked for.
   EXPECT_TRUE(print_cuda_module({warp}, kSymbols)->kernels[0].loop_ir.empty());
+}
+
+TEST(CudaPrinter, ColumnGroupsAndScansPrintTheirLoopNests) {
+  // The loops lower_column_group_loops and lower_scan_loops build, as the
+  // debug dump shows them: the column groups' loop over the columns, split
+  // groups' blocks; a scan's loop over its rows or groups, or split, the
+  // tile its block takes by ticket, around the loop over its chunks.
+  const KernelPtr col = scheduled(column_sum(sym("s0"), sym("s1")));
+  ASSERT_EQ(col->schedule.gpu.threads_per_column, 32);
+  expect_in_order(loop_ir(col), {"after lower_column_group_loops", "n = s1",
+                                 "gpu column groups for idx in [0, n), step 32, 1024 threads a block\n",
+                                 "unravel the outer variables the stages use from idx", "stages"});
+  expect_in_order(loop_ir(scheduled(cumsum(256, 65536, 1))),
+                  {"after lower_scan_loops", "declare the scan scratch", "rows = 256",
+                   "gpu block rows for row in [0, rows), ", "the block's share of the scan", "start the carry",
+                   "serial for base in [start, stop), step ", "scan a chunk and store its running values"});
+  expect_in_order(loop_ir(scheduled(cumsum(4096, 4096, 0))),
+                  {"n = 4096", "the thread's column and slice", "gpu column groups for idx in [0, n), step 32, ",
+                   "unravel the outer variables the stages use from idx", "scan a chunk and store"});
+  const std::string split = loop_ir(scheduled(cumsum(65536, 64, 0)));
+  expect_in_order(split, {"gpu tickets for tile in [0, 256), 1024 threads a block, 128 tiles a row or group",
+                          "from the tile, its group", "the thread's column idx, valid, of group and columns group, n",
+                          "if split + 1 < 128", "scan a chunk for its total", "publish the share's total at tile * 32 + lane, tid == 0",
+                          "fold the earlier splits' totals", "carry the earlier splits' totals",
+                          "scan a chunk and store its running values"});
 }
 
 TEST(CudaPrinter, RowPerWarpUsesShuffles) {
