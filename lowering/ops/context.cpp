@@ -2,6 +2,7 @@
 
 #include "lowering/ir/expr_visitor.h"
 #include "lowering/ir/index_simplify.h"
+#include "lowering/ops/registry.h"
 
 namespace cppi::lowering {
 
@@ -72,13 +73,77 @@ ir::Expr Scalar::as_expr(DType dtype) const {
 
 // --- context ---------------------------------------------------------------------------
 
+namespace {
+/// The ATen ops whose lowerings read each operand through its layout, so
+/// that any strides give the same kernel results: the pointwise and
+/// reduction families and the copies.
+const std::set<std::string>& index_readers() {
+  static const std::set<std::string> readers = [] {
+    Registry r;
+    register_pointwise_lowerings(r);
+    register_reduction_lowerings(r);
+    std::set<std::string> targets{"aten.clone.default", "aten._to_copy.default"};
+    for (auto& t : r.targets()) targets.insert(std::move(t));
+    return targets;
+  }();
+  return readers;
+}
+
+void for_each_node_arg(const Arg& a, const std::function<void(int)>& f) {
+  if (a.kind == Arg::Kind::Node) f(static_cast<int>(a.i));
+  for (const auto& e : a.list) for_each_node_arg(e, f);
+}
+
+void for_each_operand(const Node& n, const std::function<void(int)>& f) {
+  for (const auto& a : n.args) for_each_node_arg(a, f);
+  for (const auto& [key, a] : n.kwargs) for_each_node_arg(a, f);
+}
+
+/// Whether `meta`'s innermost dim (of more than one element) is its last.
+bool last_dim_innermost(const TensorMeta& meta) {
+  for (int d = meta.rank() - 1; d >= 0; --d) {
+    const auto size = to_index(meta.sizes[d]);
+    if (size.is_constant(1)) continue;
+    return to_index(meta.strides[d]).is_constant(1);
+  }
+  return false;
+}
+
+/// Per node: whether its value is an intermediate to store row-major rather
+/// than in its traced strides (see LoweringContext::result_buffer). In graph
+/// order, so that a value stored row-major counts as such for its readers.
+std::vector<bool> row_major_results(const Graph& graph, const std::set<int>& outputs) {
+  const size_t n = graph.nodes.size();
+  std::vector<bool> only_index_readers(n, true), read(n, false), reader(n, false);
+  for (size_t r = 0; r < n; ++r) {
+    const Node& node = graph.nodes[r];
+    reader[r] = node.op == Node::Op::CallFunction && index_readers().count(node.target) > 0;
+    for_each_operand(node, [&](int i) {
+      read[i] = true;
+      if (!reader[r]) only_index_readers[i] = false;
+    });
+  }
+  std::vector<bool> row_major(n, false), chosen(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& node = graph.nodes[i];
+    if (node.value.kind != ValueInfo::Kind::Tensor) continue;
+    const TensorMeta& meta = node.value.tensor;
+    row_major[i] = last_dim_innermost(meta);
+    // Only what an index reader computes (views keep their base's layout).
+    if (row_major[i] || !reader[i] || !read[i] || !only_index_readers[i] || outputs.count(static_cast<int>(i)))
+      continue;
+    bool operand_row_major = false;
+    for_each_operand(node, [&](int o) { operand_row_major = operand_row_major || row_major[o]; });
+    chosen[i] = row_major[i] = operand_row_major;
+  }
+  return chosen;
+}
+}  // namespace
+
 LoweringContext::LoweringContext(const Graph& graph, const LoweringOptions& options, Remarks& remarks)
     : graph_(graph), options_(options), remarks_(remarks), values_(graph.nodes.size()) {
-  std::function<void(const Arg&)> collect = [&](const Arg& a) {
-    if (a.kind == Arg::Kind::Node) outputs_.insert(static_cast<int>(a.i));
-    for (const auto& e : a.list) collect(e);
-  };
-  for (const auto& a : graph.output().args) collect(a);
+  for (const auto& a : graph.output().args) for_each_node_arg(a, [&](int i) { outputs_.insert(i); });
+  row_major_ = row_major_results(graph, outputs_);
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
     const Node& n = graph.nodes[i];
     if (n.op == Node::Op::CallFunction && n.target == "getitem" && n.args.size() == 2 &&
@@ -114,7 +179,13 @@ ir::BufferPtr LoweringContext::graph_buffer(int node, const TensorMeta& meta, ir
 }
 
 ir::BufferPtr LoweringContext::result_buffer(int node, const TensorMeta& meta) {
-  return graph_buffer(node, meta, is_graph_output(node) ? ir::BufferKind::GraphOutput : ir::BufferKind::Intermediate);
+  if (is_graph_output(node)) return graph_buffer(node, meta, ir::BufferKind::GraphOutput);
+  if (!row_major_[node] || !to_index(meta.storage_offset).is_constant(0))
+    return graph_buffer(node, meta, ir::BufferKind::Intermediate);
+  auto buf = ir::Buffer::make_contiguous(fresh_buffer_name(graph_.nodes[node].name), meta.dtype, ir_device(meta),
+                                         ir::BufferKind::Intermediate, to_index(meta.sizes));
+  bindings_[buf->name] = node;
+  return buf;
 }
 
 ir::BufferPtr LoweringContext::temp_buffer(const std::string& hint, DType dtype, ir::Device device,

@@ -118,7 +118,15 @@ class LoweringContext {
   /// (fixed), named after the node.
   ir::BufferPtr graph_buffer(int node, const TensorMeta& meta, ir::BufferKind kind);
   /// The buffer a lowered node stores its value in: GraphOutput when the
-  /// graph returns it, Intermediate otherwise.
+  /// graph returns it, Intermediate otherwise. An intermediate whose last
+  /// dim is not its innermost is stored row-major instead when only
+  /// index-reading ops read it (pointwise, reductions, copies: not ATen, a
+  /// view or the caller) and one of its operands is row-major in its last
+  /// dim: Inductor's flexible layouts take their order from the reads. A
+  /// permuted value that a residual chain carries on (Whisper's encoder,
+  /// from a convolution's output) would otherwise make every reader of the
+  /// chain read across rows; channels-last chains between convolutions,
+  /// whose operands are all channels-last, stay as traced.
   ir::BufferPtr result_buffer(int node, const TensorMeta& meta);
   /// An internal contiguous intermediate (not a graph value; flexible layout).
   ir::BufferPtr temp_buffer(const std::string& hint, DType dtype, ir::Device device,
@@ -167,6 +175,8 @@ class LoweringContext {
   Remarks& remarks_;
   std::vector<NodeValue> values_;
   std::set<int> outputs_;
+  /// Per node: an intermediate stored row-major, not as traced (result_buffer).
+  std::vector<bool> row_major_;
   std::map<std::pair<int, int>, int> getitems_;
   std::map<std::string, int> bindings_;  // buffer name -> graph node
   std::set<std::string> used_names_;

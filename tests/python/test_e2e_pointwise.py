@@ -1,5 +1,7 @@
 """End to end, compiled vs eager: pointwise programs, dtypes, layouts, broadcasting."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -82,6 +84,41 @@ def test_non_contiguous_inputs(make, device):
 
     x = make(device)
     check_model(f, (x,), reduction=True)
+
+
+def _permuted_residual_chain(x, pos):
+    """Whisper's encoder stem: a (B, C, L) value permuted to (B, L, C), then a
+    residual chain and a layer norm over C."""
+    h = F.gelu(x).permute(0, 2, 1) + pos
+    h2 = h * 2.0 + 1.0
+    return F.layer_norm(h2 + h, (x.shape[1],)), h2 - h
+
+
+def _stores(debug_dir, name):
+    text = next(debug_dir.rglob("loop_ir_pre_fusion.txt")).read_text()
+    return re.findall(rf"store {name}\[([^\]]*)\]", text)
+
+
+def test_a_permuted_intermediate_that_only_kernels_read_is_stored_row_major(device, tmp_path, monkeypatch):
+    """The permuted sums are stored (B, L, C) row-major, not in the traced
+    (B, C, L) strides, so the chain's readers read along rows; what the graph
+    returns keeps eager's strides."""
+    monkeypatch.setenv("CPPINDUCTOR_DEBUG_DIR", str(tmp_path))
+    x, pos = torch.randn(2, 16, 24, device=device), torch.randn(24, 16, device=device)
+    check_model(_permuted_residual_chain, (x, pos), reduction=True, check_strides=True)
+    assert _stores(tmp_path, "add_1") == ["384*x0 + 16*x1 + x2"]
+    assert _stores(tmp_path, "mul_3") == ["384*x0 + 16*x1 + x2"]
+
+
+def test_a_value_whose_operands_are_all_permuted_stays_as_traced(device, tmp_path, monkeypatch):
+    """No operand is row-major (a channels-last chain): the traced strides."""
+    def f(x):
+        h = x.permute(0, 2, 1)
+        return (torch.relu(h) + h).sum(-1)
+
+    monkeypatch.setenv("CPPINDUCTOR_DEBUG_DIR", str(tmp_path))
+    check_model(f, (torch.randn(2, 16, 24, device=device),), reduction=True)
+    assert _stores(tmp_path, "relu") == ["384*x0 + x1 + 24*x2"]
 
 
 def test_int64_arithmetic(device):
