@@ -146,6 +146,37 @@ Status emit_input_gradient(const OpCall& c, const std::vector<IndexExpr>& window
 
 using PositionFn = std::function<Expr(const std::vector<IndexExpr>& o, Expr r)>;
 
+/// Windows of at most this many positions unroll into a pointwise max.
+constexpr int64_t kMaxUnrolledWindow = 16;
+
+/// Whether a max pool's values are a pointwise max over its unrolled window:
+/// a small window, no indices wanted, and values stored channels-last (the
+/// channels innermost, as CUDA conv nets run). Each output then reads its
+/// window's channels as neighbouring lanes do, and the pointwise kernel loads
+/// them as vectors; as a reduction each thread took one channel.
+bool unrolls_window(const OpCall& c, const std::vector<IndexExpr>& window) {
+  if (c.item_used(1)) return false;
+  int64_t positions = 1;
+  for (const auto& w : window) positions *= w.constant().value_or(kMaxUnrolledWindow + 1);
+  const TensorMeta& meta = c.item_meta(0);
+  if (positions > kMaxUnrolledWindow || meta.rank() != 4) return false;
+  return to_index(meta.strides[1]).is_constant(1) && !to_index(meta.sizes[1]).is_constant(1) &&
+         !to_index(meta.strides[3]).is_constant(1);
+}
+
+/// max over the window positions of body(o, r), as one pointwise expression.
+Expr unrolled_max(const std::vector<IndexExpr>& o, const std::vector<IndexExpr>& window, const WindowBody& body) {
+  const int64_t kh = *window[0].constant(), kw = *window[1].constant();
+  std::optional<Expr> m;
+  for (int64_t rh = 0; rh < kh; ++rh) {
+    for (int64_t rw = 0; rw < kw; ++rw) {
+      Expr v = body(o, {ir::index_const(rh), ir::index_const(rw)});
+      m = m ? ir::binary(BinaryOp::Maximum, *m, v) : v;
+    }
+  }
+  return *m;
+}
+
 /// The (values, indices) items of a max pool: a max and an argmax over the
 /// same window body (fusion puts them in one kernel); `position` turns the
 /// argmax r of output o into the input's flattened H*W index. An unused item
@@ -155,7 +186,13 @@ Status set_max_pool_items(const OpCall& c, const TensorRef& x, const std::vector
   std::vector<std::optional<TensorRef>> items(2);
   if (c.item_used(1) && c.item_buffer(1)->dtype != DType::Int64)
     return Error::unsupported("max pooling indices that are not int64");
-  if (c.item_used(0)) {
+  if (c.item_used(0) && unrolls_window(c, window)) {
+    ir::BufferPtr out = c.item_buffer(0);
+    emit_pointwise(c.ctx, c.node.name, out, [&](const std::vector<IndexExpr>& o) {
+      return ir::cast(unrolled_max(o, window, body), out->dtype);
+    });
+    items[0] = TensorRef::of_buffer(out);
+  } else if (c.item_used(0)) {
     ir::BufferPtr out = c.item_buffer(0);
     ir::BufferPtr stored = emit_window_reduction(c, out_sizes, window, ReductionKind::Max, body, out, x.device);
     finish(c, stored, out);

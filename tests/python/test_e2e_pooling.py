@@ -65,6 +65,22 @@ def test_max_pool2d_infinities_and_nan(device):
     check_model(f, (x,), options=LOWERED)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", MAX_POOL_CASES.values(), ids=MAX_POOL_CASES.keys())
+def test_channels_last_max_pool2d_values_are_a_pointwise_max(case, dtype, device, tmp_path, monkeypatch):
+    """Inference on a channels-last input (how CUDA conv nets run): the values
+    alone are a pointwise max over the unrolled window, not a reduction, with
+    eager's results where windows hold -inf and NaN."""
+    x = _input(2, 16, 11, 9, dtype=dtype, device=device).to(memory_format=torch.channels_last)
+    x[0, :, :2, :3] = -float("inf")
+    x[1, 3, 4, 5] = float("nan")
+    monkeypatch.setenv("CPPINDUCTOR_DEBUG_DIR", str(tmp_path))
+    with torch.no_grad():
+        check_model(lambda x: F.max_pool2d(x, **case), (x,), options=LOWERED, check_strides=True)
+    ir = next(tmp_path.rglob("loop_ir_pre_fusion.txt")).read_text()
+    assert "origins=[max_pool2d_with_indices]" in ir and "reduction" not in ir, ir
+
+
 AVG_POOL_CASES = {
     "k2": dict(kernel_size=2),
     "k3s2p1_ceil": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
