@@ -403,6 +403,11 @@ def _evaluate(gm: torch.fx.GraphModule, nodes: list[torch.fx.Node]) -> Any:
     return env[nodes[-1]]
 
 
+def _small(value: Any) -> bool:
+    """A tensor of a known size of at most _FOLD_MAX_ELEMENTS (cheap to compute now)."""
+    return isinstance(value, torch.Tensor) and type(value.numel()) is int and value.numel() <= _FOLD_MAX_ELEMENTS
+
+
 def _uniform_value(t: Any) -> float | int | bool | None:
     """The one number every element of tensor `t` holds (None: not uniform)."""
     if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.numel() > _FOLD_MAX_ELEMENTS:
@@ -426,7 +431,7 @@ def fold_constant_device_copies(gm: torch.fx.GraphModule) -> int:
         if out.numel() > 1 and not out.is_contiguous():
             return None
         nodes = _constant_ancestry(source)
-        if nodes is None:
+        if nodes is None or not all(_small(n.meta.get("val")) for n in nodes if n.op == "call_function"):
             return None
         try:
             value = _uniform_value(_evaluate(gm, nodes))

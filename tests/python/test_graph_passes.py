@@ -383,13 +383,15 @@ def _host_constants_to_cuda(x):
     uniform = torch.tensor([3.0, 3.0]).to(x.device)
     varying = torch.tensor([1.0, 2.0]).to(x.device)
     from_input = x.sum().cpu().to(x.device)
-    return torch.where(x > 0, x, ninf) + uniform + varying + from_input
+    too_large = torch.ones(1 << 17).to(x.device).sum()  # not computed at compile time
+    return torch.where(x > 0, x, ninf) + uniform + varying + from_input + too_large
 
 
 def test_a_uniform_host_constant_copied_to_the_gpu_is_made_there():
     """fold_constant_device_copies (no GPU needed: traced with fake CUDA
     tensors): -inf and [3, 3] become `full` on the GPU; a constant of several
-    values and a value computed from an input are still copied."""
+    values, one too large to compute now and a value computed from an input
+    are still copied."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -398,12 +400,12 @@ def test_a_uniform_host_constant_copied_to_the_gpu_is_made_there():
     with FakeTensorMode():
         gm = make_fx(_host_constants_to_cuda)(torch.empty(2, device="cuda", dtype=torch.bfloat16))
     copies = lambda: gm.graph.find_nodes(op="call_function", target=torch.ops.aten._to_copy.default)  # noqa: E731
-    assert len(copies()) == 5  # from_input is copied there and back
+    assert len(copies()) == 6  # from_input is copied there and back
     assert fold_constant_device_copies(gm) == 2
     fulls = gm.graph.find_nodes(op="call_function", target=torch.ops.aten.full.default)
     assert [(f.args, str(f.kwargs["device"]), f.kwargs["dtype"]) for f in fulls] == [
         (([], float("-inf")), "cuda:0", torch.bfloat16), (([2], 3.0), "cuda:0", torch.float32)]
-    assert len(copies()) == 3
+    assert len(copies()) == 4
     assert not gm.graph.find_nodes(op="call_function", target=torch.ops.aten.scalar_tensor.default)
     assert fold_constant_device_copies(gm) == 0
 
