@@ -21,7 +21,8 @@ std::vector<Stmt*> children(T& n) {
   } else if constexpr (std::is_same_v<T, If>) {
     return {&n.then, &n.otherwise};
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
-                       std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt>) {
+                       std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt> ||
+                       std::is_same_v<T, RowBlocks>) {
     return {&n.body};
   } else {
     return {};
@@ -57,6 +58,10 @@ const char* tail_name(Tail t) {
 const char* splits_of(LoopKind k) {
   if (k == LoopKind::GpuColumnGroups) return " blocks a group";
   return k == LoopKind::GpuTickets ? " tiles a row or group" : " blocks a row";
+}
+
+std::string row_block_text(const RowBlock& b) {
+  return cat("row block ", b.number, ": ", b.buffer->name, "[", b.start, "], ", b.rows, " vectors");
 }
 
 void print(std::ostringstream& os, const Stmt& s, int depth) {
@@ -118,6 +123,15 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << "accumulate into " << n.accumulator << " of " << n.accumulators << "\n";
         } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
           os << pad << "cascade block done: terms [" << n.from << ", " << n.to << ")\n";
+        } else if constexpr (std::is_same_v<T, RowBlocks>) {
+          os << pad << "row blocks\n";
+          for (const RowBlock& b : n.blocks) {
+            os << pad << "  " << row_block_text(b) << ", opened at stage " << b.stage << (b.load ? ", loaded" : "")
+               << "\n";
+          }
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, StoreRowBlock>) {
+          os << pad << "store " << row_block_text(n.block) << "\n";
         } else if constexpr (std::is_same_v<T, TargetPart>) {
           os << pad << n.what;
           for (size_t i = 0; i < n.args.size(); ++i) os << (i ? ", " : " ") << n.args[i];

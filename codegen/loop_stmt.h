@@ -12,7 +12,8 @@
 /// loop's body computes is a leaf: the kernel's stages (Stages), a pointwise
 /// stage's stores (StageStores), a reduction run's updates (Accumulate) or a
 /// part the target prints whole (a tiled column block, an epilogue in
-/// lanes).
+/// lanes). What the stages keep in registers around them is a statement too
+/// (RowBlocks, StoreRowBlock).
 #pragma once
 
 #include <cstdint>
@@ -211,6 +212,34 @@ struct Stages {
   std::vector<ir::PointwiseStage> folded;
 };
 
+/// CpuSchedule::row_blocks: rows of buffer `buffer` laid end to end, read
+/// or stored by a vector of outer iterations (cpu::row_block_access), held
+/// as an array of `rows` vectors (`rows<number>_<its pointer>` in C),
+/// vector r holding element r of each lane's row; `start`: the rows' first
+/// element (C text). Opened before the loop of stage `stage`, the first
+/// that reads or stores it, and loaded there when that stage reads it.
+struct RowBlock {
+  int number = 0;
+  ir::BufferPtr buffer;
+  std::string start;
+  int64_t rows = 0;
+  size_t stage = 0;
+  bool load = false;
+};
+
+/// The body's stages (a Stages leaf inside a vector loop) walk `blocks`: a
+/// stage of one loop reads and stores each access of a block through it,
+/// element r at step r of its loop.
+struct RowBlocks {
+  std::vector<RowBlock> blocks;
+  Stmt body;
+};
+
+/// After the stages: a row block they stored, back to memory.
+struct StoreRowBlock {
+  RowBlock block;
+};
+
 /// A target's part printed whole (what it is, and its C-text arguments):
 /// the CPU's epilogue in lanes, its transposed-tile loads, scratch buffers,
 /// prefaulting.
@@ -221,7 +250,7 @@ struct TargetPart {
 
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
-               VectorAt, StageStores, Accumulate, CascadeBlockDone>
+               VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock>
       node;
 };
 

@@ -9,7 +9,7 @@
 ///                           given; tiled column blocks
 ///   cpu_stages.cpp          the stages inside them: pointwise stores,
 ///                           scans, hoisted invariants, store forwarding,
-///                           row blocks
+///                           the row blocks cpu::open_row_blocks opens
 ///   cpu_reductions.cpp      reduction stages: accumulators (around and in
 ///                           the loops cpu::lower_reduction_loops builds),
 ///                           states, updates, combines, horizontal steps
@@ -40,12 +40,12 @@
 ///     stages with loops run one after another over the block (a softmax
 ///     over columns: the max tile, exp(x - max) stored, the sum tile over
 ///     it, the stored values scaled), and the loop-less stages after them
-///     run per vector on the results. With row_blocks, a stage first reads
-///     each row-block load as an array of R vectors (`rows0_in_x[R]`,
-///     cppi_vload_rows: element r of the W rows in vector r) unless an
-///     earlier stage opened it; its loop reads and stores array element r at
-///     step r, and after the last stage the stored arrays go back to memory
-///     (cppi_vstore_rows). The masked last vector of rows uses the
+///     run per vector on the results. With row_blocks (as cpu::open_row_blocks
+///     records them in the loop IR), a stage first reads each row-block load
+///     as an array of R vectors (`rows0_in_x[R]`, cppi_vload_rows: element r
+///     of the W rows in vector r) unless an earlier stage opened it; its loop
+///     reads and stores array element r at step r, and after the last stage
+///     the stored arrays go back to memory (cppi_vstore_rows). The masked last vector of rows uses the
 ///     _partial forms.
 ///   * InnermostOfEachStage: each stage's innermost loop is vectorised; a
 ///     reduction keeps vector accumulators (vector_accumulators of them for
@@ -118,25 +118,12 @@ struct Forwarded {
   CValue value;
 };
 
-/// CpuSchedule::row_blocks: a row block of an outer iteration
-/// (CpuKernelPrinter::open_row_blocks): an array of `rows` vectors, vector r
-/// holding element r of the vector's rows, and whether a stage stored it (it
-/// goes back to memory after the last stage).
-struct RowBlock {
-  std::string array;
-  BufferPtr buffer;
-  IndexExpr start;
-  int64_t rows = 0;
-  bool stored = false;
-};
-
 /// What the stages of one outer iteration (print_stage_range) keep in
 /// registers for the stages after them, owned by that iteration's printing:
-/// the forwarded vectors and the row blocks, both keyed by access
-/// (CpuKernelPrinter::access_key; a row block's also by its length).
+/// the forwarded vectors, keyed by access (CpuKernelPrinter::access_key).
+/// (Its row blocks are the loop IR's: Place::row_blocks.)
 struct IterationRegisters {
   std::map<std::string, Forwarded> forwarded;
-  std::map<std::string, RowBlock> row_blocks;
 };
 
 class ReductionCore;
@@ -164,8 +151,11 @@ struct Place : codegen::LoopPlace {
   /// eager runs it on a 0-d tensor (libm), not through the vector form of the
   /// kernel's lanes.
   bool invariants = false;
-  /// CpuSchedule::row_blocks: the loop of the stage printing now, when it
-  /// walks row blocks (open_row_blocks).
+  /// CpuSchedule::row_blocks: the row blocks the stages printing walk
+  /// (cpu::open_row_blocks' RowBlocks around them); null outside them.
+  const codegen::RowBlocks* row_blocks = nullptr;
+  /// The loop of the stage printing now, when it walks row blocks
+  /// (open_row_blocks).
   std::optional<Loop> row_loop;
   /// In a whole transposed tile (lower_loop_nest's TileRow): the row's first
   /// element in the tiles, as C text; empty otherwise (the loads gather).
@@ -292,6 +282,10 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// printed by the run (Place::reduction).
   void print_loop_node(const codegen::Accumulate& a, const ValueScope& at);
   void print_loop_node(const codegen::CascadeBlockDone& d, const ValueScope& at);
+  /// The row blocks around a vector of outer iterations' stages, and a
+  /// stored one's store after them (cpu::open_row_blocks).
+  void print_loop_node(const codegen::RowBlocks& r, const ValueScope& at);
+  void print_loop_node(const codegen::StoreRowBlock& s, const ValueScope& at);
   ReductionCore& reduction_printing(const ValueScope& at) const;
   /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
   LoopNestInput loop_input() const {
@@ -379,16 +373,17 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void forward_store(const Store& st, const CValue& v, const Place& at);
   /// The forwarded vector a load in a masked last vector reads, if any.
   const CValue* forwarded_load(const Load& n, const Place& at);
-  /// row_blocks: before stage `s`'s loop inside `at`, declares the row
-  /// blocks its accesses need that no earlier stage of this outer iteration
-  /// opened (Place::registers), loading those it loads; returns `at` with its
-  /// loop as Place::row_loop where it walks them.
-  Place open_row_blocks(const Stage& s, const Place& at);
+  /// row_blocks: before the loop of stage `stage` inside `at`, declares the
+  /// row blocks of Place::row_blocks that it opens, loading those it loads;
+  /// returns `at` with its loop as Place::row_loop where it walks them.
+  Place open_row_blocks(size_t stage, const Place& at);
   /// The open row block a load or store at `index` of `buffer` at `at`
   /// walks, if any.
-  RowBlock* row_block_of(const BufferPtr& buffer, const IndexExpr& index, bool masked, const Place& at);
-  /// After the last stage: the stored row blocks back to memory.
-  void flush_row_blocks(const Place& at);
+  const codegen::RowBlock* row_block_of(const BufferPtr& buffer, const IndexExpr& index, bool masked, const Place& at);
+  /// A row block's array (C name).
+  std::string row_block_array(const codegen::RowBlock& b) {
+    return cat("rows", b.number, "_", pointer_name(b.buffer->name));
+  }
   /// A scan stage: its running value (one per lane in a vector loop) from
   /// the identity, updated and stored at every step of its serial loop.
   void print_scan(const ScanStage& s, const ValueScope& at);

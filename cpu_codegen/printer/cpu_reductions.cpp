@@ -29,7 +29,7 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end, const ValueSco
   }
   if (run.size() > 1) out_.line(cat("// stages ", first, "-", end - 1, " fold in one pass over their loops"));
   // Row blocks are vector_outer: a run of one.
-  const Place walking = open_row_blocks(k_.stages[first], place(at));
+  const Place walking = open_row_blocks(first, place(at));
   ValueScope hoisted(&at, &walking);
   for (const ReductionStage* s : run) hoist_stage_invariants(*s, hoisted);
   print_reduction_run(run, hoisted);

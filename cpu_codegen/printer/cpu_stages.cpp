@@ -1,7 +1,8 @@
 /// CPU kernel printer: the stages inside the loops (pointwise stores, scans
 /// and the order of a kernel's stages), the values a stage hoists before its
 /// loops, store forwarding between the masked last vectors of a row's
-/// stages, and the row blocks of rows in lanes.
+/// stages, and the row blocks of rows in lanes as cpu::open_row_blocks
+/// records them in the loop IR.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -43,7 +44,6 @@ void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_o
       ++i;
     }
   }
-  flush_row_blocks(iteration);
 }
 
 void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi) {
@@ -146,61 +146,49 @@ void CpuKernelPrinter::print_reduction_trees(size_t end, const std::string& v, c
   }
 }
 
-Place CpuKernelPrinter::open_row_blocks(const Stage& s, const Place& at) {
+void CpuKernelPrinter::print_loop_node(const codegen::RowBlocks& r, const ValueScope& at) {
+  Place walking = place(at);
+  walking.row_blocks = &r;
+  print_loops(r.body, ValueScope(&at, &walking));
+}
+
+Place CpuKernelPrinter::open_row_blocks(size_t stage, const Place& at) {
   Place walking = at;
   walking.row_loop.reset();
-  const auto& loops = loops_of(s);
-  if (!sched_.row_blocks || !at.in_vector() || loops.size() != 1) return walking;
+  const auto& loops = loops_of(k_.stages[stage]);
+  if (!at.row_blocks || !at.in_vector() || loops.size() != 1) return walking;
   walking.row_loop = loops[0];
   const std::string& vvar = at.vector_var;
-  auto open = [&](const Access& a, bool load) {
-    const auto rows = row_block_access(a.buffer->dtype, a.index, a.masked, vvar, loops[0]);
-    if (!rows) return;
-    const IndexExpr start = row_block_start(a.index, loops[0]);
-    const std::string key = cat(a.buffer->name, "[", index(start), "] x ", *rows);
-    if (!at.registers) fail(cat("kernel ", k_.name, ": row block ", key, " outside an outer iteration"));
-    auto& row_blocks = at.registers->row_blocks;
-    if (row_blocks.count(key)) return;
-    // The schedule checked that a stored block is first stored, then read.
-    if (load && written_buffers(k_).count(a.buffer->name)) {
-      fail(cat("kernel ", k_.name, ": row block ", key, " loaded before a stage stores it"));
-    }
-    const std::string array = cat("rows", row_blocks.size(), "_", pointer_name(a.buffer->name));
-    const std::string v = vtype(a.buffer->dtype), first = cat("&", pointer_name(a.buffer->name), "[", index(start), "]");
-    out_.line(cat(v, " ", array, "[", *rows, "];  // element r of rows ", vvar, " .. ", vvar, " + ", width(),
+  for (const codegen::RowBlock& b : at.row_blocks->blocks) {
+    if (b.stage != stage) continue;
+    const std::string array = row_block_array(b), v = vtype(b.buffer->dtype);
+    const std::string first = cat("&", pointer_name(b.buffer->name), "[", b.start, "]");
+    out_.line(cat(v, " ", array, "[", b.rows, "];  // element r of rows ", vvar, " .. ", vvar, " + ", width(),
                   " - 1 in vector r"));
-    if (load && at.tail_lanes.empty()) {
-      out_.line(cat("cppi_vload_rows<", v, ", ", *rows, ">(", first, ", ", array, ");"));
-    } else if (load) {
-      out_.line(cat("cppi_vload_rows_partial<", v, ", ", *rows, ">(", first, ", ", at.tail_lanes, ", ", array, ");"));
+    if (b.load && at.tail_lanes.empty()) {
+      out_.line(cat("cppi_vload_rows<", v, ", ", b.rows, ">(", first, ", ", array, ");"));
+    } else if (b.load) {
+      out_.line(cat("cppi_vload_rows_partial<", v, ", ", b.rows, ">(", first, ", ", at.tail_lanes, ", ", array, ");"));
     }
-    row_blocks[key] = RowBlock{array, a.buffer, start, *rows};
-  };
-  for (const auto& a : reads(s)) open(a, true);
-  for (const auto& a : writes(s)) open(a, false);
+  }
   return walking;
 }
 
-RowBlock* CpuKernelPrinter::row_block_of(const BufferPtr& buffer, const IndexExpr& index_at, bool masked,
-                                         const Place& at) {
-  if (!at.row_loop || !at.in_vector() || !at.registers) return nullptr;
-  const auto rows = row_block_access(buffer->dtype, index_at, masked, at.vector_var, *at.row_loop);
-  if (!rows) return nullptr;
-  auto& row_blocks = at.registers->row_blocks;
-  const auto it = row_blocks.find(cat(buffer->name, "[", index(row_block_start(index_at, *at.row_loop)), "] x ", *rows));
-  if (it == row_blocks.end()) fail(cat("kernel ", k_.name, ": a row block of ", buffer->name, " that no stage opened"));
-  return &it->second;
+const codegen::RowBlock* CpuKernelPrinter::row_block_of(const BufferPtr& buffer, const IndexExpr& index_at, bool masked,
+                                                        const Place& at) {
+  if (!at.row_loop || !at.in_vector() || !at.row_blocks) return nullptr;
+  return find_row_block(*at.row_blocks, buffer, index_at, masked, at.vector_var, *at.row_loop, loop_input());
 }
 
-void CpuKernelPrinter::flush_row_blocks(const Place& at) {
-  for (const auto& [key, b] : at.registers->row_blocks) {
-    if (!b.stored) continue;
-    const std::string v = vtype(b.buffer->dtype), first = cat("&", pointer_name(b.buffer->name), "[", index(b.start), "]");
-    if (at.tail_lanes.empty()) {
-      out_.line(cat("cppi_vstore_rows<", v, ", ", b.rows, ">(", first, ", ", b.array, ");"));
-    } else {
-      out_.line(cat("cppi_vstore_rows_partial<", v, ", ", b.rows, ">(", first, ", ", b.array, ", ", at.tail_lanes, ");"));
-    }
+void CpuKernelPrinter::print_loop_node(const codegen::StoreRowBlock& s, const ValueScope& at) {
+  const codegen::RowBlock& b = s.block;
+  const std::string& lanes = place(at).tail_lanes;
+  const std::string v = vtype(b.buffer->dtype), first = cat("&", pointer_name(b.buffer->name), "[", b.start, "]");
+  if (lanes.empty()) {
+    out_.line(cat("cppi_vstore_rows<", v, ", ", b.rows, ">(", first, ", ", row_block_array(b), ");"));
+  } else {
+    out_.line(cat("cppi_vstore_rows_partial<", v, ", ", b.rows, ">(", first, ", ", row_block_array(b), ", ", lanes,
+                  ");"));
   }
 }
 
@@ -259,7 +247,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, co
   }
   out_.line(comment);
   const auto forward_slots = declare_forward_slots(s, index);
-  Place walking = open_row_blocks(s, place(at));
+  Place walking = open_row_blocks(index, place(at));
   walking.forward_slots = &forward_slots;
   ValueScope hoisted(&at, &walking);
   hoist_stage_invariants(s, hoisted);
@@ -308,9 +296,8 @@ void CpuKernelPrinter::print_stores(const std::vector<Store>& stores, ValueScope
     const std::string& vvar = at.vector_var;
     if (!at.in_vector()) {
       out_.line(cat(ptr, "[", idx, "] = ", v.text, ";"));
-    } else if (RowBlock* b = st.accumulate ? nullptr : row_block_of(st.buffer, st.index, false, at)) {
-      out_.line(cat(b->array, "[", var_name(*at.row_loop), "] = ", as_vector(v), ";"));
-      b->stored = true;
+    } else if (const codegen::RowBlock* b = st.accumulate ? nullptr : row_block_of(st.buffer, st.index, false, at)) {
+      out_.line(cat(row_block_array(*b), "[", var_name(*at.row_loop), "] = ", as_vector(v), ";"));
     } else {
       const auto coefficient_of_var = coefficient(st.index, var(vvar));
       const auto stride = coefficient_of_var ? coefficient_of_var->constant() : std::nullopt;

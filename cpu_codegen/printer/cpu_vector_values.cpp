@@ -236,8 +236,8 @@ CValue CpuKernelPrinter::vector_load(const Load& n, ValueScope& scope) {
   std::string loaded;
   auto stride = coefficient(n.index, var(vvar));
   const bool contiguous = stride && stride->is_constant(1);
-  if (const RowBlock* b = row_block_of(n.buffer, n.index, n.mask.defined(), at)) {
-    loaded = cat(b->array, "[", var_name(*at.row_loop), "]");
+  if (const codegen::RowBlock* b = row_block_of(n.buffer, n.index, n.mask.defined(), at)) {
+    loaded = cat(row_block_array(*b), "[", var_name(*at.row_loop), "]");
   } else if (const CValue* forwarded = forwarded_load(n, at)) {
     loaded = forwarded->text;
   } else if (!at.tail_lanes.empty()) {

@@ -56,6 +56,7 @@ ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
       {"split_vector_loop_pieces", split_vector_loop_pieces},
       {"tile_columns", tile_columns},
       {"split_vector_tails", split_vector_tails},
+      {"open_row_blocks", open_row_blocks},
   };
   ScheduledLoops out;
   out.nest = lower_loop_nest(in);

@@ -10,6 +10,10 @@
 ///   vector_tails.cpp         CpuSchedule::tail: each vector loop's whole
 ///                            vectors split from the rest (a scalar loop, a
 ///                            masked vector, an overlapping vector)
+///   row_blocks.cpp           CpuSchedule::row_blocks: the row blocks a
+///                            vector of outer iterations' stages walk, opened
+///                            before the stage that first reads or stores
+///                            each, the stored ones stored after the stages
 /// The printer (cpu_codegen/printer/cpu_loops.cpp) prints the result. A
 /// pointwise stage's own loops are a nest of their own (stage_loops.cpp:
 /// lower_stage_loops, then split_vector_tails), and so are a run of
@@ -61,6 +65,14 @@ codegen::Stmt lower_loop_nest(const LoopNestInput& in);
 codegen::Stmt split_vector_loop_pieces(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt tile_columns(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in);
+codegen::Stmt open_row_blocks(const codegen::Stmt& s, const LoopNestInput& in);
+/// The row block of `r` that an access at `index` of `buffer` walks in the
+/// stage loop `row_loop` inside the vector loop `vector_var`; null for an
+/// access that walks none (an internal error for one that walks a block
+/// `r` lacks).
+const codegen::RowBlock* find_row_block(const codegen::RowBlocks& r, const ir::BufferPtr& buffer,
+                                        const ir::IndexExpr& index, bool masked, const std::string& vector_var,
+                                        const ir::Loop& row_loop, const LoopNestInput& in);
 
 /// A pointwise stage's loops inside the kernel's: serial, the first in
 /// chunks on the threads under CpuSchedule::parallel_reduction, the
