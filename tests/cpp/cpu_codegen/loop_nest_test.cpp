@@ -7,6 +7,7 @@
 
 #include "codegen/loop_stmt.h"
 #include "cpu_codegen/schedule/loops/loop_nest.h"
+#include "cpu_codegen/schedule/stash_reduction_bodies.h"
 #include "kernel_builders.h"
 
 namespace cppi::cpu::test {
@@ -197,6 +198,24 @@ TEST(LoopNest, PiecesFoldTheirStagesIndexConditions) {
   EXPECT_NE(text.find("vector for x1 in [16, 40), scalar tail"), std::string::npos) << text;
 }
 
+TEST(LoopNest, RowBlocksOpenBeforeTheirFirstStageAndTheStoredOnesStoreAfterTheStages) {
+  // Softmax over rows of 7 with exp(x - max) stashed (row_blocks_test.cpp):
+  // the input's block opens loaded before stage 0, the stash's opens before
+  // the stage that stores it and goes back to memory after the stages, in
+  // the whole vectors of rows and in the masked last one alike.
+  const KernelPtr k = schedule_for_cpu(stash_reduction_bodies(softmax_kernel(sym("s0"), 7)), avx512_target());
+  ASSERT_TRUE(k->schedule.cpu.row_blocks);
+  const std::string d = after(dumps(k, {"s0"}), "open_row_blocks");
+  const std::vector<std::string> around_stages = {
+      "row blocks", "  row block 0: arg0[7*x0], 7 vectors, opened at stage 0, loaded",
+      "  row block 1: buf0[7*x0], 7 vectors, opened at stage 1\n", "stages", "store row block 1: buf0[7*x0], 7 vectors"};
+  std::vector<std::string> twice = around_stages;
+  twice.push_back("lanes below");
+  twice.insert(twice.end(), around_stages.begin(), around_stages.end());
+  twice.push_back("NOT:store row block 0");
+  EXPECT_TRUE(file_check(d, twice)) << d;
+}
+
 TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
   const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 16), [](CpuSchedule& s) {
     s.vectorized = VectorizedLoop::InnermostOuter;
@@ -209,6 +228,7 @@ TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
   EXPECT_EQ(split_vector_loop_pieces(nest, input_of(k)), nest);
   EXPECT_EQ(tile_columns(nest, input_of(k)), nest);
   EXPECT_NE(split_vector_tails(nest, input_of(k)), nest);
+  EXPECT_EQ(open_row_blocks(nest, input_of(k)), nest);
   EXPECT_EQ(codegen::map_children(nest, [](const codegen::Stmt& s) { return s; }), nest);
 }
 
