@@ -22,7 +22,7 @@ std::vector<Stmt*> children(T& n) {
     return {&n.then, &n.otherwise};
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
                        std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt> ||
-                       std::is_same_v<T, RowBlocks>) {
+                       std::is_same_v<T, RowBlocks> || std::is_same_v<T, ForwardSlots>) {
     return {&n.body};
   } else {
     return {};
@@ -127,6 +127,13 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << "row blocks\n";
           for (const RowBlock& b : n.blocks) {
             os << pad << "  " << row_block_text(b) << ", opened at stage " << b.stage << (b.load ? ", loaded" : "")
+               << "\n";
+          }
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, ForwardSlots>) {
+          os << pad << "forward slots\n";
+          for (const ForwardSlot& f : n.slots) {
+            os << pad << "  stage " << f.stage << ": " << f.buffer->name << "[" << f.index << "] -> slot " << f.number
                << "\n";
           }
           print(os, n.body, depth + 1);

@@ -13,7 +13,7 @@
 /// stage's stores (StageStores), a reduction run's updates (Accumulate) or a
 /// part the target prints whole (a tiled column block, an epilogue in
 /// lanes). What the stages keep in registers around them is a statement too
-/// (RowBlocks, StoreRowBlock).
+/// (RowBlocks, StoreRowBlock, ForwardSlots).
 #pragma once
 
 #include <cstdint>
@@ -240,6 +240,26 @@ struct StoreRowBlock {
   RowBlock block;
 };
 
+/// A vector variable that pointwise stage `stage` stores the masked last
+/// vector of its store to `buffer` at `index` (C text) into, besides memory,
+/// for a later stage's load of the same elements to read (CpuSchedule::tail
+/// Masked: the core does not forward a masked store to a masked load of it).
+/// `number`: its place among the stage's slots (`<its pointer>_fwd<number>`
+/// in C); the target declares it where it prints the stage.
+struct ForwardSlot {
+  size_t stage = 0;
+  int number = 0;
+  ir::BufferPtr buffer;
+  std::string index;
+};
+
+/// The forwarding slots of the kernel's stages, wherever the body prints
+/// them (its loops, or a part the target prints whole).
+struct ForwardSlots {
+  std::vector<ForwardSlot> slots;
+  Stmt body;
+};
+
 /// A target's part printed whole (what it is, and its C-text arguments):
 /// the CPU's epilogue in lanes, its transposed-tile loads, scratch buffers,
 /// prefaulting.
@@ -250,7 +270,7 @@ struct TargetPart {
 
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
-               VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock>
+               VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock, ForwardSlots>
       node;
 };
 

@@ -105,10 +105,10 @@ inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
 }
 
 /// Store forwarding between the masked last vectors of one outer iteration's
-/// stages (CpuKernelPrinter::declare_forward_slots, forward_store,
-/// forwarded_load): a store that a later stage loads again at the same
-/// elements also goes into a vector variable, which the later load reads
-/// instead of memory. The core does not forward a masked store to a masked
+/// stages (cpu::choose_forward_slots chooses the slots; the printer's
+/// declare_forward_slots, forward_store, forwarded_load): a store that a
+/// later stage loads again at the same elements also goes into a vector
+/// variable, which the later load reads instead of memory. The core does not forward a masked store to a masked
 /// load of it: softmax over rows of 7 stalled a third of its time on the
 /// reload of exp(x - max). What a masked last vector stored, and where:
 struct Forwarded {
@@ -168,6 +168,9 @@ struct Place : codegen::LoopPlace {
   /// The registers of the outer iteration printing (print_stage_range);
   /// null outside one.
   IterationRegisters* registers = nullptr;
+  /// The kernel's forwarding slots (cpu::choose_forward_slots' ForwardSlots
+  /// around the nest); null where it has none.
+  const codegen::ForwardSlots* kernel_forward_slots = nullptr;
   /// The stage printing now: the vector variables its stores forward into,
   /// by access (declare_forward_slots); null where it forwards none.
   const std::map<std::string, std::string>* forward_slots = nullptr;
@@ -286,6 +289,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// stored one's store after them (cpu::open_row_blocks).
   void print_loop_node(const codegen::RowBlocks& r, const ValueScope& at);
   void print_loop_node(const codegen::StoreRowBlock& s, const ValueScope& at);
+  /// The nest with the kernel's forwarding slots (cpu::choose_forward_slots).
+  void print_loop_node(const codegen::ForwardSlots& f, const ValueScope& at);
   ReductionCore& reduction_printing(const ValueScope& at) const;
   /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
   LoopNestInput loop_input() const {
@@ -349,7 +354,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// the epilogue (cpu::epilogue_start) and leaves the scalars the epilogue
   /// reads in arrays (`name_rows[W]`), then the epilogue runs once as a
   /// vector of the block's rows (masked in a partial block).
-  void print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi);
+  void print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi, const ValueScope& at);
   /// CpuSchedule::reduction_trees: stages [0, end) of a block of rows `v`
   /// from `block`, `rows` of them: each reduction run over the block's rows
   /// in turn, then a tree per reduction into `<result>_rows`.
@@ -363,8 +368,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// outside the stage's loops, such math on a row's own values calls libm.
   void hoist_stage_invariants(const Stage& s, ValueScope& scope);
   /// Declares the vector variables stage `stage` forwards its stores into
-  /// (Place::forward_slots), by access.
-  std::map<std::string, std::string> declare_forward_slots(const PointwiseStage& s, size_t stage);
+  /// (Place::forward_slots), by access: its slots of
+  /// Place::kernel_forward_slots.
+  std::map<std::string, std::string> declare_forward_slots(size_t stage, const Place& at);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// "buffer[index]" of a direct access; "" for an indirect one.
   std::string access_key(const BufferPtr& buffer, const IndexExpr& at);

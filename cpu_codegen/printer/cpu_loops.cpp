@@ -188,7 +188,6 @@ void CpuKernelPrinter::print_loop_node(const codegen::TileRow& t, const ValueSco
 }
 
 void CpuKernelPrinter::print_loop_node(const codegen::TargetPart& p, const ValueScope& at) {
-  (void)at;
   const std::string& what = p.what;
   if (what == part::kScratch) {
     print_scratch_alloc();
@@ -197,7 +196,7 @@ void CpuKernelPrinter::print_loop_node(const codegen::TargetPart& p, const Value
   } else if (what == part::kPrefault && p.args.size() == 3) {
     print_prefault(p.args[0], p.args[1], p.args[2]);
   } else if (what == part::kEpilogueInLanes && p.args.size() == 2) {
-    print_epilogue_in_lanes(k_.outer.back(), Bound{p.args[0], std::nullopt}, Bound{p.args[1], std::nullopt});
+    print_epilogue_in_lanes(k_.outer.back(), Bound{p.args[0], std::nullopt}, Bound{p.args[1], std::nullopt}, at);
   } else if (what == part::kTileBuffers) {
     if (transposed_.empty()) fail(cat("kernel ", k_.name, ": transpose_tile without a transposed load"));
     const int64_t w = sched_.vector_width;

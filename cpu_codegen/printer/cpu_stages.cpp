@@ -1,8 +1,9 @@
 /// CPU kernel printer: the stages inside the loops (pointwise stores, scans
 /// and the order of a kernel's stages), the values a stage hoists before its
 /// loops, store forwarding between the masked last vectors of a row's
-/// stages, and the row blocks of rows in lanes as cpu::open_row_blocks
-/// records them in the loop IR.
+/// stages (through the slots cpu::choose_forward_slots chose), and the row
+/// blocks of rows in lanes as cpu::open_row_blocks records them in the loop
+/// IR.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -46,13 +47,17 @@ void CpuKernelPrinter::print_stage_range(size_t first, size_t end, bool vector_o
   }
 }
 
-void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi) {
+void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, const Bound& hi, const ValueScope& at) {
   const size_t first = epilogue_start(k_);
   if (first == k_.stages.size() || sched_.vectorized != VectorizedLoop::InnermostOfEachStage) {
     fail(cat("kernel ", k_.name, ": epilogue_in_lanes needs vectorised stage loops and loop-less last stages"));
   }
   const std::string v = var_name(l), block = v + "_block", rows = v + "_rows";
   const std::string w = width();
+  // Its rows print at the kernel's place, with the kernel's forwarding slots.
+  Place kernel = kernel_place_;
+  kernel.kernel_forward_slots = place(at).kernel_forward_slots;
+  const ValueScope kernel_scope(&kernel_scope_, &kernel);
   // The scalars the epilogue reads (the row's reductions), an element per row.
   std::map<std::string, std::pair<DType, std::string>> handed;  // name -> dtype, array
   for (size_t i = first; i < k_.stages.size(); ++i) {
@@ -68,7 +73,7 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
     for (const auto& [name, h] : handed) out_.line(cat(scalar_type(h.first), " ", h.second, "[", w, "];"));
     out_.open(cat("for (int64_t ", v, " = ", block, "; ", v, " < ", block, " + ", rows, "; ++", v, ")"));
     locals_.clear();
-    print_stage_range(0, first, false, kernel_scope_);
+    print_stage_range(0, first, false, kernel_scope);
     for (const auto& [name, h] : handed) {
       out_.line(cat(h.second, "[", v, " - ", block, "] = ", local_value(LocalRef(name, h.first)).text, ";"));
     }
@@ -78,7 +83,7 @@ void CpuKernelPrinter::print_epilogue_in_lanes(const Loop& l, const Bound& lo, c
   // block stores only its rows.
   auto epilogue = [&](bool partial) {
     out_.line(cat("const int64_t ", v, " = ", block, ";"));
-    Place lanes = kernel_place_.vectorized(v);
+    Place lanes = kernel.vectorized(v);
     if (partial) lanes.tail_lanes = rows;
     const ValueScope scope(&kernel_scope_, &lanes);
     for (const auto& [name, h] : handed) {
@@ -211,31 +216,22 @@ void CpuKernelPrinter::hoist_stage_invariants(const Stage& s, ValueScope& scope)
   for (const Expr& e : ir::outermost_picks(ir::stage_values(s), hoistable)) value(e, scope);
 }
 
-std::map<std::string, std::string> CpuKernelPrinter::declare_forward_slots(const PointwiseStage& s, size_t stage) {
+std::map<std::string, std::string> CpuKernelPrinter::declare_forward_slots(size_t stage, const Place& at) {
   std::map<std::string, std::string> slots;
-  // One stage loop of constant extent whose last vector is masked: that
-  // vector runs once per outer iteration, at fixed elements.
-  // (Split across threads, the stage's last vector is another thread's.)
-  if (sched_.vectorized != VectorizedLoop::InnermostOfEachStage || sched_.tail != TailKind::Masked ||
-      s.loops.size() != 1 || sched_.parallel_reduction) {
-    return slots;
-  }
-  const auto n = s.loops[0].extent.constant();
-  if (!n || *n % sched_.vector_width == 0) return slots;
-  std::set<std::string> read_later;
-  for (size_t j = stage + 1; j < k_.stages.size(); ++j) {
-    for (const auto& a : reads(k_.stages[j])) read_later.insert(a.buffer->name);
-  }
-  for (const auto& st : s.stores) {
-    const DType t = st.buffer->dtype;
-    const bool plain = t == DType::Float32 || t == DType::Float64 || t == DType::Int32 || t == DType::Int64;
-    const std::string key = access_key(st.buffer, st.index);
-    if (!plain || !read_later.count(st.buffer->name) || key.empty() || slots.count(key)) continue;
-    const std::string slot = cat(pointer_name(st.buffer->name), "_fwd", slots.size());
-    out_.line(cat(vtype(t), " ", slot, ";  // its masked last vector, for the stages after"));
-    slots[key] = slot;
+  if (!at.kernel_forward_slots) return slots;
+  for (const codegen::ForwardSlot& f : at.kernel_forward_slots->slots) {
+    if (f.stage != stage) continue;
+    const std::string slot = cat(pointer_name(f.buffer->name), "_fwd", f.number);
+    out_.line(cat(vtype(f.buffer->dtype), " ", slot, ";  // its masked last vector, for the stages after"));
+    slots[cat(f.buffer->name, "[", f.index, "]")] = slot;  // access_key
   }
   return slots;
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::ForwardSlots& f, const ValueScope& at) {
+  Place with_slots = place(at);
+  with_slots.kernel_forward_slots = &f;
+  print_loops(f.body, ValueScope(&at, &with_slots));
 }
 
 void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, const ValueScope& at) {
@@ -246,7 +242,7 @@ void CpuKernelPrinter::print_pointwise(const PointwiseStage& s, size_t index, co
     for (const auto& l : s.loops) comment += " " + var_name(l);
   }
   out_.line(comment);
-  const auto forward_slots = declare_forward_slots(s, index);
+  const auto forward_slots = declare_forward_slots(index, place(at));
   Place walking = open_row_blocks(index, place(at));
   walking.forward_slots = &forward_slots;
   ValueScope hoisted(&at, &walking);

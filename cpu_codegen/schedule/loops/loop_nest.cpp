@@ -57,6 +57,7 @@ ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
       {"tile_columns", tile_columns},
       {"split_vector_tails", split_vector_tails},
       {"open_row_blocks", open_row_blocks},
+      {"choose_forward_slots", choose_forward_slots},
   };
   ScheduledLoops out;
   out.nest = lower_loop_nest(in);

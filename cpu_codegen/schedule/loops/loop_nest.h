@@ -14,6 +14,10 @@
 ///                            vector of outer iterations' stages walk, opened
 ///                            before the stage that first reads or stores
 ///                            each, the stored ones stored after the stages
+///   forward_slots.cpp        CpuSchedule::tail Masked: the stores of each
+///                            pointwise stage whose masked last vector also
+///                            goes into a vector variable for a later
+///                            stage's load (ForwardSlots, around the nest)
 /// The printer (cpu_codegen/printer/cpu_loops.cpp) prints the result. A
 /// pointwise stage's own loops are a nest of their own (stage_loops.cpp:
 /// lower_stage_loops, then split_vector_tails), and so are a run of
@@ -73,6 +77,8 @@ codegen::Stmt open_row_blocks(const codegen::Stmt& s, const LoopNestInput& in);
 const codegen::RowBlock* find_row_block(const codegen::RowBlocks& r, const ir::BufferPtr& buffer,
                                         const ir::IndexExpr& index, bool masked, const std::string& vector_var,
                                         const ir::Loop& row_loop, const LoopNestInput& in);
+
+codegen::Stmt choose_forward_slots(const codegen::Stmt& s, const LoopNestInput& in);
 
 /// A pointwise stage's loops inside the kernel's: serial, the first in
 /// chunks on the threads under CpuSchedule::parallel_reduction, the
