@@ -216,6 +216,25 @@ TEST(LoopNest, RowBlocksOpenBeforeTheirFirstStageAndTheStoredOnesStoreAfterTheSt
   EXPECT_TRUE(file_check(d, twice)) << d;
 }
 
+TEST(LoopNest, AStoreALaterStageReadsGetsAForwardSlotAroundTheNest) {
+  // Softmax over rows of 7 with exp(x - max) stashed and its stages' loops
+  // vectorised in one masked vector each: the stash's store (stage 1) gets
+  // a slot, which the sum and the output stage after it read; the output's
+  // store, read by no stage after, gets none.
+  const KernelPtr k = scheduled(stash_reduction_bodies(softmax_kernel(64, 7)), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.parallel_reduction = false;
+    s.row_blocks = false;
+  });
+  const std::string d = after(dumps(k), "choose_forward_slots");
+  EXPECT_TRUE(file_check(d, {"forward slots", "  stage 1: buf0[r0 + 7*x0] -> slot 0\n", "NOT:stage 3:", "stages"})) << d;
+  // Under a scalar tail nothing is forwarded: the pass leaves the nest.
+  const KernelPtr scalar = scheduled(k, [](CpuSchedule& s) { s.tail = TailKind::ScalarLoop; });
+  EXPECT_EQ(after(dumps(scalar), "choose_forward_slots"), "");
+}
+
 TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
   const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 16), [](CpuSchedule& s) {
     s.vectorized = VectorizedLoop::InnermostOuter;
@@ -229,6 +248,7 @@ TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
   EXPECT_EQ(tile_columns(nest, input_of(k)), nest);
   EXPECT_NE(split_vector_tails(nest, input_of(k)), nest);
   EXPECT_EQ(open_row_blocks(nest, input_of(k)), nest);
+  EXPECT_EQ(choose_forward_slots(nest, input_of(k)), nest);
   EXPECT_EQ(codegen::map_children(nest, [](const codegen::Stmt& s) { return s; }), nest);
 }
 
