@@ -193,6 +193,14 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
     return simple ? index(e) : "(" + index(e) + ")";
   }
 
+  /// A mapping's lowering to its loop nest (grid_stride_loops.h, row_loops.h,
+  /// column_group_loops.h, scan_loops.h).
+  using NestLowering = codegen::Stmt (*)(const ir::Kernel&, const ir::GpuSchedule&,
+                                         const std::function<std::string(const IndexExpr&)>&);
+  /// `lower`'s nest for this kernel, with this printer's C form of indices;
+  /// its text into info->loop_ir, after `pass`, when the dumps are asked for.
+  codegen::Stmt lowered_nest(NestLowering lower, const char* pass, PrintedCudaKernel* info);
+
   // --- grid-stride mappings ---------------------------------------------------------------
   /// The kernel's grid-stride loop nest (grid_stride_loops.h), walked; its
   /// text into info->loop_ir for the debug dump.

@@ -19,11 +19,7 @@ void CudaKernelPrinter::print_grid_stride(PrintedCudaKernel* info) {
   // groups': cuda_print_rows.cpp; the scans': cuda_print_scans.cpp);
   // inside a row, a column group or a scan's chunk the stages' loops still
   // print in place (issue #38).
-  const codegen::Stmt nest = lower_grid_stride_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
-  if (options_.loop_ir_dumps) {
-    info->loop_ir = cat("// ", name_, " after lower_grid_stride_loops\n", codegen::to_text(nest));
-  }
-  print_grid_stride_stmt(nest, nullptr);
+  print_grid_stride_stmt(lowered_nest(lower_grid_stride_loops, "lower_grid_stride_loops", info), nullptr);
 }
 
 void CudaKernelPrinter::print_grid_stride_stmt(const codegen::Stmt& s, VectorLanes* lanes) {

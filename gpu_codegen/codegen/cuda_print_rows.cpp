@@ -17,9 +17,7 @@ namespace cppi::gpu::cuda_print {
 void CudaKernelPrinter::print_rows(PrintedCudaKernel* info) {
   // The loop over the rows is a nest; inside a row, the stages' position
   // loops and a cached row's slot loops still print in place (issue #38).
-  const codegen::Stmt nest = lower_row_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
-  if (options_.loop_ir_dumps) info->loop_ir = cat("// ", name_, " after lower_row_loops\n", codegen::to_text(nest));
-  print_row_stmt(nest);
+  print_row_stmt(lowered_nest(lower_row_loops, "lower_row_loops", info));
 }
 
 void CudaKernelPrinter::print_row_stmt(const codegen::Stmt& s) {
@@ -77,11 +75,7 @@ void CudaKernelPrinter::print_row_loop(const codegen::For& l) {
 void CudaKernelPrinter::print_column_groups(PrintedCudaKernel* info) {
   // The loop over the columns is a nest; inside a group, the stages' loops
   // over the rows still print in place (issue #38).
-  const codegen::Stmt nest = lower_column_group_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
-  if (options_.loop_ir_dumps) {
-    info->loop_ir = cat("// ", name_, " after lower_column_group_loops\n", codegen::to_text(nest));
-  }
-  print_row_stmt(nest);
+  print_row_stmt(lowered_nest(lower_column_group_loops, "lower_column_group_loops", info));
 }
 
 void CudaKernelPrinter::print_column_group_loop(const codegen::For& l) {

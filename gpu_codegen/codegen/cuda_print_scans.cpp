@@ -138,9 +138,7 @@ void CudaKernelPrinter::print_scan_look_back(const std::string& first_tile, cons
 }
 
 void CudaKernelPrinter::print_scans(PrintedCudaKernel* info) {
-  const codegen::Stmt nest = lower_scan_loops(k_, g_, [&](const IndexExpr& e) { return index(e); });
-  if (options_.loop_ir_dumps) info->loop_ir = cat("// ", name_, " after lower_scan_loops\n", codegen::to_text(nest));
-  print_scan_stmt(nest);
+  print_scan_stmt(lowered_nest(lower_scan_loops, "lower_scan_loops", info));
 }
 
 void CudaKernelPrinter::print_scan_stmt(const codegen::Stmt& s) {

@@ -260,6 +260,12 @@ void CudaKernelPrinter::unravel_outer(const std::string& flat) {
   unravel(k_.outer, flat, &used);
 }
 
+codegen::Stmt CudaKernelPrinter::lowered_nest(NestLowering lower, const char* pass, PrintedCudaKernel* info) {
+  codegen::Stmt nest = lower(k_, g_, [&](const IndexExpr& e) { return index(e); });
+  if (options_.loop_ir_dumps) info->loop_ir = cat("// ", name_, " after ", pass, "\n", codegen::to_text(nest));
+  return nest;
+}
+
 std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   check_schedule();
   info->name = name_;
