@@ -172,20 +172,21 @@ ir::BufferPtr LoweringContext::graph_buffer(int node, const TensorMeta& meta, ir
   ir::Layout layout;
   layout.sizes = to_index(meta.sizes);
   layout.strides = to_index(meta.strides);
-  auto buf = ir::Buffer::make(fresh_buffer_name(graph_.nodes[node].name), meta.dtype, ir_device(meta), kind,
-                              std::move(layout), /*layout_fixed=*/true);
-  bindings_[buf->name] = node;
-  return buf;
+  return bound(node, ir::Buffer::make(fresh_buffer_name(graph_.nodes[node].name), meta.dtype, ir_device(meta), kind,
+                                      std::move(layout), /*layout_fixed=*/true));
+}
+
+ir::BufferPtr LoweringContext::bound(int node, ir::BufferPtr buffer) {
+  bindings_[buffer->name] = node;
+  return buffer;
 }
 
 ir::BufferPtr LoweringContext::result_buffer(int node, const TensorMeta& meta) {
   if (is_graph_output(node)) return graph_buffer(node, meta, ir::BufferKind::GraphOutput);
   if (!row_major_[node] || !to_index(meta.storage_offset).is_constant(0))
     return graph_buffer(node, meta, ir::BufferKind::Intermediate);
-  auto buf = ir::Buffer::make_contiguous(fresh_buffer_name(graph_.nodes[node].name), meta.dtype, ir_device(meta),
-                                         ir::BufferKind::Intermediate, to_index(meta.sizes));
-  bindings_[buf->name] = node;
-  return buf;
+  return bound(node, ir::Buffer::make_contiguous(fresh_buffer_name(graph_.nodes[node].name), meta.dtype,
+                                                 ir_device(meta), ir::BufferKind::Intermediate, to_index(meta.sizes)));
 }
 
 ir::BufferPtr LoweringContext::temp_buffer(const std::string& hint, DType dtype, ir::Device device,

@@ -174,6 +174,9 @@ class LoweringContext {
   const LoweringOptions& options_;
   Remarks& remarks_;
   std::vector<NodeValue> values_;
+  /// `buffer`, recorded as graph node `node`'s (bindings_).
+  ir::BufferPtr bound(int node, ir::BufferPtr buffer);
+
   std::set<int> outputs_;
   /// Per node: an intermediate stored row-major, not as traced (result_buffer).
   std::vector<bool> row_major_;

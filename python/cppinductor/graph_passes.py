@@ -408,8 +408,9 @@ def _small(value: Any) -> bool:
     return isinstance(value, torch.Tensor) and type(value.numel()) is int and value.numel() <= _FOLD_MAX_ELEMENTS
 
 
-def _uniform_value(t: Any) -> float | int | bool | None:
-    """The one number every element of tensor `t` holds (None: not uniform)."""
+def _uniform_value(t: Any) -> torch.Tensor | None:
+    """The one value (a 0-d tensor) every element of tensor `t` holds (None:
+    not uniform)."""
     if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.numel() > _FOLD_MAX_ELEMENTS:
         return None
     flat = t.reshape(-1)
@@ -417,7 +418,7 @@ def _uniform_value(t: Any) -> float | int | bool | None:
     same = flat == first
     if t.is_floating_point():
         same |= flat.isnan() & first.isnan()
-    return first.item() if bool(same.all()) else None
+    return first if bool(same.all()) else None
 
 
 def fold_constant_device_copies(gm: torch.fx.GraphModule) -> int:
@@ -440,7 +441,7 @@ def fold_constant_device_copies(gm: torch.fx.GraphModule) -> int:
             return None
         if value is None:
             return None
-        value = torch.tensor(value, dtype=before.dtype).to(out.dtype).item()
+        value = value.to(out.dtype).item()
         full = graph.call_function(aten.full.default, (list(out.shape), value),
                                    {"dtype": out.dtype, "layout": torch.strided, "device": out.device,
                                     "pin_memory": False})
