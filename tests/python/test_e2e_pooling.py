@@ -81,6 +81,31 @@ def test_channels_last_max_pool2d_values_are_a_pointwise_max(case, dtype, device
     assert "origins=[max_pool2d_with_indices]" in ir and "reduction" not in ir, ir
 
 
+def test_a_cuda_channels_last_max_pool_loads_each_window_position_as_vectors():
+    """The CUDA module of a channels-last bf16 max pool (traced with fake CUDA
+    tensors, no GPU needed): a pointwise kernel whose 9 window positions each
+    load 8 channels as one 16-byte vector; with its indices read, a reduction."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from cppinductor import _C
+    from cppinductor.export import export_graph
+
+    def source(f):
+        with FakeTensorMode():
+            x = torch.empty(2, 64, 16, 16, device="cuda", dtype=torch.bfloat16).to(memory_format=torch.channels_last)
+            gm = make_fx(f)(x)
+        gm.graph.eliminate_dead_code()  # the unread indices' getitem, as AOTAutograd leaves none
+        gm.recompile()
+        return _C.generate_cuda_source(export_graph(gm))
+
+    values = source(lambda x: F.max_pool2d(x, 3, 2, 1))
+    assert "mapping=grid_stride_pointwise" in values and "elements_per_thread=8" in values, values
+    assert len(re.findall(r"\*\(const cppi_vec<cppi_bf16, 8>\*\)\(in_x_1 ", values)) == 9, values
+    with_indices = source(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True))
+    assert "reduce max" in with_indices and "cppi_vec<" not in with_indices, with_indices
+
+
 AVG_POOL_CASES = {
     "k2": dict(kernel_size=2),
     "k3s2p1_ceil": dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
