@@ -30,6 +30,7 @@ from cppinductor.bench import workloads
 from cppinductor.decompositions import decomposition_table
 from cppinductor.export import export_graph
 from cppinductor.graph_passes import dense_attention_masks
+from cppinductor.partition import partition
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
@@ -74,7 +75,7 @@ def trace_cuda_sources(run) -> list[str]:
         dense_attention_masks(gm, devices=("cpu",))
         return aot_module_simplified(gm, example_inputs, fw_compiler=grabber("forward"),
                                      bw_compiler=grabber("backward"), inference_compiler=grabber("inference"),
-                                     decompositions=decomposition_table())
+                                     decompositions=decomposition_table(), partition_fn=partition)
 
     torch._dynamo.reset()
     run(lambda fn: torch.compile(fn, backend=backend))

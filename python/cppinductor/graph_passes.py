@@ -222,23 +222,47 @@ def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
             clone.meta["stack_trace"] = conv.meta.get("stack_trace")
             conv.replace_input_with(operand, clone)
             inserted.append(clone)
-    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-
-    try:
-        FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
-    except Exception as e:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
-        for clone in inserted:
-            clone.replace_all_uses_with(clone.args[0])
-            graph.erase_node(clone)
-        for node, value in values.items():
-            node.meta["val"] = value
-        log.warning("channels-last layout not applied: %s: %s", type(e).__name__, e)
+    if not _propagate_or_undo(gm, inserted, values, inputs, fake_mode, "channels-last layout"):
         return 0
     for clone in inserted:  # already channels-last: no copy
         if _channels_last(clone.args[0].meta["val"]):
             clone.replace_all_uses_with(clone.args[0])
             graph.erase_node(clone)
-    # Outputs in the strides they were traced with.
+    _outputs_as_traced(graph, traced)
+    graph.lint()
+    gm.recompile()
+    return len(convs)
+
+
+def _propagate_or_undo(gm: torch.fx.GraphModule, inserted: list[torch.fx.Node], values: dict, inputs: list,
+                       fake_mode: Any, what: str) -> bool:
+    """Runs the graph's fake tensors again after `inserted` (layout clones)
+    went in, so every value carries the strides it now has. If an op cannot
+    run on fake tensors, the graph is undone (`_undo`) and this returns False."""
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    try:
+        FakeTensorProp(gm, fake_mode).propagate_dont_convert_inputs(*inputs)
+    except Exception as e:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
+        _undo(gm.graph, inserted, values)
+        log.warning("%s not applied: %s: %s", what, type(e).__name__, e)
+        return False
+    return True
+
+
+def _undo(graph: torch.fx.Graph, inserted: list[torch.fx.Node], values: dict) -> None:
+    """Takes the clones `inserted` out again and gives each value its traced `values`."""
+    for clone in inserted:
+        clone.replace_all_uses_with(clone.args[0])
+        graph.erase_node(clone)
+    for node, value in values.items():
+        node.meta["val"] = value
+
+
+def _outputs_as_traced(graph: torch.fx.Graph, traced: list) -> None:
+    """Copies each output whose strides changed back into the strides it was
+    traced with (`traced`: the output values before the pass)."""
+    output = graph.output_node()
     outs = list(output.args[0])
     for i, (value, before) in enumerate(zip(outs, traced)):
         if not isinstance(value, torch.fx.Node) or not isinstance(before, torch.Tensor):
@@ -253,10 +277,131 @@ def channels_last_convolutions(gm: torch.fx.GraphModule) -> int:
         empty.meta["val"] = copy.meta["val"] = before
         outs[i] = copy
     output.args = (type(output.args[0])(outs),) + tuple(output.args[1:])
+
+
+# --- pointwise results row-major in training graphs ---------------------------------------------
+
+def _last_varying_stride(t: torch.Tensor) -> int | None:
+    """The stride of `t`'s last dim of more than one element (None: none)."""
+    for size, stride in zip(reversed(t.shape), reversed(t.stride())):
+        if size != 1:
+            return stride
+    return None
+
+
+def _transposed(t: torch.Tensor) -> bool:
+    """A dense tensor (its elements a permutation of one contiguous block),
+    whose last dim is not innermost."""
+    if t.dim() < 2 or _last_varying_stride(t) in (None, 1):
+        return False
+    expected = 1
+    for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _varies_along_last(t: Any, last: int) -> bool:
+    """Whether operand `t` runs contiguously along the result's last dim (of `last` elements)."""
+    return isinstance(t, torch.Tensor) and t.dim() >= 1 and last > 1 and t.shape[-1] == last and t.stride(-1) == 1
+
+
+def _from_tangents(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """The nodes of a joint graph that depend on a tangent (its backward's own values)."""
+    found: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if (node.op == "placeholder" and node.name.startswith("tangents")) or \
+                any(arg in found for arg in node.all_input_nodes):
+            found.add(node)
+    return found
+
+
+def _layouts(value: Any) -> list:
+    """Shapes and strides of the tensors in a node's value."""
+    leaves = value if isinstance(value, (tuple, list)) else [value]
+    return [(tuple(t.shape), t.stride()) for t in leaves if isinstance(t, torch.Tensor)]
+
+
+def _run_again(node: torch.fx.Node, fake_mode: Any) -> bool:
+    """Recomputes a call's fake value from its operands'; whether a layout changed."""
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda a: a.meta["val"])
+    with fake_mode:
+        value = node.target(*args, **kwargs)
+    changed = _layouts(value) != _layouts(node.meta.get("val"))
+    node.meta["val"] = value
+    return changed
+
+
+def _transposed_operands(node: torch.fx.Node, backward: set[torch.fx.Node]) -> list[torch.fx.Node]:
+    """A forward pointwise op's operands to read through contiguous clones
+    (see row_major_pointwise); empty for any other node."""
+    out = node.meta.get("val")
+    if node in backward or not isinstance(node.target, torch._ops.OpOverload) \
+            or torch.Tag.pointwise not in node.target.tags or not isinstance(out, torch.Tensor) \
+            or not _transposed(out):
+        return []
+    operands = [a for a in node.all_input_nodes if isinstance(a.meta.get("val"), torch.Tensor)]
+    if not any(_varies_along_last(a.meta["val"], out.shape[-1]) for a in operands):
+        return []
+    return [a for a in operands if a.meta["val"].shape == out.shape and _transposed(a.meta["val"])]
+
+
+def row_major_pointwise(gm: torch.fx.GraphModule) -> int:
+    """In a joint forward-backward graph: a forward pointwise op whose result
+    would inherit a transposed operand's layout while another operand runs
+    along the last dim (Whisper's `conv(x).permute(0, 2, 1) + positions`:
+    aten's add keeps the first operand's strides, and so does every residual
+    add after it) reads that operand through a contiguous clone, so it and
+    the values after it are row-major.
+
+    Inference graphs get this from lowering (row_major_results in
+    lowering/ops/context.cpp chooses intermediates' layouts); a training
+    graph saves those values for its backward, outputs whose strides the
+    forward cannot choose alone. Here, before partitioning, each value the
+    change reaches gets its fake tensor computed again in graph order, so
+    forward and backward both see the new strides. Fusion puts the clone
+    into the op that reads it, so no copy is added. Outputs keep their
+    traced strides. Returns how many operands it clones (0: the graph is
+    unchanged, also when an op cannot run on fake tensors)."""
+    graph = gm.graph
+    inputs = [n.meta.get("val") for n in graph.find_nodes(op="placeholder")]
+    fake_mode = next((v.fake_mode for v in inputs if hasattr(v, "fake_mode")), None)
+    if not _static(inputs) or fake_mode is None:
+        return 0
+    backward = _from_tangents(graph)
+    traced = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in graph.output_node().args[0]]
+    values = {n: n.meta.get("val") for n in graph.nodes}
+    inserted: list[torch.fx.Node] = []
+    changed: set[torch.fx.Node] = set()
+    try:
+        for node in list(graph.nodes):
+            if node.op != "call_function":
+                continue
+            if any(a in changed for a in node.all_input_nodes) and _run_again(node, fake_mode):
+                changed.add(node)
+            operands = _transposed_operands(node, backward)
+            for operand in operands:
+                with graph.inserting_before(node):
+                    clone = graph.call_function(aten.clone.default, (operand,),
+                                                {"memory_format": torch.contiguous_format})
+                clone.meta["stack_trace"] = node.meta.get("stack_trace")
+                _run_again(clone, fake_mode)
+                node.replace_input_with(operand, clone)
+                inserted.append(clone)
+            if operands and _run_again(node, fake_mode):
+                changed.add(node)
+    except Exception as e:  # noqa: BLE001 - an op fake tensors cannot run: the graph stays as it was
+        _undo(graph, inserted, values)
+        log.warning("row-major pointwise results not applied: %s: %s", type(e).__name__, e)
+        return 0
+    if not inserted:
+        return 0
+    _outputs_as_traced(graph, traced)
     graph.lint()
     gm.recompile()
-    return len(convs)
-
+    log.debug("%d transposed operands of pointwise ops read through contiguous clones", len(inserted))
+    return len(inserted)
 
 # --- scatters into graph inputs, stored in place ------------------------------------------------------
 

@@ -68,9 +68,14 @@ def save_exactly_compared_values(graph: torch.fx.Graph, num_fwd_outputs: int) ->
 
 
 def partition(joint_module: torch.fx.GraphModule, joint_inputs: Any, *, num_fwd_outputs: int, **kwargs: Any):
-    """min_cut_rematerialization_partition, with exactly compared values saved."""
+    """min_cut_rematerialization_partition, with exactly compared values
+    saved, after the forward's pointwise results that would inherit a
+    transposed layout are made row-major (graph_passes.row_major_pointwise)."""
     from functorch.compile import min_cut_rematerialization_partition
 
+    from .graph_passes import row_major_pointwise
+
+    row_major_pointwise(joint_module)
     save_exactly_compared_values(joint_module.graph, num_fwd_outputs)
     return min_cut_rematerialization_partition(
         joint_module, joint_inputs, num_fwd_outputs=num_fwd_outputs, **kwargs

@@ -1,6 +1,7 @@
 """graph_passes: unfuse_addmm_bias (an addmm whose uses are all pointwise runs
 as mm + a bias add fused into its readers; anything else keeps addmm),
-channels_last_convolutions, reinplace_input_scatters (a graph input's
+channels_last_convolutions, row_major_pointwise (a training graph's
+transposed residual stream made row-major), reinplace_input_scatters (a graph input's
 update stored straight into it) and dense_attention_masks (a broadcast
 attention mask made dense so fused CUDA attention accepts it)."""
 
@@ -203,6 +204,87 @@ def test_a_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, capl
         records = _compiled_conv_net({"layout_optimization": True})  # outputs and strides checked there
     assert _clones_to_channels_last(records) == 0
     assert "channels-last layout not applied: RuntimeError: no fake kernel" in caplog.text
+
+
+# --- a training graph's transposed pointwise results made row-major (row_major_pointwise) -----------------
+
+
+class _AudioEncoder(nn.Module):
+    """Whisper's encoder in small: conv -> gelu -> (B, C, L) permuted to
+    (B, L, C) plus positions, then residual blocks of layer norm and linear."""
+
+    def __init__(self, permuted_positions: bool = False) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(4, 16, 3, padding=1)
+        self.pos = nn.Parameter(torch.randn(16, 12) if permuted_positions else torch.randn(12, 16))
+        self.permuted_positions = permuted_positions
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16)) for _ in range(2))
+
+    def forward(self, x):
+        pos = self.pos.t() if self.permuted_positions else self.pos
+        h = F.gelu(self.conv(x)).permute(0, 2, 1) + pos
+        for block in self.blocks:
+            h = h + block(h)
+        return h
+
+
+def _train_step_records(model, x):
+    """Compiles a training step (fallback="error"); checks the output, its
+    strides and every gradient against eager; returns the graph records."""
+    from cppinductor import debug
+
+    ref = model(x)
+    ref.square().sum().backward()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    with debug.recording() as records, torch.compiler.config.patch(force_disable_caches=True):
+        out = torch.compile(model, backend="cppinductor", options={"fallback": "error"})(x)
+        out.square().sum().backward()
+    assert torch.allclose(out, ref, atol=1e-5) and out.stride() == ref.stride()
+    for p, g in zip(model.parameters(), grads):
+        assert torch.allclose(p.grad, g, atol=1e-4)
+    return records
+
+
+def _residual_adds(record) -> list:
+    return [n.meta["val"] for n in record.gm.graph.nodes
+            if n.target is torch.ops.aten.add.Tensor and n.meta["val"].dim() == 3 and n.meta["val"].shape[-1] == 16]
+
+
+def test_a_transposed_residual_stream_is_row_major_in_training():
+    torch.manual_seed(0)
+    records = _train_step_records(_AudioEncoder(), torch.randn(2, 4, 12))
+    forward, backward = (next(r for r in records if r.kind == k) for k in ("forward", "backward"))
+    adds = _residual_adds(forward)
+    assert len(adds) >= 3 and all(a.stride() == (192, 16, 1) for a in adds)  # traced: (192, 1, 12)
+    # The backward reads the saved sums in the strides the forward now gives them.
+    saved = [n.meta["val"] for n in backward.gm.graph.find_nodes(op="placeholder")
+             if n.meta["val"].shape == (2, 12, 16) and not n.name.startswith("tangents")]
+    assert saved and all(v.stride() == (192, 16, 1) for v in saved)
+
+
+def test_transposed_operands_only_keep_their_layout_until_a_row_major_one_joins():
+    torch.manual_seed(0)
+    (forward,) = [r for r in _train_step_records(_AudioEncoder(permuted_positions=True), torch.randn(2, 4, 12))
+                  if r.kind == "forward"]
+    first, *rest = _residual_adds(forward)
+    assert first.stride() == (192, 1, 12)  # permuted + positions transposed: nothing runs along the last dim
+    assert rest and all(a.stride() == (192, 16, 1) for a in rest)  # the blocks' linear outputs do
+
+
+def test_a_joint_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, caplog):
+    from cppinductor import graph_passes
+
+    def fail(node, fake_mode):
+        raise RuntimeError("no fake kernel")
+
+    monkeypatch.setattr(graph_passes, "_run_again", fail)
+    torch.manual_seed(0)
+    with caplog.at_level("WARNING", logger="cppinductor.graph_passes"):
+        records = _train_step_records(_AudioEncoder(), torch.randn(2, 4, 12))
+    (forward,) = [r for r in records if r.kind == "forward"]
+    assert any(a.stride() == (192, 1, 12) for a in _residual_adds(forward))  # the stream as traced
+    assert "row-major pointwise results not applied: RuntimeError: no fake kernel" in caplog.text
 
 
 # --- scatters into graph inputs stored in place (reinplace_input_scatters) -----------------------------------
