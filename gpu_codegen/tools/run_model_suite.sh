@@ -3,6 +3,7 @@
 # one model per process so that a call cut short still returns the models it
 # finished. Logs and JSON rows go to $OUT.
 #   MODELS="gpt2 bert"  DTYPE=bfloat16  TRAIN=1  PYTEST=1 (CUDA end-to-end tests first)
+#   BACKENDS=inductor,cppinductor (eager always runs; default: the bench's list)
 set -uo pipefail
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
@@ -24,7 +25,7 @@ fi
 DTYPE=${DTYPE:-float32}
 suffix=${DTYPE}$([ -n "${TRAIN:-}" ] && echo _train)
 for m in ${MODELS:-gpt2 bert t5 llama mistral vit convnext resnet wav2vec2 whisper}; do
-  python3 -m cppinductor.bench --device cuda --suite models --batch large --dtype "$DTYPE" ${TRAIN:+--train} \
+  python3 -m cppinductor.bench --device cuda --suite models --batch large --dtype "$DTYPE" ${TRAIN:+--train} ${BACKENDS:+--backends $BACKENDS} \
     --only "$m$([ -n "${TRAIN:-}" ] && echo _train)" --fresh-process none --no-progress \
     --json "$OUT/models_${suffix}_$m.json" > "$OUT/models_${suffix}_$m.log" 2>&1
   grep -E "^\s*$m|cppinductor|inductor" "$OUT/models_${suffix}_$m.log" | grep -v -i warn | tail -4
