@@ -291,8 +291,10 @@ def _last_varying_stride(t: torch.Tensor) -> int | None:
 
 def _transposed(t: torch.Tensor) -> bool:
     """A dense tensor (its elements a permutation of one contiguous block),
-    whose last dim is not innermost."""
-    if t.dim() < 2 or _last_varying_stride(t) in (None, 1):
+    whose last dim is not innermost. Not a channels-last one: a user's
+    channels-last conv net keeps the layout its convolutions run fastest in."""
+    if t.dim() < 2 or _last_varying_stride(t) in (None, 1) or (t.dim() == 4 and _channels_last(t)) \
+            or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d)):
         return False
     expected = 1
     for stride, size in sorted((st, sz) for sz, st in zip(t.shape, t.stride()) if sz != 1):

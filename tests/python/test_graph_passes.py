@@ -272,6 +272,25 @@ def test_transposed_operands_only_keep_their_layout_until_a_row_major_one_joins(
     assert rest and all(a.stride() == (192, 16, 1) for a in rest)  # the blocks' linear outputs do
 
 
+def test_a_channels_last_training_graph_keeps_its_layout():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.mask = nn.Parameter(torch.randn(1, 1, 6, 6))  # contiguous, runs along the last dim
+
+        def forward(self, x):
+            return self.conv(torch.relu(self.conv(x[:, :3].contiguous(memory_format=torch.channels_last)) * self.mask)
+                             [:, :3])
+
+    torch.manual_seed(0)
+    model = Net().to(memory_format=torch.channels_last)
+    records = _train_step_records(model, torch.randn(2, 3, 6, 6).contiguous(memory_format=torch.channels_last))
+    (forward,) = [r for r in records if r.kind == "forward"]
+    products = [n.meta["val"] for n in forward.gm.graph.find_nodes(op="call_function", target=torch.ops.aten.mul.Tensor)]
+    assert products and all(p.is_contiguous(memory_format=torch.channels_last) for p in products)
+
+
 def test_a_joint_graph_fake_tensors_cannot_run_again_stays_as_traced(monkeypatch, caplog):
     from cppinductor import graph_passes
 
