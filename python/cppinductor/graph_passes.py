@@ -38,6 +38,12 @@ that device, as Inductor's `constant_fold_uniform_value` does: ATen's copy
 from pageable host memory synchronises the stream, so each such copy left to
 eager made the host wait for the GPU (Mistral: six waits per call).
 
+`row_major_pointwise` runs on a training step's joint graph, before it is
+partitioned: a forward pointwise op that would inherit a transposed operand's
+layout while another operand runs along the last dim reads that operand
+through a contiguous clone, so the values after it (a residual stream the
+backward reads too) are row-major.
+
 `reinplace_input_scatters` writes an update of a graph input straight into
 it: AOTAutograd hands an in-place `cache.index_copy_(...)` over as a
 functional `index_put(cache, ...)` into a new tensor plus a `copy_` of it back
