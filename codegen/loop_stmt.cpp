@@ -22,8 +22,11 @@ std::vector<Stmt*> children(T& n) {
     return {&n.then, &n.otherwise};
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
                        std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt> ||
-                       std::is_same_v<T, RowBlocks> || std::is_same_v<T, ForwardSlots>) {
+                       std::is_same_v<T, RowBlocks> || std::is_same_v<T, ForwardSlots> ||
+                       std::is_same_v<T, Accumulators>) {
     return {&n.body};
+  } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
+    return {&n.full};
   } else {
     return {};
   }
@@ -62,6 +65,30 @@ const char* splits_of(LoopKind k) {
 
 std::string row_block_text(const RowBlock& b) {
   return cat("row block ", b.number, ": ", b.buffer->name, "[", b.start, "], ", b.rows, " vectors");
+}
+
+std::string names(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& n : v) out += (out.empty() ? "" : " ") + n;
+  return out;
+}
+
+void print_accumulators(std::ostringstream& os, const Accumulators& a, const std::string& pad) {
+  os << pad << "accumulators" << (a.lanes ? ", in lanes" : "") << "\n";
+  for (const StageAccumulators& s : a.stages) {
+    os << pad << "  stage " << s.stage << ": " << ir::to_string(s.kind) << " over " << dtype_name(s.dtype);
+    if (!s.scalar.empty()) os << ", scalar " << s.scalar;
+    if (!s.vectors.empty()) os << ", vectors " << names(s.vectors);
+    if (!s.init.empty()) os << " from " << s.init;
+    if (!s.totals.empty()) os << ", totals " << names(s.totals);
+    if (!s.result.empty()) os << " -> " << s.result;
+    os << "\n";
+  }
+  if (!a.terms.empty()) {
+    os << pad << "  cascade: " << a.block_terms << " terms a block, counted in " << a.terms;
+    if (!a.merges.empty()) os << ", merges counted in " << names(a.merges);
+    os << "\n";
+  }
 }
 
 void print(std::ostringstream& os, const Stmt& s, int depth) {
@@ -123,6 +150,16 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << "accumulate into " << n.accumulator << " of " << n.accumulators << "\n";
         } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
           os << pad << "cascade block done: terms [" << n.from << ", " << n.to << ")\n";
+          print(os, n.full, depth + 1);
+        } else if constexpr (std::is_same_v<T, Accumulators>) {
+          print_accumulators(os, n, pad);
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, MergeIntoTotals>) {
+          os << pad << "merge into totals: run stages";
+          for (size_t i : n.stages) os << " " << i;
+          os << "\n";
+        } else if constexpr (std::is_same_v<T, FinishAccumulators>) {
+          os << pad << "finish accumulators" << (n.tree_row.empty() ? "" : ", into tree row " + n.tree_row) << "\n";
         } else if constexpr (std::is_same_v<T, RowBlocks>) {
           os << pad << "row blocks\n";
           for (const RowBlock& b : n.blocks) {

@@ -13,7 +13,8 @@
 /// stage's stores (StageStores), a reduction run's updates (Accumulate) or a
 /// part the target prints whole (a tiled column block, an epilogue in
 /// lanes). What the stages keep in registers around them is a statement too
-/// (RowBlocks, StoreRowBlock, ForwardSlots).
+/// (RowBlocks, StoreRowBlock, ForwardSlots), and so are a reduction run's
+/// accumulators (Accumulators, MergeIntoTotals, FinishAccumulators).
 #pragma once
 
 #include <cstdint>
@@ -155,10 +156,67 @@ struct Accumulate {
 
 /// A reduction run's cascade block (CpuSchedule::cascade_block) has added
 /// the terms of its innermost loop over [from, to) (C text): they are
-/// counted, and once a block's worth is in, the accumulators merge into the
-/// totals and restart.
+/// counted in the run's Accumulators::terms, and once a block's worth is in,
+/// `full` runs (a MergeIntoTotals, placed by the target's accumulators pass;
+/// null before it).
 struct CascadeBlockDone {
   std::string from, to;
+  Stmt full;
+};
+
+/// A reduction stage's accumulators in its run's nest, named in C: states
+/// of reduction `kind` over `dtype` (the stage's body), each starting at the
+/// state's identity unless said otherwise.
+struct StageAccumulators {
+  /// The stage's place in the kernel's stages.
+  size_t stage = 0;
+  ir::ReductionKind kind = ir::ReductionKind::Sum;
+  DType dtype = DType::Float32;
+  /// Its scalar state; empty when it keeps none.
+  std::string scalar;
+  /// Its vector states, vectors[k] taking the updates of accumulator k (an
+  /// Accumulate's); empty when it keeps none.
+  std::vector<std::string> vectors;
+  /// vectors[0]'s first value (C text); empty: the identity.
+  std::string init;
+  /// A cascade's totals, level 1 first (vector states in lanes, scalar ones
+  /// otherwise); empty when the stage does not cascade.
+  std::vector<std::string> totals;
+  /// Where FinishAccumulators puts the stage's final state: a name it
+  /// declares, or with a tree row the array of the block's reduction tree;
+  /// empty when a state is final as it stands (no parts to combine).
+  std::string result;
+};
+
+/// A reduction run's accumulators, declared before `body` (the run's loops,
+/// then a FinishAccumulators), in stage order, then the totals, then the
+/// counters. lanes: the vector states hold a lane per outer iteration
+/// (else they are a stage loop's lanes, reduced across them at the end). A
+/// cascade counts the current block's terms in `terms` and each level's
+/// merges into the next in merges[l - 1] (empty without a cascade), and
+/// merges a block every `block_terms` terms.
+struct Accumulators {
+  std::vector<StageAccumulators> stages;
+  bool lanes = false;
+  std::string terms;
+  std::vector<std::string> merges;
+  int64_t block_terms = 0;
+  Stmt body;
+};
+
+/// A full cascade block: the accumulators of the run's stages `stages`
+/// (places in its Accumulators) merged into their first total and restarted,
+/// each level of totals into the next every kCascadeFanIn merges.
+struct MergeIntoTotals {
+  std::vector<size_t> stages;
+};
+
+/// After a reduction run's loops: each stage's vector states merged into
+/// the first and its parts combined into its final state (its
+/// StageAccumulators::result); with `tree_row` (C text) its merged vector
+/// state into that row of its block's reduction tree instead.
+struct FinishAccumulators {
+  std::string tree_row;
 };
 
 /// The loop over a parallel chunk [begin, end) of loops collapsed into one,
@@ -270,7 +328,8 @@ struct TargetPart {
 
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
-               VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock, ForwardSlots>
+               VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock, ForwardSlots,
+               Accumulators, MergeIntoTotals, FinishAccumulators>
       node;
 };
 

@@ -10,8 +10,9 @@
 ///   cpu_stages.cpp          the stages inside them: pointwise stores,
 ///                           scans, hoisted invariants, store forwarding,
 ///                           the row blocks cpu::open_row_blocks opens
-///   cpu_reductions.cpp      reduction stages: accumulators (around and in
-///                           the loops cpu::lower_reduction_loops builds),
+///   cpu_reductions.cpp      reduction stages: the accumulators
+///                           cpu::place_accumulators places around and in
+///                           the loops cpu::lower_reduction_loops builds,
 ///                           states, updates, combines, horizontal steps
 ///   cpu_vector_values.cpp   expressions in vector form (the vector op table
 ///                           applied, casts, masks, loads, gathers)
@@ -89,21 +90,6 @@ using namespace codegen::printer_names;
 
 using codegen::Bound;
 
-/// A cascade (CpuSchedule::cascade_block) merges each block of terms into a
-/// total, and each total into the next level's every kCascadeFanIn merges.
-constexpr int64_t kCascadeFanIn = 64;
-
-/// Levels of totals for `terms` terms (unknown: 3) merged every `block`, so
-/// that the top level takes at most kCascadeFanIn merges (within 4 levels).
-/// A single level added 62500 block sums of a 4M-row column sum one after
-/// another: 34x eager's error; a column var over 2M rows, 177x.
-inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
-  if (!terms) return 3;
-  int levels = 1;
-  for (int64_t covered = block * kCascadeFanIn; covered < *terms && levels < 4; covered *= kCascadeFanIn) ++levels;
-  return levels;
-}
-
 /// Store forwarding between the masked last vectors of one outer iteration's
 /// stages (cpu::choose_forward_slots chooses the slots; the printer's
 /// declare_forward_slots, forward_store, forwarded_load): a store that a
@@ -174,9 +160,9 @@ struct Place : codegen::LoopPlace {
   /// The stage printing now: the vector variables its stores forward into,
   /// by access (declare_forward_slots); null where it forwards none.
   const std::map<std::string, std::string>* forward_slots = nullptr;
-  /// The reduction run whose loops print (lower_reduction_loops): its
-  /// Accumulate and CascadeBlockDone leaves print its accumulators; null
-  /// outside a run's loops.
+  /// The reduction run whose nest prints (schedule_reduction_loops): its
+  /// accumulators' nodes and its updates print through it; null outside a
+  /// run's nest.
   ReductionCore* reduction = nullptr;
   /// Whether a value varies along vector_var (CpuKernelPrinter::varying),
   /// remembered per vector loop.
@@ -256,7 +242,7 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// scope has as its ancestor. The C compiler cannot hoist them itself: its
   /// stores might alias the loads.
   void print_invariants();
-  std::string local_name(const std::string& result);
+  std::string local_name(const std::string& result) const;
 
   // --- the loop nest ------------------------------------------------------------------
   /// The kernel's loop nest (cpu_codegen/schedule/loops/loop_nest.h), each
@@ -285,6 +271,12 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// printed by the run (Place::reduction).
   void print_loop_node(const codegen::Accumulate& a, const ValueScope& at);
   void print_loop_node(const codegen::CascadeBlockDone& d, const ValueScope& at);
+  /// A reduction run's accumulators around its loops, a full cascade
+  /// block's merge and the final states after the loops
+  /// (cpu::place_accumulators), printed by the run (Place::reduction).
+  void print_loop_node(const codegen::Accumulators& a, const ValueScope& at);
+  void print_loop_node(const codegen::MergeIntoTotals& m, const ValueScope& at);
+  void print_loop_node(const codegen::FinishAccumulators& f, const ValueScope& at);
   /// The row blocks around a vector of outer iterations' stages, and a
   /// stored one's store after them (cpu::open_row_blocks).
   void print_loop_node(const codegen::RowBlocks& r, const ValueScope& at);
@@ -294,7 +286,8 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   ReductionCore& reduction_printing(const ValueScope& at) const;
   /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
   LoopNestInput loop_input() const {
-    return LoopNestInput{k_, sched_, [this](const IndexExpr& e) { return index(e); }};
+    return LoopNestInput{k_, sched_, [this](const IndexExpr& e) { return index(e); },
+                         [this](const std::string& result) { return local_name(result); }};
   }
   void print_let(const codegen::Let& let);
   /// Kernel-local scratch: allocated where it is private to one thread (per
@@ -398,18 +391,18 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// print_reductions' loops and results, inside `at` (the stages' invariants).
   void print_reduction_run(const std::vector<const ReductionStage*>& run, const ValueScope& at);
   /// Prints the accumulation over the loops of `run` (stages of one pass,
-  /// see cpu::one_pass_end; the first loop over [lo0, hi0)) inside `at` and returns the C
+  /// see cpu::one_pass_end; the first loop over [lo0, hi0)) inside `at`, its
+  /// accumulators as cpu::place_accumulators places them, and returns the C
   /// name of each stage's final state: scalar (horizontal and scalar modes;
-  /// horizontal mode declares it as result_names[i] when given) or the
-  /// per-lane vector state (lane mode, one stage). In lane mode, the vector
-  /// state starts from `lane_init` when given.
+  /// with `named_results` a one-value stage's is declared under its
+  /// result's name) or the per-lane vector state (lane mode, one stage). In
+  /// lane mode, the vector state starts from `lane_init` when given.
   std::vector<std::string> print_reduction_core(const std::vector<const ReductionStage*>& run, const Bound& lo0,
-                                                const Bound& hi0, const ValueScope& at,
-                                                const std::vector<std::string>& result_names,
+                                                const Bound& hi0, const ValueScope& at, bool named_results,
                                                 const std::string& lane_init = "");
   /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0, const ValueScope& at,
-                                   const std::string& result_name = "", const std::string& lane_init = "");
+                                   const std::string& lane_init = "");
   /// parallel_reduction: the stage's first loop in chunks on the threads,
   /// one cppi_parallel_reduce (scalar states, or vector states in lane
   /// mode); returns the name of the combined state.

@@ -370,7 +370,7 @@ void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, 
   bind_earlier_results(i);
   const Place lanes = place(block.at).vectorized(v);
   const std::string acc =
-      print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, ValueScope(&block.at, &lanes), "", slot);
+      print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, ValueScope(&block.at, &lanes), slot);
   out_.line(cat(slot, " = ", acc, ";"));
   out_.close();
   if (cascade) {

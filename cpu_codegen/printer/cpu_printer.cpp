@@ -150,7 +150,7 @@ void CpuKernelPrinter::print_invariants() {
   for (const Expr& e : found) scalar_value(e, invariants_);
 }
 
-std::string CpuKernelPrinter::local_name(const std::string& result) {
+std::string CpuKernelPrinter::local_name(const std::string& result) const {
   std::string name = codegen::c_identifier(result);
   const bool tmp_like = name.rfind("tmp", 0) == 0;
   if (tmp_like || reserved_.count(name)) name = "red_" + name;

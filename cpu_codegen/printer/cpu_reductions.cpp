@@ -1,8 +1,8 @@
 /// CPU kernel printer: reduction stages (scalar, horizontal, lane and
 /// parallel modes) and the reduction states, updates and combines they print.
-/// A run's loops are cpu::schedule_reduction_loops' (loop_nest.h): the
-/// printer declares the accumulators, prints the nest with its updates, and
-/// reads the final states.
+/// A run's loops and accumulators are cpu::schedule_reduction_loops' nest
+/// (loop_nest.h): the printer prints its accumulators' declarations, updates,
+/// merges and final states where the nest places them.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "codegen/op_tables.h"
@@ -55,14 +55,8 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
     states.push_back(print_parallel_reduction(head, at));
   } else {
     // A one-value reduction's combined result is declared under its own name.
-    std::vector<std::string> result_names;
-    for (const ReductionStage* s : run) {
-      const bool simple =
-          num_results(s->kind) == 1 && s->kind != ReductionKind::ArgMax && s->kind != ReductionKind::ArgMin;
-      result_names.push_back(simple ? local_name(s->results[0]) : "");
-    }
     states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]), at,
-                                  result_names);
+                                  true);
   }
   if (!place(at).tree_row.empty()) return;  // the block's trees bind the results (print_reduction_trees)
   for (size_t j = 0; j < run.size(); ++j) {
@@ -116,221 +110,182 @@ void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::str
 }
 
 std::string CpuKernelPrinter::print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0,
-                                                   const ValueScope& at, const std::string& result_name,
-                                                   const std::string& lane_init) {
-  return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, at, {result_name}, lane_init).front();
+                                                   const ValueScope& at, const std::string& lane_init) {
+  return print_reduction_core(std::vector<const ReductionStage*>{&s}, lo0, hi0, at, false, lane_init).front();
 }
 
-/// print_reduction_core's work for one call: each stage's accumulators (a
-/// scalar state `acc` in scalar mode and for horizontal mode's scalar tail,
-/// vector states `vacc`, `vacc_1`, ... in lane and horizontal modes, and
-/// with a cascade levels of `total`s), the updates and cascade blocks of the
-/// loops that feed them (cpu::lower_reduction_loops builds the loops), and
-/// the final states.
+/// print_reduction_core's work for one call: the run's nest
+/// (cpu::schedule_reduction_loops) with its accumulators as
+/// cpu::place_accumulators places them (codegen::Accumulators: a scalar
+/// state `acc` in scalar mode and for horizontal mode's scalar tail, vector
+/// states `vacc`, `vacc_1`, ... in lane and horizontal modes, and with a
+/// cascade levels of `total`s), their updates, a full cascade block's merge
+/// into the totals, and the final states.
 class ReductionCore {
  public:
   ReductionCore(CpuKernelPrinter& p, const ReductionRun& run, const ValueScope& at)
       : p_(p),
         run_(run),
         at_(at),
-        head_(*run.stages.front()),
         // The run's stages share their loops (one_pass_end), hence the position.
-        pos_(p.reduction_position(head_)),
-        // A masked tail (TailKind::Masked) leaves no scalar steps in horizontal mode.
-        scalar_acc_(!run.horizontal || p.sched_.tail != TailKind::Masked) {
-    for (size_t i = 0; i < run.stages.size(); ++i) add(i);
-  }
+        pos_(p.reduction_position(*run.stages.front())) {}
 
-  /// Declares the states (from `lane_init` in lane mode when given), the
-  /// cascade's totals and its counters.
-  void declare(const std::string& lane_init);
-  /// The accumulation over the run's loops, the first over [lo0, hi0).
-  void accumulate(const Bound& lo0, const Bound& hi0);
-  /// Each stage's final state (see print_reduction_core).
-  std::vector<std::string> results(const std::vector<std::string>& result_names);
-  /// The nest's leaves, in `body` (their scope).
+  /// The run's nest, the first loop over [lo0, hi0); returns each stage's
+  /// final state (see print_reduction_core).
+  std::vector<std::string> accumulate(const Bound& lo0, const Bound& hi0);
+  /// The nest's nodes, in their scope `at`.
+  void declare(const codegen::Accumulators& a, const ValueScope& at);
   void update(const codegen::Accumulate& a, const ValueScope& body);
-  void cascade_block_done(const codegen::CascadeBlockDone& d);
+  void cascade_block_done(const codegen::CascadeBlockDone& d, const ValueScope& at);
+  void merge_into_totals(const codegen::MergeIntoTotals& m);
+  void finish(const codegen::FinishAccumulators& f);
 
  private:
-  struct Accumulation {
-    const ReductionStage* s;
-    DType t;
-    std::string base, acc, vacc, total;
-    int accumulators;
-    bool cascade;
-    std::string vacc_k(int k) const { return k == 0 || accumulators == 1 ? vacc : cat(vacc, "_", k); }
-    std::string total_l(int l) const { return l == 1 ? total : cat(total, "_", l); }
-  };
-
+  using Stage = codegen::StageAccumulators;
   static const Place& place(const ValueScope& scope) { return CpuKernelPrinter::place(scope); }
-  void add(size_t stage);
-  std::string merges(int l) const { return cat(accs_.front().base, "_merges", l); }
-  std::string combine(const Accumulation& a, const std::string& x, const std::string& y) const {
-    return run_.lanes ? p_.vstate_combine(a.s->kind, a.t, x, y) : p_.state_combine(a.s->kind, a.t, x, y);
+  const codegen::Accumulators& accumulators() const;
+  /// Horizontal mode: vector states reduced across their lanes at the end.
+  bool horizontal(const Stage& a) const { return !accumulators().lanes && !a.vectors.empty(); }
+  std::string state_type(const Stage& a) const {
+    return accumulators().lanes ? p_.vstate_type(a.kind, a.dtype) : p_.state_type(a.kind, a.dtype);
   }
-  std::string identity(const Accumulation& a) const {
-    return run_.lanes ? p_.vstate_identity(a.s->kind, a.t) : p_.state_identity(a.s->kind, a.t);
+  std::string identity(const Stage& a) const {
+    return accumulators().lanes ? p_.vstate_identity(a.kind, a.dtype) : p_.state_identity(a.kind, a.dtype);
   }
-  void merge_accumulators(const Accumulation& a, bool reset);
-  std::string block_state(const Accumulation& a) const;
-  void flush();
+  std::string combine(const Stage& a, const std::string& x, const std::string& y) const {
+    return accumulators().lanes ? p_.vstate_combine(a.kind, a.dtype, x, y) : p_.state_combine(a.kind, a.dtype, x, y);
+  }
+  void merge_vectors(const Stage& a, bool reset);
+  std::string block_state(const Stage& a) const;
   /// One position in scalar form, in `body` (the loop's scope).
   void scalar_step(const ValueScope& body);
   void lane_step(const ValueScope& body);
   /// Horizontal mode: a vector of positions into accumulator k, in `body`
   /// (the vector's scope).
   void vector_step(int k, const ValueScope& body);
+  const ReductionStage& stage_of(const Stage& a) const { return std::get<ReductionStage>(p_.k_.stages[a.stage]); }
 
   CpuKernelPrinter& p_;
   const ReductionRun& run_;
   /// Where the run prints: the stages' invariants, at the place of their loops.
   const ValueScope& at_;
-  const ReductionStage& head_;
   const IndexExpr pos_;
-  const bool scalar_acc_;
-  std::vector<Accumulation> accs_;
-  int levels_ = 0;
-  std::string terms_;
+  /// The run's accumulators while their body prints.
+  const codegen::Accumulators* accumulators_ = nullptr;
+  std::vector<std::string> states_;
 };
 
-// Cascade (CpuSchedule::cascade_block): the accumulators restart every
-// run_.cascade_terms terms of the innermost loop, their block result merged
-// into a total (lower_reduction_loops counts the blocks). Tiled columns cascade
-// per row block instead (print_tiled_columns).
-void ReductionCore::add(size_t stage) {
-  const ReductionStage& s = *run_.stages[stage];
-  Accumulation a;
-  a.s = &s;
-  a.t = s.body.dtype();
-  a.base = p_.local_name(s.results[0]);
-  a.acc = a.base + "_acc";
-  a.vacc = a.base + "_vacc";
-  a.total = a.base + "_total";
-  a.accumulators = run_.accumulators[stage];
-  a.cascade = run_.cascades[stage];
-  accs_.push_back(a);
+const codegen::Accumulators& ReductionCore::accumulators() const {
+  if (!accumulators_) fail(cat("kernel ", p_.k_.name, ": a reduction's accumulators used outside their nest"));
+  return *accumulators_;
 }
 
-void ReductionCore::declare(const std::string& lane_init) {
+// In stage order, then the totals (CpuSchedule::cascade_block: the
+// accumulators restart every block, their block result merged into a
+// total), then the counters.
+void ReductionCore::declare(const codegen::Accumulators& a, const ValueScope& at) {
   auto& out = p_.out_;
-  for (const auto& a : accs_) {
-    // Vector states only where vectors run: a loop-less stage in scalar mode
-    // may be of a dtype with no vector at the kernel's width (an int64 prod
-    // after an int32 amin's 16 lanes).
-    const bool vectors = run_.lanes || run_.horizontal;
-    const std::string vst = vectors ? p_.vstate_type(a.s->kind, a.t) : "";
-    const std::string vid = vectors ? p_.vstate_identity(a.s->kind, a.t) : "";
-    if (run_.lanes) {
-      out.line(cat(vst, " ", a.vacc, " = ", lane_init.empty() ? vid : lane_init, ";"));
-    } else {
-      if (scalar_acc_) out.line(cat(p_.state_type(a.s->kind, a.t), " ", a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
-      if (run_.horizontal) {
-        for (int k = 0; k < a.accumulators; ++k) out.line(cat(vst, " ", a.vacc_k(k), " = ", vid, ";"));
-      }
+  for (const Stage& s : a.stages) {
+    if (!s.scalar.empty()) {
+      out.line(cat(p_.state_type(s.kind, s.dtype), " ", s.scalar, " = ", p_.state_identity(s.kind, s.dtype), ";"));
+    }
+    for (size_t k = 0; k < s.vectors.size(); ++k) {
+      const std::string init = k == 0 && !s.init.empty() ? s.init : p_.vstate_identity(s.kind, s.dtype);
+      out.line(cat(p_.vstate_type(s.kind, s.dtype), " ", s.vectors[k], " = ", init, ";"));
     }
   }
-  // Levels of totals (cascade_levels), from the stage's whole extent (a
-  // parallel chunk's share is at most that).
-  std::optional<int64_t> all_terms = int64_t{1};
-  for (const auto& l : head_.loops) {
-    const auto n = l.extent.constant();
-    all_terms = n && all_terms ? std::optional<int64_t>(*all_terms * *n) : std::nullopt;
+  accumulators_ = &a;
+  for (const Stage& s : a.stages) {
+    for (const std::string& total : s.totals) out.line(cat(state_type(s), " ", total, " = ", identity(s), ";"));
   }
-  const bool any_cascade = run_.cascade_terms > 0;
-  levels_ = any_cascade ? cascade_levels(all_terms, run_.cascade_terms) : 0;
-  for (const auto& a : accs_) {
-    if (!a.cascade) continue;
-    for (int l = 1; l <= levels_; ++l) {
-      out.line(run_.lanes ? cat(p_.vstate_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";")
-                      : cat(p_.state_type(a.s->kind, a.t), " ", a.total_l(l), " = ", identity(a), ";"));
-    }
-  }
-  terms_ = accs_.front().base + "_terms";
-  if (any_cascade) out.line(cat("int64_t ", terms_, " = 0;"));
-  for (int l = 1; l < levels_; ++l) out.line(cat("int64_t ", merges(l), " = 0;"));
+  if (!a.terms.empty()) out.line(cat("int64_t ", a.terms, " = 0;"));
+  for (const std::string& m : a.merges) out.line(cat("int64_t ", m, " = 0;"));
+  p_.print_loops(a.body, at);
+  accumulators_ = nullptr;
 }
 
-/// Folds accumulators 1.. into the first, pairwise; with `reset` they
+/// Folds vector states 1.. into the first, pairwise; with `reset` they
 /// restart for the next cascade block.
-void ReductionCore::merge_accumulators(const Accumulation& a, bool reset) {
-  for (int step = 1; step < a.accumulators; step *= 2) {
-    for (int k = 0; k + step < a.accumulators; k += 2 * step) {
-      const CValue part{a.vacc_k(k + step), a.t, true, a.t == DType::Bool ? 4 : 0};
-      p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), part, "") + ";");
+void ReductionCore::merge_vectors(const Stage& a, bool reset) {
+  const int n = static_cast<int>(a.vectors.size());
+  for (int step = 1; step < n; step *= 2) {
+    for (int k = 0; k + step < n; k += 2 * step) {
+      const CValue part{a.vectors[k + step], a.dtype, true, a.dtype == DType::Bool ? 4 : 0};
+      p_.out_.line(p_.vector_update(a.kind, a.dtype, a.vectors[k], part, "") + ";");
     }
   }
   if (!reset) return;
-  for (int k = 1; k < a.accumulators; ++k) {
-    p_.out_.line(cat(a.vacc_k(k), " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
-  }
+  for (int k = 1; k < n; ++k) p_.out_.line(cat(a.vectors[k], " = ", p_.vstate_identity(a.kind, a.dtype), ";"));
 }
 
-/// The block so far, as one state (accumulators merged).
-std::string ReductionCore::block_state(const Accumulation& a) const {
-  if (!run_.horizontal) return run_.lanes ? a.vacc : a.acc;
-  const std::string h = p_.horizontal(a.s->kind, a.t, a.vacc);
-  return scalar_acc_ ? p_.state_combine(a.s->kind, a.t, h, a.acc) : h;
+/// The block so far, as one state (vector states merged).
+std::string ReductionCore::block_state(const Stage& a) const {
+  if (!horizontal(a)) return accumulators().lanes ? a.vectors[0] : a.scalar;
+  const std::string h = p_.horizontal(a.kind, a.dtype, a.vectors[0]);
+  return a.scalar.empty() ? h : p_.state_combine(a.kind, a.dtype, h, a.scalar);
 }
 
-/// A cascade block is done: its state into the first total, each level into
+/// A full cascade block: its state into the first total, each level into
 /// the next every kCascadeFanIn merges.
-void ReductionCore::flush() {
+void ReductionCore::merge_into_totals(const codegen::MergeIntoTotals& m) {
   auto& out = p_.out_;
-  for (const auto& a : accs_) {
-    if (!a.cascade) continue;
-    merge_accumulators(a, true);
-    out.line(cat(a.total, " = ", combine(a, a.total, block_state(a)), ";"));
-    if (run_.lanes || run_.horizontal) out.line(cat(a.vacc, " = ", p_.vstate_identity(a.s->kind, a.t), ";"));
-    if (!run_.lanes && scalar_acc_) out.line(cat(a.acc, " = ", p_.state_identity(a.s->kind, a.t), ";"));
+  const codegen::Accumulators& accs = accumulators();
+  for (size_t i : m.stages) {
+    const Stage& a = accs.stages[i];
+    merge_vectors(a, true);
+    out.line(cat(a.totals[0], " = ", combine(a, a.totals[0], block_state(a)), ";"));
+    if (!a.vectors.empty()) out.line(cat(a.vectors[0], " = ", p_.vstate_identity(a.kind, a.dtype), ";"));
+    if (!a.scalar.empty()) out.line(cat(a.scalar, " = ", p_.state_identity(a.kind, a.dtype), ";"));
   }
-  for (int l = 1; l < levels_; ++l) {
-    out.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
-    for (const auto& a : accs_) {
-      if (!a.cascade) continue;
-      out.line(cat(a.total_l(l + 1), " = ", combine(a, a.total_l(l + 1), a.total_l(l)), ";"));
-      out.line(cat(a.total_l(l), " = ", identity(a), ";"));
+  for (size_t l = 0; l < accs.merges.size(); ++l) {
+    out.open(cat("if (++", accs.merges[l], " >= ", kCascadeFanIn, ")"));
+    for (size_t i : m.stages) {
+      const Stage& a = accs.stages[i];
+      out.line(cat(a.totals[l + 1], " = ", combine(a, a.totals[l + 1], a.totals[l]), ";"));
+      out.line(cat(a.totals[l], " = ", identity(a), ";"));
     }
-    out.line(cat(merges(l), " = 0;"));
+    out.line(cat(accs.merges[l], " = 0;"));
   }
-  for (int l = 1; l < levels_; ++l) out.close();
+  for (size_t l = 0; l < accs.merges.size(); ++l) out.close();
 }
 
 // One position: every stage's body in one scope, so a value two stages share
 // (the element, x - mean) is computed once.
 void ReductionCore::scalar_step(const ValueScope& body) {
   ValueScope scope(&body);
-  for (const auto& a : accs_) {
-    const CValue v = p_.value(a.s->body, scope);
-    p_.out_.line(p_.scalar_update(a.s->kind, a.t, a.acc, v.text, p_.index(pos_)) + ";");
+  for (const Stage& a : accumulators().stages) {
+    const CValue v = p_.value(stage_of(a).body, scope);
+    p_.out_.line(p_.scalar_update(a.kind, a.dtype, a.scalar, v.text, p_.index(pos_)) + ";");
   }
 }
 
 void ReductionCore::lane_step(const ValueScope& body) {
   ValueScope scope(&body);
-  for (const auto& a : accs_) {
-    const CValue v = p_.value(a.s->body, scope);
-    p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc, v,
+  for (const Stage& a : accumulators().stages) {
+    const CValue v = p_.value(stage_of(a).body, scope);
+    p_.out_.line(p_.vector_update(a.kind, a.dtype, a.vectors[0], v,
                                   cat("cppi_vsplat<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
                  ";");
   }
 }
 
-/// Horizontal mode: vector k of a group goes to each stage's accumulator k.
+/// Horizontal mode: vector k of a group goes to each stage's accumulator k
+/// (to its only one when it keeps one).
 void ReductionCore::vector_step(int k, const ValueScope& body) {
   ValueScope scope(&body);
   const std::string& tail_lanes = place(body).tail_lanes;
-  for (const auto& a : accs_) {
-    CValue val = p_.value(a.s->body, scope);
-    if (!tail_lanes.empty()) val = p_.identity_where_tail_is_off(a.s->kind, a.t, val, tail_lanes);
-    p_.out_.line(p_.vector_update(a.s->kind, a.t, a.vacc_k(k), val,
+  for (const Stage& a : accumulators().stages) {
+    CValue val = p_.value(stage_of(a).body, scope);
+    if (!tail_lanes.empty()) val = p_.identity_where_tail_is_off(a.kind, a.dtype, val, tail_lanes);
+    const std::string& acc = a.vectors.size() == 1 ? a.vectors[0] : a.vectors.at(static_cast<size_t>(k));
+    p_.out_.line(p_.vector_update(a.kind, a.dtype, acc, val,
                                   cat("cppi_viota<cppi_i64x", p_.width(), ">(", p_.index(pos_), ")")) +
                  ";");
   }
 }
 
 void ReductionCore::update(const codegen::Accumulate& a, const ValueScope& body) {
-  if (run_.lanes) {
+  if (accumulators().lanes) {
     lane_step(body);
   } else if (place(body).in_vector()) {
     vector_step(a.accumulator, body);
@@ -339,21 +294,51 @@ void ReductionCore::update(const codegen::Accumulate& a, const ValueScope& body)
   }
 }
 
-void ReductionCore::cascade_block_done(const codegen::CascadeBlockDone& d) {
+void ReductionCore::cascade_block_done(const codegen::CascadeBlockDone& d, const ValueScope& at) {
   auto& out = p_.out_;
-  out.line(cat(terms_, " += ", d.to, " - ", d.from, ";"));
-  out.open(cat("if (", terms_, " >= ", run_.cascade_terms, ")"));
-  flush();
-  out.line(cat(terms_, " = 0;"));
+  const codegen::Accumulators& accs = accumulators();
+  out.line(cat(accs.terms, " += ", d.to, " - ", d.from, ";"));
+  out.open(cat("if (", accs.terms, " >= ", accs.block_terms, ")"));
+  p_.print_loops(d.full, at);
+  out.line(cat(accs.terms, " = 0;"));
   out.close();
 }
 
-void ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
-  // The Accumulate and CascadeBlockDone leaves print through this run
+void ReductionCore::finish(const codegen::FinishAccumulators& f) {
+  auto& out = p_.out_;
+  const codegen::Accumulators& accs = accumulators();
+  for (const Stage& a : accs.stages) {
+    if (!f.tree_row.empty()) {
+      merge_vectors(a, false);
+      out.line(cat(a.result, "[", f.tree_row, "] = ", a.vectors[0], ";"));
+      states_.push_back("");
+      continue;
+    }
+    if (a.result.empty()) {
+      states_.push_back(accs.lanes ? a.vectors[0] : a.scalar);
+      continue;
+    }
+    merge_vectors(a, false);
+    // The block so far, then the levels of totals, lowest first.
+    std::string result = block_state(a);
+    for (const std::string& total : a.totals) result = combine(a, total, result);
+    out.line(cat("const ", state_type(a), " ", a.result, " = ", result, ";"));
+    states_.push_back(a.result);
+  }
+}
+
+std::vector<std::string> ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
+  // The nest's accumulator nodes and updates print through this run
   // (print_loop_node), found in their scope's Place.
   Place accumulating = place(at_);
   accumulating.reduction = this;
   p_.print_loops(schedule_reduction_loops(run_, lo0, hi0, p_.loop_input()), ValueScope(&at_, &accumulating));
+  if (states_.size() != run_.stages.size()) fail(cat("kernel ", p_.k_.name, ": a reduction run left unfinished"));
+  return states_;
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::Accumulators& a, const ValueScope& at) {
+  reduction_printing(at).declare(a, at);
 }
 
 void CpuKernelPrinter::print_loop_node(const codegen::Accumulate& a, const ValueScope& at) {
@@ -361,7 +346,15 @@ void CpuKernelPrinter::print_loop_node(const codegen::Accumulate& a, const Value
 }
 
 void CpuKernelPrinter::print_loop_node(const codegen::CascadeBlockDone& d, const ValueScope& at) {
-  reduction_printing(at).cascade_block_done(d);
+  reduction_printing(at).cascade_block_done(d, at);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::MergeIntoTotals& m, const ValueScope& at) {
+  reduction_printing(at).merge_into_totals(m);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::FinishAccumulators& f, const ValueScope& at) {
+  reduction_printing(at).finish(f);
 }
 
 ReductionCore& CpuKernelPrinter::reduction_printing(const ValueScope& at) const {
@@ -369,55 +362,17 @@ ReductionCore& CpuKernelPrinter::reduction_printing(const ValueScope& at) const 
   return *place(at).reduction;
 }
 
-std::vector<std::string> ReductionCore::results(const std::vector<std::string>& result_names) {
-  auto& out = p_.out_;
-  std::vector<std::string> states;
-  for (size_t j = 0; j < accs_.size(); ++j) {
-    const Accumulation& a = accs_[j];
-    const std::string& tree_row = place(at_).tree_row;
-    if (!tree_row.empty()) {
-      // The row's vector is its whole state: masked tails, or whole vectors
-      // only (the scalar state stays the identity), and no cascade.
-      const auto n = head_.loops.back().extent.constant();
-      const bool whole_vectors = head_.loops.size() == 1 && n && *n % p_.sched_.vector_width == 0;
-      if (!run_.horizontal || a.cascade || (scalar_acc_ && !whole_vectors)) {
-        fail(cat("kernel ", p_.k_.name, ": a reduction tree needs a vector state"));
-      }
-      merge_accumulators(a, false);
-      out.line(cat(a.base, "_vaccs[", tree_row, "] = ", a.vacc, ";"));
-      states.push_back("");
-      continue;
-    }
-    if (!a.cascade && (run_.lanes || !run_.horizontal)) {
-      states.push_back(run_.lanes ? a.vacc : a.acc);
-      continue;
-    }
-    merge_accumulators(a, false);
-    const std::string name = j < result_names.size() ? result_names[j] : "";
-    const std::string combined = run_.lanes ? a.base + "_vred" : name.empty() ? a.base + "_red" : name;
-    // The block so far, then the levels of totals, lowest first.
-    std::string result = run_.lanes ? a.vacc : block_state(a);
-    if (a.cascade)
-      for (int l = 1; l <= levels_; ++l) result = combine(a, a.total_l(l), result);
-    out.line(cat("const ", run_.lanes ? p_.vstate_type(a.s->kind, a.t) : p_.state_type(a.s->kind, a.t), " ", combined,
-                 " = ", result, ";"));
-    states.push_back(combined);
-  }
-  return states;
-}
-
 std::vector<std::string> CpuKernelPrinter::print_reduction_core(const std::vector<const ReductionStage*>& run,
                                                                 const Bound& lo0, const Bound& hi0,
-                                                                const ValueScope& at,
-                                                                const std::vector<std::string>& result_names,
+                                                                const ValueScope& at, bool named_results,
                                                                 const std::string& lane_init) {
   // In lanes (under a vectorised outer loop); from a tile (lane_init) in the
   // column tiles' block.
-  const ReductionRun r = reduction_run(run, place(at).in_vector(), !lane_init.empty(), loop_input());
-  ReductionCore core(*this, r, at);
-  core.declare(lane_init);
-  core.accumulate(lo0, hi0);
-  return core.results(result_names);
+  ReductionRun r = reduction_run(run, place(at).in_vector(), !lane_init.empty(), loop_input());
+  r.lane_init = lane_init;
+  r.tree_row = place(at).tree_row;
+  r.named_results = named_results;
+  return ReductionCore(*this, r, at).accumulate(lo0, hi0);
 }
 
 // --- reductions: states, updates, combines ---------------------------------------------------

@@ -41,7 +41,11 @@ void dump_stage_loops(const LoopNestInput& in, std::vector<std::pair<std::string
     for (size_t j = first; j < i; ++j) stages.push_back(&std::get<ir::ReductionStage>(in.k.stages[j]));
     const auto [lo, hi] = in.s.parallel_reduction ? chunk_bounds(head->loops[0])
                                                   : std::pair{codegen::Bound::constant(0), in.extent(head->loops[0])};
-    const codegen::Stmt nest = schedule_reduction_loops(reduction_run(stages, lanes, false, in), lo, hi, in);
+    // As print_reduction_run prints it: a one-value stage's final state
+    // under its result's name, except a parallel chunk's.
+    ReductionRun run = reduction_run(stages, lanes, false, in);
+    run.named_results = !in.s.parallel_reduction;
+    const codegen::Stmt nest = schedule_reduction_loops(run, lo, hi, in);
     dumps.emplace_back(i == first + 1 ? cat("schedule_reduction_loops of stage ", first)
                                       : cat("schedule_reduction_loops of stages ", first, "-", i - 1),
                        codegen::to_text(nest));

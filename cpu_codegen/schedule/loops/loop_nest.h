@@ -22,13 +22,16 @@
 /// pointwise stage's own loops are a nest of their own (stage_loops.cpp:
 /// lower_stage_loops, then split_vector_tails), and so are a run of
 /// reduction stages' (reduction_loops.cpp: lower_reduction_loops, then
-/// split_vector_tails and vector_accumulators.cpp's
-/// group_vector_accumulators); the printer prints the stage's values around
-/// them, a reduction's accumulators, and what wraps a reduction's nest (its
-/// parallel chunks, the column tiles' block) itself.
+/// split_vector_tails, vector_accumulators.cpp's group_vector_accumulators
+/// and accumulators.cpp's place_accumulators: the run's accumulators declared
+/// around its loops, merged at its cascade blocks and finished after them);
+/// the printer prints the stage's values around them, and what wraps a
+/// reduction's nest (its parallel chunks, the column tiles' block) itself.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +47,9 @@ struct LoopNestInput {
   const ir::Kernel& k;
   const ir::CpuSchedule& s;
   std::function<std::string(const ir::IndexExpr&)> index;
+  /// The target's C name of a stage's result (a reduction's accumulators
+  /// are named after its first).
+  std::function<std::string(const std::string&)> result_name;
 
   codegen::Bound extent(const ir::Loop& l) const;
   /// An internal error naming the kernel (an inconsistent schedule).
@@ -89,11 +95,26 @@ codegen::Stmt lower_stage_loops(const ir::PointwiseStage& s, const LoopNestInput
 /// The same after the passes that apply to a stage's loops (split_vector_tails).
 codegen::Stmt schedule_stage_loops(const ir::PointwiseStage& s, const LoopNestInput& in);
 
+/// A cascade (CpuSchedule::cascade_block) merges each block of terms into a
+/// total, and each total into the next level's every kCascadeFanIn merges.
+constexpr int64_t kCascadeFanIn = 64;
+
+/// Levels of totals for `terms` terms (unknown: 3) merged every `block`, so
+/// that the top level takes at most kCascadeFanIn merges (within 4 levels).
+/// A single level added 62500 block sums of a 4M-row column sum one after
+/// another: 34x eager's error; a column var over 2M rows, 177x.
+inline int cascade_levels(std::optional<int64_t> terms, int64_t block) {
+  if (!terms) return 3;
+  int levels = 1;
+  for (int64_t covered = block * kCascadeFanIn; covered < *terms && levels < 4; covered *= kCascadeFanIn) ++levels;
+  return levels;
+}
+
 /// A run of reduction stages that accumulate in one loop nest (one stage,
 /// or the stages of one_pass_end, which share their loops), and how: the
-/// schedule's choices for where the run prints (reduction_run). The target
-/// declares the accumulators these describe, and prints each
-/// codegen::Accumulate of the nest as their update.
+/// schedule's choices for where the run prints (reduction_run).
+/// place_accumulators places the accumulators these describe in the nest,
+/// and the target prints each codegen::Accumulate as their update.
 struct ReductionRun {
   std::vector<const ir::ReductionStage*> stages;
   /// Inside a vector loop of outer iterations: a vector state per stage, a
@@ -110,6 +131,15 @@ struct ReductionRun {
   /// Terms of the innermost loop per cascade block (an accumulator lane
   /// sees one per vector); 0 when no stage cascades.
   int64_t cascade_terms = 0;
+  /// What the code around the run makes of it (the printer's, not the
+  /// schedule's; the defaults where nothing around it does): in lanes, the
+  /// first vector states (C text; a tile's slots in the column tiles'
+  /// block), else the identity; in a row of a block's reduction tree
+  /// (CpuSchedule::reduction_trees), the row (C text); whether a one-value
+  /// stage's final state takes its result's own name.
+  std::string lane_init;
+  std::string tree_row;
+  bool named_results = false;
   /// The most accumulators a stage keeps: vectors per group.
   int group() const;
 };
@@ -134,8 +164,14 @@ codegen::Stmt lower_reduction_loops(const ReductionRun& r, const codegen::Bound&
 /// accumulators in groups of one vector per accumulator (after
 /// split_vector_tails, once).
 codegen::Stmt group_vector_accumulators(const codegen::Stmt& s, const LoopNestInput& in);
-/// lower_reduction_loops after the passes that apply to it
-/// (split_vector_tails, group_vector_accumulators).
+/// The run's accumulators around its loops (codegen::Accumulators: each
+/// stage's states, totals and counters, declared before the loops), each
+/// cascade block's merge into the totals when full (MergeIntoTotals under
+/// each CascadeBlockDone), and their final states after the loops
+/// (FinishAccumulators).
+codegen::Stmt place_accumulators(const codegen::Stmt& s, const ReductionRun& r, const LoopNestInput& in);
+/// lower_reduction_loops after the passes that apply to it, in order
+/// (split_vector_tails, group_vector_accumulators, place_accumulators).
 codegen::Stmt schedule_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
                                        const LoopNestInput& in);
 

@@ -1,6 +1,6 @@
 /// lower_reduction_loops: a run of reduction stages' own loops as the
-/// scheduled loop IR, the loops that feed the run's accumulators (the target
-/// declares them before the nest and reads their final states after it).
+/// scheduled loop IR, the loops that feed the run's accumulators
+/// (place_accumulators places them around the nest).
 #include "codegen/c_printer.h"
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 #include "lowering/ir/expr_visitor.h"
@@ -48,12 +48,12 @@ Stmt cascade_blocks(const ReductionRun& r, const std::string& v, const Bound& lo
                     const LoopNestInput& in) {
   const int64_t block = r.cascade_terms;
   if (lo.value && hi.value && *hi.value - *lo.value <= block) {
-    return codegen::block({innermost(r, v, lo, hi, in), stmt(codegen::CascadeBlockDone{lo.text, hi.text})}, true);
+    return codegen::block({innermost(r, v, lo, hi, in), stmt(codegen::CascadeBlockDone{lo.text, hi.text, nullptr})}, true);
   }
   const std::string from = v + "_cblk", to = v + "_cblk_end";
   const codegen::Let block_end{to, cat("cppi_min_i<int64_t>(", from, " + ", block, ", ", hi.text, ")")};
   const Stmt body = codegen::block({stmt(block_end), innermost(r, v, Bound::symbolic(from), Bound::symbolic(to), in),
-                                    stmt(codegen::CascadeBlockDone{from, to})});
+                                    stmt(codegen::CascadeBlockDone{from, to, nullptr})});
   codegen::For blocks{from, lo, hi, codegen::LoopKind::Serial, codegen::Tail::None, false, false, body};
   blocks.step = block;
   return stmt(blocks);
@@ -130,7 +130,8 @@ codegen::Stmt lower_reduction_loops(const ReductionRun& r, const codegen::Bound&
 
 codegen::Stmt schedule_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
                                        const LoopNestInput& in) {
-  return group_vector_accumulators(split_vector_tails(lower_reduction_loops(r, lo0, hi0, in), in), in);
+  const Stmt tails = split_vector_tails(lower_reduction_loops(r, lo0, hi0, in), in);
+  return place_accumulators(group_vector_accumulators(tails, in), r, in);
 }
 
 }  // namespace cppi::cpu
