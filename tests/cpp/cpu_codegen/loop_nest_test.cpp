@@ -37,7 +37,8 @@ std::string after(const std::string& dumps, const std::string& pass) {
 }
 
 LoopNestInput input_of(const KernelPtr& k) {
-  return LoopNestInput{*k, k->schedule.cpu, [](const IndexExpr& e) { return to_string(e); }};
+  return LoopNestInput{*k, k->schedule.cpu, [](const IndexExpr& e) { return to_string(e); },
+                       [](const std::string& result) { return result; }};
 }
 
 TEST(LoopNest, MaskedTailOfAColumnSumIsOneVectorWithItsLanesOff) {
@@ -149,7 +150,79 @@ TEST(LoopNest, AColumnSumInLanesIsASerialLoopOfVectorUpdates) {
     s.cascade_block = 0;
   });
   const std::string d = after(dumps(k), "schedule_reduction_loops of stage 0");
-  EXPECT_NE(d.find("serial for r0 in [0, 64)\n  accumulate into 0 of 1"), std::string::npos) << d;
+  EXPECT_NE(d.find("serial for r0 in [0, 64)\n    accumulate into 0 of 1"), std::string::npos) << d;
+}
+
+TEST(LoopNest, AReductionsAccumulatorsAreDeclaredAroundItsLoopsMergedAtItsBlocksAndFinishedAfter) {
+  // The cascaded row sum with two vector accumulators: a scalar state for
+  // the scalar tail, two vector states, three levels of totals (the row's
+  // extent is unknown) and their counters before the loops; each full
+  // block merged into the totals under its count; the final state after.
+  const KernelPtr k = scheduled(row_reduction_kernel(ReductionKind::Sum, 4, sym("s0")), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::ScalarLoop;
+    s.vector_accumulators = 2;
+    s.parallel_reduction = false;
+    s.cascade_block = 1024;
+  });
+  const std::string d = after(dumps(k, {"s0"}), "schedule_reduction_loops of stage 0");
+  EXPECT_TRUE(file_check(d, {"\naccumulators\n",
+                             "  stage 0: sum over float32, scalar red_acc, vectors red_vacc red_vacc_1, totals "
+                             "red_total red_total_2 red_total_3 -> red\n",
+                             "  cascade: 8192 terms a block, counted in red_terms, merges counted in red_merges1 "
+                             "red_merges2\n",
+                             "accumulate into 1 of 2", "cascade block done: terms [r0_cblk, r0_cblk_end)\n",
+                             "  merge into totals: run stages 0\n", "  finish accumulators\n"}))
+      << d;
+  // In lanes (a vectorised outer loop) one vector state, a lane per column,
+  // final as it stands: no totals, nothing to combine.
+  const KernelPtr lanes = scheduled(column_reduction_kernel(ReductionKind::Max, 64, 16), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.parallel_loops = 0;
+    s.parallel_reduction = false;
+    s.column_block = 0;
+    s.cascade_block = 0;
+  });
+  const std::string l = after(dumps(lanes), "schedule_reduction_loops of stage 0");
+  EXPECT_TRUE(file_check(l, {"\naccumulators, in lanes\n", "  stage 0: max over float32, vectors red_vacc\n",
+                             "NOT:cascade", "finish accumulators"}))
+      << l;
+}
+
+TEST(LoopNest, WhereTheRunPrintsSetsItsAccumulatorsStartAndEnd) {
+  // The column tiles' block starts a lane reduction from a tile's slots; a
+  // block's reduction tree takes each row's merged vector state.
+  const KernelPtr k = scheduled(column_reduction_kernel(ReductionKind::Sum, 64, 16), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOuter;
+    s.vector_width = 8;
+    s.cascade_block = 0;
+  });
+  const LoopNestInput in = input_of(k);
+  const auto& stage = std::get<ReductionStage>(k->stages.at(0));
+  ReductionRun r = reduction_run({&stage}, true, true, in);
+  r.lane_init = "red_tile[t]";
+  const std::string from_tile = codegen::to_text(place_accumulators(lower_reduction_loops(r, codegen::Bound::constant(0),
+                                                                                        codegen::Bound::constant(64), in),
+                                                                  r, in));
+  EXPECT_NE(from_tile.find("vectors red_vacc from red_tile[t]\n"), std::string::npos) << from_tile;
+
+  const KernelPtr rows = scheduled(row_reduction_kernel(ReductionKind::Sum, 4, 64), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.vector_accumulators = 1;
+    s.cascade_block = 0;
+    s.parallel_reduction = false;
+  });
+  const LoopNestInput rows_in = input_of(rows);
+  ReductionRun tree = reduction_run({&std::get<ReductionStage>(rows->stages.at(0))}, false, false, rows_in);
+  tree.tree_row = "x0 - x0_blk";
+  const std::string into_tree = codegen::to_text(schedule_reduction_loops(tree, codegen::Bound::constant(0),
+                                                                          codegen::Bound::constant(64), rows_in));
+  EXPECT_TRUE(file_check(into_tree, {"vectors red_vacc -> red_vaccs\n", "finish accumulators, into tree row x0 - x0_blk"}))
+      << into_tree;
 }
 
 TEST(LoopNest, SymbolicBoundsSplitAtNamedPoints) {
@@ -249,6 +322,14 @@ TEST(LoopNest, PassesLeaveWhatTheyDoNotChangeShared) {
   EXPECT_NE(split_vector_tails(nest, input_of(k)), nest);
   EXPECT_EQ(open_row_blocks(nest, input_of(k)), nest);
   EXPECT_EQ(choose_forward_slots(nest, input_of(k)), nest);
+  // A run that does not cascade has no block to merge: its nest is kept.
+  const auto& stage = std::get<ReductionStage>(k->stages.at(0));
+  const ReductionRun run = reduction_run({&stage}, true, false, input_of(k));
+  const codegen::Stmt loops = lower_reduction_loops(run, codegen::Bound::constant(0), codegen::Bound::constant(64),
+                                                    input_of(k));
+  const codegen::Stmt placed = place_accumulators(loops, run, input_of(k));
+  const auto& body = std::get<codegen::Block>(std::get<codegen::Accumulators>(placed->node).body->node).body;
+  EXPECT_EQ(body.at(0), loops);
   EXPECT_EQ(codegen::map_children(nest, [](const codegen::Stmt& s) { return s; }), nest);
 }
 
