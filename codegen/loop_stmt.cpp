@@ -23,7 +23,7 @@ std::vector<Stmt*> children(T& n) {
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
                        std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt> ||
                        std::is_same_v<T, RowBlocks> || std::is_same_v<T, ForwardSlots> ||
-                       std::is_same_v<T, Accumulators>) {
+                       std::is_same_v<T, Accumulators> || std::is_same_v<T, ReductionChunks>) {
     return {&n.body};
   } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
     return {&n.full};
@@ -153,6 +153,11 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           print(os, n.full, depth + 1);
         } else if constexpr (std::is_same_v<T, Accumulators>) {
           print_accumulators(os, n, pad);
+          print(os, n.body, depth + 1);
+        } else if constexpr (std::is_same_v<T, ReductionChunks>) {
+          os << pad << "reduction chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain "
+             << n.grain << (n.lanes ? ", in lanes" : "") << ": each returns " << n.partial << ", combined into "
+             << n.state << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, MergeIntoTotals>) {
           os << pad << "merge into totals: run stages";

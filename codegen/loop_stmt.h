@@ -14,7 +14,8 @@
 /// part the target prints whole (a tiled column block, an epilogue in
 /// lanes). What the stages keep in registers around them is a statement too
 /// (RowBlocks, StoreRowBlock, ForwardSlots), and so are a reduction run's
-/// accumulators (Accumulators, MergeIntoTotals, FinishAccumulators).
+/// accumulators (Accumulators, MergeIntoTotals, FinishAccumulators) and a
+/// parallel reduction's chunks (ReductionChunks).
 #pragma once
 
 #include <cstdint>
@@ -318,6 +319,22 @@ struct ForwardSlots {
   Stmt body;
 };
 
+/// A reduction run's first loop in chunks on the threads
+/// (CpuSchedule::parallel_reduction): each chunk [begin, end) of [0, count)
+/// (at least `grain` long; C text) runs `body`, the run's nest over the
+/// chunk from accumulators of its own, and returns `partial`, the state it
+/// leaves; the chunks' states, of reduction `kind` over `dtype` (vectors, a
+/// lane per outer iteration, with `lanes`), combine in chunk order into
+/// `state`.
+struct ReductionChunks {
+  std::string state, partial;
+  ir::ReductionKind kind = ir::ReductionKind::Sum;
+  DType dtype = DType::Float32;
+  bool lanes = false;
+  std::string count, grain, begin, end;
+  Stmt body;
+};
+
 /// A target's part printed whole (what it is, and its C-text arguments):
 /// the CPU's epilogue in lanes, its transposed-tile loads, scratch buffers,
 /// prefaulting.
@@ -329,7 +346,7 @@ struct TargetPart {
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
                VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock, ForwardSlots,
-               Accumulators, MergeIntoTotals, FinishAccumulators>
+               Accumulators, MergeIntoTotals, FinishAccumulators, ReductionChunks>
       node;
 };
 

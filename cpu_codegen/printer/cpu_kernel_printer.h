@@ -277,6 +277,9 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_loop_node(const codegen::Accumulators& a, const ValueScope& at);
   void print_loop_node(const codegen::MergeIntoTotals& m, const ValueScope& at);
   void print_loop_node(const codegen::FinishAccumulators& f, const ValueScope& at);
+  /// A parallel reduction's chunks around its run's nest, one
+  /// cppi_parallel_reduce (cpu::split_reduction_chunks), printed by the run.
+  void print_loop_node(const codegen::ReductionChunks& c, const ValueScope& at);
   /// The row blocks around a vector of outer iterations' stages, and a
   /// stored one's store after them (cpu::open_row_blocks).
   void print_loop_node(const codegen::RowBlocks& r, const ValueScope& at);
@@ -403,10 +406,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// print_reduction_core of one stage.
   std::string print_reduction_core(const ReductionStage& s, const Bound& lo0, const Bound& hi0, const ValueScope& at,
                                    const std::string& lane_init = "");
-  /// parallel_reduction: the stage's first loop in chunks on the threads,
-  /// one cppi_parallel_reduce (scalar states, or vector states in lane
-  /// mode); returns the name of the combined state.
-  std::string print_parallel_reduction(const ReductionStage& s, const ValueScope& at);
   /// Lane mode: declares the stage's results as vector locals read from the
   /// vector state `state`, for the expressions after it.
   void bind_lane_results(const ReductionStage& s, const std::string& state);

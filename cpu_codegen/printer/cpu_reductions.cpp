@@ -37,26 +37,19 @@ void CpuKernelPrinter::print_reductions(size_t first, size_t end, const ValueSco
 
 void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStage*>& run, const ValueScope& at) {
   const ReductionStage& head = *run.front();
-
-  if (place(at).in_vector()) {
-    // Lane mode: W independent reductions, one per outer iteration.
-    if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
-    const std::string state =
-        sched_.parallel_reduction && !head.loops.empty()
-            ? print_parallel_reduction(head, at)
-            : print_reduction_core(head, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]), at);
-    bind_lane_results(head, state);
+  // Lane mode: W independent reductions, one per outer iteration.
+  const bool lanes = place(at).in_vector();
+  if (lanes && run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in lane mode"));
+  // parallel_reduction: the run's nest over a chunk (cpu::split_reduction_chunks).
+  const bool chunks = sched_.parallel_reduction && !head.loops.empty();
+  const auto [lo, hi] = chunks ? chunk_bounds(head.loops[0])
+                               : std::pair{Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0])};
+  // A one-value reduction's combined result is declared under its own name
+  // (not a chunk's: it returns it).
+  const std::vector<std::string> states = print_reduction_core(run, lo, hi, at, !lanes && !chunks);
+  if (lanes) {
+    bind_lane_results(head, states.front());
     return;
-  }
-
-  std::vector<std::string> states;
-  if (sched_.parallel_reduction && !head.loops.empty()) {
-    if (run.size() != 1) fail(cat("kernel ", k_.name, ": a one-pass run in a parallel reduction"));
-    states.push_back(print_parallel_reduction(head, at));
-  } else {
-    // A one-value reduction's combined result is declared under its own name.
-    states = print_reduction_core(run, Bound{"0", 0}, head.loops.empty() ? Bound{"1", 1} : extent(head.loops[0]), at,
-                                  true);
   }
   if (!place(at).tree_row.empty()) return;  // the block's trees bind the results (print_reduction_trees)
   for (size_t j = 0; j < run.size(); ++j) {
@@ -68,30 +61,6 @@ void CpuKernelPrinter::print_reduction_run(const std::vector<const ReductionStag
       locals_[s.results[i]] = CValue{name, s.result_dtypes[i]};
     }
   }
-}
-
-std::string CpuKernelPrinter::print_parallel_reduction(const ReductionStage& s, const ValueScope& at) {
-  // Chunks of the first loop run on the threads, each from the identity;
-  // their states combine in chunk order. Under a vectorised outer loop the
-  // states are vectors, a lane per outer iteration. (The chunks are not a
-  // node of the run's nest yet: each chunk declares and returns its own
-  // accumulators, which the printer keeps around the nest.)
-  const bool lanes = place(at).in_vector();
-  const DType t = s.body.dtype();
-  const Loop& loop = s.loops[0];
-  const std::string st = lanes ? vstate_type(s.kind, t) : state_type(s.kind, t);
-  const std::string identity = lanes ? vstate_identity(s.kind, t) : state_identity(s.kind, t);
-  const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
-  const std::string combined = lanes ? vstate_combine(s.kind, t, "a", "b") : state_combine(s.kind, t, "a", "b");
-  const std::string state = local_name(s.results[0]) + "_state";
-  const auto [b, e] = chunk_bounds(loop);
-  out_.open(cat("const ", st, " ", state, " = cppi_parallel_reduce<", st, ">(0, ", extent(loop).text, ", ",
-                std::max<int64_t>(1, sched_.grain_size), ", ", typed_identity, ",\n    [=](int64_t ", b.text,
-                ", int64_t ", e.text, ", ", st, ") -> ", st));
-  const std::string partial = print_reduction_core(s, b, e, at);
-  out_.line("return " + partial + ";");
-  out_.close(cat("}, [](", st, " a, ", st, " b) { return ", combined, "; });"));
-  return state;
 }
 
 void CpuKernelPrinter::bind_lane_results(const ReductionStage& s, const std::string& state) {
@@ -139,6 +108,7 @@ class ReductionCore {
   void cascade_block_done(const codegen::CascadeBlockDone& d, const ValueScope& at);
   void merge_into_totals(const codegen::MergeIntoTotals& m);
   void finish(const codegen::FinishAccumulators& f);
+  void chunks(const codegen::ReductionChunks& c, const ValueScope& at);
 
  private:
   using Stage = codegen::StageAccumulators;
@@ -327,6 +297,23 @@ void ReductionCore::finish(const codegen::FinishAccumulators& f) {
   }
 }
 
+// Each chunk from the identity (cppi_parallel_reduce); their states combine
+// in chunk order.
+void ReductionCore::chunks(const codegen::ReductionChunks& c, const ValueScope& at) {
+  auto& out = p_.out_;
+  const std::string st = c.lanes ? p_.vstate_type(c.kind, c.dtype) : p_.state_type(c.kind, c.dtype);
+  const std::string identity = c.lanes ? p_.vstate_identity(c.kind, c.dtype) : p_.state_identity(c.kind, c.dtype);
+  const std::string typed_identity = identity[0] == '{' ? st + identity : "(" + st + ")" + identity;
+  const std::string combined =
+      c.lanes ? p_.vstate_combine(c.kind, c.dtype, "a", "b") : p_.state_combine(c.kind, c.dtype, "a", "b");
+  out.open(cat("const ", st, " ", c.state, " = cppi_parallel_reduce<", st, ">(0, ", c.count, ", ", c.grain, ", ",
+               typed_identity, ",\n    [=](int64_t ", c.begin, ", int64_t ", c.end, ", ", st, ") -> ", st));
+  p_.print_loops(c.body, at);
+  out.line("return " + c.partial + ";");
+  out.close(cat("}, [](", st, " a, ", st, " b) { return ", combined, "; });"));
+  states_ = {c.state};
+}
+
 std::vector<std::string> ReductionCore::accumulate(const Bound& lo0, const Bound& hi0) {
   // The nest's accumulator nodes and updates print through this run
   // (print_loop_node), found in their scope's Place.
@@ -355,6 +342,10 @@ void CpuKernelPrinter::print_loop_node(const codegen::MergeIntoTotals& m, const 
 
 void CpuKernelPrinter::print_loop_node(const codegen::FinishAccumulators& f, const ValueScope& at) {
   reduction_printing(at).finish(f);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::ReductionChunks& c, const ValueScope& at) {
+  reduction_printing(at).chunks(c, at);
 }
 
 ReductionCore& CpuKernelPrinter::reduction_printing(const ValueScope& at) const {

@@ -24,9 +24,10 @@
 /// reduction stages' (reduction_loops.cpp: lower_reduction_loops, then
 /// split_vector_tails, vector_accumulators.cpp's group_vector_accumulators
 /// and accumulators.cpp's place_accumulators: the run's accumulators declared
-/// around its loops, merged at its cascade blocks and finished after them);
-/// the printer prints the stage's values around them, and what wraps a
-/// reduction's nest (its parallel chunks, the column tiles' block) itself.
+/// around its loops, merged at its cascade blocks and finished after them;
+/// reduction_chunks.cpp's split_reduction_chunks: a parallel reduction's
+/// chunks around them); the printer prints the stage's values around them,
+/// and the column tiles' block, which wraps its reductions' nests, itself.
 #pragma once
 
 #include <cstdint>
@@ -128,6 +129,9 @@ struct ReductionRun {
   /// (CpuSchedule::cascade_block).
   std::vector<int> accumulators;
   std::vector<bool> cascades;
+  /// Its first loop in chunks on the threads (CpuSchedule::parallel_reduction;
+  /// not in the column tiles' block, which splits its rows itself).
+  bool chunks = false;
   /// Terms of the innermost loop per cascade block (an accumulator lane
   /// sees one per vector); 0 when no stage cascades.
   int64_t cascade_terms = 0;
@@ -170,8 +174,13 @@ codegen::Stmt group_vector_accumulators(const codegen::Stmt& s, const LoopNestIn
 /// each CascadeBlockDone), and their final states after the loops
 /// (FinishAccumulators).
 codegen::Stmt place_accumulators(const codegen::Stmt& s, const ReductionRun& r, const LoopNestInput& in);
+/// A run in chunks (ReductionRun::chunks): its nest, placed accumulators
+/// around it, as the body of each chunk (codegen::ReductionChunks), which
+/// lower_reduction_loops was given the chunk's bounds for (chunk_bounds).
+codegen::Stmt split_reduction_chunks(const codegen::Stmt& s, const ReductionRun& r, const LoopNestInput& in);
 /// lower_reduction_loops after the passes that apply to it, in order
-/// (split_vector_tails, group_vector_accumulators, place_accumulators).
+/// (split_vector_tails, group_vector_accumulators, place_accumulators,
+/// split_reduction_chunks).
 codegen::Stmt schedule_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
                                        const LoopNestInput& in);
 

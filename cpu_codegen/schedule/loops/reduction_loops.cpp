@@ -94,6 +94,7 @@ ReductionRun reduction_run(std::vector<const ir::ReductionStage*> stages, bool l
   r.lanes = lanes;
   r.horizontal = !lanes && in.s.vectorized == ir::VectorizedLoop::InnermostOfEachStage && !head.loops.empty();
   if (r.stages.size() > 1 && !r.horizontal) in.fail("a one-pass run outside horizontal mode");
+  r.chunks = in.s.parallel_reduction && !head.loops.empty() && !tiled;
   bool any_cascade = false;
   for (const ir::ReductionStage* s : r.stages) {
     const int accumulators = r.horizontal && splits_into_accumulators(*s) ? in.s.vector_accumulators : 1;
@@ -131,7 +132,7 @@ codegen::Stmt lower_reduction_loops(const ReductionRun& r, const codegen::Bound&
 codegen::Stmt schedule_reduction_loops(const ReductionRun& r, const codegen::Bound& lo0, const codegen::Bound& hi0,
                                        const LoopNestInput& in) {
   const Stmt tails = split_vector_tails(lower_reduction_loops(r, lo0, hi0, in), in);
-  return place_accumulators(group_vector_accumulators(tails, in), r, in);
+  return split_reduction_chunks(place_accumulators(group_vector_accumulators(tails, in), r, in), r, in);
 }
 
 }  // namespace cppi::cpu
