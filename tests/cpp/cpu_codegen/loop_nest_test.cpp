@@ -191,6 +191,34 @@ TEST(LoopNest, AReductionsAccumulatorsAreDeclaredAroundItsLoopsMergedAtItsBlocks
       << l;
 }
 
+TEST(LoopNest, AParallelReductionsChunksEachRunTheNestFromTheirOwnAccumulators) {
+  // A sum over rows of 100000 in chunks on the threads: each chunk's nest
+  // over [r0_chunk_begin, r0_chunk_end) with its accumulators inside, the
+  // state it returns, and the state the chunks combine into. Without
+  // parallel_reduction the pass leaves the nest.
+  const KernelPtr k = scheduled(row_reduction_kernel(ReductionKind::Sum, 2, 100000), [](CpuSchedule& s) {
+    s.vectorized = VectorizedLoop::InnermostOfEachStage;
+    s.vector_width = 8;
+    s.tail = TailKind::Masked;
+    s.vector_accumulators = 1;
+    s.cascade_block = 0;
+    s.parallel_reduction = true;
+    s.grain_size = 4096;
+  });
+  const std::string d = after(dumps(k), "schedule_reduction_loops of stage 0");
+  EXPECT_TRUE(file_check(d, {"\nreduction chunks [r0_chunk_begin, r0_chunk_end) of [0, 100000), grain 4096: each "
+                             "returns red_red, combined into red_state\n",
+                             "  accumulators\n", "    stage 0: sum over float32, vectors red_vacc -> red_red\n",
+                             "stage vector for r0 in [r0_lo, r0_vec_end)", "    finish accumulators\n"}))
+      << d;
+  const KernelPtr serial = scheduled(k, [](CpuSchedule& s) { s.parallel_reduction = false; });
+  const LoopNestInput in = input_of(serial);
+  const ReductionRun run = reduction_run({&std::get<ReductionStage>(serial->stages.at(0))}, false, false, in);
+  const codegen::Stmt placed = place_accumulators(
+      lower_reduction_loops(run, codegen::Bound::constant(0), codegen::Bound::constant(100000), in), run, in);
+  EXPECT_EQ(split_reduction_chunks(placed, run, in), placed);
+}
+
 TEST(LoopNest, WhereTheRunPrintsSetsItsAccumulatorsStartAndEnd) {
   // The column tiles' block starts a lane reduction from a tile's slots; a
   // block's reduction tree takes each row's merged vector state.
