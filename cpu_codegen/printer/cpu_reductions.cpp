@@ -155,6 +155,7 @@ const codegen::Accumulators& ReductionCore::accumulators() const {
 // total), then the counters.
 void ReductionCore::declare(const codegen::Accumulators& a, const ValueScope& at) {
   auto& out = p_.out_;
+  accumulators_ = &a;
   for (const Stage& s : a.stages) {
     if (!s.scalar.empty()) {
       out.line(cat(p_.state_type(s.kind, s.dtype), " ", s.scalar, " = ", p_.state_identity(s.kind, s.dtype), ";"));
@@ -164,7 +165,6 @@ void ReductionCore::declare(const codegen::Accumulators& a, const ValueScope& at
       out.line(cat(p_.vstate_type(s.kind, s.dtype), " ", s.vectors[k], " = ", init, ";"));
     }
   }
-  accumulators_ = &a;
   for (const Stage& s : a.stages) {
     for (const std::string& total : s.totals) out.line(cat(state_type(s), " ", total, " = ", identity(s), ";"));
   }
