@@ -43,6 +43,8 @@ const char* kind_name(LoopKind k) {
     case LoopKind::GpuBlockRows: return "gpu block rows";
     case LoopKind::GpuColumnGroups: return "gpu column groups";
     case LoopKind::GpuTickets: return "gpu tickets";
+    case LoopKind::GpuRowPositions: return "gpu row positions";
+    case LoopKind::GpuRowSlots: return "gpu row slots";
   }
   return "?";
 }
@@ -55,6 +57,12 @@ const char* tail_name(Tail t) {
     case Tail::Overlapped: return ", overlapped tail";
   }
   return "?";
+}
+
+/// What a GPU loop's `threads` count.
+const char* threads_of(LoopKind k) {
+  const bool row = k == LoopKind::GpuRowPositions || k == LoopKind::GpuRowSlots;
+  return row ? " threads a row" : " threads a block";
 }
 
 /// What a GPU loop's `splits` count.
@@ -102,7 +110,7 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
              << ", " << n.hi.text << ")" << tail_name(n.tail) << (n.overlapped_rest ? ", overlapped rest" : "")
              << (n.whole_vectors_before_rest ? ", whole vectors of a masked split" : "")
              << (n.step != 1 ? cat(", step ", n.step) : std::string())
-             << (n.threads ? cat(", ", n.threads, " threads a block") : std::string())
+             << (n.threads ? cat(", ", n.threads, threads_of(n.kind)) : std::string())
              << (n.splits != 1 ? cat(", ", n.splits, splits_of(n.kind)) : std::string()) << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, ParallelChunks>) {

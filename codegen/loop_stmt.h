@@ -82,6 +82,18 @@ enum class LoopKind : uint8_t {
   /// waits only for tiles whose blocks have started (a split scan's). The
   /// tiles of a row or group are `splits` consecutive ones, its parts.
   GpuTickets,
+  /// Positions [lo, hi) of a row (a column's rows, in a GpuColumnGroups
+  /// loop) that the `threads` sharing it walk, several in flight: thread
+  /// tid takes tid, then every `threads`. With `splits` P > 1 the row is P
+  /// blocks': part `split` starts at split * threads + tid and steps by P *
+  /// threads. A lane past a column group's columns starts at hi (lo is 0).
+  GpuRowPositions,
+  /// A cached row's slots [lo, hi) that each of the `threads` sharing it
+  /// holds (GpuSchedule::elements_per_thread), unrolled: slot s holds
+  /// position s * threads + tid, or, cached in vectors of `step` V > 1
+  /// positions (GpuSchedule::cache_vector), (s / V) * threads * V + tid * V
+  /// + s % V; a slot past the row's end holds nothing (lo is 0).
+  GpuRowSlots,
 };
 
 /// Whether a loop of kind `k` is bound to the GPU (only the CUDA printer prints it).
@@ -103,9 +115,11 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// hi (if any is left): its values know where. step: a Serial loop's
 /// stride, its body once per `step` iterations of what it holds (a cascade
 /// block, a group of vectors); a GPU loop's, its kind says. threads: a
-/// GPU loop's threads per block (not a GpuLanes loop's). splits: a
+/// GPU loop's threads per block (not a GpuLanes loop's; a GpuRowPositions
+/// or GpuRowSlots loop's threads a row). splits: a
 /// GpuBlockRows (GpuColumnGroups) loop's blocks a row (a group), a
-/// GpuTickets loop's tiles a row or group.
+/// GpuTickets loop's tiles a row or group, a GpuRowPositions loop's
+/// blocks a row.
 struct For {
   std::string var;
   Bound lo, hi;

@@ -6,6 +6,8 @@
 /// by grid_stride_loops.h, walked; serial stages),
 /// cuda_print_rows.cpp (row and column-group mappings, split rows; the
 /// loop over the rows built by row_loops.h, walked),
+/// cuda_print_row_stages.cpp (the stages inside a row or column group, their
+/// loops over its positions built by row_stage_loops.h, walked),
 /// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
 ///
@@ -80,6 +82,13 @@ inline IndexExpr product_of(const std::vector<Loop>& loops) {
 }
 
 inline std::string var_name(const Loop& l) { return codegen::loop_var(l); }
+
+/// The names of the variables of `loops`.
+inline std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
+  std::set<std::string> out;
+  for (const auto& l : loops) out.insert(l.var.as<IndexVar>()->name);
+  return out;
+}
 
 /// The per-thread state type of a reduction over `t` (cuda_print_reductions.cpp).
 std::string shuffle_type(DType t);
@@ -328,33 +337,54 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// (the row slice) before it, the column and `valid` at its top; split
   /// groups: `group` and `split` from the block, no loop.
   void print_column_group_loop(const codegen::For& l);
-  /// The stages of one row / column group, in order.
-  void print_row_stages();
-  /// One past the cached-row stages printed with stage i: i + 2 for a pair of sums that
-  /// share a slot loop and a block reduction, else i + 1.
-  size_t cached_sum_pair_end(size_t i) const;
+  /// A cached row's filling (row_part::kFillRowCache), its slot loops
+  /// printed in place (issue #38).
   void print_row_cache_prologue();
   /// The cached row's values (RowCache::values) at each of `slots` (one,
   /// or two whose roundings pair), each into vcacheN[slot], from the loads
   /// the prologue cached there.
   void print_row_cache_values(const std::vector<std::string>& slots);
-  /// Runs `body` for every position of stage `stage`'s loops this thread
-  /// owns. `used`: the loop variables the body needs (default: the stage's).
-  /// A cached row serves the loads of stages [stage, run_end) from the cache
-  /// (default: stage's alone); their loops must have the same names.
-  void for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
-                         const std::set<std::string>* used = nullptr, size_t run_end = 0);
-  /// Stages [first, end), a run of ir::pass_run_end (column groups:
-  /// ir::reduction_run_end): one pass over their loops updates every
-  /// accumulator and stores the run's pointwise stages.
-  void print_row_reductions(size_t first, size_t end);
+
+  // --- the stages of a row or column group (row_stage_loops.h) ---------------------------
+  /// A part of the stages' nest (row_stage_part), printed whole.
+  void print_row_stage_part(const codegen::TargetPart& p);
+  const ReductionStage& reduction_stage(size_t i) const;
+  const PointwiseStage& pointwise_stage(size_t i) const;
+  std::string accumulator(const ReductionStage& s) const { return local_name(s.results[0]) + "_acc"; }
+  /// What a pass over stages [first, end) computes at each position: each
+  /// reduction's body (undefined for a pointwise stage) and each pointwise
+  /// stage's stores, over stage first's loop variables, and the loop
+  /// variables they use (a lone pointwise stage: its own).
+  struct StagePass {
+    std::vector<Expr> bodies;
+    std::vector<std::vector<Store>> stores;
+    std::set<std::string> used;
+  };
+  StagePass stage_pass(size_t first, size_t end) const;
+  /// A GpuRowPositions or GpuRowSlots loop around its kPassAt leaf.
+  void print_position_loop(const codegen::For& l);
+  /// A cached row's slot loop: runs `body` for every slot this thread holds,
+  /// the loads of stages [first, end) served from the cache (their loops
+  /// must have the same names) and what does not change along the row
+  /// computed before the loop.
+  void print_row_slots(const codegen::For& l, size_t first, size_t end, const std::function<void(ValueScope&)>& body);
+  /// Runs `body` for every position of stage `first`'s loops this thread
+  /// owns; `used`: the loop variables the body needs.
+  void print_row_positions(const codegen::For& l, size_t first, const std::set<std::string>& used,
+                           const std::function<void(ValueScope&)>& body);
+  /// Stages [first, end) at one position: the updates of every
+  /// accumulator, the stores of the pointwise stages.
+  void print_pass_at(size_t first, size_t end, const StagePass& pass, ValueScope& scope);
+  /// After the pass over stages [first, end): the reductions combined
+  /// across the row's threads (or group's slices and split blocks), and
+  /// their results.
+  void print_pass_combine(size_t first, size_t end);
   /// Split rows: stores this block's partial; the row's last block folds all.
   void print_split_combine(const ReductionStage& s, const std::string& acc, const std::string& scratch);
   /// Split column groups: stores this block's partials of stages [0, end);
   /// the group's last block folds them (accs: the stages' accumulators).
   void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
   std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
-  void print_row_pointwise(const PointwiseStage& s, size_t i);
   /// A looped pointwise stage of a row cached in V-element vectors
   /// (cache_vector V > 1): each group of V slots computes its values lane by
   /// lane and stores them with one cppi_store_vec per store.

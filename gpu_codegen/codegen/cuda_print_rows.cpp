@@ -2,8 +2,9 @@
 // rows split across blocks; the loop over the rows a nest lower_row_loops
 // builds, row_loops.h) and column groups (a column reduction split across
 // row slices; the loop over the columns a nest lower_column_group_loops
-// builds, column_group_loops.h), which walk those nests and inside them the
-// stage loops alike (cuda_kernel_printer.h).
+// builds, column_group_loops.h), which walk those nests; the stages inside
+// a row or group are a nest too, walked in cuda_print_row_stages.cpp
+// (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/column_group_loops.h"
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 #include "gpu_codegen/codegen/grid_stride_loops.h"
@@ -15,23 +16,30 @@ namespace cppi::gpu::cuda_print {
 // --- row mappings ------------------------------------------------------------------------------
 
 void CudaKernelPrinter::print_rows(PrintedCudaKernel* info) {
-  // The loop over the rows is a nest; inside a row, the stages' position
-  // loops and a cached row's slot loops still print in place (issue #38).
+  // The loop over the rows is a nest, and so are the stages' loops over a
+  // row's positions or a cached row's slots (row_stage_loops.h); a cached
+  // row's filling and its vector stores still print their loops in place
+  // (issue #38).
   print_row_stmt(lowered_nest(lower_row_loops, "lower_row_loops", info));
 }
 
 void CudaKernelPrinter::print_row_stmt(const codegen::Stmt& s) {
   if (const auto* l = std::get_if<codegen::For>(&s->node)) {
-    l->kind == codegen::LoopKind::GpuColumnGroups ? print_column_group_loop(*l) : print_row_loop(*l);
+    if (l->kind == codegen::LoopKind::GpuColumnGroups) {
+      print_column_group_loop(*l);
+    } else if (l->kind == codegen::LoopKind::GpuRowPositions || l->kind == codegen::LoopKind::GpuRowSlots) {
+      print_position_loop(*l);
+    } else {
+      print_row_loop(*l);
+    }
   } else if (const auto* b = std::get_if<codegen::Block>(&s->node)) {
     for (const codegen::Stmt& c : b->body) print_row_stmt(c);
   } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
     out_.line(cat("const int64_t ", let->name, " = ", let->value, ";"));
+  } else if (const auto* c = std::get_if<codegen::Comment>(&s->node)) {
+    out_.line("// " + c->text);
   } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node)) {
     print_row_part(*part);
-  } else if (std::holds_alternative<codegen::Stages>(s->node)) {
-    locals_.clear();
-    print_row_stages();
   } else {
     fail(cat("kernel ", k_.name, ": a row loop nest holds a statement it cannot print"));
   }
@@ -42,8 +50,10 @@ void CudaKernelPrinter::print_row_part(const codegen::TargetPart& p) {
     unravel_outer(p.args[0]);
   } else if (p.what == row_part::kFillRowCache && p.args.empty()) {
     print_row_cache_prologue();
-  } else {
+  } else if (p.what == grid_part::kUsedOuterVars || p.what == row_part::kFillRowCache) {
     fail(cat("kernel ", k_.name, ": no row part ", p.what, " of ", p.args.size(), " arguments"));
+  } else {
+    print_row_stage_part(p);  // the stages' parts (row_stage_loops.h); fails on any other
   }
 }
 
@@ -68,13 +78,14 @@ void CudaKernelPrinter::print_row_loop(const codegen::For& l) {
   } else {
     fail(cat("kernel ", k_.name, ": loop ", l.var, " is not a row loop"));
   }
+  locals_.clear();
   print_row_stmt(l.body);
   out_.close();
 }
 
 void CudaKernelPrinter::print_column_groups(PrintedCudaKernel* info) {
-  // The loop over the columns is a nest; inside a group, the stages' loops
-  // over the rows still print in place (issue #38).
+  // The loop over the columns is a nest, and so are the stages' loops over
+  // the rows inside a group (row_stage_loops.h).
   print_row_stmt(lowered_nest(lower_column_group_loops, "lower_column_group_loops", info));
 }
 
@@ -100,40 +111,9 @@ void CudaKernelPrinter::print_column_group_loop(const codegen::For& l) {
     out_.line(cat("const int64_t ", v, " = base + lane;"));
   }
   out_.line(cat("const bool valid = ", v, " < ", l.hi.text, ";"));
+  locals_.clear();
   print_row_stmt(l.body);
   out_.close();
-}
-
-size_t CudaKernelPrinter::cached_sum_pair_end(size_t i) const {
-  // Two independent sums of one type over the same loops, with the same loop
-  // names (so each reads the cache as its own stage would): one slot loop and
-  // one block reduction for both (cppi_block_reduce_sum2).
-  if (i + 1 >= k_.stages.size() || reduction_run_end(k_, i) < i + 2) return i + 1;
-  const auto& a = std::get<ReductionStage>(k_.stages[i]);
-  const auto& b = std::get<ReductionStage>(k_.stages[i + 1]);
-  if (a.kind != ReductionKind::Sum || b.kind != ReductionKind::Sum || a.body.dtype() != b.body.dtype()) return i + 1;
-  for (size_t l = 0; l < a.loops.size(); ++l) {
-    if (!(a.loops[l].var == b.loops[l].var)) return i + 1;
-  }
-  return i + 2;
-}
-
-void CudaKernelPrinter::print_row_stages() {
-  for (size_t i = 0; i < k_.stages.size();) {
-    if (!std::holds_alternative<ReductionStage>(k_.stages[i])) {
-      print_row_pointwise(std::get<PointwiseStage>(k_.stages[i]), i);
-      ++i;
-      continue;
-    }
-    // A cached row reads registers: one pass per stage costs no memory
-    // traffic. Column groups fold runs of reductions only (their split
-    // combine stores a partial per stage of the run).
-    const size_t end = cached_elements_ > 0               ? cached_sum_pair_end(i)
-                       : walk_ == RowWalk::ColumnGroups ? reduction_run_end(k_, i)
-                                                        : pass_run_end(k_, i);
-    print_row_reductions(i, end);
-    i = end;
-  }
 }
 
 void CudaKernelPrinter::print_row_cache_prologue() {
@@ -216,16 +196,6 @@ void CudaKernelPrinter::print_row_cache_values(const std::vector<std::string>& s
   }
 }
 
-namespace {
-
-std::set<std::string> loop_var_names(const std::vector<Loop>& loops) {
-  std::set<std::string> out;
-  for (const auto& l : loops) out.insert(l.var.as<IndexVar>()->name);
-  return out;
-}
-
-}  // namespace
-
 CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage) const {
   RowCacheReads out;
   const Stage& st = k_.stages[stage];
@@ -256,70 +226,6 @@ CudaKernelPrinter::RowCacheReads CudaKernelPrinter::row_cache_reads(size_t stage
     for (const auto& store : p->stores) for (const auto& v : free_vars(store.index)) out.used.insert(v);
   }
   return out;
-}
-
-void CudaKernelPrinter::for_each_position(size_t stage, const std::function<void(ValueScope&)>& body,
-                                          const std::set<std::string>* used_override, size_t run_end) {
-  const Stage& stage_ref = k_.stages[stage];
-  const auto* red = std::get_if<ReductionStage>(&stage_ref);
-  const bool uses_pos = red && (red->kind == ReductionKind::ArgMax || red->kind == ReductionKind::ArgMin);
-  const auto& loops = loops_of(k_.stages[stage]);
-  const IndexExpr len = product_of(loops);
-  const int t = threads_per_row_;
-  const int e = cached_elements_;
-  if (e > 0) {
-    RowCacheReads reads = row_cache_reads(stage);
-    for (size_t other = stage + 1; other < run_end; ++other) {
-      RowCacheReads more = row_cache_reads(other);
-      reads.from_cache.insert(reads.from_cache.end(), more.from_cache.begin(), more.from_cache.end());
-      reads.used.insert(more.used.begin(), more.used.end());
-    }
-    const std::vector<std::pair<Expr, std::string>>& from_cache = reads.from_cache;
-    const std::set<std::string>& used = reads.used;
-    const int64_t n = *len.constant();
-    const bool guard = n != static_cast<int64_t>(e) * t;
-    const int v = g_.cache_vector;
-    // What does not change along the row is computed once, before the
-    // slots (layer_norm's mean and rstd), as the dumped kernel then reads.
-    ValueScope invariant;
-    std::vector<Expr> cached_loads;
-    for (const auto& fc : from_cache) cached_loads.push_back(fc.first);
-    hoist_invariants(stage_values(stage_ref), loop_var_names(loops), invariant, cached_loads);
-    out_.line("#pragma unroll");
-    out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-    if (guard || uses_pos || !used.empty()) {
-      out_.line(v > 1 ? cat("const int64_t pos = (int64_t)(slot / ", v, ") * ", t * v, " + tid * ", v, " + slot % ", v, ";")
-                      : cat("const int64_t pos = (int64_t)slot * ", t, " + tid;"));
-    }
-    if (guard) out_.open(cat("if (pos < ", n, ")"));
-    unravel(loops, "pos", &used);
-    ValueScope scope(&invariant);
-    for (const auto& [x, text] : from_cache) scope.add(x, CValue{text, x.dtype()});
-    body(scope);
-    if (guard) out_.close();
-    out_.close();
-    return;
-  }
-  // Several positions in flight per thread: the loads do not depend on the
-  // fold. Spelled out because NVVM unrolls these loops only at full
-  // optimisation; under --Ofast-compile a loop kept one load in flight (a
-  // softmax over rows of 4096 without a row cache: 0.167 -> 0.263 ms, H200).
-  out_.line("#pragma unroll 4");
-  if (walk_ == RowWalk::ColumnGroups) {
-    const int splits = g_.row_splits;
-    out_.open(cat("for (int64_t pos = valid ? ", splits > 1 ? cat("split * ", t, " + tid") : std::string("tid"), " : ",
-                  index(len), "; pos < ", index(len), "; pos += ", static_cast<int64_t>(t) * splits, ")"));
-  } else if (g_.row_splits > 1) {
-    out_.open(cat("for (int64_t pos = split * ", t, " + tid; pos < ", index(len), "; pos += ",
-                  static_cast<int64_t>(t) * g_.row_splits, ")"));
-  } else {
-    out_.open(cat("for (int64_t pos = tid; pos < ", index(len), "; pos += ", t, ")"));
-  }
-  const std::set<std::string> used = used_override ? *used_override : used_vars(k_.stages[stage]);
-  unravel(loops, "pos", &used);
-  ValueScope scope;
-  body(scope);
-  out_.close();
 }
 
 void CudaKernelPrinter::print_split_combine(const ReductionStage& s, const std::string& acc,
@@ -369,128 +275,6 @@ void CudaKernelPrinter::print_column_split_combine(size_t end, const std::vector
   }
   out_.close();
   out_.line(cat("if (threadIdx.x == 0) ", arrivals, "[group] = 0u;  // ready for the next launch"));
-}
-
-void CudaKernelPrinter::print_row_reductions(size_t first, size_t end) {
-  const auto& head = std::get<ReductionStage>(k_.stages[first]);
-  std::vector<std::string> accs;  // "" for a pointwise stage of the pass
-  std::vector<Expr> bodies;  // over the first stage's loop variables
-  std::vector<std::vector<Store>> stores(end - first);  // of the pass's pointwise stages, renamed likewise
-  std::set<std::string> used;
-  for (size_t i = first; i < end; ++i) {
-    std::map<std::string, IndexExpr> rename;
-    const std::vector<Loop>& loops = loops_of(k_.stages[i]);
-    for (size_t l = 0; l < loops.size(); ++l) rename[loops[l].var.as<IndexVar>()->name] = head.loops[l].var;
-    for (const auto& v : used_vars(k_.stages[i])) {
-      auto it = rename.find(v);
-      used.insert(it == rename.end() ? v : it->second.as<IndexVar>()->name);
-    }
-    if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
-      std::string comment = cat("// stage ", i, ": store");
-      for (const auto& st : pw->stores) {
-        comment += " " + st.buffer->name;
-        stores[i - first].push_back(
-            st.with(substitute(st.index, rename), substitute_indices(st.value, rename)));
-      }
-      out_.line(cat(comment, " (in the pass of stage ", first, ")"));
-      accs.emplace_back();
-      bodies.emplace_back();
-      continue;
-    }
-    const auto& s = std::get<ReductionStage>(k_.stages[i]);
-    bodies.push_back(substitute_indices(s.body, rename));
-    accs.push_back(local_name(s.results[0]) + "_acc");
-    const DType t = s.body.dtype();
-    out_.line(cat("// stage ", i, ": reduce ", to_string(s.kind), " over the row",
-                  end - first > 1 ? cat(" (one pass with stages ", first, "-", end - 1, ")") : std::string()));
-    out_.line(cat(state_type(s.kind, t), " ", accs.back(), " = ", state_identity(s.kind, t), ";"));
-  }
-  if (head.loops.empty()) {
-    ValueScope scope;
-    const CValue v = scalar_value(head.body, scope);
-    out_.line(state_update(head.kind, head.body.dtype(), accs[0], v.text, "0") + ";");
-    declare_results(head, accs[0]);
-    return;
-  }
-  for_each_position(first, [&](ValueScope& scope) {
-    for (size_t i = first; i < end; ++i) {
-      if (accs[i - first].empty()) {
-        print_stores(stores[i - first], scope);
-        continue;
-      }
-      const auto& s = std::get<ReductionStage>(k_.stages[i]);
-      const DType t = s.body.dtype();
-      const std::string& acc = accs[i - first];
-      const CValue v = scalar_value(bodies[i - first], scope);
-      if (s.kind == ReductionKind::Welford) {
-        // Division-free Welford steps (cuda_support.h): in a cached row a
-        // thread's valid slots are a prefix, so slot + 1 is its weight.
-        const std::string st = shuffle_type(t);
-        const std::string inv = cached_elements_ > 0 ? cat("((", st, ")1 / (", st, ")(slot + 1))")
-                                                           : cat("cppi_welford_rcp(", acc, ".weight + (", st, ")1)");
-        out_.line(cat(acc, " = cppi_welford_add(", acc, ", ", v.text, ", ", inv, ");"));
-        continue;
-      }
-      out_.line(state_update(s.kind, t, acc, v.text, "pos") + ";");
-    }
-  }, &used, end);
-  const bool column_split = walk_ == RowWalk::ColumnGroups && g_.row_splits > 1;
-  for (size_t i = first; i < end; ++i) {
-    if (accs[i - first].empty()) continue;
-    const auto& s = std::get<ReductionStage>(k_.stages[i]);
-    const DType t = s.body.dtype();
-    const std::string& acc = accs[i - first];
-    const std::string scratch = local_name(s.results[0]) + "_scratch";
-    // Two sums of one type next to each other in the pass (the corrected
-    // two-pass variance) share a block reduction's barriers: layer_norm over
-    // 16384 columns went 0.520 -> 0.578 ms with two separate ones (H200).
-    const auto* next = i + 1 < end && !accs[i + 1 - first].empty()
-                           ? std::get_if<ReductionStage>(&k_.stages[i + 1]) : nullptr;
-    if (walk_ != RowWalk::ColumnGroups && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
-        s.kind == ReductionKind::Sum && next->kind == ReductionKind::Sum && next->body.dtype() == t) {
-      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[64];"));
-      out_.line(cat("cppi_block_reduce_sum2(", acc, ", ", accs[i + 1 - first], ", ", scratch, ");"));
-      declare_results(s, acc);
-      declare_results(*next, accs[i + 1 - first]);
-      ++i;
-      continue;
-    }
-    if (walk_ == RowWalk::ColumnGroups) {
-      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[", g_.block_size, "];"));
-      out_.line(cat(acc, " = cppi_column_reduce(", acc, ", ", combine_op(s.kind), ", ", scratch, ");"));
-    } else if (g_.mapping == GpuMapping::RowPerWarp) {
-      out_.line(cat(acc, " = cppi_warp_reduce(", acc, ", ", combine_op(s.kind), ");"));
-    } else {
-      out_.line(cat("__shared__ ", state_type(s.kind, t), " ", scratch, "[32];"));
-      out_.line(cat(acc, " = cppi_block_reduce(", acc, ", ", combine_op(s.kind), ", ", state_identity(s.kind, t),
-                    ", ", scratch, ");"));
-      if (g_.row_splits > 1) print_split_combine(s, acc, scratch);
-    }
-    if (!column_split) declare_results(s, acc);
-  }
-  if (column_split) {
-    // check_schedule: the run is stages [0, end) and every later stage is loop-less.
-    print_column_split_combine(end, accs);
-    for (size_t i = first; i < end; ++i) declare_results(std::get<ReductionStage>(k_.stages[i]), accs[i - first]);
-  }
-}
-
-void CudaKernelPrinter::print_row_pointwise(const PointwiseStage& s, size_t i) {
-  std::string comment = cat("// stage ", i, ": store");
-  for (const auto& st : s.stores) comment += " " + st.buffer->name;
-  out_.line(comment);
-  if (s.loops.empty()) {
-    out_.open(walk_ == RowWalk::ColumnGroups ? "if (tid == 0 && valid)" : "if (tid == 0)");
-    ValueScope scope;
-    print_stores(s.stores, scope);
-    out_.close();
-    return;
-  }
-  if (cached_elements_ > 0 && g_.cache_vector > 1) {
-    print_cached_vector_stores(s, i);
-    return;
-  }
-  for_each_position(i, [&](ValueScope& scope) { print_stores(s.stores, scope); });
 }
 
 std::vector<IndexExpr> CudaKernelPrinter::row_vector_vars() const {

@@ -415,6 +415,36 @@ TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
   EXPECT_TRUE(print_cuda_module({warp}, kSymbols)->kernels[0].loop_ir.empty());
 }
 
+TEST(CudaPrinter, RowStagesPrintTheirLoopsOverPositions) {
+  // The stages inside a row or column group as lower_row_stage_loops builds
+  // them: a pass's accumulators, its loop over the positions a thread owns
+  // (split rows: its part of them) around the stages at a position, the
+  // combines after it; a cached row's loop over its slots instead.
+  const KernelPtr long_rows = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
+  const std::string split = loop_ir(long_rows);
+  expect_in_order(split, {"gpu block rows for row in [0, rows), ", "// stage 0: reduce sum over the row",
+                          "declare the accumulator of stage 0",
+                          "  gpu row positions for pos in [0, 300000), " +
+                              std::to_string(long_rows->schedule.gpu.block_size) + " threads a row, 18 blocks a row\n",
+                          "    the stages at the position, [first, end) = 0, 1\n",
+                          "combine the threads' accumulators of stages [first, end) = 0, 1", "// stage 1: store out",
+                          "store once, stage 1"});
+  const std::string cached = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
+  expect_in_order(cached, {"fill the row cache", "// stage 0: reduce welford over the row",
+                           "gpu row slots for slot in [0, 4), 256 threads a row\n",
+                           "the stages at the position, [first, end) = 0, 1", "combine the threads' accumulators",
+                           "// stage 1: store out", "gpu row slots for slot in [0, 4), 256 threads a row\n",
+                           "the stages at the position, [first, end) = 1, 2"});
+  // A row cached in vectors: slots in groups of V; its stores print whole.
+  expect_in_order(loop_ir(scheduled(softmax(sym("s0"), 1024))),
+                  {"gpu row slots for slot in [0, 32), step 4, 32 threads a row\n", "// stage 2: store out",
+                   "store in vectors of the cache, stage 2"});
+  expect_in_order(loop_ir(scheduled(column_sum(sym("s0"), sym("s1")))),
+                  {"gpu column groups for idx in [0, n), ", "declare the accumulator of stage 0",
+                   "gpu row positions for pos in [0, s0), 32 threads a row\n",
+                   "the stages at the position, [first, end) = 0, 1", "store once, stage 1"});
+}
+
 TEST(CudaPrinter, ColumnGroupsAndScansPrintTheirLoopNests) {
   // The loops lower_column_group_loops and lower_scan_loops build, as the
   // debug dump shows them: the column groups' loop over the columns, split
