@@ -11,6 +11,7 @@
 #include "gpu_codegen/codegen/cuda_support.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_test_kernels.h"
+#include "source_checks.h"
 
 namespace cppi::gpu {
 namespace {
@@ -22,23 +23,6 @@ std::string source_of(const KernelPtr& k) {
   auto m = print_cuda_module({k}, kSymbols);
   EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
   return m.ok() ? m->source : "";
-}
-
-/// FileCheck-style: each pattern occurs, in order.
-void expect_in_order(const std::string& text, const std::vector<std::string>& patterns) {
-  size_t at = 0;
-  for (const auto& p : patterns) {
-    size_t found = text.find(p, at);
-    ASSERT_NE(found, std::string::npos) << "missing (in order): " << p << "\n--- source ---\n" << text;
-    at = found + p.size();
-  }
-}
-
-/// How many times `what` occurs in `text`.
-size_t occurrences(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
 }
 
 // --- schedule -------------------------------------------------------------------------------
@@ -359,115 +343,6 @@ TEST(CudaPrinter, NeighbouringLanesRoundInPairs) {
   EXPECT_EQ(occurrences(m->kernels[0].scalar_twin_source, "cppi_float_to_bf16("), 4u);
   // Without a rounding the lanes go one at a time.
   EXPECT_EQ(source_of(scheduled(add_relu_mul(sym("s0"), sym("s1")))).find("vl += 2"), std::string::npos);
-}
-
-TEST(CudaPrinter, GridStrideKernelsPrintTheirLoopNest) {
-  // The loop nest lower_grid_stride_loops builds, as the debug dump shows it
-  // (loop_ir_scheduled_cuda.txt): the grid-stride loop over the elements, a
-  // store's lanes two at a time where they round to bf16.
-  CudaPrintOptions dumps;
-  dumps.loop_ir_dumps = true;
-  auto m = print_cuda_module({scheduled(rounded_chain(sym("s0"), sym("s1"), DType::BFloat16))}, kSymbols, dumps);
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  expect_in_order(m->kernels[0].loop_ir,
-                  {"after lower_grid_stride_loops", "n = ", "gpu grid-stride for idx in [0, n), step 8, 128 threads a block",
-                   "unravel the outer variables from idx", "gpu lanes for vl in [0, 8), step 2", "store out"});
-  // One element a thread: the stages inside, printed serially.
-  auto scalar = print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols, dumps);
-  ASSERT_TRUE(scalar.ok()) << scalar.error().message;
-  expect_in_order(scalar->kernels[0].loop_ir,
-                  {"gpu grid-stride for idx in [0, n), ", "unravel the outer variables the stages use from idx",
-                   "stages"});
-  EXPECT_EQ(scalar->kernels[0].loop_ir.find("gpu lanes"), std::string::npos);
-  // Only when asked for.
-  EXPECT_TRUE(print_cuda_module({scheduled(add_relu_mul(3, 1001))}, kSymbols)->kernels[0].loop_ir.empty());
-}
-
-/// A kernel's loop nest as the debug dump shows it (loop_ir_scheduled_cuda.txt).
-std::string loop_ir(const KernelPtr& k) {
-  CudaPrintOptions dumps;
-  dumps.loop_ir_dumps = true;
-  auto m = print_cuda_module({k}, kSymbols, dumps);
-  EXPECT_TRUE(m.ok()) << m.error().message;
-  return m.ok() ? m->kernels[0].loop_ir : std::string();
-}
-
-TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
-  // The loop over the rows lower_row_loops builds, as the debug dump shows
-  // it: a warp's rows, a block's rows, a split row's blocks, and inside a
-  // row the unravelled outer variables, a cached row's filling, the stages.
-  const KernelPtr warp = scheduled(row_reduce(ReductionKind::Sum, sym("s0"), 512));
-  ASSERT_EQ(warp->schedule.gpu.mapping, GpuMapping::RowPerWarp);
-  const int warp_size = warp->schedule.gpu.block_size;
-  expect_in_order(loop_ir(warp), {"after lower_row_loops", "rows = s0",
-                                  "gpu warp rows for row in [0, rows), step " + std::to_string(warp_size / 32) + ", " +
-                                      std::to_string(warp_size) + " threads a block",
-                                  "unravel the outer variables the stages use from row", "stages"});
-  const std::string block = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
-  expect_in_order(block, {"gpu block rows for row in [0, rows), 256 threads a block\n", "unravel", "fill the row cache",
-                          "stages"});
-  const KernelPtr split = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
-  expect_in_order(loop_ir(split), {"rows = 2", "gpu block rows for row in [0, rows), " +
-                                                   std::to_string(split->schedule.gpu.block_size) +
-                                                   " threads a block, 18 blocks a row"});
-  EXPECT_EQ(loop_ir(split).find("fill the row cache"), std::string::npos);  // too long to cache
-  // Only when asked for.
-  EXPECT_TRUE(print_cuda_module({warp}, kSymbols)->kernels[0].loop_ir.empty());
-}
-
-TEST(CudaPrinter, RowStagesPrintTheirLoopsOverPositions) {
-  // The stages inside a row or column group as lower_row_stage_loops builds
-  // them: a pass's accumulators, its loop over the positions a thread owns
-  // (split rows: its part of them) around the stages at a position, the
-  // combines after it; a cached row's loop over its slots instead.
-  const KernelPtr long_rows = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
-  const std::string split = loop_ir(long_rows);
-  expect_in_order(split, {"gpu block rows for row in [0, rows), ", "// stage 0: reduce sum over the row",
-                          "declare the accumulator of stage 0",
-                          "  gpu row positions for pos in [0, 300000), " +
-                              std::to_string(long_rows->schedule.gpu.block_size) + " threads a row, 18 blocks a row\n",
-                          "    the stages at the position, [first, end) = 0, 1\n",
-                          "combine the threads' accumulators of stages [first, end) = 0, 1", "// stage 1: store out",
-                          "store once, stage 1"});
-  const std::string cached = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
-  expect_in_order(cached, {"fill the row cache", "// stage 0: reduce welford over the row",
-                           "gpu row slots for slot in [0, 4), 256 threads a row\n",
-                           "the stages at the position, [first, end) = 0, 1", "combine the threads' accumulators",
-                           "// stage 1: store out", "gpu row slots for slot in [0, 4), 256 threads a row\n",
-                           "the stages at the position, [first, end) = 1, 2"});
-  // A row cached in vectors: slots in groups of V; its stores print whole.
-  expect_in_order(loop_ir(scheduled(softmax(sym("s0"), 1024))),
-                  {"gpu row slots for slot in [0, 32), step 4, 32 threads a row\n", "// stage 2: store out",
-                   "store in vectors of the cache, stage 2"});
-  expect_in_order(loop_ir(scheduled(column_sum(sym("s0"), sym("s1")))),
-                  {"gpu column groups for idx in [0, n), ", "declare the accumulator of stage 0",
-                   "gpu row positions for pos in [0, s0), 32 threads a row\n",
-                   "the stages at the position, [first, end) = 0, 1", "store once, stage 1"});
-}
-
-TEST(CudaPrinter, ColumnGroupsAndScansPrintTheirLoopNests) {
-  // The loops lower_column_group_loops and lower_scan_loops build, as the
-  // debug dump shows them: the column groups' loop over the columns, split
-  // groups' blocks; a scan's loop over its rows or groups, or split, the
-  // tile its block takes by ticket, around the loop over its chunks.
-  const KernelPtr col = scheduled(column_sum(sym("s0"), sym("s1")));
-  ASSERT_EQ(col->schedule.gpu.threads_per_column, 32);
-  expect_in_order(loop_ir(col), {"after lower_column_group_loops", "n = s1",
-                                 "gpu column groups for idx in [0, n), step 32, 1024 threads a block\n",
-                                 "unravel the outer variables the stages use from idx", "stages"});
-  expect_in_order(loop_ir(scheduled(cumsum(256, 65536, 1))),
-                  {"after lower_scan_loops", "declare the scan scratch", "rows = 256",
-                   "gpu block rows for row in [0, rows), ", "the block's share of the scan", "start the carry",
-                   "serial for base in [start, stop), step ", "scan a chunk and store its running values"});
-  expect_in_order(loop_ir(scheduled(cumsum(4096, 4096, 0))),
-                  {"n = 4096", "the thread's column and slice", "gpu column groups for idx in [0, n), step 32, ",
-                   "unravel the outer variables the stages use from idx", "scan a chunk and store"});
-  const std::string split = loop_ir(scheduled(cumsum(65536, 64, 0)));
-  expect_in_order(split, {"gpu tickets for tile in [0, 256), 1024 threads a block, 128 tiles a row or group",
-                          "from the tile, its group", "the thread's column idx, valid, of group and columns group, n",
-                          "if split + 1 < 128", "scan a chunk for its total", "publish the share's total at tile * 32 + lane, tid == 0",
-                          "fold the earlier splits' totals", "carry the earlier splits' totals",
-                          "scan a chunk and store its running values"});
 }
 
 TEST(CudaPrinter, RowPerWarpUsesShuffles) {
