@@ -60,6 +60,8 @@ from typing import Any, Callable
 import torch
 import torch.fx
 
+from .partition import from_tangents
+
 log = logging.getLogger("cppinductor.graph_passes")
 
 aten = torch.ops.aten
@@ -315,16 +317,6 @@ def _varies_along_last(t: Any, last: int) -> bool:
     return isinstance(t, torch.Tensor) and t.dim() >= 1 and last > 1 and t.shape[-1] == last and t.stride(-1) == 1
 
 
-def _from_tangents(graph: torch.fx.Graph) -> set[torch.fx.Node]:
-    """The nodes of a joint graph that depend on a tangent (its backward's own values)."""
-    found: set[torch.fx.Node] = set()
-    for node in graph.nodes:
-        if (node.op == "placeholder" and node.name.startswith("tangents")) or \
-                any(arg in found for arg in node.all_input_nodes):
-            found.add(node)
-    return found
-
-
 def _layouts(value: Any) -> list:
     """Shapes and strides of the tensors in a node's value."""
     leaves = value if isinstance(value, (tuple, list)) else [value]
@@ -377,7 +369,7 @@ def row_major_pointwise(gm: torch.fx.GraphModule) -> int:
     fake_mode = next((v.fake_mode for v in inputs if hasattr(v, "fake_mode")), None)
     if not _static(inputs) or fake_mode is None:
         return 0
-    backward = _from_tangents(graph)
+    backward = from_tangents(graph)
     traced = [a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in graph.output_node().args[0]]
     values = {n: n.meta.get("val") for n in graph.nodes}
     inserted: list[torch.fx.Node] = []
@@ -410,6 +402,7 @@ def row_major_pointwise(gm: torch.fx.GraphModule) -> int:
     gm.recompile()
     log.debug("%d transposed operands of pointwise ops read through contiguous clones", len(inserted))
     return len(inserted)
+
 
 # --- scatters into graph inputs, stored in place ------------------------------------------------------
 

@@ -31,17 +31,22 @@ def _is_view(node: torch.fx.Node) -> bool:
     return isinstance(target, torch._ops.OpOverload) and target.is_view
 
 
+def from_tangents(graph: torch.fx.Graph) -> set[torch.fx.Node]:
+    """The nodes of a joint graph that depend on a tangent (its backward's own values)."""
+    found: set[torch.fx.Node] = set()
+    for node in graph.nodes:
+        if (node.op == "placeholder" and node.name.startswith("tangents")) or \
+                any(arg in found for arg in node.all_input_nodes):
+            found.add(node)
+    return found
+
+
 def save_exactly_compared_values(graph: torch.fx.Graph, num_fwd_outputs: int) -> list[torch.fx.Node]:
     """Tags MUST_SAVE the forward values a backward-only comparison reads
     (through views); returns them. Values derived from the tangents are the
     backward's own and are left alone, as are comparisons the forward's
     outputs need (the forward computes those once)."""
-    from_tangents: set[torch.fx.Node] = set()
-    for node in graph.nodes:
-        if node.op == "placeholder" and node.name.startswith("tangents"):
-            from_tangents.add(node)
-        elif any(arg in from_tangents for arg in node.all_input_nodes):
-            from_tangents.add(node)
+    backward = from_tangents(graph)
 
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
     forward_needs: set[torch.fx.Node] = set()
@@ -56,12 +61,12 @@ def save_exactly_compared_values(graph: torch.fx.Graph, num_fwd_outputs: int) ->
     for node in graph.nodes:
         if node.op != "call_function" or node.target not in _EXACT_COMPARISONS:
             continue
-        if node in from_tangents or node in forward_needs:
+        if node in backward or node in forward_needs:
             continue
         for operand in node.all_input_nodes:
             while _is_view(operand) and operand.all_input_nodes:
                 operand = operand.all_input_nodes[0]
-            if operand.op == "call_function" and operand not in from_tangents:
+            if operand.op == "call_function" and operand not in backward:
                 operand.meta["recompute"] = CheckpointPolicy.MUST_SAVE
                 saved.append(operand)
     return saved

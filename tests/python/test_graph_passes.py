@@ -257,6 +257,7 @@ def test_a_transposed_residual_stream_is_row_major_in_training():
     forward, backward = (next(r for r in records if r.kind == k) for k in ("forward", "backward"))
     adds = _residual_adds(forward)
     assert len(adds) >= 3 and all(a.stride() == (192, 16, 1) for a in adds)  # traced: (192, 1, 12)
+    assert "clone_default" not in forward.wrapper_source  # the clone is fused into the add: no copy of its own
     # The backward reads the saved sums in the strides the forward now gives them.
     saved = [n.meta["val"] for n in backward.gm.graph.find_nodes(op="placeholder")
              if n.meta["val"].shape == (2, 12, 16) and not n.name.startswith("tangents")]
