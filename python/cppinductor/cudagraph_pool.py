@@ -97,8 +97,23 @@ class DevicePool:
         if self.lent_memory_pending(recording.captured_at) is not None:
             return False
         for r in later:
-            r.retire_outputs()
+            r.retire_outputs(recording)
         return True
+
+    def record_again_after(self, recording: "Recording") -> None:
+        """`recording` is recorded again, so its new capture comes last, while
+        the recordings that ran after it will run after it again: each would
+        rewrite the new capture's outputs (they may lie in its buffers)
+        before they are read, as DDP's next piece rewrote its own input.
+        Those record again too, each at its next call, so that capture order
+        is call order again (Inductor's cudagraph trees start a new branch
+        for the same reason). A recording keeps the place in that order of
+        the one it replaced (its slot): the earlier pieces of a step,
+        recorded again already, keep theirs."""
+        for ref in self.recordings:
+            r = ref()
+            if r is not None and r.slot > recording.slot:
+                r.stale = True
 
     def lent_memory_pending(self, captured_at: int) -> "Recording | None":
         """Why a recording captured at `captured_at` may not replay now: a
@@ -138,15 +153,22 @@ class Recording:
     fresh output tensors over the pool's memory after each replay."""
 
     def __init__(self, run: Callable[[list], Any], args: list, static: set[int],
-                 pool: DevicePool, message: str, kind: str, saved_start: int | None) -> None:
+                 pool: DevicePool, message: str, kind: str, saved_start: int | None, name: str,
+                 slot: int | None = None) -> None:
         self.pool = pool
         self.message = message
+        self.name = name  # the graph's, for the error a retired output raises
         borrowed = pool.borrow(args, static) if kind == "backward" else {}
         pool.captures += 1
         self.captured_at = pool.captures
         self.saved_start = saved_start
         self.lent_at: int | None = None  # when a backward's capture borrowed this forward's saved tensors
-        self.stale = False  # to be recorded again (its lent memory is needed by a new capture)
+        # Its place in call order: the first capture's number, kept by the
+        # recordings that replace it (record_again_after).
+        self.slot = self.captured_at if slot is None else slot
+        # To be recorded again: its lent memory is needed by a new capture, or
+        # a recording made before it was recorded again (record_again_after).
+        self.stale = False
         # One C call checks every static input's address (parameters: dozens).
         self.addresses = {i: a.data_ptr() for i, a in enumerate(args) if i in static and isinstance(a, torch.Tensor)}
         self.matches = _C.make_pointer_check(list(self.addresses.items()))
@@ -282,9 +304,9 @@ class Recording:
         """The static inputs not where this recording reads them."""
         return [i for i, ptr in self.addresses.items() if args[i].data_ptr() != ptr]
 
-    def retire_outputs(self) -> None:
-        """Makes every output still held raise when read: the next replay
-        rewrites its memory (clear_for checked that nothing else reaches it).
+    def retire_outputs(self, cause: "Recording") -> None:
+        """Makes every output still held raise when read: the replay of
+        `cause` (this recording, or one made before it) rewrites its memory (clear_for checked that nothing else reaches it).
         A cached output nobody holds stays cached, to be handed out again; a
         held one leaves the cache with its error. Once checked, nothing can
         take hold of them before the next replay hands them out: the check
@@ -293,14 +315,15 @@ class Recording:
         if not self.handed_out:
             return
         self.handed_out = False
+        message = f"{self.message} (An output of {self.name}, rewritten by a replay of {cause.name}.)"
         for _, refs in self.live:
             for ref in refs:
                 t = ref()
                 if t is not None:
-                    _set_access_error(t, self.message)
+                    _set_access_error(t, message)
         self.live = []
         for i in _C.held_cached(self.cached, 0):
-            _set_access_error(self.cached[i], self.message)
+            _set_access_error(self.cached[i], message)
             _unregister([self.cached[i]])
             self.cached[i] = None
 

@@ -212,6 +212,7 @@ class CudaGraphFunction:
         self._dynamic = dynamic
         self._device = device
         self._message = GRAD_OVERWRITTEN if kind == "backward" else OVERWRITTEN
+        self._name = getattr(function, "range_name", f"a cppinductor {kind} graph")
         self._recordings: dict[Any, Recording] = {}
         self._warmed: set[Any] = set()
         self._rerecords = 0
@@ -290,7 +291,7 @@ class CudaGraphFunction:
             perf_hints.info("a %s call ran outside its CUDA graph: the saved tensors of its previous call still "
                             "await their backward", self._kind)
             return self._uncaptured(args)
-        if recording.stale:  # a backward needs memory this recording lent: record again
+        if recording.stale:  # a backward needs memory it lent, or an earlier recording recorded again
             return self._record_again_later(key, args, f"recorded again more than {MAX_RERECORDS} times",
                                             now=True)
         if not recording.pool.clear_for(recording):
@@ -315,8 +316,10 @@ class CudaGraphFunction:
             self.disable(give_up)
             return self._function(args)
         self._rerecords += 1
-        self._drop(self._recordings.pop(key))
-        return self._record_and_replay(key, args)
+        old = self._recordings.pop(key)
+        old.pool.record_again_after(old)
+        self._drop(old)
+        return self._record_and_replay(key, args, slot=old.slot)
 
     def _drop(self, recording: Recording) -> None:
         """Forgets a recording. Freed, its outputs' memory would go back to the
@@ -336,8 +339,7 @@ class CudaGraphFunction:
     def _replay(self, recording: Recording, args: list) -> Any:
         self._state.replays += 1
         if _profiler._is_profiler_enabled:  # one range for the replay, named like the graph's
-            with torch.profiler.record_function(f"{getattr(self._function, 'range_name', 'cppinductor graph')} "
-                                                "(CUDA graph replay)"):
+            with torch.profiler.record_function(f"{self._name} (CUDA graph replay)"):
                 outputs = recording.replay(args)
         else:
             outputs = recording.replay(args)
@@ -347,7 +349,7 @@ class CudaGraphFunction:
                            and recording.plan[i][0] == "pool" and not recording.cacheable[i]]
         return outputs
 
-    def _record_and_replay(self, key: Any, args: list) -> Any:
+    def _record_and_replay(self, key: Any, args: list, slot: int | None = None) -> Any:
         pool = pool_for(self._device)
         lender = pool.lent_memory_pending(pool.captures + 1)
         if lender is not None:  # a new capture may lay buffers over them: record when they are consumed
@@ -356,8 +358,8 @@ class CudaGraphFunction:
                             "await their backward", self._kind)
             return self._uncaptured(args)
         try:
-            recording = Recording(self._function, args, self._static, pool,
-                                   self._message, self._kind, self._saved_start)
+            recording = Recording(self._function, args, self._static, pool, self._message, self._kind,
+                                  self._saved_start, self._name, slot)
         except MustNotRecord as e:
             perf_hints.info("a %s call ran outside its CUDA graph: %s", self._kind, e)
             return self._uncaptured(args)

@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import cppinductor
-from cppinductor import _C
+from cppinductor import _C, debug
 from conftest import requires_cuda
 
 
@@ -549,6 +549,34 @@ def test_a_replays_output_keeps_its_value_when_moved_parameters_make_the_graph_r
         torch.testing.assert_close(value, expected)
         checked += 1
     assert checked >= cudagraphs.MAX_RERECORDS, checked
+
+
+@requires_cuda
+@pytest.mark.parametrize("train", [False, True], ids=["inference", "training"])
+def test_a_chain_of_graphs_replays_after_its_first_graph_records_again(train):
+    """DDP splits a model into pieces, each a graph of its own, the output of
+    one the input of the next. When the first records again (its parameters
+    moved), its new capture comes after the others', whose replays would
+    rewrite it: they record again too, and the chain replays, equal to eager."""
+    from cppinductor import cudagraphs
+
+    torch.manual_seed(0)
+    first, second = nn.Linear(128, 128).cuda(), nn.Linear(128, 128).cuda()
+    pieces = [_compile(first), _compile(second)]
+    x = torch.randn(32, 128, device="cuda")
+    with torch.set_grad_enabled(train), debug.recording() as records:
+        for step in range(2 + cudagraphs.RERECORD_AFTER + 4):
+            if 2 <= step < 2 + cudagraphs.RERECORD_AFTER:
+                first.weight.data = first.weight.data.clone()  # moved: uncaptured, then recorded again
+            out = pieces[1](torch.relu(pieces[0](x + step)))
+            expected = second(torch.relu(first(x + step)))
+            torch.testing.assert_close(out, expected)
+            if train:
+                grads = torch.autograd.grad(out.square().sum(), [first.weight, second.weight])
+                eager = torch.autograd.grad(expected.square().sum(), [first.weight, second.weight])
+                torch.testing.assert_close(grads, eager)
+    states = [str(r.cudagraphs) for r in records]
+    assert states and all(s.startswith("used") for s in states), states
 
 
 _WARM_STEP = """
