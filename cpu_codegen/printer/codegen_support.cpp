@@ -6,8 +6,10 @@
 
 namespace cppi::cpu {
 
-const char* codegen_support_source() {
-  static const std::string text = std::string(R"cppi_support(
+namespace {
+
+/// The block's header: loops vectorised by hand stay so, scratch from the C heap.
+constexpr char kHeader[] = R"cppi_support(
 // ---- cppinductor codegen support (cpu_codegen/printer/codegen_support.cpp) ----
 // Loops the printer vectorised by hand (and their scalar tails) must not be
 // vectorised again; older preludes lack the macro.
@@ -17,11 +19,17 @@ const char* codegen_support_source() {
 // Kernel-local scratch buffers come from the C heap.
 extern "C" void* malloc(size_t) noexcept;
 extern "C" void free(void*) noexcept;
-)cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
+)cppi_support";
+
+/// What the shared float division needs of this target besides the prelude.
+constexpr char kCopysign[] = R"cppi_support(
 
 CPPI_INLINE float cppi_copysign(float a, float b) { return __builtin_copysignf(a, b); }
 CPPI_INLINE double cppi_copysign(double a, double b) { return __builtin_copysign(a, b); }
-)cppi_support" + codegen::c_float_division_support_source() + R"cppi_support(
+)cppi_support";
+
+/// Float tests, erfinv, scalar math through the vector code, and what Philox needs.
+constexpr char kScalarMath[] = R"cppi_support(
 CPPI_INLINE bool cppi_signbit(float a) { return __builtin_signbit(a); }
 CPPI_INLINE bool cppi_signbit(double a) { return __builtin_signbit(a); }
 CPPI_INLINE bool cppi_isinf(float a) { return __builtin_fabsf(a) == __builtin_inff(); }
@@ -105,7 +113,11 @@ CPPI_INLINE cppi_f32x16 cppi_box_muller16(cppi_f32x16 u1, cppi_f32x16 u2) {
 CPPI_INLINE float cppi_box_muller(float u1, float u2) {
   return cppi_box_muller16(cppi_vsplat<cppi_f32x16>(u1), cppi_vsplat<cppi_f32x16>(u2))[0];
 }
-)cppi_support" + codegen::c_philox_support_source() + R"cppi_support(
+)cppi_support";
+
+/// Vector lanes: masked and repeated loads, lane generators, Philox across
+/// lanes, the arg and Welford states, lane reductions.
+constexpr char kVectorHelpers[] = R"cppi_support(
 // Philox across the lanes of a vector: lane l runs counter base + l * step.
 // The printer uses it only when 0 <= step * (lanes - 1) < 2^32, so the lanes'
 // low counter words are base's plus l * step (mod 2^32) and the high word
@@ -367,6 +379,13 @@ CPPI_INLINE cppi_welford<typename cppi_vec_traits<V>::element_type> cppi_vwelfor
 }
 // ---- end of codegen support ----
 )cppi_support";
+
+}  // namespace
+
+const char* codegen_support_source() {
+  static const std::string text = std::string(kHeader) + codegen::c_integer_support_source() + kCopysign +
+                                  codegen::c_float_division_support_source() + kScalarMath +
+                                  codegen::c_philox_support_source() + kVectorHelpers;
   return text.c_str();
 }
 

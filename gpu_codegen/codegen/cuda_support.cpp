@@ -6,8 +6,10 @@
 
 namespace cppi::gpu {
 
-const char* cuda_codegen_support_source() {
-  static const std::string text = std::string(R"cppi_support(
+namespace {
+
+/// The block's header and the 8- and 16-byte vector loads and stores.
+constexpr char kVectorAccesses[] = R"cppi_support(
 // ---- cppinductor CUDA codegen support (gpu_codegen/codegen/cuda_support.cpp) ----
 #define CPPI_INLINE __device__ __forceinline__
 
@@ -40,7 +42,10 @@ template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T
   }
 }
 
-)cppi_support") + codegen::c_integer_support_source() + R"cppi_support(
+)cppi_support";
+
+/// Integer min and max, division by a constant (magic numbers), atomics, float tests, sincos.
+constexpr char kIndexAndFloatTests[] = R"cppi_support(
 template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
 // x / d of an index x >= 0 by a constant d (not a power of two, which
 // prints as a shift) as a multiply-high: gpu::division_magic gives magic and
@@ -131,7 +136,10 @@ CPPI_INLINE bool cppi_isfinite(double a) { return fabs(a) < __longlong_as_double
 CPPI_INLINE bool cppi_signbit(float a) { return (__float_as_uint(a) >> 31) != 0; }
 CPPI_INLINE bool cppi_signbit(double a) { return __double_as_longlong(a) < 0; }
 
-)cppi_support" + codegen::c_float_division_support_source() + R"cppi_support(
+)cppi_support";
+
+/// Reduced-float casts by the shared table's names, and what Philox needs of this target.
+constexpr char kPhiloxPrimitives[] = R"cppi_support(
 
 // Reduced floats: the names the shared scalar table's casts use.
 CPPI_INLINE float cppi_half_to_float(cppi_half h) { return cppi_to_float(h); }
@@ -144,7 +152,10 @@ CPPI_INLINE void cppi_mul_hilo(uint32_t m, uint32_t a, uint32_t& hi, uint32_t& l
 CPPI_INLINE float cppi_box_muller(float u1, float u2) {
   return sqrtf(-2.0f * logf(fmaxf(u1, 1.0e-7f))) * cosf(6.283185307179586f * u2);
 }
-)cppi_support" + codegen::c_philox_support_source() + R"cppi_support(
+)cppi_support";
+
+/// Welford steps and the combine ops of the reductions' states.
+constexpr char kReductionStates[] = R"cppi_support(
 
 // A Welford step given 1 / (weight + 1): row kernels pass a constant (cached
 // rows: the slot decides the weight) or cppi_welford_rcp, so the serial chain
@@ -184,6 +195,13 @@ struct cppi_all_op {
 };
 // ---- end of codegen support ----
 )cppi_support";
+
+}  // namespace
+
+const char* cuda_codegen_support_source() {
+  static const std::string text = std::string(kVectorAccesses) + codegen::c_integer_support_source() +
+                                  kIndexAndFloatTests + codegen::c_float_division_support_source() +
+                                  kPhiloxPrimitives + codegen::c_philox_support_source() + kReductionStates;
   return text.c_str();
 }
 
