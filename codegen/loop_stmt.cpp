@@ -23,10 +23,15 @@ std::vector<Stmt*> children(T& n) {
   } else if constexpr (std::is_same_v<T, For> || std::is_same_v<T, ParallelChunks> || std::is_same_v<T, Collapsed> ||
                        std::is_same_v<T, MaskedLanes> || std::is_same_v<T, TileRow> || std::is_same_v<T, VectorAt> ||
                        std::is_same_v<T, RowBlocks> || std::is_same_v<T, ForwardSlots> ||
-                       std::is_same_v<T, Accumulators> || std::is_same_v<T, ReductionChunks>) {
+                       std::is_same_v<T, Accumulators> || std::is_same_v<T, ReductionChunks> ||
+                       std::is_same_v<T, TileChunks>) {
     return {&n.body};
   } else if constexpr (std::is_same_v<T, CascadeBlockDone>) {
     return {&n.full};
+  } else if constexpr (std::is_same_v<T, TileCascadeDone>) {
+    std::vector<Stmt*> out{&n.full};
+    for (Stmt& s : n.levels) out.push_back(&s);
+    return out;
   } else {
     return {};
   }
@@ -148,7 +153,8 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           if (!n.fold_var.empty()) os << ", index conditions folded for " << n.fold_var << " in [" << n.fold_from << ", " << n.fold_to << ")";
           os << "\n";
         } else if constexpr (std::is_same_v<T, VectorAt>) {
-          os << pad << "one vector at " << n.var << " = " << n.at.text << "\n";
+          os << pad << "one vector" << (n.stage_loop ? "" : " of the block") << " at " << n.var << " = " << n.at.text
+             << "\n";
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, StageStores>) {
           os << pad << "store";
@@ -189,6 +195,40 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, StoreRowBlock>) {
           os << pad << "store " << row_block_text(n.block) << "\n";
+        } else if constexpr (std::is_same_v<T, TileArrays>) {
+          os << pad << "tile arrays of " << n.slots << " " << ir::to_string(n.kind) << " states over "
+             << dtype_name(n.dtype) << ": " << names(n.names) << "\n";
+        } else if constexpr (std::is_same_v<T, SetTileSlots>) {
+          os << pad << "set tile slots of " << ir::to_string(n.kind) << " over " << dtype_name(n.dtype) << "\n";
+          for (const TileSlotSet& set : n.sets) {
+            os << pad << "  " << set.slot << " = "
+               << (set.earlier.empty() ? std::string("identity") : cat("combine(", set.earlier, ", ", set.later, ")"))
+               << "\n";
+          }
+        } else if constexpr (std::is_same_v<T, Counters>) {
+          os << pad << "counters " << names(n.names) << " from 0\n";
+        } else if constexpr (std::is_same_v<T, TileResults>) {
+          os << pad << "results read from tiles:" << (n.slots.empty() ? " none" : "");
+          for (size_t i = 0; i < n.slots.size(); ++i) {
+            os << (i ? ", stage " : " stage ") << n.slots[i].first << " " << n.slots[i].second;
+          }
+          os << "\n";
+        } else if constexpr (std::is_same_v<T, TileReduction>) {
+          os << pad << "reduce stage " << n.stage << " in lanes over [" << n.lo.text << ", " << n.hi.text << ") from "
+             << (n.from_slot ? n.slot : "the identity") << " into " << n.slot << "\n";
+        } else if constexpr (std::is_same_v<T, TileCascadeDone>) {
+          os << pad << "tile cascade block done: " << n.terms << " += " << n.added << ", full at " << n.block_terms
+             << "\n";
+          print(os, n.full, depth + 1);
+          for (size_t l = 0; l < n.merges.size(); ++l) {
+            os << pad << "  merges counted in " << n.merges[l] << ", full:\n";
+            print(os, n.levels[l], depth + 2);
+          }
+        } else if constexpr (std::is_same_v<T, TileChunks>) {
+          os << pad << "tile chunks [" << n.begin << ", " << n.end << ") of [0, " << n.count << "), grain " << n.grain
+             << ": each returns " << n.tile << "'s first " << n.used << " slots (at most " << n.vectors
+             << "), combined into " << n.tile << " of " << n.slots << "\n";
+          print(os, n.body, depth + 1);
         } else if constexpr (std::is_same_v<T, TargetPart>) {
           os << pad << n.what;
           for (size_t i = 0; i < n.args.size(); ++i) os << (i ? ", " : " ") << n.args[i];

@@ -10,12 +10,15 @@
 /// Bounds and other integers are C text, printed by the target's index
 /// printer when the nest is built, with their values when constant. What a
 /// loop's body computes is a leaf: the kernel's stages (Stages), a pointwise
-/// stage's stores (StageStores), a reduction run's updates (Accumulate) or a
-/// part the target prints whole (a tiled column block, an epilogue in
-/// lanes). What the stages keep in registers around them is a statement too
-/// (RowBlocks, StoreRowBlock, ForwardSlots), and so are a reduction run's
-/// accumulators (Accumulators, MergeIntoTotals, FinishAccumulators) and a
-/// parallel reduction's chunks (ReductionChunks).
+/// stage's stores (StageStores), a reduction run's updates (Accumulate), a
+/// column tiles' block's reductions in lanes and the results they leave in
+/// their tiles (TileReduction, TileResults) or a part the target prints
+/// whole (an epilogue in lanes). What the stages keep in registers around
+/// them is a statement too (RowBlocks, StoreRowBlock, ForwardSlots), and so
+/// are a reduction run's accumulators (Accumulators, MergeIntoTotals,
+/// FinishAccumulators), a parallel reduction's chunks (ReductionChunks) and
+/// a column tiles' block's tiles (TileArrays, SetTileSlots, Counters,
+/// TileCascadeDone, TileChunks).
 #pragma once
 
 #include <cstdint>
@@ -48,8 +51,9 @@ enum class LoopKind : uint8_t {
   /// Steps by the vector width; its body runs on a vector of iterations (the
   /// vector width is the target's; every vector loop of a kernel has it).
   Vector,
-  /// A Vector loop whose target prints it in blocks of vectors, its stages'
-  /// loops interchanged with the vectors of a block (CPU column tiles).
+  /// A Vector loop to run in blocks of vectors, its stages' loops
+  /// interchanged with the vectors of a block (CPU column tiles: once its
+  /// tail is split off, the blocks' nest replaces it).
   VectorTiles,
   // The loops bound to the GPU, last (bound_to_gpu).
   /// Over [lo, hi) on the GPU's grid: thread t of block b runs the body at
@@ -114,7 +118,8 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// vectors of such a loop split for a masked last vector, which starts at
 /// hi (if any is left): its values know where. step: a Serial loop's
 /// stride, its body once per `step` iterations of what it holds (a cascade
-/// block, a group of vectors); a GPU loop's, its kind says. threads: a
+/// block, a group of vectors, a block of tiled columns or rows); a GPU
+/// loop's, its kind says. threads: a
 /// GPU loop's threads per block (not a GpuLanes loop's; a GpuRowPositions
 /// or GpuRowSlots loop's threads a row). splits: a
 /// GpuBlockRows (GpuColumnGroups) loop's blocks a row (a group), a
@@ -144,13 +149,15 @@ struct ParallelChunks {
   std::string begin = "begin", end = "end";
 };
 
-/// One vector of a stage loop: `var` = `at`, the body once, in vector form.
-/// Its masked last vector (the lanes on are the MaskedLanes around it), or
-/// a vector of a group (group_vector_accumulators).
+/// One vector: `var` = `at`, the body once, in vector form. A stage loop's
+/// masked last vector (the lanes on are the MaskedLanes around it), or a
+/// vector of a group (group_vector_accumulators); without `stage_loop`, a
+/// vector of a column tiles' block.
 struct VectorAt {
   std::string var;
   Bound at;
   Stmt body;
+  bool stage_loop = true;
 };
 
 /// A pointwise stage's stores, once per iteration of the stage loops around
@@ -349,6 +356,87 @@ struct ReductionChunks {
   Stmt body;
 };
 
+/// A column tiles' block's arrays of vector states (CpuSchedule::column_block,
+/// cpu::lower_column_blocks), declared: `names`, each `slots` states of
+/// reduction `kind` over `dtype`, a slot per vector of the block (a reduction
+/// stage's tile, which the stages after it read, and its cascade's levels of
+/// totals).
+struct TileArrays {
+  ir::ReductionKind kind = ir::ReductionKind::Sum;
+  DType dtype = DType::Float32;
+  std::vector<std::string> names;
+  int64_t slots = 0;
+};
+
+/// One state that SetTileSlots sets: `slot` (C text) to the identity, or
+/// with `earlier` to the combine of `earlier` and `later` (the first holding
+/// the earlier positions).
+struct TileSlotSet {
+  std::string slot, earlier, later;
+};
+
+/// In a vector of a column tiles' block: slots of a reduction's tiles, states
+/// of reduction `kind` over `dtype`, set in order (a tile started, a full
+/// cascade block merged into its totals, the totals folded into the tile).
+struct SetTileSlots {
+  ir::ReductionKind kind = ir::ReductionKind::Sum;
+  DType dtype = DType::Float32;
+  std::vector<TileSlotSet> sets;
+};
+
+/// int64_t counters, declared from 0 (a tiled cascade's terms and merges).
+struct Counters {
+  std::vector<std::string> names;
+};
+
+/// In a vector of a column tiles' block: the results of the reduction stages
+/// before the stage that follows, read from their tiles' slots (each stage's
+/// place in the kernel's stages, its slot as C text), in place of those read
+/// for an earlier stage.
+struct TileResults {
+  std::vector<std::pair<size_t, std::string>> slots;
+};
+
+/// In a vector of a column tiles' block: reduction stage `stage` in lanes,
+/// its own nest with its first loop over [lo, hi) (a row block; a loop-less
+/// stage's one step), from its tile's slot `slot` (C text) with `from_slot`,
+/// else from the identity; its state then goes into the slot.
+struct TileReduction {
+  size_t stage = 0;
+  Bound lo, hi;
+  std::string slot;
+  bool from_slot = false;
+};
+
+/// After a row block of a column tiles' block, a tiled reduction's cascade
+/// (CpuSchedule::cascade_block): counter `terms` grows by `added` (C text);
+/// once it reaches `block_terms`, `full` runs (the tile merged into its first
+/// total) and the count restarts, and levels[l] (a level of totals merged
+/// into the next) runs every kCascadeFanIn merges, counted in merges[l].
+struct TileCascadeDone {
+  std::string terms, added;
+  int64_t block_terms = 0;
+  Stmt full;
+  std::vector<std::string> merges;
+  std::vector<Stmt> levels;
+};
+
+/// A column tiles' block's reduction stage with its rows in chunks on the
+/// threads (CpuSchedule::parallel_reduction): each chunk [begin, end) of
+/// [0, count) (at least `grain` long; C text) runs `body` into a tile
+/// `tile` of its own and returns its first `used` (C text) slots, states of
+/// reduction `kind` over `dtype` in a struct of `vectors`; the chunks'
+/// structs combine in chunk order, slot by slot, into the tile of `slots`
+/// states that the later stages read.
+struct TileChunks {
+  ir::ReductionKind kind = ir::ReductionKind::Sum;
+  DType dtype = DType::Float32;
+  std::string tile;
+  int64_t vectors = 0, slots = 0;
+  std::string used, count, grain, begin, end;
+  Stmt body;
+};
+
 /// A target's part printed whole (what it is, and its C-text arguments):
 /// the CPU's epilogue in lanes, its transposed-tile loads, scratch buffers,
 /// prefaulting.
@@ -360,7 +448,8 @@ struct TargetPart {
 struct StmtNode {
   std::variant<For, ParallelChunks, Collapsed, Let, Block, If, Comment, MaskedLanes, TileRow, Stages, TargetPart,
                VectorAt, StageStores, Accumulate, CascadeBlockDone, RowBlocks, StoreRowBlock, ForwardSlots,
-               Accumulators, MergeIntoTotals, FinishAccumulators, ReductionChunks>
+               Accumulators, MergeIntoTotals, FinishAccumulators, ReductionChunks, TileArrays, SetTileSlots,
+               Counters, TileResults, TileReduction, TileCascadeDone, TileChunks>
       node;
 };
 

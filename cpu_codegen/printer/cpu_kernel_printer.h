@@ -5,8 +5,8 @@
 ///   cpu_loops.cpp           the kernel's loop nest and its stages' own
 ///                           loops (cpu_codegen/schedule/loops: parallel
 ///                           chunks, loops, tails, pieces, transposed tiles,
-///                           cascade blocks, groups of vectors) as they are
-///                           given; tiled column blocks
+///                           cascade blocks, groups of vectors, tiled
+///                           column blocks) as they are given
 ///   cpu_stages.cpp          the stages inside them: pointwise stores,
 ///                           scans, hoisted invariants, store forwarding,
 ///                           the row blocks cpu::open_row_blocks opens
@@ -67,7 +67,6 @@
 ///   Welford keeps {mean, m2, weight} and merges with Chan's formula.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -286,6 +285,17 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   void print_loop_node(const codegen::StoreRowBlock& s, const ValueScope& at);
   /// The nest with the kernel's forwarding slots (cpu::choose_forward_slots).
   void print_loop_node(const codegen::ForwardSlots& f, const ValueScope& at);
+  /// A column tiles' block's tiles, their slots' starts, merges and folds,
+  /// the cascade's counters and its full blocks, a reduction's rows in
+  /// chunks, and in a vector of the block the tiles' results read and a
+  /// reduction into its tile (cpu::lower_column_blocks).
+  void print_loop_node(const codegen::TileArrays& t, const ValueScope& at);
+  void print_loop_node(const codegen::SetTileSlots& s, const ValueScope& at);
+  void print_loop_node(const codegen::Counters& c, const ValueScope& at);
+  void print_loop_node(const codegen::TileCascadeDone& d, const ValueScope& at);
+  void print_loop_node(const codegen::TileChunks& c, const ValueScope& at);
+  void print_loop_node(const codegen::TileResults& r, const ValueScope& at);
+  void print_loop_node(const codegen::TileReduction& r, const ValueScope& at);
   ReductionCore& reduction_printing(const ValueScope& at) const;
   /// What the loop-nest passes read (cpu_codegen/schedule/loops/loop_nest.h).
   LoopNestInput loop_input() const {
@@ -300,34 +310,6 @@ class CpuKernelPrinter : public codegen::CPrinterBase {
   /// With prefault_outputs: faults in what the chunk's outer iterations
   /// [lo, hi) write, `inner` elements of each output per iteration.
   void print_prefault(const std::string& lo, const std::string& hi, const std::string& inner);
-  /// The column_block/row_block main loop over [from, to) (see the file
-  /// comment): whole vectors, or with `overlapped_rest` (TailKind::Overlapped,
-  /// to - from >= a vector) any extent, each block's last vector ending at
-  /// the block's end over lanes its neighbour also does, in the same pass
-  /// over the rows.
-  void print_tiled_columns(const std::string& var, const std::string& from, const std::string& to, const ValueScope& at,
-                           bool overlapped_rest = false);
-  /// Inside print_tiled_columns: the block of columns being tiled, by the C
-  /// names of its vector variable, the vector's index in the block and the
-  /// block's count of vectors; split_rows: the rows split among the threads;
-  /// at: the block's scope (outside its vectors).
-  struct TiledBlock {
-    std::string var, vector_index, vectors;
-    bool split_rows = false;
-    const ValueScope& at;
-  };
-  /// Inside print_tiled_columns: reduction stage `s` (stage `index`, with
-  /// loops) over the block, its rows row_block at a time, into the tile
-  /// `<result>_tile` the later stages read (cascaded, split across threads).
-  void print_tiled_reduction(const ReductionStage& s, size_t index, const TiledBlock& block,
-                             const std::function<void()>& open_vector_loop,
-                             const std::function<void(size_t)>& bind_earlier_results);
-  /// Inside print_tiled_columns: pointwise stage `s` (with loops) over the
-  /// block, its loops outside a vector loop over the block's columns, so each
-  /// step walks one contiguous piece of a row.
-  void print_tiled_pointwise(const PointwiseStage& s, size_t index, const TiledBlock& block,
-                             const std::function<void()>& open_vector_loop,
-                             const std::function<void(size_t)>& bind_earlier_results);
   /// Opens the loop over a parallel chunk [begin, end) of the collapsed
   /// iteration space of `units` (C variable name, extent), row-major, and
   /// declares each unit's variable in it. Closed by the caller.

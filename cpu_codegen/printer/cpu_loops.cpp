@@ -1,6 +1,6 @@
 /// CPU kernel printer: the kernel's loop nest and its stages' own loops as
 /// the schedule's passes left them (cpu_codegen/schedule/loops/loop_nest.h),
-/// and tiled column blocks; the stages inside them are cpu_stages.cpp's.
+/// tiled column blocks included; the stages inside them are cpu_stages.cpp's.
 #include "cpu_codegen/printer/cpu_kernel_printer.h"
 
 #include "cpu_codegen/schedule/cpu_schedule.h"
@@ -97,10 +97,7 @@ void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& 
   if (codegen::bound_to_gpu(l.kind)) {
     fail(cat("kernel ", k_.name, ": loop ", l.var, " is bound to the GPU"));
   }
-  if (l.kind == codegen::LoopKind::VectorTiles) {
-    print_tiled_columns(l.var, l.lo.text, l.hi.text, at, l.overlapped_rest);
-    return;
-  }
+  if (l.kind == codegen::LoopKind::VectorTiles) fail(cat("kernel ", k_.name, ": the column tiles of loop ", l.var, " are not built"));
   // A stage's loop: its values know it, and where its whole vectors end
   // before a masked last one.
   std::optional<Place> in_stage;
@@ -127,7 +124,7 @@ void CpuKernelPrinter::print_loop_node(const codegen::For& l, const ValueScope& 
 void CpuKernelPrinter::print_loop_node(const codegen::VectorAt& v, const ValueScope& at) {
   out_.line(cat("const int64_t ", v.var, " = ", v.at.text, ";"));
   Place rest = place(at).vectorized(v.var);
-  rest.stage_loop = true;
+  rest.stage_loop = v.stage_loop;
   rest.masked_rest_first = v.at.value;
   print_loops(v.body, ValueScope(&at, &rest));
 }
@@ -205,6 +202,9 @@ void CpuKernelPrinter::print_loop_node(const codegen::TargetPart& p, const Value
     }
   } else if (what == part::kTransposeTiles && p.args.size() == 2) {
     print_transpose_tiles(p.args[0]);
+  } else if (what == part::kPointwiseStage && p.args.size() == 1) {
+    const size_t stage = std::stoul(p.args[0]);
+    print_pointwise(std::get<PointwiseStage>(k_.stages.at(stage)), stage, at);
   } else {
     fail(cat("kernel ", k_.name, ": no CPU loop-nest part ", what, " of ", p.args.size(), " arguments"));
   }
@@ -223,227 +223,71 @@ void CpuKernelPrinter::print_transpose_tiles(const std::string& first_row) {
   }
 }
 
-void CpuKernelPrinter::print_tiled_columns(const std::string& v, const std::string& from, const std::string& to,
-                                           const ValueScope& at, bool overlapped_rest) {
-  if (ir::leading_looped_reductions(k_.stages) == 0 || sched_.row_block <= 0) {
-    fail(cat("kernel ", k_.name, ": column_block needs a first stage that reduces over loops, and a row_block"));
-  }
-  const int64_t w = sched_.vector_width;
-  const int64_t span = int64_t{sched_.column_block} * w;
-  const std::string blk = v + "_blk", blk_end = v + "_blk_end", vi = v + "_i", count = v + "_vectors";
-  // parallel_reduction with tiles: the kernel's reductions split their rows
-  // among the threads (CpuSchedule::column_block); its other stages have no
-  // loops (the schedule sees to it).
-  const bool split_rows = sched_.parallel_reduction;
-  if (split_rows) {
-    for (size_t i = ir::leading_looped_reductions(k_.stages); i < k_.stages.size(); ++i)
-      if (!loops_of(k_.stages[i]).empty())
-        fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need loop-less stages after the reductions"));
-  }
-  // Tiles are indexed by a vector's place in the block. An overlapped rest
-  // is one more vector, ending at the block's end (starting before the
-  // block when the block is a fragment): its lanes repeat columns another
-  // vector also reduces, in the same order, so both store the same values.
-  // As a pass of its own it read every row again (x.sum(0) of 700000 x 24:
-  // twice the memory traffic).
-  auto open_vector_loop = [&] {
-    out_.line("CPPI_NO_AUTOVEC");
-    out_.open(cat("for (int64_t ", vi, " = 0; ", vi, " < ", count, "; ++", vi, ")"));
-    out_.line(cat("const int64_t ", v, " = ",
-                  overlapped_rest ? cat("cppi_min_i<int64_t>(", blk, " + ", w, " * ", vi, ", ", blk_end, " - ", w, ")")
-                                  : cat(blk, " + ", w, " * ", vi),
-                  ";"));
-  };
-  // The lane states of the stages tiled so far, by stage index.
-  std::unordered_map<size_t, std::string> slots;
-  // Inside a vector loop over the block: the results of the reductions
-  // before `stage`, read from their tiles (a softmax's sum of exp(x - max)
-  // reads the max of its columns).
-  auto bind_earlier_results = [&](size_t stage) {
-    locals_.clear();
-    for (size_t j = 0; j < stage; ++j) {
-      if (const auto* red = std::get_if<ReductionStage>(&k_.stages[j])) bind_lane_results(*red, slots.at(j));
-    }
-  };
+// --- the column tiles' block (cpu::lower_column_blocks) ------------------------------------
 
-  out_.open(cat("for (int64_t ", blk, " = ", from, "; ", blk, " < ", to, "; ", blk, " += ", span, ")"));
-  out_.line(cat("const int64_t ", blk_end, " = cppi_min_i<int64_t>(", blk, " + ", span, ", ", to, ");"));
-  // (A masked rest is a block shorter than a vector: one.)
-  out_.line(cat("const int64_t ", count, " = cppi_div_up(", blk_end, " - ", blk, ", ", w, ");"));
-  const TiledBlock block{v, vi, count, split_rows, at};
-  const Place lanes = place(at).vectorized(v);
-  const ValueScope in_vectors(&at, &lanes);
-  for (size_t i = 0; i < k_.stages.size(); ++i) {
-    if (const auto* pw = std::get_if<PointwiseStage>(&k_.stages[i])) {
-      if (!pw->loops.empty()) {
-        print_tiled_pointwise(*pw, i, block, open_vector_loop, bind_earlier_results);
-        continue;
-      }
-      // A loop-less stage (log_softmax's log of each column's sum), in its
-      // place: a later stage may read what it stores.
-      open_vector_loop();
-      bind_earlier_results(i);
-      print_pointwise(*pw, i, in_vectors);
-      out_.close();
-      continue;
-    }
-    const auto& s = std::get<ReductionStage>(k_.stages[i]);
-    const DType t = s.body.dtype();
-    const std::string tile = local_name(s.results[0]) + "_tile";
-    const std::string slot = cat(tile, "[", vi, "]");
-    if (s.loops.empty()) {
-      // A loop-less reduction (all() over a size-1 dim of a column
-      // statistic), in its place: one step per lane, kept in a tile for the
-      // stages after it.
-      out_.line(cat("// stage ", i, ", per column: reduce ", to_string(s.kind), " without loops"));
-      out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
-      open_vector_loop();
-      bind_earlier_results(i);
-      const std::string state = print_reduction_core(s, Bound{"0", 0}, Bound{"1", 1}, in_vectors);
-      out_.line(cat(slot, " = ", state, ";"));
-      out_.close();
-      slots[i] = slot;
-      continue;
-    }
-    print_tiled_reduction(s, i, block, open_vector_loop, bind_earlier_results);
-    slots[i] = slot;
-  }
-  out_.close();
+void CpuKernelPrinter::print_loop_node(const codegen::TileArrays& t, const ValueScope& at) {
+  (void)at;
+  for (const std::string& name : t.names) out_.line(cat(vstate_type(t.kind, t.dtype), " ", name, "[", t.slots, "];"));
 }
 
-void CpuKernelPrinter::print_tiled_reduction(const ReductionStage& s, size_t i, const TiledBlock& block,
-                                             const std::function<void()>& open_vector_loop,
-                                             const std::function<void(size_t)>& bind_earlier_results) {
-  const std::string& vi = block.vector_index;
-  const std::string& count = block.vectors;
-  const std::string& v = block.var;
-  const bool split_rows = block.split_rows;
-  const int64_t w = sched_.vector_width;
-  const DType t = s.body.dtype();
-  const std::string tile = local_name(s.results[0]) + "_tile";
-  const std::string slot = cat(tile, "[", vi, "]");
-  const Loop& first = s.loops[0];
-  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
-  const Bound rows = extent(first);
-  out_.line(cat("// stage ", i, ", tiled: ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time",
-                split_rows ? ", the rows split among the threads" : ""));
-  // Split rows (parallel_reduction): each chunk of rows tiles into a tile
-  // of its own, returned as a struct; the chunks' tiles combine in order
-  // and land in the tile the later stages read.
-  const std::string vst = vstate_type(s.kind, t), part = tile + "_part", parts = tile + "_parts";
-  const std::string row_lo = split_rows ? r + "_chunk_begin" : "0", row_hi = split_rows ? r + "_chunk_end" : rows.text;
-  if (split_rows) {
-    // The outer loop's vectors (the schedule asks for a constant extent).
-    const auto extent = k_.outer.back().extent.constant();
-    if (!extent) fail(cat("kernel ", k_.name, ": tiled columns whose rows are split need a constant outer loop"));
-    const int64_t vectors = std::min<int64_t>(sched_.column_block, (*extent + w - 1) / w);
-    out_.line(cat("struct ", part, " { ", vst, " v[", vectors, "]; };"));
-    out_.line(cat(part, " ", tile, "_identity;"));
-    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "_identity.v[k] = ", vstate_identity(s.kind, t), ";"));
-    out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", rows.text, ", ",
-                  std::max<int64_t>(1, sched_.grain_size), ", ", tile, "_identity,\n    [=](int64_t ", row_lo,
-                  ", int64_t ", row_hi, ", ", part, ") -> ", part));
-  }
-  // Cascade (CpuSchedule::cascade_block): the tile restarts every block of
-  // terms per lane, merged into levels of totals (cascade_levels). Not
-  // lower_reduction_loops' cascade blocks: these count whole row blocks
-  // of the tile, and the column tiles' block is not in the loop IR yet.
-  const bool cascade = sched_.cascade_block > 0 && accumulates_in_cascade(s.kind, t);
-  const int levels = cascade ? cascade_levels(rows.value, sched_.cascade_block) : 0;
-  auto total_tile = [&](int l) { return l == 1 ? tile + "_total" : cat(tile, "_total", l); };
-  auto total_slot = [&](int l) { return cat(total_tile(l), "[", vi, "]"); };
-  auto merges = [&](int l) { return cat(tile, "_merges", l); };
-  const std::string terms = tile + "_terms";
-  out_.line(cat(vstate_type(s.kind, t), " ", tile, "[", sched_.column_block, "];"));
-  for (int l = 1; l <= levels; ++l)
-    out_.line(cat(vstate_type(s.kind, t), " ", total_tile(l), "[", sched_.column_block, "];"));
-  open_vector_loop();
-  out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
-  for (int l = 1; l <= levels; ++l) out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
-  out_.close();
-  if (cascade) out_.line(cat("int64_t ", terms, " = 0;"));
-  for (int l = 1; l < levels; ++l) out_.line(cat("int64_t ", merges(l), " = 0;"));
-  out_.open(cat("for (int64_t ", rblk, " = ", row_lo, "; ", rblk, " < ", row_hi, "; ", rblk, " += ", sched_.row_block, ")"));
-  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", row_hi,
-                ");"));
-  open_vector_loop();
-  bind_earlier_results(i);
-  const Place lanes = place(block.at).vectorized(v);
-  const std::string acc =
-      print_reduction_core(s, Bound{rblk, std::nullopt}, Bound{rblk_end, std::nullopt}, ValueScope(&block.at, &lanes), slot);
-  out_.line(cat(slot, " = ", acc, ";"));
-  out_.close();
-  if (cascade) {
-    std::string per_row;
-    for (size_t l = 1; l < s.loops.size(); ++l) per_row += cat(" * (", extent(s.loops[l]).text, ")");
-    out_.line(cat(terms, " += (", rblk_end, " - ", rblk, ")", per_row, ";"));
-    out_.open(cat("if (", terms, " >= ", sched_.cascade_block, ")"));
-    open_vector_loop();
-    out_.line(cat(total_slot(1), " = ", vstate_combine(s.kind, t, total_slot(1), slot), ";"));
-    out_.line(cat(slot, " = ", vstate_identity(s.kind, t), ";"));
-    out_.close();
-    out_.line(cat(terms, " = 0;"));
-    for (int l = 1; l < levels; ++l) {
-      out_.open(cat("if (++", merges(l), " >= ", kCascadeFanIn, ")"));
-      open_vector_loop();
-      out_.line(cat(total_slot(l + 1), " = ", vstate_combine(s.kind, t, total_slot(l + 1), total_slot(l)), ";"));
-      out_.line(cat(total_slot(l), " = ", vstate_identity(s.kind, t), ";"));
-      out_.close();
-      out_.line(cat(merges(l), " = 0;"));
-    }
-    for (int l = 1; l < levels; ++l) out_.close();
-    out_.close();
-  }
-  out_.close();
-  if (cascade) {
-    // The stage's result is complete before a later stage reads it: the
-    // levels folded in, lowest first.
-    open_vector_loop();
-    for (int l = 1; l <= levels; ++l)
-      out_.line(cat(slot, " = ", vstate_combine(s.kind, t, total_slot(l), slot), ";"));
-    out_.close();
-  }
-  if (split_rows) {
-    out_.line(cat(part, " out;"));
-    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) out.v[k] = ", tile, "[k];"));
-    out_.line("return out;");
-    out_.close(cat("}, [&](", part, " a, const ", part, "& b) { for (int64_t k = 0; k < ", count, "; ++k) a.v[k] = ",
-                   vstate_combine(s.kind, t, "a.v[k]", "b.v[k]"), "; return a; });"));
-    out_.line(cat(vst, " ", tile, "[", sched_.column_block, "];"));
-    out_.line(cat("for (int64_t k = 0; k < ", count, "; ++k) ", tile, "[k] = ", parts, ".v[k];"));
+void CpuKernelPrinter::print_loop_node(const codegen::SetTileSlots& s, const ValueScope& at) {
+  (void)at;
+  for (const codegen::TileSlotSet& set : s.sets) {
+    const std::string value = set.earlier.empty() ? vstate_identity(s.kind, s.dtype)
+                                                  : vstate_combine(s.kind, s.dtype, set.earlier, set.later);
+    out_.line(cat(set.slot, " = ", value, ";"));
   }
 }
 
-void CpuKernelPrinter::print_tiled_pointwise(const PointwiseStage& s, size_t index, const TiledBlock& block,
-                                             const std::function<void()>& open_vector_loop,
-                                             const std::function<void(size_t)>& bind_earlier_results) {
-  // As a tiled reduction: the first loop in blocks of row_block, each block
-  // interchanged with the block's vectors, so what a vector's stores share
-  // across rows (softmax's 1 / sum) is computed once per row block.
-  const Loop& first = s.loops[0];
-  const std::string r = var_name(first), rblk = r + "_blk", rblk_end = r + "_blk_end";
-  const Bound rows = extent(first);
-  std::string comment = cat("// stage ", index, ", tiled: store");
-  for (const auto& st : s.stores) comment += " " + st.buffer->name;
-  out_.line(cat(comment, ", ", sched_.column_block, " vectors x ", sched_.row_block, " ", r, " at a time"));
-  out_.open(cat("for (int64_t ", rblk, " = 0; ", rblk, " < ", rows.text, "; ", rblk, " += ", sched_.row_block, ")"));
-  out_.line(cat("const int64_t ", rblk_end, " = cppi_min_i<int64_t>(", rblk, " + ", sched_.row_block, ", ", rows.text,
-                ");"));
-  open_vector_loop();
-  bind_earlier_results(index);
-  out_.open(cat("for (int64_t ", r, " = ", rblk, "; ", r, " < ", rblk_end, "; ++", r, ")"));
-  for (size_t l = 1; l < s.loops.size(); ++l) {
-    const std::string inner = var_name(s.loops[l]);
-    out_.open(cat("for (int64_t ", inner, " = 0; ", inner, " < ", extent(s.loops[l]).text, "; ++", inner, ")"));
+void CpuKernelPrinter::print_loop_node(const codegen::Counters& c, const ValueScope& at) {
+  (void)at;
+  for (const std::string& name : c.names) out_.line(cat("int64_t ", name, " = 0;"));
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::TileResults& r, const ValueScope& at) {
+  (void)at;
+  locals_.clear();
+  for (const auto& [stage, slot] : r.slots) bind_lane_results(std::get<ReductionStage>(k_.stages.at(stage)), slot);
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::TileReduction& r, const ValueScope& at) {
+  const auto& s = std::get<ReductionStage>(k_.stages.at(r.stage));
+  const std::string state = print_reduction_core(s, r.lo, r.hi, at, r.from_slot ? r.slot : "");
+  out_.line(cat(r.slot, " = ", state, ";"));
+}
+
+void CpuKernelPrinter::print_loop_node(const codegen::TileCascadeDone& d, const ValueScope& at) {
+  out_.line(cat(d.terms, " += ", d.added, ";"));
+  out_.open(cat("if (", d.terms, " >= ", d.block_terms, ")"));
+  print_loops(d.full, at);
+  out_.line(cat(d.terms, " = 0;"));
+  for (size_t l = 0; l < d.merges.size(); ++l) {
+    out_.open(cat("if (++", d.merges[l], " >= ", kCascadeFanIn, ")"));
+    print_loops(d.levels.at(l), at);
+    out_.line(cat(d.merges[l], " = 0;"));
   }
-  {
-    const Place lanes = place(block.at).vectorized(block.var);
-    ValueScope scope(&block.at, &lanes);
-    print_stores(s.stores, scope);
-  }
-  for (size_t l = 0; l < s.loops.size(); ++l) out_.close();
+  for (size_t l = 0; l < d.merges.size(); ++l) out_.close();
   out_.close();
-  out_.close();
+}
+
+// Each chunk's tile returned as a struct; the structs combine in chunk
+// order (cppi_parallel_reduce), then land in the tile the later stages read.
+void CpuKernelPrinter::print_loop_node(const codegen::TileChunks& c, const ValueScope& at) {
+  const std::string vst = vstate_type(c.kind, c.dtype), part = c.tile + "_part", parts = c.tile + "_parts";
+  const std::string identity = c.tile + "_identity", each = cat("for (int64_t k = 0; k < ", c.used, "; ++k) ");
+  out_.line(cat("struct ", part, " { ", vst, " v[", c.vectors, "]; };"));
+  out_.line(cat(part, " ", identity, ";"));
+  out_.line(cat(each, identity, ".v[k] = ", vstate_identity(c.kind, c.dtype), ";"));
+  out_.open(cat("const ", part, " ", parts, " = cppi_parallel_reduce<", part, ">(0, ", c.count, ", ", c.grain, ", ",
+                identity, ",\n    [=](int64_t ", c.begin, ", int64_t ", c.end, ", ", part, ") -> ", part));
+  print_loops(c.body, at);
+  out_.line(cat(part, " out;"));
+  out_.line(cat(each, "out.v[k] = ", c.tile, "[k];"));
+  out_.line("return out;");
+  out_.close(cat("}, [&](", part, " a, const ", part, "& b) { ", each, "a.v[k] = ",
+                 vstate_combine(c.kind, c.dtype, "a.v[k]", "b.v[k]"), "; return a; });"));
+  out_.line(cat(vst, " ", c.tile, "[", c.slots, "];"));
+  out_.line(cat(each, c.tile, "[k] = ", parts, ".v[k];"));
 }
 
 }  // namespace cppi::cpu::detail

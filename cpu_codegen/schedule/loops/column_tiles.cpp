@@ -1,6 +1,7 @@
-/// tile_columns (CpuSchedule::column_block): the vectorised outer loop in
-/// blocks of column_block vectors, each reduction's rows interchanged with the
-/// vectors of a block; the printer prints a block (print_tiled_columns).
+/// tile_columns (CpuSchedule::column_block): the vectorised outer loop to run
+/// in blocks of column_block vectors, each reduction's rows interchanged with
+/// the vectors of a block, and whether its overlapped rest joins the blocks;
+/// lower_column_blocks builds the blocks once the tail is split off.
 #include "cpu_codegen/schedule/loops/loop_nest.h"
 
 namespace cppi::cpu {

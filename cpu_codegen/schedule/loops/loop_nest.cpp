@@ -25,8 +25,8 @@ namespace {
 /// Each stage's own loops, as the printer asks for them as it prints the
 /// stage: a pointwise stage's (schedule_stage_loops), and a reduction run's
 /// (schedule_reduction_loops) in the form of the kernel's main loop (in
-/// lanes under a vectorised outer loop). The column tiles' block prints its
-/// reductions' nests over its row blocks, which it opens itself: not here.
+/// lanes under a vectorised outer loop). The column tiles' block's
+/// reductions run over its row blocks (lower_column_blocks): not here.
 void dump_stage_loops(const LoopNestInput& in, std::vector<std::pair<std::string, std::string>>& dumps) {
   const bool lanes = in.s.vectorized == ir::VectorizedLoop::InnermostOuter;
   for (size_t i = 0; i < in.k.stages.size();) {
@@ -60,6 +60,7 @@ ScheduledLoops schedule_loop_nest(const LoopNestInput& in, bool dumps) {
       {"split_vector_loop_pieces", split_vector_loop_pieces},
       {"tile_columns", tile_columns},
       {"split_vector_tails", split_vector_tails},
+      {"lower_column_blocks", lower_column_blocks},
       {"open_row_blocks", open_row_blocks},
       {"choose_forward_slots", choose_forward_slots},
   };

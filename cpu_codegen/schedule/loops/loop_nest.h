@@ -5,11 +5,16 @@
 /// runs them:
 ///   vector_loop_pieces.cpp   CpuSchedule::vector_loop_splits: the vector
 ///                            loop in pieces, index conditions folded in each
-///   column_tiles.cpp         CpuSchedule::column_block: the vector loop in
-///                            blocks of tiles
+///   column_tiles.cpp         CpuSchedule::column_block: the vector loop
+///                            marked to run in blocks of tiles
 ///   vector_tails.cpp         CpuSchedule::tail: each vector loop's whole
 ///                            vectors split from the rest (a scalar loop, a
 ///                            masked vector, an overlapping vector)
+///   column_blocks.cpp        CpuSchedule::column_block: each vector loop
+///                            in blocks of tiles as the loop over its blocks,
+///                            in a block each stage's rows in row blocks
+///                            around a loop over the block's vectors, a
+///                            reduction's tile and its cascade around them
 ///   row_blocks.cpp           CpuSchedule::row_blocks: the row blocks a
 ///                            vector of outer iterations' stages walk, opened
 ///                            before the stage that first reads or stores
@@ -26,8 +31,8 @@
 /// and accumulators.cpp's place_accumulators: the run's accumulators declared
 /// around its loops, merged at its cascade blocks and finished after them;
 /// reduction_chunks.cpp's split_reduction_chunks: a parallel reduction's
-/// chunks around them); the printer prints the stage's values around them,
-/// and the column tiles' block, which wraps its reductions' nests, itself.
+/// chunks around them); the printer prints the stage's values around them
+/// (in the column tiles' block, each reduction's nest over a row block).
 #pragma once
 
 #include <cstdint>
@@ -66,6 +71,7 @@ inline constexpr const char* kPrefault = "prefault outputs";  // args: first, en
 inline constexpr const char* kEpilogueInLanes = "epilogue in lanes";  // args: lo, hi of the last outer loop
 inline constexpr const char* kTileBuffers = "transposed tile buffers";
 inline constexpr const char* kTransposeTiles = "transpose tiles";  // args: the tiles' first row, column
+inline constexpr const char* kPointwiseStage = "pointwise stage";  // args: its place in the kernel's stages
 }  // namespace part
 
 /// The outer loops (parallel chunks, collapsed and serial loops), the
@@ -76,6 +82,15 @@ codegen::Stmt lower_loop_nest(const LoopNestInput& in);
 codegen::Stmt split_vector_loop_pieces(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt tile_columns(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt split_vector_tails(const codegen::Stmt& s, const LoopNestInput& in);
+/// Each loop tile_columns marked (its tail split off) as the loop over its
+/// blocks of column_block vectors; in a block, the kernel's stages in
+/// order: a reduction's rows row_block at a time, each row block a loop over
+/// the block's vectors that reduces into the reduction's tile (a vector
+/// state per vector, which the later stages read; cascaded, its rows split
+/// among the threads as the schedule says), a pointwise stage's loops inside
+/// the loop over the block's vectors of each row block, a loop-less stage
+/// once per vector.
+codegen::Stmt lower_column_blocks(const codegen::Stmt& s, const LoopNestInput& in);
 codegen::Stmt open_row_blocks(const codegen::Stmt& s, const LoopNestInput& in);
 /// The row block of `r` that an access at `index` of `buffer` walks in the
 /// stage loop `row_loop` inside the vector loop `vector_var`; null for an
