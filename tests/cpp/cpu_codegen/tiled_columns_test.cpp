@@ -98,6 +98,100 @@ TEST(TiledColumns, TheSecondTileReadsTheFirst) {
                                           }));
 }
 
+/// The kernel's nest after lower_column_blocks, from the dumps the printer
+/// keeps (PrintOptions::loop_ir_dumps).
+std::string column_blocks_nest(const KernelPtr& k, const std::vector<std::string>& symbols = {}) {
+  PrintOptions o;
+  o.loop_ir_dumps = true;
+  const std::string d = print_one(k, symbols, o).kernels.at(0).loop_ir;
+  const size_t at = d.find(" after lower_column_blocks\n");
+  if (at == std::string::npos) return "";
+  const size_t end = d.find("\n// ", at + 1);
+  return d.substr(at, end == std::string::npos ? std::string::npos : end - at);
+}
+
+TEST(TiledColumns, TheBlockIsALoopNestOfRowBlocksAroundTheBlocksVectors) {
+  // A softmax over dim 0: the loop over blocks of 16 vectors; in a block the
+  // max's tile started, then its rows 16 at a time, each row block a loop
+  // over the block's vectors reducing into the tile; the stored exp(x - max)
+  // with its rows outside the vectors, reading the max from its tile; the
+  // sum's tile; the scaling reading both.
+  auto k = schedule_for_cpu(column_softmax_kernel(45, 2100), avx512_target(1 << 30));
+  const std::string d = column_blocks_nest(k);
+  EXPECT_TRUE(file_check(d, {
+                                "serial for x0_blk in [0, 2096), step 256\n",
+                                "  x0_blk_end = cppi_min_i<int64_t>(x0_blk + 256, 2096)\n",
+                                "  x0_vectors = cppi_div_up(x0_blk_end - x0_blk, 16)\n",
+                                "  // stage 0, tiled: 16 vectors x 16 r0 at a time\n",
+                                "  tile arrays of 16 max states over float32: amax_tile\n",
+                                "  serial for x0_i in [0, x0_vectors)\n",
+                                "    one vector of the block at x0 = x0_blk + 16 * x0_i\n",
+                                "      set tile slots of max over float32\n",
+                                "        amax_tile[x0_i] = identity\n",
+                                "  serial for r0_blk in [0, 45), step 16\n",
+                                "    r0_blk_end = cppi_min_i<int64_t>(r0_blk + 16, 45)\n",
+                                "    serial for x0_i in [0, x0_vectors)\n",
+                                "        results read from tiles: none\n",
+                                "        reduce stage 0 in lanes over [r0_blk, r0_blk_end) from amax_tile[x0_i] into "
+                                "amax_tile[x0_i]\n",
+                                "  // stage 1, tiled: store out, 16 vectors x 16 r1 at a time\n",
+                                "  serial for r1_blk in [0, 45), step 16\n",
+                                "        results read from tiles: stage 0 amax_tile[x0_i]\n",
+                                "        serial for r1 in [r1_blk, r1_blk_end)\n",
+                                "          store out\n",
+                                "  tile arrays of 16 sum states over float32: denom_tile\n",
+                                "        reduce stage 2 in lanes over [r1_blk, r1_blk_end) from denom_tile[x0_i]",
+                                "        results read from tiles: stage 0 amax_tile[x0_i], stage 2 denom_tile[x0_i]\n",
+                                "          store out",
+                                "NOT:stages\n",
+                            }))
+      << d;
+  // Symbolic rows cascade both sums of a variance: each tile's totals and
+  // counters, each full block of rows merged into the first total (and
+  // each level into the next every 64 merges), the totals folded into the
+  // tile before the second sum reads it.
+  auto var = schedule_for_cpu(column_two_pass_variance_kernel(sym("s0"), 520), avx512_target(1 << 30));
+  const std::string v = column_blocks_nest(var, {"s0"});
+  EXPECT_TRUE(file_check(v, {
+                                "  tile arrays of 16 sum states over float32: total_tile total_tile_total "
+                                "total_tile_total2 total_tile_total3\n",
+                                "  counters total_tile_terms total_tile_merges1 total_tile_merges2 from 0\n",
+                                "  serial for r0_blk in [0, s0), step 16\n",
+                                "    tile cascade block done: total_tile_terms += (r0_blk_end - r0_blk), full at 64\n",
+                                "            total_tile_total[x0_i] = combine(total_tile_total[x0_i], total_tile[x0_i])\n",
+                                "            total_tile[x0_i] = identity\n",
+                                "      merges counted in total_tile_merges1, full:\n",
+                                "              total_tile_total2[x0_i] = combine(total_tile_total2[x0_i], "
+                                "total_tile_total[x0_i])\n",
+                                "      merges counted in total_tile_merges2, full:\n",
+                                "        total_tile[x0_i] = combine(total_tile_total[x0_i], total_tile[x0_i])\n",
+                                "        total_tile[x0_i] = combine(total_tile_total3[x0_i], total_tile[x0_i])\n",
+                                "        results read from tiles: stage 0 total_tile[x0_i]\n",
+                                "        reduce stage 1 in lanes",
+                            }))
+      << v;
+}
+
+TEST(TiledColumns, SplitRowsAndLoopLessStagesAreNodesOfTheBlock) {
+  // Few vectors of columns: the sum's rows in chunks on the threads, each
+  // into a tile of its own; the loop-less store after it once per vector.
+  CpuTarget two = avx512_target(4096);
+  two.num_threads = 2;
+  auto k = schedule_for_cpu(column_reduction_kernel(ReductionKind::Sum, 20000, 20), two);
+  ASSERT_TRUE(k->schedule.cpu.parallel_reduction) << to_string(k->schedule);
+  const std::string d = column_blocks_nest(k);
+  EXPECT_TRUE(file_check(d, {
+                                "  // stage 0, tiled: ",
+                                " at a time, the rows split among the threads\n",
+                                "  tile chunks [r0_chunk_begin, r0_chunk_end) of [0, 20000), grain 205: each returns "
+                                "red_tile's first x0_vectors slots (at most 2), combined into red_tile of ",
+                                "    tile arrays of ",
+                                "    serial for r0_blk in [r0_chunk_begin, r0_chunk_end), step 16\n",
+                                "      results read from tiles: stage 0 red_tile[x0_i]\n      pointwise stage 1\n",
+                            }))
+      << d;
+}
+
 void expect_tiled_matches(const KernelPtr& k, RunOptions o) {
   // Parallel over column vectors (several blocks per chunk or a partial
   // one), then serial: one chunk of every block.
