@@ -104,6 +104,22 @@ void print_accumulators(std::ostringstream& os, const Accumulators& a, const std
   }
 }
 
+void print_tile_slots(std::ostringstream& os, const SetTileSlots& n, const std::string& pad) {
+  os << pad << "set tile slots of " << ir::to_string(n.kind) << " over " << dtype_name(n.dtype) << "\n";
+  for (const TileSlotSet& set : n.sets) {
+    os << pad << "  " << set.slot << " = "
+       << (set.earlier.empty() ? std::string("identity") : cat("combine(", set.earlier, ", ", set.later, ")")) << "\n";
+  }
+}
+
+void print_tile_results(std::ostringstream& os, const TileResults& n, const std::string& pad) {
+  os << pad << "results read from tiles:" << (n.slots.empty() ? " none" : "");
+  for (size_t i = 0; i < n.slots.size(); ++i) {
+    os << (i ? ", stage " : " stage ") << n.slots[i].first << " " << n.slots[i].second;
+  }
+  os << "\n";
+}
+
 void print(std::ostringstream& os, const Stmt& s, int depth) {
   if (!s) return;
   const std::string pad(static_cast<size_t>(depth) * 2, ' ');
@@ -199,20 +215,11 @@ void print(std::ostringstream& os, const Stmt& s, int depth) {
           os << pad << "tile arrays of " << n.slots << " " << ir::to_string(n.kind) << " states over "
              << dtype_name(n.dtype) << ": " << names(n.names) << "\n";
         } else if constexpr (std::is_same_v<T, SetTileSlots>) {
-          os << pad << "set tile slots of " << ir::to_string(n.kind) << " over " << dtype_name(n.dtype) << "\n";
-          for (const TileSlotSet& set : n.sets) {
-            os << pad << "  " << set.slot << " = "
-               << (set.earlier.empty() ? std::string("identity") : cat("combine(", set.earlier, ", ", set.later, ")"))
-               << "\n";
-          }
+          print_tile_slots(os, n, pad);
         } else if constexpr (std::is_same_v<T, Counters>) {
           os << pad << "counters " << names(n.names) << " from 0\n";
         } else if constexpr (std::is_same_v<T, TileResults>) {
-          os << pad << "results read from tiles:" << (n.slots.empty() ? " none" : "");
-          for (size_t i = 0; i < n.slots.size(); ++i) {
-            os << (i ? ", stage " : " stage ") << n.slots[i].first << " " << n.slots[i].second;
-          }
-          os << "\n";
+          print_tile_results(os, n, pad);
         } else if constexpr (std::is_same_v<T, TileReduction>) {
           os << pad << "reduce stage " << n.stage << " in lanes over [" << n.lo.text << ", " << n.hi.text << ") from "
              << (n.from_slot ? n.slot : "the identity") << " into " << n.slot << "\n";
