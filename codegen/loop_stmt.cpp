@@ -50,6 +50,7 @@ const char* kind_name(LoopKind k) {
     case LoopKind::GpuTickets: return "gpu tickets";
     case LoopKind::GpuRowPositions: return "gpu row positions";
     case LoopKind::GpuRowSlots: return "gpu row slots";
+    case LoopKind::GpuRowSlotGroups: return "gpu row slot groups";
   }
   return "?";
 }
@@ -66,7 +67,7 @@ const char* tail_name(Tail t) {
 
 /// What a GPU loop's `threads` count.
 const char* threads_of(LoopKind k) {
-  const bool row = k == LoopKind::GpuRowPositions || k == LoopKind::GpuRowSlots;
+  const bool row = k == LoopKind::GpuRowPositions || k == LoopKind::GpuRowSlots || k == LoopKind::GpuRowSlotGroups;
   return row ? " threads a row" : " threads a block";
 }
 

@@ -12,13 +12,13 @@
 /// loop's body computes is a leaf: the kernel's stages (Stages), a pointwise
 /// stage's stores (StageStores), a reduction run's updates (Accumulate), a
 /// column tiles' block's reductions in lanes and the results they leave in
-/// their tiles (TileReduction, TileResults) or a part the target prints
-/// whole (an epilogue in lanes). What the stages keep in registers around
-/// them is a statement too (RowBlocks, StoreRowBlock, ForwardSlots), and so
-/// are a reduction run's accumulators (Accumulators, MergeIntoTotals,
-/// FinishAccumulators), a parallel reduction's chunks (ReductionChunks) and
-/// a column tiles' block's tiles (TileArrays, SetTileSlots, Counters,
-/// TileCascadeDone, TileChunks).
+/// their tiles (TileReduction, TileResults), a load into a cached row's
+/// registers, or a part the target prints whole (an epilogue in lanes).
+/// What the stages keep in registers around them is a statement too
+/// (RowBlocks, StoreRowBlock, ForwardSlots), and so are a reduction run's
+/// accumulators (Accumulators, MergeIntoTotals, FinishAccumulators), a
+/// parallel reduction's chunks (ReductionChunks) and a column tiles' block's
+/// tiles (TileArrays, SetTileSlots, Counters, TileCascadeDone, TileChunks).
 #pragma once
 
 #include <cstdint>
@@ -60,9 +60,11 @@ enum class LoopKind : uint8_t {
   /// (b * threads + t) * step, then every gridDim.x * threads * step
   /// iterations; the body covers `step` consecutive iterations (lo is 0).
   GpuGridStride,
-  /// A thread's lanes, [lo, hi), of the GpuGridStride loop around it,
-  /// unrolled, `step` lanes an iteration (2: two lanes' roundings to 16 bits
-  /// paired). Its stores gather the lanes into one vector store each.
+  /// A thread's lanes, [lo, hi), of the GpuGridStride loop around it (or
+  /// the slots of the GpuRowSlotGroups iteration around it, lane l its
+  /// slot s + l), unrolled, `step` lanes an iteration (2: two lanes'
+  /// roundings to 16 bits paired). Its stores gather the lanes into one
+  /// vector store each.
   GpuLanes,
   /// Rows [lo, hi) over the GPU's grid, a warp a row: warp w of block b
   /// takes row b * step + w, then every gridDim.x * step rows (step: the
@@ -98,6 +100,14 @@ enum class LoopKind : uint8_t {
   /// positions (GpuSchedule::cache_vector), (s / V) * threads * V + tid * V
   /// + s % V; a slot past the row's end holds nothing (lo is 0).
   GpuRowSlots,
+  /// A cached row's slots [lo, hi) in groups of `step` V
+  /// (GpuSchedule::cache_vector; 1: a slot a group), unrolled: the
+  /// iteration at slot s (0, V, 2V, ...) takes slots [s, s + V), the V
+  /// consecutive positions from (s / V) * threads * V + tid * V (its body
+  /// names the first in a Let, and guards the group with an If where the
+  /// row may end before it: a group is in the row whole or not at all;
+  /// lo is 0). A GpuLanes loop inside walks the group's slots.
+  GpuRowSlotGroups,
 };
 
 /// Whether a loop of kind `k` is bound to the GPU (only the CUDA printer prints it).
@@ -120,8 +130,8 @@ enum class Tail : uint8_t { None, Scalar, Masked, Overlapped };
 /// stride, its body once per `step` iterations of what it holds (a cascade
 /// block, a group of vectors, a block of tiled columns or rows); a GPU
 /// loop's, its kind says. threads: a
-/// GPU loop's threads per block (not a GpuLanes loop's; a GpuRowPositions
-/// or GpuRowSlots loop's threads a row). splits: a
+/// GPU loop's threads per block (not a GpuLanes loop's; a GpuRowPositions,
+/// GpuRowSlots or GpuRowSlotGroups loop's threads a row). splits: a
 /// GpuBlockRows (GpuColumnGroups) loop's blocks a row (a group), a
 /// GpuTickets loop's tiles a row or group, a GpuRowPositions loop's
 /// blocks a row.
