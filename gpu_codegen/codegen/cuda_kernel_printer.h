@@ -8,6 +8,9 @@
 /// loop over the rows built by row_loops.h, walked),
 /// cuda_print_row_stages.cpp (the stages inside a row or column group, their
 /// loops over its positions built by row_stage_loops.h, walked),
+/// cuda_print_row_cache.cpp (a cached row's filling, built by
+/// row_cache_loops.h, and the vector stores of a row cached in vectors:
+/// the leaves of their slot loops),
 /// cuda_print_scans.cpp (the block mappings of a scan kernel) and
 /// cuda_print_reductions.cpp (reduction states, updates and combines).
 ///
@@ -322,32 +325,83 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
                         const std::vector<Expr>& leave = {});
 
   // --- row mappings ---------------------------------------------------------------------------
+  /// What a stage of a cached row reads from the register cache (each value
+  /// with its vcacheN[slot] text, each load with its cacheN[slot]) and the
+  /// loop variables the rest needs.
+  struct RowCacheReads {
+    std::vector<std::pair<Expr, std::string>> from_cache;
+    std::set<std::string> used;
+  };
+  /// The stores of a stage of a row cached in vectors as its slot groups'
+  /// leaves print them (row_stage_loops.h): what it reads from the cache,
+  /// what it computes once (kRowInvariants), a group's vector loads and the
+  /// vectors it stores with their offsets (kGroupVectors).
+  struct CachedVectorStores {
+    size_t stage = 0;
+    RowCacheReads reads;
+    ValueScope invariant;
+    std::vector<std::pair<Expr, std::string>> loads;
+    std::vector<std::string> values, offsets;
+  };
+  /// What a row nest's leaves hand on to the leaves after them, within one
+  /// walk of the nest: where the row cache's loads read (its kDeclare
+  /// part's), and the vector stores of the stage being stored.
+  struct RowLeaves {
+    std::vector<std::string> cache_at;
+    std::optional<CachedVectorStores> stores;
+  };
   /// The kernel's loop over its rows (row_loops.h), walked; its text into
   /// info->loop_ir for the debug dump.
   void print_rows(PrintedCudaKernel* info);
-  void print_row_stmt(const codegen::Stmt& s);
-  void print_row_part(const codegen::TargetPart& p);
+  void print_row_stmt(const codegen::Stmt& s, RowLeaves& leaves);
+  void print_row_part(const codegen::TargetPart& p, RowLeaves& leaves);
   /// A GpuWarpRows or GpuBlockRows loop, `tid` (the thread's place in its
   /// row) before it; split rows: `row` and `split` from the block, no loop.
-  void print_row_loop(const codegen::For& l);
+  void print_row_loop(const codegen::For& l, RowLeaves& leaves);
   /// The kernel's loop over its columns (column_group_loops.h), walked as
   /// a row nest; its text into info->loop_ir for the debug dump.
   void print_column_groups(PrintedCudaKernel* info);
   /// A GpuColumnGroups loop, `lane` (the column in its group) and `tid`
   /// (the row slice) before it, the column and `valid` at its top; split
   /// groups: `group` and `split` from the block, no loop.
-  void print_column_group_loop(const codegen::For& l);
-  /// A cached row's filling (row_part::kFillRowCache), its slot loops
-  /// printed in place (issue #38).
-  void print_row_cache_prologue();
+  void print_column_group_loop(const codegen::For& l, RowLeaves& leaves);
+
+  // --- a cached row (row_cache_loops.h; cuda_print_row_cache.cpp) ------------------------
+  /// A GpuRowSlotGroups loop over a cached row's slot groups, or a GpuLanes
+  /// loop over a group's slots, unrolled.
+  void print_slot_loop(const codegen::For& l, RowLeaves& leaves);
+  /// A part of a cached row's filling (row_cache_part), printed whole.
+  void print_row_cache_part(const codegen::TargetPart& p, RowLeaves& leaves);
+  /// The row cache's arrays, and where its loads read into leaves.cache_at.
+  void declare_row_cache(RowLeaves& leaves);
+  /// Cached load `c`, read at `at`, into the slot group's slots.
+  void print_cache_load(size_t c, const std::string& at);
   /// The cached row's values (RowCache::values) at each of `slots` (one,
   /// or two whose roundings pair), each into vcacheN[slot], from the loads
-  /// the prologue cached there.
+  /// the filling cached there.
   void print_row_cache_values(const std::vector<std::string>& slots);
+  /// A part of the vector stores of stage `stage` of a row cached in
+  /// vectors (row_stage_part::kRowInvariants, kGroupVectors, kLaneValues,
+  /// kStoreVectors), printed whole.
+  void print_cached_store_part(const std::string& what, size_t stage, RowLeaves& leaves);
+  /// At a slot group: the stage's vector loads and stored vectors (kGroupVectors).
+  void print_group_vectors(const PointwiseStage& s, CachedVectorStores& stores);
+  /// At the group's slot vl: the stage's values into lane vl (kLaneValues).
+  void print_lane_values(const PointwiseStage& s, CachedVectorStores& stores);
+  RowCacheReads row_cache_reads(size_t stage) const;
+  /// Whether a load at `index` in stage `stage` of a row cached in vectors
+  /// is affine with stride 1 along the row.
+  bool row_vector_access(size_t stage, const IndexExpr& index) const;
+  /// The loads of looped store stage `stage` that its slot groups read as
+  /// one vector each (kGroupVectors; and the launch checks): unmasked,
+  /// row_vector_access, not served by the row cache, each once.
+  std::vector<Expr> row_vector_loads(size_t stage) const;
+  /// The outer loop variables, then the canonical row variables.
+  std::vector<IndexExpr> row_vector_vars() const;
 
   // --- the stages of a row or column group (row_stage_loops.h) ---------------------------
   /// A part of the stages' nest (row_stage_part), printed whole.
-  void print_row_stage_part(const codegen::TargetPart& p);
+  void print_row_stage_part(const codegen::TargetPart& p, RowLeaves& leaves);
   const ReductionStage& reduction_stage(size_t i) const;
   const PointwiseStage& pointwise_stage(size_t i) const;
   std::string accumulator(const ReductionStage& s) const { return local_name(s.results[0]) + "_acc"; }
@@ -385,27 +439,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// the group's last block folds them (accs: the stages' accumulators).
   void print_column_split_combine(size_t end, const std::vector<std::string>& accs);
   std::string column_partials(size_t stage) const { return cat(name_, "_partials", stage); }
-  /// A looped pointwise stage of a row cached in V-element vectors
-  /// (cache_vector V > 1): each group of V slots computes its values lane by
-  /// lane and stores them with one cppi_store_vec per store.
-  void print_cached_vector_stores(const PointwiseStage& s, size_t i);
-  /// What a stage of a cached row reads from the register cache (each value
-  /// with its vcacheN[slot] text, each load with its cacheN[slot]) and the
-  /// loop variables the rest needs.
-  struct RowCacheReads {
-    std::vector<std::pair<Expr, std::string>> from_cache;
-    std::set<std::string> used;
-  };
-  RowCacheReads row_cache_reads(size_t stage) const;
-  /// Whether a load at `index` in stage `stage` of a row cached in vectors
-  /// is affine with stride 1 along the row.
-  bool row_vector_access(size_t stage, const IndexExpr& index) const;
-  /// The loads of looped store stage `stage` that print_cached_vector_stores
-  /// reads as one vector per slot group (and the launch checks): unmasked,
-  /// row_vector_access, not served by the row cache, each once.
-  std::vector<Expr> row_vector_loads(size_t stage) const;
-  /// The outer loop variables, then the canonical row variables.
-  std::vector<IndexExpr> row_vector_vars() const;
 
   // --- reductions -------------------------------------------------------------------------------
   std::string state_type(ReductionKind kind, DType t) const;

@@ -2,7 +2,8 @@
 // lower_row_stage_loops builds (row_stage_loops.h), walked. A pass's loop
 // over its positions (GpuRowPositions) or a cached row's slots
 // (GpuRowSlots) prints around the stages at each, its accumulators before
-// it and their combines after it (cuda_kernel_printer.h).
+// it and their combines after it; a row cached in vectors' slot groups
+// print their leaves in cuda_print_row_cache.cpp (cuda_kernel_printer.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 #include "gpu_codegen/codegen/row_stage_loops.h"
 
@@ -20,7 +21,7 @@ const PointwiseStage& CudaKernelPrinter::pointwise_stage(size_t i) const {
   return *s;
 }
 
-void CudaKernelPrinter::print_row_stage_part(const codegen::TargetPart& p) {
+void CudaKernelPrinter::print_row_stage_part(const codegen::TargetPart& p, RowLeaves& leaves) {
   std::vector<size_t> at;
   for (const std::string& a : p.args) at.push_back(std::stoul(a));
   if (p.what == row_stage_part::kAccumulator && at.size() == 1) {
@@ -41,8 +42,10 @@ void CudaKernelPrinter::print_row_stage_part(const codegen::TargetPart& p) {
     ValueScope scope;
     print_stores(s.stores, scope);
     out_.close();
-  } else if (p.what == row_stage_part::kCachedVectorStores && at.size() == 1 && cached_elements_ > 0) {
-    print_cached_vector_stores(pointwise_stage(at[0]), at[0]);
+  } else if ((p.what == row_stage_part::kRowInvariants || p.what == row_stage_part::kGroupVectors ||
+              p.what == row_stage_part::kLaneValues || p.what == row_stage_part::kStoreVectors) &&
+             at.size() == 1 && cached_elements_ > 0) {
+    print_cached_store_part(p.what, at[0], leaves);  // cuda_print_row_cache.cpp
   } else {
     fail(cat("kernel ", k_.name, ": no row stage part ", p.what, " of ", p.args.size(), " arguments"));
   }

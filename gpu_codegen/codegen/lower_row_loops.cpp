@@ -3,6 +3,7 @@
 #include "gpu_codegen/codegen/row_loops.h"
 
 #include "gpu_codegen/codegen/grid_stride_loops.h"
+#include "gpu_codegen/codegen/row_cache_loops.h"
 #include "gpu_codegen/codegen/row_stage_loops.h"
 
 namespace cppi::gpu {
@@ -14,7 +15,7 @@ Stmt lower_row_loops(const ir::Kernel& k, const ir::GpuSchedule& g,
   std::vector<ir::IndexExpr> extents;
   for (const auto& l : k.outer) extents.push_back(l.extent);
   std::vector<Stmt> row{stmt(TargetPart{grid_part::kUsedOuterVars, {"row"}})};
-  if (g.elements_per_thread > 0) row.push_back(stmt(TargetPart{row_part::kFillRowCache, {}}));
+  if (g.elements_per_thread > 0) row.push_back(lower_row_cache_fill(k, g));
   row.push_back(lower_row_stage_loops(k, g, index));
   const bool warp = g.mapping == ir::GpuMapping::RowPerWarp;
   For loop = gpu_loop("row", Bound::symbolic("rows"), warp ? LoopKind::GpuWarpRows : LoopKind::GpuBlockRows,

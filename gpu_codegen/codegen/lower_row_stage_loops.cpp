@@ -3,6 +3,7 @@
 #include "gpu_codegen/codegen/row_stage_loops.h"
 
 #include "gpu_codegen/codegen/grid_stride_loops.h"
+#include "gpu_codegen/codegen/row_cache_loops.h"
 #include "support/status.h"
 
 namespace cppi::gpu {
@@ -43,6 +44,13 @@ size_t cached_sum_pair_end(const ir::Kernel& k, size_t i) {
   return i + 2;
 }
 
+/// The positions of a row: the product of its stage loops' extents.
+ir::IndexExpr row_length(const std::vector<ir::Loop>& loops) {
+  std::vector<ir::IndexExpr> extents;
+  for (const auto& l : loops) extents.push_back(l.extent);
+  return ir::product(extents);
+}
+
 /// The loop over the positions of stage `first`'s loops the thread owns,
 /// around stages [first, end) at each.
 Stmt position_loop(const ir::Kernel& k, const ir::GpuSchedule& g, const RowWalkShape& w, size_t first, size_t end,
@@ -52,13 +60,24 @@ Stmt position_loop(const ir::Kernel& k, const ir::GpuSchedule& g, const RowWalkS
     For slots = gpu_loop("slot", Bound::constant(w.cached), LoopKind::GpuRowSlots, g.cache_vector, w.threads, at);
     return stmt(std::move(slots));
   }
-  std::vector<ir::IndexExpr> extents;
-  for (const auto& l : ir::loops_of(k.stages[first])) extents.push_back(l.extent);
-  const ir::IndexExpr len = ir::product(extents);
+  const ir::IndexExpr len = row_length(ir::loops_of(k.stages[first]));
   Bound hi = len.constant() ? Bound{index(len), *len.constant()} : Bound::symbolic(index(len));
   For positions = gpu_loop("pos", std::move(hi), LoopKind::GpuRowPositions, 1, w.threads, at);
   positions.splits = g.row_splits;
   return stmt(std::move(positions));
+}
+
+/// Stage i's stores of a row cached in vectors, `length` positions long: a
+/// slot group's values lane by lane, each store one vector a group.
+void add_cached_vector_stores(const ir::GpuSchedule& g, const RowWalkShape& w, size_t i, int64_t length,
+                              std::vector<Stmt>& out) {
+  const std::vector<std::string> stage{std::to_string(i)};
+  out.push_back(stmt(TargetPart{row_stage_part::kRowInvariants, stage}));
+  For lanes = gpu_loop("vl", Bound::constant(g.cache_vector), LoopKind::GpuLanes, 1, 0,
+                       stmt(TargetPart{row_stage_part::kLaneValues, stage}));
+  Stmt group = block({stmt(TargetPart{row_stage_part::kGroupVectors, stage}), stmt(std::move(lanes)),
+                      stmt(TargetPart{row_stage_part::kStoreVectors, stage})});
+  out.push_back(slot_groups("group", "first", g, w.threads, length, std::move(group)));
 }
 
 std::string store_comment(const ir::PointwiseStage& s, size_t i) {
@@ -74,7 +93,7 @@ void add_pointwise(const ir::Kernel& k, const ir::GpuSchedule& g, const RowWalkS
   if (s.loops.empty()) {
     out.push_back(stmt(TargetPart{row_stage_part::kStoreOnce, {std::to_string(i)}}));
   } else if (w.cached > 0 && g.cache_vector > 1) {
-    out.push_back(stmt(TargetPart{row_stage_part::kCachedVectorStores, {std::to_string(i)}}));
+    add_cached_vector_stores(g, w, i, *row_length(s.loops).constant(), out);
   } else {
     out.push_back(position_loop(k, g, w, i, i + 1, index));
   }

@@ -59,13 +59,13 @@ TEST(CudaPrinter, RowKernelsPrintTheirLoopOverRows) {
                                       std::to_string(warp_size) + " threads a block",
                                   "unravel the outer variables the stages use from row", "stages"});
   const std::string block = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
-  expect_in_order(block, {"gpu block rows for row in [0, rows), 256 threads a block\n", "unravel", "fill the row cache",
-                          "stages"});
+  expect_in_order(block, {"gpu block rows for row in [0, rows), 256 threads a block\n", "unravel",
+                          "declare the row cache and find its loads", "stages"});
   const KernelPtr split = scheduled(row_reduce(ReductionKind::Sum, 2, 300000));
   expect_in_order(loop_ir(split), {"rows = 2", "gpu block rows for row in [0, rows), " +
                                                    std::to_string(split->schedule.gpu.block_size) +
                                                    " threads a block, 18 blocks a row"});
-  EXPECT_EQ(loop_ir(split).find("fill the row cache"), std::string::npos);  // too long to cache
+  EXPECT_EQ(loop_ir(split).find("row cache"), std::string::npos);  // too long to cache
   // Only when asked for.
   EXPECT_TRUE(print_cuda_module({warp}, kSymbols)->kernels[0].loop_ir.empty());
 }
@@ -85,19 +85,50 @@ TEST(CudaPrinter, RowStagesPrintTheirLoopsOverPositions) {
                           "combine the threads' accumulators of stages [first, end) = 0, 1", "// stage 1: store out",
                           "store once, stage 1"});
   const std::string cached = loop_ir(with_gpu(layer_norm(sym("s0"), 1024), GpuMapping::RowPerBlock, 256, 4));
-  expect_in_order(cached, {"fill the row cache", "// stage 0: reduce welford over the row",
+  expect_in_order(cached, {"declare the row cache", "// stage 0: reduce welford over the row",
                            "gpu row slots for slot in [0, 4), 256 threads a row\n",
                            "the stages at the position, [first, end) = 0, 1", "combine the threads' accumulators",
                            "// stage 1: store out", "gpu row slots for slot in [0, 4), 256 threads a row\n",
                            "the stages at the position, [first, end) = 1, 2"});
-  // A row cached in vectors: slots in groups of V; its stores print whole.
+  // A row cached in vectors: slots in groups of V (RowCachesItsRowInSlotGroups).
   expect_in_order(loop_ir(scheduled(softmax(sym("s0"), 1024))),
                   {"gpu row slots for slot in [0, 32), step 4, 32 threads a row\n", "// stage 2: store out",
-                   "store in vectors of the cache, stage 2"});
+                   "gpu row slot groups for group in [0, 32), step 4, 32 threads a row\n"});
   expect_in_order(loop_ir(scheduled(column_sum(sym("s0"), sym("s1")))),
                   {"gpu column groups for idx in [0, n), ", "declare the accumulator of stage 0",
                    "gpu row positions for pos in [0, s0), 32 threads a row\n",
                    "the stages at the position, [first, end) = 0, 1", "store once, stage 1"});
+}
+
+TEST(CudaPrinter, RowCachesItsRowInSlotGroups) {
+  // A cached row's filling as lower_row_cache_fill builds it: its arrays,
+  // then a loop over its slots, a group's first position named and, where
+  // the row ends before the last group, the group guarded, each cached
+  // load into the slots.
+  expect_in_order(loop_ir(with_gpu(layer_norm(sym("s0"), 1000), GpuMapping::RowPerBlock, 256, 4)),
+                  {"declare the row cache and find its loads\n",
+                   "gpu row slot groups for slot in [0, 4), 256 threads a row\n",
+                   "  pos = (int64_t)slot * 256 + tid\n", "  if pos < 1000\n",
+                   "    unravel the row cache's variables from pos\n", "    load into the row cache, load 0\n",
+                   "// stage 0: reduce welford over the row"});
+  // Cached in vectors of 8 (a warp's row of 768 bf16): a group a vector
+  // load each; the values the row keeps, two slots at a time where their
+  // roundings to bf16 pair.
+  const std::string residual = loop_ir(scheduled(residual_layer_norm(sym("s0"), 768, DType::BFloat16, 3, false)));
+  expect_in_order(residual, {"gpu row slot groups for slot in [0, 24), step 8, 32 threads a row\n",
+                             "pos = (int64_t)(slot / 8) * 256 + tid * 8\n", "load into the row cache, load 2\n",
+                             "gpu lanes for vl in [0, 8), step 2\n",
+                             "the row cache's values at slots slot + vl, slot + vl + 1\n"});
+  // A row cached in vectors stores a stage a vector a group: what does not
+  // change along the row first, then each group's vectors, their lanes and
+  // their stores.
+  expect_in_order(loop_ir(scheduled(softmax(sym("s0"), 1024))),
+                  {"// stage 2: store out\n", "compute once what does not change along the row, stage 2\n",
+                   "gpu row slot groups for group in [0, 32), step 4, 32 threads a row\n",
+                   "  first = (int64_t)(group / 4) * 128 + tid * 4\n",
+                   "  load and declare the slot group's vectors, stage 2\n", "  gpu lanes for vl in [0, 4)\n",
+                   "    the stored vectors' lane at the slot, stage 2\n",
+                   "  store the slot group's vectors, stage 2\n"});
 }
 
 TEST(CudaPrinter, ColumnGroupsAndScansPrintTheirLoopNests) {
