@@ -352,7 +352,7 @@ std::string CudaKernelPrinter::print(PrintedCudaKernel* info) {
   if (info->row_cached && g_.cache_vector > 1) {
     // Cached loads, over the outer and the canonical row variables; looped
     // stores (cache_vector_width: stride 1 along the row) and the loads
-    // their stages read as vectors (print_cached_vector_stores).
+    // their stages read as vectors (a row cached in vectors' slot groups).
     const std::vector<IndexExpr> vars = row_vector_vars();
     for (const auto& c : cached_.loads) add_vector_check(info, c.buffer, c.index, vars, g_.cache_vector);
     for (size_t i = 0; i < k_.stages.size(); ++i) {

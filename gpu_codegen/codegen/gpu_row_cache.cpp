@@ -81,7 +81,7 @@ namespace {
 
 using ValueSet = std::unordered_set<Expr, ExprStructuralHash, ExprStructuralEqual>;
 
-/// What a row cache's prologue can compute of one stage's values: each node
+/// What a row cache's filling can compute of one stage's values: each node
 /// made of cached loads and constants (through casts and arithmetic), with
 /// its canonical form and whether it holds an operation other than a cast
 /// and a load.

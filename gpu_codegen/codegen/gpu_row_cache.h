@@ -2,8 +2,8 @@
 /// What a row-cached CUDA kernel keeps in registers (a row mapping with
 /// GpuSchedule::elements_per_thread E > 0): each thread reads its E
 /// positions of the row once and every stage of the row reads them from
-/// registers. The GPU schedule sizes the cache from this; the CUDA printer's
-/// prologue fills it.
+/// registers. The GPU schedule sizes the cache from this; the nest
+/// lower_row_cache_fill builds fills it (row_cache_loops.h).
 #pragma once
 
 #include <cstddef>

@@ -272,7 +272,7 @@ int cache_vector_width(const Kernel& k, int e, int64_t length) {
     if (!is_stride(c.index, vars.back(), 1) || !affine_form_over_gathers(c.index, vars)) return 1;
     widest = std::max(widest, dtype_size(c.buffer->dtype));
   }
-  // Looped stores go out as vectors too (print_cached_vector_stores), so
+  // Looped stores go out as vectors too (a slot group's, row_stage_loops.h), so
   // each must be stride 1 along the row as well; a stage may not read what
   // the kernel writes, since a group's stores follow all its lanes.
   if (reads_own_writes_in_loops(k)) return 1;
