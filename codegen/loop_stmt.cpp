@@ -51,6 +51,7 @@ const char* kind_name(LoopKind k) {
     case LoopKind::GpuRowPositions: return "gpu row positions";
     case LoopKind::GpuRowSlots: return "gpu row slots";
     case LoopKind::GpuRowSlotGroups: return "gpu row slot groups";
+    case LoopKind::GpuScanSlots: return "gpu scan slots";
   }
   return "?";
 }

@@ -108,6 +108,11 @@ enum class LoopKind : uint8_t {
   /// row may end before it: a group is in the row whole or not at all;
   /// lo is 0). A GpuLanes loop inside walks the group's slots.
   GpuRowSlotGroups,
+  /// A scan chunk's slots [lo, hi) that one thread holds, unrolled, each
+  /// `step` consecutive positions (1, or a vector of V, GpuSchedule::
+  /// cache_vector): the scan's loop variable at slot s is pos + s * step,
+  /// `pos` the thread's first position in the chunk (lo is 0).
+  GpuScanSlots,
 };
 
 /// Whether a loop of kind `k` is bound to the GPU (only the CUDA printer prints it).

@@ -275,21 +275,31 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// totals; ColumnReduction: per group of 32 columns, chunks of S x E rows,
   /// each slice folding its E, the slices' totals scanned in shared memory;
   /// then the stores, and the chunk's total carried on): the nest
-  /// lower_scan_loops builds (scan_loops.h), walked; its text into
-  /// info->loop_ir for the debug dump.
+  /// lower_scan_loops builds (scan_loops.h, scan_chunk_loops.h), walked;
+  /// its text into info->loop_ir for the debug dump.
   void print_scans(PrintedCudaKernel* info);
-  void print_scan_stmt(const codegen::Stmt& s);
+  /// What a scan chunk's leaves declare for its slot loops: each vector
+  /// load with the name of its array, each store's array of vectors of values.
+  struct ScanChunkValues {
+    std::vector<std::pair<Expr, std::string>> loads;
+    std::vector<std::string> stored;
+  };
+  /// `chunk`: inside a chunk (the body of the loop over the block's chunks), else null.
+  void print_scan_stmt(const codegen::Stmt& s, ScanChunkValues* chunk);
   /// A scan's chunk loop (Serial), its rows' or groups' loop (GpuBlockRows,
   /// GpuColumnGroups: `idx` and `valid` at its top) or its split tile
-  /// (GpuTickets: the ticket, no loop).
-  void print_scan_loop(const codegen::For& l);
+  /// (GpuTickets: the ticket, no loop); inside a chunk, a GpuScanSlots loop.
+  void print_scan_loop(const codegen::For& l, ScanChunkValues* chunk);
+  /// A chunk's GpuScanSlots loop, unrolled: the scan's loop variable at the
+  /// slot's first position, from `pos`.
+  void print_scan_slots(const codegen::For& l, ScanChunkValues& chunk);
   void print_scan_part(const codegen::TargetPart& p);
+  /// A chunk's leaf (scan_chunk_loops.h); print_scan_slot_part prints
+  /// those at a slot of the GpuScanSlots loop around them.
+  void print_scan_chunk_part(const codegen::TargetPart& p, ScanChunkValues& chunk);
+  void print_scan_slot_part(const codegen::TargetPart& p, const ScanChunkValues& chunk);
   /// `column` = lane's column of `group`, and `valid`: whether it is below `columns`.
   void print_group_column(const std::string& column, const std::string& group, const std::string& columns);
-  /// A chunk from `base` of the two mappings: folding only (its total into
-  /// `carry`), or with the stores.
-  void print_scan_row_chunk(bool store);
-  void print_scan_column_chunk(bool store);
   /// The slices' `value`s of each column combined in slice order: `before`
   /// (the slices before this one) and `total`.
   void print_slice_totals(const std::string& value);
@@ -308,13 +318,6 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   /// each waited for; the caller combines the threads' in a fixed order.
   void print_scan_look_back(const std::string& first_tile, const std::string& total_slot, const std::string& thread,
                             int threads);
-  /// Both block mappings of a scan, per chunk: each thread folds its E
-  /// positions from `pos` (those where `in_range` holds) into `own`,
-  /// keeping the running values in `prefix[slot]` (if `keep_prefix`); then,
-  /// with `before` what precedes them, stores each position up to the first
-  /// where `past_end` holds.
-  void print_scan_fold(const ScanStage& s, const std::string& in_range, bool keep_prefix);
-  void print_scan_steps(const ScanStage& s, const std::string& past_end);
   void print_stores(const std::vector<Store>& stores, ValueScope& scope);
   /// Evaluates into `outer`, where the printer stands, the largest
   /// subexpressions of `roots` that use no variable named in `vars` (loop

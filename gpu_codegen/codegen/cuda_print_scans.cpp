@@ -4,88 +4,15 @@
 // values carry from one to the next; or, split (row_splits P > 1), P blocks
 // per row or column group, each taking a contiguous share of the scan
 // (cuda_kernel_printer.h, gpu_schedule.h). It walks the nest
-// lower_scan_loops builds (scan_loops.h); a chunk prints whole.
+// lower_scan_loops builds (scan_loops.h), a chunk's fold, scan of the
+// threads' folds, stores and carry as lower_scan_chunk_loops builds them
+// (scan_chunk_loops.h).
 #include "gpu_codegen/codegen/cuda_kernel_printer.h"
 #include "gpu_codegen/codegen/grid_stride_loops.h"
+#include "gpu_codegen/codegen/scan_chunk_loops.h"
 #include "gpu_codegen/codegen/scan_loops.h"
 
 namespace cppi::gpu::cuda_print {
-
-void CudaKernelPrinter::print_scan_fold(const ScanStage& s, const std::string& in_range, bool keep_prefix) {
-  const DType t = s.body.dtype();
-  const int e = g_.elements_per_thread, v = g_.cache_vector;
-  const std::string st = state_type(s.kind, t), r = var_name(s.loops[0]);
-  // Vectors of V positions (cache_vector): loaded before the fold, whole
-  // ones or none (the scan's length is a multiple of V, checked at launch).
-  std::vector<std::pair<Expr, std::string>> vloads;
-  if (v > 1) {
-    for (const Expr& x : scan_vector_loads(k_)) {
-      vloads.emplace_back(x, fresh_name("v"));
-      out_.line(cat("cppi_vec<", dtype_ctype(x.dtype()), ", ", v, "> ", vloads.back().second, "[", e / v, "] = {};"));
-    }
-  }
-  if (!vloads.empty()) {
-    out_.line("#pragma unroll");
-    out_.open(cat("for (int group = 0; group < ", e / v, "; ++group)"));
-    out_.line(cat("const int64_t ", r, " = pos + group * ", v, ";"));
-    out_.line(cat("if (!(", in_range, ")) break;"));
-    for (const auto& [x, name] : vloads) {
-      const auto* l = x.as<Load>();
-      out_.line(cat(name, "[group] = *(const cppi_vec<", dtype_ctype(x.dtype()), ", ", v, ">*)(",
-                    pointer_name(l->buffer->name), " + ", index(l->index), ");"));
-    }
-    out_.close();
-  }
-  if (keep_prefix) out_.line(cat(st, " prefix[", e, "];  // this thread's running values from its first position"));
-  out_.line(cat(st, " own = ", state_identity(s.kind, t), ";"));
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", r, " = pos + slot;"));
-  out_.open(cat("if (", in_range, ")"));
-  ValueScope scope;
-  for (const auto& [x, name] : vloads) scope.add(x, CValue{cat(name, "[slot / ", v, "].v[slot % ", v, "]"), x.dtype()});
-  const CValue value_here = scalar_value(s.body, scope);
-  out_.line(state_update(s.kind, t, "own", value_here.text, "") + ";");
-  out_.close();
-  if (keep_prefix) out_.line("prefix[slot] = own;");
-  out_.close();
-}
-
-void CudaKernelPrinter::print_scan_steps(const ScanStage& s, const std::string& past_end) {
-  const DType t = s.body.dtype();
-  const int e = g_.elements_per_thread, v = g_.cache_vector;
-  const std::string acc = local_name(s.result), r = var_name(s.loops[0]);
-  std::vector<std::string> values;  // cache_vector: each store's values, stored as vectors after
-  for (size_t j = 0; v > 1 && j < s.stores.size(); ++j) {
-    values.push_back(fresh_name("sv"));
-    out_.line(cat("cppi_vec<", dtype_ctype(s.stores[j].buffer->dtype), ", ", v, "> ", values.back(), "[", e / v, "];"));
-  }
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int slot = 0; slot < ", e, "; ++slot)"));
-  out_.line(cat("const int64_t ", r, " = pos + slot;"));
-  out_.line(cat("if (", past_end, ") break;"));
-  out_.line(cat("const ", state_type(s.kind, t), " ", acc, " = ", combine_op(s.kind), "(before, prefix[slot]);"));
-  locals_[s.result] = CValue{acc, t, false, 0};
-  ValueScope scope;
-  if (v == 1) {
-    print_stores(s.stores, scope);
-    out_.close();
-    return;
-  }
-  for (size_t j = 0; j < s.stores.size(); ++j) {
-    out_.line(cat(values[j], "[slot / ", v, "].v[slot % ", v, "] = ", scalar_value(s.stores[j].value, scope).text, ";"));
-  }
-  out_.close();
-  out_.line("#pragma unroll");
-  out_.open(cat("for (int group = 0; group < ", e / v, "; ++group)"));
-  out_.line(cat("const int64_t ", r, " = pos + group * ", v, ";"));
-  out_.line(cat("if (", past_end, ") break;"));
-  for (size_t j = 0; j < s.stores.size(); ++j) {
-    const Store& st = s.stores[j];
-    out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", values[j], "[group]);"));
-  }
-  out_.close();
-}
 
 void CudaKernelPrinter::print_scan_split_start(int64_t units) {
   const int64_t tiles = units * g_.row_splits;
@@ -138,20 +65,22 @@ void CudaKernelPrinter::print_scan_look_back(const std::string& first_tile, cons
 }
 
 void CudaKernelPrinter::print_scans(PrintedCudaKernel* info) {
-  print_scan_stmt(lowered_nest(lower_scan_loops, "lower_scan_loops", info));
+  print_scan_stmt(lowered_nest(lower_scan_loops, "lower_scan_loops", info), nullptr);
 }
 
-void CudaKernelPrinter::print_scan_stmt(const codegen::Stmt& s) {
+void CudaKernelPrinter::print_scan_stmt(const codegen::Stmt& s, ScanChunkValues* chunk) {
   if (const auto* l = std::get_if<codegen::For>(&s->node)) {
-    print_scan_loop(*l);
+    print_scan_loop(*l, chunk);
   } else if (const auto* b = std::get_if<codegen::Block>(&s->node); b && !b->scoped) {
-    for (const codegen::Stmt& c : b->body) print_scan_stmt(c);
+    for (const codegen::Stmt& c : b->body) print_scan_stmt(c, chunk);
   } else if (const auto* let = std::get_if<codegen::Let>(&s->node)) {
     out_.line(cat("const int64_t ", let->name, " = ", let->value, ";"));
   } else if (const auto* cond = std::get_if<codegen::If>(&s->node); cond && !cond->otherwise) {
     out_.open(cat("if (", cond->condition, ")"));
-    print_scan_stmt(cond->then);
+    print_scan_stmt(cond->then, chunk);
     out_.close();
+  } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node); part && chunk) {
+    print_scan_chunk_part(*part, *chunk);
   } else if (const auto* part = std::get_if<codegen::TargetPart>(&s->node)) {
     print_scan_part(*part);
   } else {
@@ -159,11 +88,21 @@ void CudaKernelPrinter::print_scan_stmt(const codegen::Stmt& s) {
   }
 }
 
-void CudaKernelPrinter::print_scan_loop(const codegen::For& l) {
+void CudaKernelPrinter::print_scan_loop(const codegen::For& l, ScanChunkValues* chunk) {
   const std::string& v = l.var;
-  if (l.kind == codegen::LoopKind::Serial) {
+  if (l.kind == codegen::LoopKind::Serial && !chunk) {
+    // The loop over the block's chunks: each chunk's names are its own.
     out_.open(cat("for (int64_t ", v, " = ", l.lo.text, "; ", v, " < ", l.hi.text, "; ", v, " += ", l.step, ")"));
-  } else if (l.lo.value != 0 || l.threads != g_.block_size) {
+    ScanChunkValues values;
+    print_scan_stmt(l.body, &values);
+    out_.close();
+    return;
+  }
+  if (chunk) {
+    print_scan_slots(l, *chunk);
+    return;
+  }
+  if (l.lo.value != 0 || l.threads != g_.block_size) {
     fail(cat("kernel ", k_.name, ": scan loop ", v, " from ", l.lo.text, " on ", l.threads, " threads"));
   } else if (l.kind == codegen::LoopKind::GpuBlockRows && l.splits == 1) {
     out_.open(cat("for (int64_t ", v, " = blockIdx.x; ", v, " < ", l.hi.text, "; ", v, " += gridDim.x)"));
@@ -173,12 +112,25 @@ void CudaKernelPrinter::print_scan_loop(const codegen::For& l) {
   } else if (l.kind == codegen::LoopKind::GpuTickets && l.splits > 1 && l.hi.value && *l.hi.value % l.splits == 0) {
     // One tile a block, no loop: its statements follow in the kernel's scope.
     print_scan_split_start(*l.hi.value / l.splits);
-    print_scan_stmt(l.body);
+    print_scan_stmt(l.body, nullptr);
     return;
   } else {
     fail(cat("kernel ", k_.name, ": loop ", v, " is not a scan loop"));
   }
-  print_scan_stmt(l.body);
+  print_scan_stmt(l.body, nullptr);
+  out_.close();
+}
+
+void CudaKernelPrinter::print_scan_slots(const codegen::For& l, ScanChunkValues& chunk) {
+  const std::string& v = l.var;
+  if (l.kind != codegen::LoopKind::GpuScanSlots || l.lo.value != 0 || !l.hi.value) {
+    fail(cat("kernel ", k_.name, ": loop ", v, " is not a scan chunk's loop over its slots"));
+  }
+  out_.line("#pragma unroll");
+  out_.open(cat("for (int ", v, " = 0; ", v, " < ", l.hi.text, "; ++", v, ")"));
+  const std::string first = l.step == 1 ? v : cat(v, " * ", l.step);
+  out_.line(cat("const int64_t ", var_name(scan_of(k_)->loops[0]), " = pos + ", first, ";"));
+  print_scan_stmt(l.body, &chunk);
   out_.close();
 }
 
@@ -210,9 +162,6 @@ void CudaKernelPrinter::print_scan_part(const codegen::TargetPart& p) {
     print_scan_share(int64_t{g_.elements_per_thread} * (rows ? g_.block_size : slices));
   } else if (p.what == scan_part::kCarry && args == 0) {
     out_.line(cat(st, " carry = ", identity, ";"));
-  } else if ((p.what == scan_part::kChunk || p.what == scan_part::kChunkStores) && args == 0) {
-    const bool store = p.what == scan_part::kChunkStores;
-    rows ? print_scan_row_chunk(store) : print_scan_column_chunk(store);
   } else if (p.what == scan_part::kPublish && args == 2) {
     print_scan_publish(p.args[0], p.args[1]);
   } else if (p.what == scan_part::kLookBack && args == 4) {
@@ -227,25 +176,6 @@ void CudaKernelPrinter::print_scan_part(const codegen::TargetPart& p) {
   } else {
     fail(cat("kernel ", k_.name, ": no scan part ", p.what, " of ", args, " arguments"));
   }
-}
-
-void CudaKernelPrinter::print_scan_row_chunk(bool store) {
-  const ScanStage& s = *scan_of(k_);
-  const DType t = s.body.dtype();
-  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
-  const int e = g_.elements_per_thread;
-  const std::string v = var_name(s.loops[0]);
-  out_.line(cat("const int64_t pos = base + (int64_t)threadIdx.x * ", e, ";"));
-  print_scan_fold(s, cat(v, " < stop"), store);
-  out_.line(cat(st, " total;"));
-  const std::string scan = cat("cppi_block_exclusive_scan(own, ", op, ", ", identity, ", scan_scratch, &total)");
-  if (store) {
-    out_.line(cat("const ", st, " before = ", op, "(carry, ", scan, ");"));
-    print_scan_steps(s, cat(v, " >= stop"));
-  } else {
-    out_.line(scan + ";");
-  }
-  out_.line(cat("carry = ", op, "(carry, total);"));
 }
 
 void CudaKernelPrinter::print_slice_totals(const std::string& value) {
@@ -275,19 +205,93 @@ void CudaKernelPrinter::print_slice_totals(const std::string& value) {
   out_.line("__syncthreads();");
 }
 
-void CudaKernelPrinter::print_scan_column_chunk(bool store) {
+void CudaKernelPrinter::print_scan_chunk_part(const codegen::TargetPart& p, ScanChunkValues& chunk) {
+  namespace part = scan_chunk_part;
   const ScanStage& s = *scan_of(k_);
-  const std::string op = combine_op(s.kind);
-  const int e = g_.elements_per_thread;
-  const std::string v = var_name(s.loops[0]);
-  out_.line(cat("const int64_t pos = base + (int64_t)tid * ", e, ";"));
-  print_scan_fold(s, cat("valid && ", v, " < stop"), store);
-  print_slice_totals("own");
-  if (store) {
+  const DType t = s.body.dtype();
+  const std::string st = state_type(s.kind, t), identity = state_identity(s.kind, t), op = combine_op(s.kind);
+  const std::string block_scan = cat("cppi_block_exclusive_scan(own, ", op, ", ", identity, ", scan_scratch, &total)");
+  const int v = g_.cache_vector;
+  const size_t args = p.args.size();
+  if (p.what == part::kVectorLoads && args == 1) {
+    for (const Expr& x : scan_vector_loads(k_)) {
+      chunk.loads.emplace_back(x, fresh_name("v"));
+      out_.line(cat("cppi_vec<", dtype_ctype(x.dtype()), ", ", v, "> ", chunk.loads.back().second, "[", p.args[0],
+                    "] = {};"));
+    }
+  } else if (p.what == part::kRunningValues && args == 1) {
+    out_.line(cat(st, " prefix[", p.args[0], "];  // this thread's running values from its first position"));
+  } else if (p.what == part::kOwn && args == 0) {
+    out_.line(cat(st, " own = ", identity, ";"));
+  } else if (p.what == part::kKeepRunning && args == 1) {
+    out_.line(cat("prefix[", p.args[0], "] = own;"));
+  } else if (p.what == part::kLeaveIf && args == 1) {
+    out_.line(cat("if (", p.args[0], ") break;"));
+  } else if (p.what == part::kBlockScan && args == 0) {
+    out_.line(cat(st, " total;"));
+    out_.line(block_scan + ";");
+  } else if (p.what == part::kBlockScanFromCarry && args == 0) {
+    out_.line(cat(st, " total;"));
+    out_.line(cat("const ", st, " before = ", op, "(carry, ", block_scan, ");"));
+  } else if (p.what == part::kSliceScan && args == 0) {
+    print_slice_totals("own");
+  } else if (p.what == part::kBeforeFromCarry && args == 0) {
     out_.line(cat("before = ", op, "(carry, before);"));
-    print_scan_steps(s, cat("!valid || ", v, " >= stop"));
+  } else if (p.what == part::kStoredVectors && args == 1) {
+    for (const Store& store : s.stores) {
+      chunk.stored.push_back(fresh_name("sv"));  // not "s": size symbols are s0, s1, ...
+      out_.line(
+          cat("cppi_vec<", dtype_ctype(store.buffer->dtype), ", ", v, "> ", chunk.stored.back(), "[", p.args[0], "];"));
+    }
+  } else if (p.what == part::kCarryTotal && args == 0) {
+    out_.line(cat("carry = ", op, "(carry, total);"));
+  } else if (args == 1) {
+    print_scan_slot_part(p, chunk);
+  } else {
+    fail(cat("kernel ", k_.name, ": no scan chunk part ", p.what, " of ", args, " arguments"));
   }
-  out_.line(cat("carry = ", op, "(carry, total);"));
+}
+
+void CudaKernelPrinter::print_scan_slot_part(const codegen::TargetPart& p, const ScanChunkValues& chunk) {
+  namespace part = scan_chunk_part;
+  const ScanStage& s = *scan_of(k_);
+  const DType t = s.body.dtype();
+  const std::string& at = p.args[0];
+  const int v = g_.cache_vector;
+  if (p.what == part::kLoadVectors) {
+    for (const auto& [x, name] : chunk.loads) {
+      const auto* l = x.as<Load>();
+      out_.line(cat(name, "[", at, "] = *(const cppi_vec<", dtype_ctype(x.dtype()), ", ", v, ">*)(",
+                    pointer_name(l->buffer->name), " + ", index(l->index), ");"));
+    }
+  } else if (p.what == part::kFoldAt) {
+    ValueScope scope;
+    for (const auto& [x, name] : chunk.loads) {
+      scope.add(x, CValue{cat(name, "[", at, " / ", v, "].v[", at, " % ", v, "]"), x.dtype()});
+    }
+    out_.line(state_update(s.kind, t, "own", scalar_value(s.body, scope).text, "") + ";");
+  } else if (p.what == part::kStoreAt) {
+    const std::string acc = local_name(s.result);
+    out_.line(cat("const ", state_type(s.kind, t), " ", acc, " = ", combine_op(s.kind), "(before, prefix[", at, "]);"));
+    locals_[s.result] = CValue{acc, t, false, 0};
+    ValueScope scope;
+    if (chunk.stored.empty()) {
+      print_stores(s.stores, scope);
+      return;
+    }
+    for (size_t j = 0; j < s.stores.size(); ++j) {
+      const CValue value = scalar_value(s.stores[j].value, scope);
+      out_.line(cat(chunk.stored[j], "[", at, " / ", v, "].v[", at, " % ", v, "] = ", value.text, ";"));
+    }
+  } else if (p.what == part::kStoreVectors) {
+    for (size_t j = 0; j < s.stores.size(); ++j) {
+      const Store& st = s.stores[j];
+      out_.line(cat("cppi_store_vec(", pointer_name(st.buffer->name), " + ", index(st.index), ", ", chunk.stored[j], "[",
+                    at, "]);"));
+    }
+  } else {
+    fail(cat("kernel ", k_.name, ": no scan chunk part ", p.what, " of 1 argument"));
+  }
 }
 
 }  // namespace cppi::gpu::cuda_print

@@ -3,10 +3,10 @@
 /// (codegen/loop_stmt.h): lower_scan_loops builds the loop over the rows
 /// (RowPerBlock) or the groups of 32 columns (ColumnReduction), or, split
 /// (row_splits P > 1), the block's tile taken by ticket, and inside it the
-/// loops over the scan's chunks; the CUDA printer (cuda_print_scans.cpp)
-/// prints it. A chunk's fold, block scan and stores, with their slot loops,
-/// still print whole (issue #38). The serial mapping is a grid-stride nest
-/// (grid_stride_loops.h).
+/// loops over the scan's chunks, each chunk's fold, scan and stores as
+/// lower_scan_chunk_loops builds them (scan_chunk_loops.h); the CUDA
+/// printer (cuda_print_scans.cpp) prints it. The serial mapping is a
+/// grid-stride nest (grid_stride_loops.h).
 #pragma once
 
 #include <functional>
@@ -33,11 +33,6 @@ inline constexpr const char* kGroupColumn = "the thread's column idx, valid, of 
 inline constexpr const char* kShare = "the block's share of the scan";
 /// The running value carried from chunk to chunk, from the identity.
 inline constexpr const char* kCarry = "start the carry";
-/// A chunk from `base`: each thread folds its positions, the threads' or
-/// slices' totals are scanned and added to the carry (kChunk); kChunkStores
-/// stores the positions' running values too.
-inline constexpr const char* kChunk = "scan a chunk for its total";
-inline constexpr const char* kChunkStores = "scan a chunk and store its running values";
 /// The block's carry, its share's total, published at tile slot args[0] of
 /// the module's totals by the threads where args[1] holds.
 inline constexpr const char* kPublish = "publish the share's total at";
@@ -54,8 +49,9 @@ inline constexpr const char* kCarryFromEarlier = "carry the earlier splits' tota
 /// over the `n` columns; split, a GpuTickets tile (P tiles a row or group);
 /// inside, the block's share [start, stop) of the scan walked by a serial
 /// loop over its chunks (base, step E x the threads or slices of a
-/// position), each a kChunk or kChunkStores part. `index`: the printer's C form of an index
-/// expression.
+/// position), each chunk lower_scan_chunk_loops' nest, with the stores or
+/// (a split's share before it publishes) for its total only. `index`: the
+/// printer's C form of an index expression.
 codegen::Stmt lower_scan_loops(const ir::Kernel& k, const ir::GpuSchedule& g,
                                const std::function<std::string(const ir::IndexExpr&)>& index);
 
