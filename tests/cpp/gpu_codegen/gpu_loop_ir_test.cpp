@@ -144,16 +144,58 @@ TEST(CudaPrinter, ColumnGroupsAndScansPrintTheirLoopNests) {
   expect_in_order(loop_ir(scheduled(cumsum(256, 65536, 1))),
                   {"after lower_scan_loops", "declare the scan scratch", "rows = 256",
                    "gpu block rows for row in [0, rows), ", "the block's share of the scan", "start the carry",
-                   "serial for base in [start, stop), step ", "scan a chunk and store its running values"});
+                   "serial for base in [start, stop), step ", "store the running value at slot"});
   expect_in_order(loop_ir(scheduled(cumsum(4096, 4096, 0))),
                   {"n = 4096", "the thread's column and slice", "gpu column groups for idx in [0, n), step 32, ",
-                   "unravel the outer variables the stages use from idx", "scan a chunk and store"});
+                   "unravel the outer variables the stages use from idx", "store the running value at slot"});
   const std::string split = loop_ir(scheduled(cumsum(65536, 64, 0)));
   expect_in_order(split, {"gpu tickets for tile in [0, 256), 1024 threads a block, 128 tiles a row or group",
                           "from the tile, its group", "the thread's column idx, valid, of group and columns group, n",
-                          "if split + 1 < 128", "scan a chunk for its total", "publish the share's total at tile * 32 + lane, tid == 0",
+                          "if split + 1 < 128", "serial for base in [start, stop)", "carry the chunk's total",
+                          "publish the share's total at tile * 32 + lane, tid == 0",
                           "fold the earlier splits' totals", "carry the earlier splits' totals",
-                          "scan a chunk and store its running values"});
+                          "serial for base in [start, stop)", "store the running value at slot"});
+}
+
+TEST(CudaPrinter, ScanChunksPrintTheirFoldScanAndStores) {
+  // A scan's chunk as lower_scan_chunk_loops builds it: the thread's first
+  // position, its fold over its slots, the scan of the threads' folds
+  // across the block (a row's) or of the slices' (a column's), the stores
+  // pass over the slots again, the carry of the chunk's total.
+  const KernelPtr row = scheduled(cumsum(256, 65536, 1));
+  ASSERT_EQ(row->schedule.gpu.mapping, GpuMapping::RowPerBlock);
+  const std::string e = std::to_string(row->schedule.gpu.elements_per_thread);
+  const std::string rows = loop_ir(row);
+  // Its positions load and store in vectors of V (cache_vector): the
+  // vectors' loops over the slots' groups before the fold and after the stores.
+  const int v = row->schedule.gpu.cache_vector;
+  ASSERT_GT(v, 1);
+  const std::string groups = "gpu scan slots for group in [0, " + std::to_string(std::stoi(e) / v) + "), step " +
+                             std::to_string(v) + "\n";
+  expect_in_order(rows, {"serial for base in [start, stop), step ", "  pos = base + (int64_t)threadIdx.x * " + e + "\n",
+                         "declare the vectors of loads, each of", groups, "leave the slots if !(r0 < stop)\n",
+                         "load the vectors at group\n", "declare the running values, of " + e,
+                         "start the thread's fold", "gpu scan slots for slot in [0, " + e + ")\n", "if r0 < stop\n",
+                         "fold the position at slot\n", "keep the running value at slot\n",
+                         "scan the threads' folds: the chunk's total, before from the carry\n",
+                         "declare the vectors of stores, each of", "gpu scan slots for slot in [0, " + e + ")\n",
+                         "leave the slots if r0 >= stop\n", "store the running value at slot\n", groups,
+                         "store the vectors at group\n", "carry the chunk's total\n"});
+  const std::string columns = loop_ir(scheduled(cumsum(4096, 4096, 0)));
+  expect_in_order(columns, {"serial for base in [start, stop), step ", "pos = base + (int64_t)tid * ",
+                            "gpu scan slots for slot in [0, ", "if valid && r0 < stop\n", "fold the position at slot",
+                            "scan the slices' folds: before and the chunk's total\n", "before from the carry\n",
+                            "leave the slots if !valid || r0 >= stop\n", "store the running value at slot",
+                            "carry the chunk's total"});
+  EXPECT_EQ(columns.find("scan the threads' folds"), std::string::npos);
+  // A split scan's share before it publishes its total: the fold and the
+  // scan only, the running values neither kept nor stored.
+  const std::string split = loop_ir(scheduled(cumsum(65536, 64, 0)));
+  const std::string published = split.substr(0, split.find("publish the share's total"));
+  expect_in_order(published, {"if split + 1 < 128", "start the thread's fold", "fold the position at slot",
+                              "scan the slices' folds", "carry the chunk's total"});
+  EXPECT_EQ(published.find("keep the running value"), std::string::npos);
+  EXPECT_EQ(published.find("store the running value"), std::string::npos);
 }
 
 }  // namespace
