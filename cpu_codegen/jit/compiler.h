@@ -5,9 +5,9 @@
 /// disk) and defines `extern "C"` kernels. `compile_cpp` returns a module whose
 /// code stays mapped while any shared_ptr to it lives. Two compilers:
 ///   - ClangJit: libclang-cpp 16 -> LLVM module -> O3 -> ORC LLJIT, all in
-///     process (~10-20 ms per small kernel once warm); only in builds with
-///     CPPINDUCTOR_CPU_JIT.
-///   - Gxx: a g++ subprocess writing a shared object (fallback; ~10x slower),
+///     process; only in builds with CPPINDUCTOR_CPU_JIT.
+///   - Gxx: a g++ subprocess writing a shared object (fallback; much slower:
+///     a process per module),
 ///     cached on disk.
 /// Both compile for the host CPU (or `target_cpu`) with IEEE semantics kept:
 /// -fno-math-errno and -ffp-contract=off, never -ffinite-math-only.

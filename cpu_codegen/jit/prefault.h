@@ -3,8 +3,8 @@
 /// (the runtime table's `prefault_for_write`, cppinductor_prelude.h).
 ///
 /// Why: a 64 MB output freshly mmapped by the allocator costs ~16K page
-/// faults, ~13 ms of the ~15 ms a clone of it takes on the 2-core dev VM; the
-/// trap per 4 KiB page is most of it. madvise(MADV_POPULATE_WRITE) does the
+/// faults, most of the time a clone of it takes; the trap per 4 KiB page is
+/// most of that. madvise(MADV_POPULATE_WRITE) does the
 /// same work (same 4 KiB pages, same memory) without a trap per page. Kernels
 /// call it per parallel chunk, so one thread's batch overlaps the other's
 /// compute.

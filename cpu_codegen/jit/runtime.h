@@ -6,7 +6,8 @@
 /// (GOMP_parallel). We load the libgomp the process already has (torch's
 /// wheel ships one) instead of linking an OpenMP runtime: two runtimes with
 /// spinning workers in one process made alternating eager/compiled calls
-/// 4-15x slower (DESIGN "CPU codegen"), so kernels share torch's threads.
+/// several times slower (DESIGN "CPU codegen"), so kernels share torch's
+/// threads.
 #pragma once
 
 #include <functional>

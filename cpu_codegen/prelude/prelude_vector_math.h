@@ -147,12 +147,10 @@ CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_LOG1P, 1e38f, 1e307)
 
 
 // Float exp, erf, sin, cos, tanh, expm1: glibc's libmvec (GLIBC_2.35) when
-// the process has it, else SLEEF. Measured on one AVX-512 core, ns per
-// element, SLEEF u10 vs libmvec: erf 3.5 vs 0.8-1.5 (SLEEF's made gelu
-// compute-bound), sin 0.47 vs 0.22, cos 0.66 vs 0.21, tanh 1.39 vs 0.27,
-// expm1 1.09 vs 0.21, exp 0.25 vs 0.19; on an AVX2 core (AMD EPYC) exp 0.69
-// vs 0.48, a quarter of a softmax's time (log, where libmvec is slower,
-// stays on SLEEF).
+// the process has it, else SLEEF: libmvec's are faster for each of these
+// on AVX-512 and AVX2 cores (SLEEF's erf made gelu compute-bound, and exp
+// is a large part of a softmax's time; log, where libmvec is slower, stays
+// on SLEEF).
 // libmvec's are within 4 ULP (erf: every float checked; relative error
 // <= 2.4e-7) and exact at 0, +-inf and NaN. The symbols are weak: a process
 // without libmvec loaded (the JIT resolves them from what the process has)
@@ -213,10 +211,9 @@ CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_SINH_COSH, 88.0f, 709.0)
 #undef CPPI_VEC_SINH_COSH
 
 // sin and cos of one float argument, for kernels that take both (the printer
-// calls cppi_sincos then): SLEEF's sincosf_u35 shares one argument reduction.
-// Measured on one AVX-512 core, ns per element: 0.29, against 0.40-0.43 for
-// libmvec's sin plus cos (libmvec's vector sincos takes vectors of pointers
-// and costs 1.0; SLEEF's sincosf_u10 0.54-0.59). SLEEF documents 3.5 ULP
+// calls cppi_sincos then): SLEEF's sincosf_u35 shares one argument reduction
+// and is faster than libmvec's sin plus cos, libmvec's vector sincos (it
+// takes vectors of pointers) and SLEEF's sincosf_u10. SLEEF documents 3.5 ULP
 // over the whole range (Payne-Hanek reduction for large arguments); 2^26
 // random floats of every magnitude gave at most 2.4 ULP, inside the 4 ULP of
 // the libmvec sin and cos it replaces. NaN and +-inf give NaN, sin(-0) = -0.

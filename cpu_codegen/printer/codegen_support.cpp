@@ -344,8 +344,8 @@ template <class T> CPPI_INLINE cppi_welford<T> cppi_welford_combine(cppi_welford
 template <class V> struct cppi_vwelford { V mean, m2, weight; };
 // Every add counts one element into every lane, so the lanes' weights are
 // equal: one scalar reciprocal per add, off the mean's dependency chain,
-// instead of a vector division on it (var_mean over 4096x4096 floats, one
-// thread: 14.3 -> 8.3 ms). Inductor multiplies by reciprocal weights too.
+// instead of a vector division on it, whose latency would bound a long
+// var_mean (4096x4096 floats). Inductor multiplies by reciprocal weights too.
 template <class V> CPPI_INLINE cppi_vwelford<V> cppi_vwelford_add(cppi_vwelford<V> a, V v) {
   typedef typename cppi_vec_traits<V>::element_type E;
   a.weight = a.weight + cppi_vsplat<V>((E)1);

@@ -7,9 +7,9 @@
 /// reductions the prelude lacks. Generated modules include it as a header of
 /// their own, cppinductor_cpu_codegen.h (the prelude, then this text), which
 /// compile_cpp serves from memory and precompiles once per process
-/// (CompileOptions::first_header), so no module parses it (~4.5 ms of clang's
-/// front end per module on the dev machine). Meant to move into the prelude
-/// once its owner takes it.
+/// (CompileOptions::first_header), so no module parses it (parsing it would
+/// be a noticeable part of clang's front end per module). Meant to move
+/// into the prelude once its owner takes it.
 #pragma once
 
 #include "cpu_codegen/jit/compiler.h"

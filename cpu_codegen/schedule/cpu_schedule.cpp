@@ -195,12 +195,12 @@ void take_stage_loops(const Facts& f, const StageLoops& stage, CpuSchedule* c, s
   c->vectorized = VectorizedLoop::InnermostOfEachStage;
   c->vector_width = stage.width;
   // Enough independent adds or compare-selects in flight to hide their
-  // latency: amax over 4096x4096 floats, one thread, 3.09 -> 2.72 ms
-  // (eager 2.8).
+  // latency: with one accumulator each vector waits on the previous one's
+  // max or add (a 4096x4096 amax is faster with several).
   c->vector_accumulators = f.target.vector_accumulators;
   // Stage loops too short for all of them to fill only pay for combining
-  // them: sums over 508400 rows of 33 floats, two threads, 5.64 -> 5.22 ms
-  // (Inductor 4.77); rows of 17, 5.60 -> 4.88 (Inductor 5.49).
+  // them (row sums over many short rows, of 17 or 33 floats, are faster
+  // with one).
   int64_t longest = 0;
   for (const auto& s : f.k.stages) {
     const auto& loops = loops_of(s);
@@ -232,19 +232,18 @@ StageLoops stage_loop_vectors(const Facts& f, CpuSchedule* c, std::string* vec_w
   // A stage loop shorter than a full vector is one narrow vector and a
   // horizontal step per outer iteration; the outer loop, where it reads
   // whole or strided vectors, does a full vector of outer iterations at
-  // once and stores them whole. x.unfold(-1, 4, 4).sum(-1) over 2048 x
-  // 4096 floats, two threads: 1.58 ms four lanes wide, Inductor 1.12.
+  // once and stores them whole (x.unfold(-1, 4, 4).sum(-1) over 2048 x
+  // 4096 floats is slow four lanes wide).
   const bool narrow = stage.width > 0 && stage.width < pick_width(f.target, counts.max_lane_bytes, {});
   // Stage loops that read only strided vectors (a stride of 2 to 4) pass
   // over the same lines once per outer iteration; the outer loop, where it
-  // reads whole vectors, passes once. x.sum(0) of 10^6 x 4 floats, two
-  // threads: 1.69 ms column by column, 0.81 across the columns (eager 2.8).
+  // reads whole vectors, passes once (x.sum(0) of 10^6 x 4 floats is
+  // faster across the columns than column by column).
   const bool strided_only = counts.contiguous == 0 && counts.strided > 0;
   // Rows shorter than a vector try rows in lanes first, also where their
   // stage loops would take full masked vectors (rows of 9 to 15 floats):
-  // var_mean over 10^6 rows of 9, 12, 15 floats, two threads, 10.95,
-  // 8.14, 8.56 ms as masked rows, 3.08, 4.82, 5.76 in lanes (Inductor
-  // 6.74, 8.37, 8.92).
+  // a masked row still pays a horizontal step per row, which a vector of
+  // rows in lanes does not (var_mean over 10^6 such rows).
   if (stage.width > 0 && !narrow && !strided_only && !rows_shorter_than_a_vector(k, f.target)) {
     take_stage_loops(f, stage, c, vec_why);
   }
@@ -411,7 +410,7 @@ std::string parallelise(const Facts& f, CpuSchedule* c, bool* split_tiles) {
 /// Pieces of the vector loop where index comparisons are constant.
 /// torch.cat([x, y], 1).relu() on two 2048 x 1024 floats: every vector
 /// built int64 lane indices, compared them twice and checked both masks
-/// (width 8, for the int64 lanes): 1.34 ms against relu alone's 0.74.
+/// (width 8, for the int64 lanes), far slower than relu alone.
 void split_at_index_conditions(const Facts& f, Decision* d) {
   const Kernel& k = f.k;
   const size_t n_outer = k.outer.size();
@@ -440,13 +439,13 @@ void split_at_index_conditions(const Facts& f, Decision* d) {
 }
 
 /// Prefaulting fresh outputs. A fresh 64 MB output costs ~16K page faults,
-/// most of a pointwise kernel's time on the 2-core dev VM (clone of it:
-/// ~15 ms, of which ~13 faulting). Faulting each chunk's range in one
+/// which can be most of a cheap pointwise kernel's time (a clone is mostly
+/// faulting). Faulting each chunk's range in one
 /// madvise(MADV_POPULATE_WRITE) skips the trap per page, and one thread's
-/// batch overlaps the other's compute. 4096x4096 floats, 2 threads, % of
-/// clone's time: sin + cos 77-79 -> 96-103, gelu(x + b) 73-74 -> 86-90,
-/// relu(x + b) * 2 93-97 -> 100-102. Outputs of at least kPrefaultBytes
-/// only (the runtime also skips resident pages).
+/// batch overlaps the other's compute (sin + cos, gelu(x + b) and
+/// relu(x + b) * 2 over 4096x4096 floats come closer to a clone's speed).
+/// Outputs of at least kPrefaultBytes only (the runtime also skips resident
+/// pages).
 void prefault_fresh_outputs(const Facts& f, Decision* d) {
   constexpr int64_t kPrefaultBytes = int64_t{4} << 20;
   int64_t output_bytes = 0;
@@ -458,10 +457,10 @@ void prefault_fresh_outputs(const Facts& f, Decision* d) {
 
 /// Column-reduction tiling. One vector per row step uses a 64-byte piece of
 /// each row, then comes back for the neighbouring piece after the whole
-/// column: 4096x4096 float column sums ran 6x slower than row sums. Blocks of
-/// ~4 KiB per row (64 vectors of 16 floats) over 16 rows at a time run at
-/// row-sum speed (measured on AVX-512: 15.7 ms -> 2.7 ms vs 2.6 ms for the
-/// row sum, one thread). Every stage with loops is tiled, one after another
+/// column, so 4096x4096 float column sums ran far slower than row sums.
+/// Blocks of ~4 KiB per row (64 vectors of 16 floats) over 16 rows at a
+/// time read whole cache lines and run at row-sum speed. Every stage with
+/// loops is tiled, one after another
 /// over the same block of columns (softmax over dim 0: the column max, then
 /// exp(x - max) stored, its sum, and the stored values scaled), so none of
 /// them walks one vector per row: a reduction folds row blocks into the
@@ -484,11 +483,10 @@ void tile_column_reductions(const Facts& f, bool split_tiles, Decision* d) {
   if (outer_vectors <= 1 || f.est(rows) <= row_block) return;
   // A pointwise stage with loops makes the kernel pass over the block
   // again (softmax over dim 0: four passes); a 1 KiB piece of each row
-  // keeps the block in L2 between them (two threads, softmax over dim
-  // 0 of 1000 x 1000: 0.67-0.82 ms with 4 KiB pieces, 0.52-0.55 with 1 KiB).
-  // Several tiled reductions pass over it once each (var over dim 0:
-  // the sum, then the deviations' sum and squares; 1000 x 1000, two
-  // threads: 0.19-0.23 ms with 4 KiB pieces, Inductor 0.16).
+  // keeps the block in L2 between them, where 4 KiB pieces fall out of it
+  // (softmax over dim 0 of 1000 x 1000). Several tiled reductions pass
+  // over it once each (var over dim 0: the sum, then the deviations' sum
+  // and squares) and take the smaller pieces too.
   bool repasses = tiled > 1;
   for (const auto& st : k.stages) repasses = repasses || (std::holds_alternative<PointwiseStage>(st) && !loops_of(st).empty());
   d->cpu.column_block = static_cast<int>(std::max<int64_t>(1, (repasses ? block_bytes / 4 : block_bytes) / vector_bytes));
@@ -497,13 +495,14 @@ void tile_column_reductions(const Facts& f, bool split_tiles, Decision* d) {
                 d->cpu.column_block, " vectors x ", row_block, " rows");
 }
 
-/// The epilogue of W rows in lanes. logsumexp over 10^6 rows of 16 floats,
-/// one thread: the row's libm logf took 18% of the time, as long as the
-/// kernel's own loops (Inductor runs the log in a loop of its own, a vector
-/// of rows at a time). The reductions before it, a tree per block of W rows:
-/// var_mean over 10^6 rows of 16 floats, two threads, paid a horizontal
-/// reduction's chain of shuffles and adds per row, three times (5.2 ms,
-/// Inductor 3.5).
+/// The epilogue of W rows in lanes. A scalar epilogue per row calls libm
+/// once per row, which costs as much as the kernel's own loops where rows
+/// are short (logsumexp over 10^6 rows of 16 floats); in lanes it is one
+/// vector call per W rows (Inductor runs the log in a loop of its own, a
+/// vector of rows at a time). The reductions before it, a tree per block of
+/// W rows: otherwise each row pays a horizontal reduction's chain of
+/// shuffles and adds for each of its reductions (var_mean over rows of 16
+/// floats: three per row).
 void epilogue_rows_in_lanes(const Facts& f, Decision* d) {
   const Kernel& k = f.k;
   const size_t n_outer = k.outer.size();
@@ -534,8 +533,8 @@ void epilogue_rows_in_lanes(const Facts& f, Decision* d) {
 /// summed in one float were 14x further from float64 than eager's cascade
 /// (3x with blocks of 256 rows, 1.6x with 64). Its tiles (or its lane
 /// accumulators, untiled) restart every kColumnCascadeBlock rows instead;
-/// the merge, one add per 64 rows, did not show in a 4096^2 column sum
-/// (2.68 ms either way, one thread). Row reductions are within 2-3x of
+/// the merge, one add per 64 rows, costs no measurable time in a 4096^2
+/// column sum. Row reductions are within 2-3x of
 /// eager at these lengths and keep the longer block.
 void cascade_accumulation(const Facts& f, Decision* d) {
   constexpr int64_t kCascadeBlock = 4096, kColumnCascadeBlock = 64;

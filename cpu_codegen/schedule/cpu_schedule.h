@@ -40,11 +40,9 @@
 ///   shorter than the width, and every buffer stored as rows is stored and
 ///   loaded as the same rows only, loaded only after a stage stores it (the
 ///   rows live in registers until the end of the outer iteration); else the
-///   kernel is scheduled as without. var_mean over 10^6 rows of 7 floats,
-///   two threads: 5.84 ms as one 8-lane masked vector per row and a
-///   horizontal step, 2.36 in lanes (Inductor 4.60); softmax 9.91 -> 6.38
-///   (Inductor 11.3); rows of 9, 12, 15: var_mean 10.95, 8.14, 8.56 ms ->
-///   3.08, 4.82, 5.76 (Inductor 6.74, 8.37, 8.92).
+///   kernel is scheduled as without. One masked vector per row pays a
+///   horizontal step per row; rows in lanes need none (var_mean and
+///   softmax over 10^6 rows of 7 to 15 floats are faster in lanes).
 /// - Parallelism. Work below CpuTarget::min_parallel_work stays serial,
 ///   unless an outer extent is a size symbol: the work is then a guess and
 ///   the grain decides at run time (a dynamic 16M-float relu ran on one
@@ -79,9 +77,8 @@
 ///   innermost, is vectorised along the innermost when it would be with
 ///   those loads counted contiguous: transpose_tile, W x W tiles (W = the
 ///   width, at most both extents), tiles of rows counted as one parallel
-///   iteration. x.t() + y on 2048^2 floats was a scalar loop that read one
-///   element per cache line of x: two threads, 9.6 ms -> 1.3-1.5 ms
-///   (Inductor, which tiles the same way, 1.3-1.6; eager 11.4).
+///   iteration. Untiled, x.t() + y on 2048^2 floats is a scalar loop that
+///   reads one element per cache line of x (Inductor tiles the same way).
 /// - Pieces. A vectorised, non-parallel loop of constant extent in a kernel
 ///   of loop-less pointwise stages, along which comparisons of the loop
 ///   variable with constants change value (cat, constant padding), gets

@@ -97,8 +97,9 @@ int64_t outer_vectors(const ir::Kernel& k, const Estimator& est, int width);
 /// reduction and row, each a parallel region). Fewer rows than threads always; otherwise rows that
 /// do not divide among the threads (3 rows on 2: one thread takes two), at
 /// most 4 per thread, each long enough that a thread's share of it (at least
-/// 4 x min_parallel_work) outweighs starting a region. x.mean(1) of 3 x 10^6
-/// floats on two threads: 0.56 ms by rows (eager 0.50), 0.40 split.
+/// 4 x min_parallel_work) outweighs starting a region: by rows, one of two
+/// threads takes two of x.mean(1)'s 3 rows of 10^6 floats while the other
+/// waits.
 bool few_long_rows(int64_t rows, int64_t row_work, const CpuTarget& target);
 
 /// Whether a column reduction with few vectors of columns splits its tiled
@@ -107,9 +108,9 @@ bool few_long_rows(int64_t rows, int64_t row_work, const CpuTarget& target);
 /// than two per thread (counting an overlapped rest, which must be
 /// allowed: nothing read back is written), the kernel's leading stages
 /// reductions over loops and the rest loop-less, and every thread's share of
-/// the rows at least 4 x min_parallel_work elements. x.sum(0) of 2M x 20
-/// floats ran its one tile pass on one thread of two (12.0 ms, Inductor
-/// 10.2); split per vector, each vector's parallel region read every row.
+/// the rows at least 4 x min_parallel_work elements. Otherwise x.sum(0) of
+/// 2M x 20 floats runs its one tile pass on one thread of two; split per
+/// vector, each vector's parallel region reads every row.
 bool splits_tiled_rows(const ir::Kernel& k, const ir::CpuSchedule& c, const Estimator& est, const CpuTarget& target);
 
 /// Whether every pointwise stage with loops may split its first loop among
@@ -118,9 +119,8 @@ bool splits_tiled_rows(const ir::Kernel& k, const ir::CpuSchedule& c, const Esti
 /// (selects_disjoint_elements, all loops: an inner loop could otherwise
 /// meet another chunk's elements), and what the stage loads from a buffer it
 /// stores, it loads at the element it stores (softmax's in-place rescale).
-/// softmax over 3 rows of 1M floats ran as 2 + 1 rows on two threads
-/// (1.89 ms; split 1.41, eager 1.8): its stash and rescale passes stopped the
-/// reductions' split.
+/// Otherwise softmax over 3 rows of 1M floats runs as 2 + 1 rows on two
+/// threads: its stash and rescale passes stop the reductions' split.
 bool pointwise_loops_split(const ir::Kernel& k);
 
 }  // namespace cppi::cpu::detail

@@ -13,10 +13,9 @@
 /// A row in cache costs no traffic for the stash and the two passes reading
 /// it back. A longer one writes and reads the stash in memory (4 reads and 2
 /// writes of a row where recomputing makes 3 and 1), which still pays where
-/// the exp costs more than the traffic: softmax over 2 x 2M floats on two
-/// threads, 3.19 ms recomputing, 1.95 stashed (eager, which always stashes,
-/// 1.86-2.31); over 8 x 1M 5.1 -> 4.0 (eager 3.7-4.2); 64 x 256K 24.1 ->
-/// 22.0. So any row length stashes (symbolic ones too), like eager; a
+/// the exp costs more than the traffic (softmax over rows from 256K to 2M
+/// floats is faster stashed; eager always stashes). So any row length
+/// stashes (symbolic ones too), like eager; a
 /// `max_row_bytes` limits it to rows of constant length that fit.
 /// Values are bit-identical: B is computed in the same dtype and stored in
 /// a buffer of that dtype (no rounding), and the reduction order is the same.

@@ -68,13 +68,12 @@ int pick_width(const CpuTarget& target, int max_lane_bytes, const std::vector<ir
 bool masked_tail_safe(const ir::Kernel& k, bool lanes_combine = true);
 /// Whether a stage loop's last partial vector is worth running as one masked
 /// vector. With AVX-512 (masked moves: one load or store of the lanes that
-/// are on) it always is: a row of 7 floats was 4 lanes and 3 scalar steps
-/// per stage (layer_norm over 10^6 rows of 7, two threads: 11.8 -> 9.3 ms,
-/// Inductor 7.3). Elsewhere the partial loads and stores go lane by lane,
-/// which pays only where a stage calls a math function (exp, log, tanh,
-/// ...): a scalar tail calls its vector form once per element, so every lane
-/// and tail element computes the same bits (softmax over 10^6 rows of 7:
-/// 32.7 -> 15.2 ms, Inductor 12.1).
+/// are on) it always is: without, a row of 7 floats is 4 lanes and 3 scalar
+/// steps per stage (layer_norm over 10^6 rows of 7). Elsewhere the partial
+/// loads and stores go lane by lane, which pays only where a stage calls a
+/// math function (exp, log, tanh, ...): a scalar tail calls its vector form
+/// once per element, so every lane and tail element computes the same bits
+/// (softmax over 10^6 rows of 7).
 bool masked_tail_pays(const ir::Kernel& k, const CpuTarget& target);
 
 }  // namespace cppi::cpu::detail
