@@ -23,7 +23,7 @@ struct alignas(sizeof(T) * N) cppi_vec {
 // PTX: NVVM split the store of a lane-by-lane filled cppi_vec (as a struct,
 // float4 or uint4 alike) into scalar stores once the address came from an
 // unravelled index (the transformer's gelu backward: four st.global.f32 per
-// thread, 0.213 ms against 0.188 ms with one st.global.v4; H200).
+// thread, slower than one st.global.v4).
 template <class T, int N> CPPI_INLINE void cppi_store_vec(T* p, const cppi_vec<T, N>& v) {
   constexpr int bytes = sizeof(T) * N;
   const unsigned int* w = reinterpret_cast<const unsigned int*>(&v);
@@ -51,7 +51,7 @@ template <class T> CPPI_INLINE T cppi_max_i(T a, T b) { return a > b ? a : b; }
 // prints as a shift) as a multiply-high: gpu::division_magic gives magic and
 // shift. NVVM does this itself at full optimisation, but under
 // --Ofast-compile it leaves div.s64, a loop of ~70 instructions, in every
-// unravelled index (gelu(x + b): 15% slower, H200).
+// unravelled index (gelu(x + b) is measurably slower with it).
 CPPI_INLINE int64_t cppi_udiv_magic(int64_t x, uint64_t magic, int shift) {
   const uint64_t n = (uint64_t)x, t = __umul64hi(magic, n);
   return (int64_t)((t + ((n - t) >> 1)) >> shift);
@@ -171,8 +171,8 @@ template <class T> CPPI_INLINE cppi_welford<T> cppi_welford_add(cppi_welford<T> 
 // 1 / w for a Welford weight w >= 1 (a count): the hardware's approximate
 // reciprocal and one Newton step, within an ulp of the correctly rounded one
 // and exact for powers of two. __frcp_rn's special-case path made a column
-// variance over 8192 rows instruction-bound (H200, 8192 x 8192: 0.124 ms,
-// 0.077 with this, as fast as a column sum).
+// variance over 8192 rows instruction-bound; with this it is as fast as a
+// column sum.
 CPPI_INLINE float cppi_welford_rcp(float w) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(w));

@@ -10,9 +10,9 @@
 /// Generated modules include it as a header of its own,
 /// cppinductor_cuda_codegen.cuh, which includes the prelude first; compile_cuda
 /// serves it from memory (NvrtcOptions::headers) and NVRTC precompiles it with
-/// the prelude once per process, so no module parses it (2-5 ms of NVRTC's
-/// front end per module on the dev machine). Meant to move into the prelude
-/// once its owner takes it.
+/// the prelude once per process, so no module parses it (parsing it would
+/// be a noticeable part of NVRTC's front end per module). Meant to move
+/// into the prelude once its owner takes it.
 #pragma once
 
 #include <cstdint>

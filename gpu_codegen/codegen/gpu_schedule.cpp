@@ -94,8 +94,8 @@ struct PointwiseVector {
 /// cannot vectorise. By the innermost loop when its extent allows (vector
 /// loads of accesses that are contiguous only along it, broadcast biases
 /// among them); else over the flattened loops when every store is dense
-/// (pad of 8192 x 4093 to 4101 columns, H200: 0.164 ms scalar, 0.068 ms
-/// flat, the copy's time).
+/// (a pad of 8192 x 4093 to 4101 columns runs at a copy's speed flat, far
+/// slower scalar).
 PointwiseVector pointwise_vector(const Kernel& k) {
   // Accumulating stores add one element at a time (atomicAdd).
   if (k.outer.empty() || has_random(k) || accumulates(k)) return {};
@@ -209,8 +209,8 @@ bool stores_in_a_loop(const Kernel& k) {
 /// Only for few, long rows (a full reduction: one row) of the shape
 /// "one looped reduction first, with the pointwise stages of its pass
 /// (ir::pass_run_end), then loop-less stages", with a partial that is one
-/// plain number: a block per row would leave most of the GPU idle (H200,
-/// mse_loss's mean over 8192 x 2048: 3.4 ms on one SM).
+/// plain number: a block per row would leave most of the GPU idle
+/// (mse_loss's mean over 8192 x 2048 as one block runs on one SM).
 int row_splits(const Kernel& k, const GpuTarget& target, int threads, int64_t length_hint) {
   const std::optional<int64_t> rows = product_of(k.outer).constant();
   if (!rows || *rows * 4 > target.multiprocessors || k.stages.empty()) return 1;
@@ -316,9 +316,10 @@ constexpr int64_t kMaxScanTiles = int64_t{1} << 16;
 /// (threads_per_block each, walking chunks of `chunk` positions), 1 for
 /// none: enough blocks to fill the resident threads, each with
 /// kMinScanChunksPerSplit chunks or more, when that is at least
-/// kMinScanSplits. Split, the input is read twice. H200, ms, unsplit ->
-/// split: 64 columns of 65536 rows 0.83 -> 0.044, one row of 4M 2.4 ->
-/// 0.054; but 256 rows of 65536 0.074 -> 0.094 with 2 splits.
+/// kMinScanSplits. Split, the input is read twice: that pays many times
+/// over for a few long rows or columns (64 columns of 65536 rows, one row
+/// of 4M), but not for rows that nearly fill the GPU already (256 rows of
+/// 65536 with 2 splits is slower), hence kMinScanSplits.
 int scan_splits(const GpuTarget& target, std::optional<int64_t> units, int threads_per_block, int64_t chunk,
                 int64_t length) {
   if (!units || *units <= 0) return 1;
@@ -352,8 +353,8 @@ GpuSchedule decide_scan(const Kernel& k, const ScanStage& scan, const GpuTarget&
   bool columns = !along_rows && !k.outer.empty();
   for (const auto& st : scan.stores) columns = columns && is_stride(st.index, k.outer.back().var, 1);
   if (columns) {
-    // One thread per column walking 4096 rows ran at eager's speed, 4x
-    // Triton's (H200, 4096 x 4096): 4096 threads cannot fill the GPU.
+    // One thread per column walking all the rows cannot fill the GPU (a
+    // 4096 x 4096 column scan has 4096 threads), so the rows are sliced.
     const int64_t points = hinted(product_of(k.outer), target.symbol_hint).value_or(target.symbol_hint);
     int slices = 1;
     while (slices < kMaxColumnSlices && points * slices < int64_t{target.multiprocessors} * kResidentThreadsPerSm &&
@@ -380,8 +381,9 @@ GpuSchedule decide_scan(const Kernel& k, const ScanStage& scan, const GpuTarget&
   }
   g.mapping = GpuMapping::RowPerBlock;
   g.elements_per_thread = kScanElements;
-  // H200, rows of 4096 (1024): 128 threads 0.063 (0.057) ms, 512 threads
-  // 0.071 (0.064); 512 for 1024 rows of 16384, which fill the GPU less.
+  // Small blocks while the rows fill the GPU (rows of 1024 or 4096 are
+  // faster at 128 threads than at 512); up to kMaxScanBlock for fewer,
+  // longer rows (1024 rows of 16384 take 512), which fill it less.
   const int64_t rows = hinted(product_of(k.outer), target.symbol_hint).value_or(target.symbol_hint);
   const int64_t resident = int64_t{target.multiprocessors} * kResidentThreadsPerSm;
   int threads = 32;
@@ -460,8 +462,8 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
            (*length + t - 1) / t * cached_loads <= kRowCacheRegisters;
   };
   // A short row that a warp cannot cache but a block can goes to a block:
-  // one pass over global memory beats warp-only combines (H200, layer_norm
-  // backward over 16K rows of 1024, four row loads: 0.164 ms multi-pass per warp).
+  // one pass over global memory beats warp-only combines that pass over it
+  // again (layer_norm backward over 16K rows of 1024, four row loads).
   const bool warp_row = length && *length <= kMaxWarpRow &&
                         (cacheable(32) || !cacheable(std::clamp(pow2_near(*length / 16), 128, 1024)));
   int threads;
@@ -479,12 +481,12 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
       threads = std::clamp(pow2_near(*length / 16), 128, target.max_threads_per_block);
       // A row cached in registers takes 512 threads rather than 1024 when
       // two such blocks still fit an SM: one row's block reduction then
-      // overlaps another row's loads (H200, 16384-long rows: layer_norm
-      // 0.638 -> 0.537 ms, var_mean 0.262 -> 0.236 ms at 512 x 32 instead of
-      // 1024 x 16). A cache of more than half the budget leaves one 512-thread
-      // block per SM, which is worse than 1024 threads caching half as much
-      // (cross_entropy's max and exp-sum over 8192 rows of 32000: 512 x 63,
-      // 84 registers, 0.433 ms; 1024 x 32, 52 registers, 0.325 ms).
+      // overlaps another row's loads (layer_norm and var_mean over
+      // 16384-long rows: 512 x 32 rather than 1024 x 16). A cache of more
+      // than half the budget leaves one 512-thread block per SM, which is
+      // worse than 1024 threads caching half as much (cross_entropy's max
+      // and exp-sum over 8192 rows of 32000: 512 x 63 takes 84 registers,
+      // 1024 x 32 takes 52).
       const int64_t e = (*length + kMaxCachedRowBlock - 1) / kMaxCachedRowBlock;
       if (threads > kMaxCachedRowBlock && cached_loads > 0 && uniform_stage_loops(k.stages) &&
           e * cached_loads <= kRowCacheRegisters / 2) {
@@ -493,10 +495,10 @@ GpuSchedule decide_rows(const Kernel& k, const GpuTarget& target, std::string* w
       // A kernel that only reduces the cached row (no looped stage stores)
       // halves again to 256 threads when the doubled cache fits the budget:
       // at 80 registers three such blocks fit an SM, one more row in flight
-      // than two 512-thread blocks give (H200, var_mean over 16384 x 16384:
-      // 235.6 -> 234.7 us, Triton 234.6). A looped store stage needs
-      // registers of its own: layer_norm's kernel at 256 threads takes 92
-      // and only two blocks fit (515.5 -> 521.1 us), so it keeps 512.
+      // than two 512-thread blocks give (var_mean over 16384 x 16384). A
+      // looped store stage needs registers of its own: layer_norm's kernel
+      // at 256 threads takes 92 and only two blocks fit, which is slower, so
+      // it keeps 512.
       const int64_t e_small = (*length + kSmallCachedRowBlock - 1) / kSmallCachedRowBlock;
       if (threads == kMaxCachedRowBlock && cached_loads > 0 && uniform_stage_loops(k.stages) &&
           !stores_in_a_loop(k) && e_small * cached_loads <= kRowCacheRegisters) {
@@ -564,8 +566,8 @@ GpuSchedule decide(const Kernel& k, const GpuTarget& target, std::string* why) {
   }
   // A pooling window or a sum of a few neighbours: a warp (or a block) per
   // output leaves most of its lanes idle and combines across them for a
-  // handful of values (avg_pool2d(x, 2) on 64x128x112x112, H200: 3.86 ms,
-  // Triton 0.125). One thread per outer iteration walks the loops itself.
+  // handful of values (avg_pool2d(x, 2) on 64x128x112x112 is many times
+  // slower that way). One thread per outer iteration walks the loops itself.
   bool thread_rows = hinted(product_of(k.outer), target.symbol_hint).value_or(0) >= kThreadRowMinOuter;
   for (const auto& s : k.stages) {
     const auto length = product_of(loops_of(s)).constant();

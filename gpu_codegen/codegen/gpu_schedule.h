@@ -100,8 +100,8 @@
 ///   length / 4 chunks and 65536 blocks in all. Any other scan:
 ///   GridStridePointwise, block 128.
 /// - No stage has loops and there is no reduction: GridStridePointwise,
-///   block 128 (H200: 97-100% of copy for relu, sin + cos and gelu, 1-2
-///   points above block 256); V = 16 bytes / the widest element among the stores and the
+///   block 128 (relu, sin + cos and gelu run at about a copy's speed, a
+///   little faster than with block 256); V = 16 bytes / the widest element among the stores and the
 ///   stride-1 loads of the innermost outer loop (4 for float32, 8 for
 ///   float16/bfloat16) when every store is stride-1 there, nothing is
 ///   Random, and a constant innermost extent is a multiple of V; else
@@ -179,8 +179,8 @@ bool has_module_state(const ir::GpuSchedule& g);
 /// - Split rows launch one wave of blocks, two per multiprocessor; were fewer
 ///   resident (a kernel over 32 registers a thread fits one 1024-thread block
 ///   per multiprocessor, not two), the last half would run as a second wave
-///   (H200: the transformer training step's residual + mse_loss kernel, 40
-///   registers, ran at 3.0 TB/s).
+///   (the transformer training step's residual + mse_loss kernel, 40
+///   registers, ran well below the memory bandwidth).
 /// - Column slices (column groups and column scans) size their grid against
 ///   every resident thread, and rows streamed without a row cache hide their
 ///   loads' latency with resident threads: when the kernel's sizes are all
@@ -188,8 +188,8 @@ bool has_module_state(const ir::GpuSchedule& g);
 ///   thread. Every such kernel of the benches fits 32 registers with no
 ///   spill at either NVRTC level; under --Ofast-compile=min some took 33 to
 ///   64 without the bound (a column var_mean of 16384^2, 512 blocks of 512
-///   threads: 3 resident per multiprocessor instead of 4, two waves, 0.248
-///   -> 0.338 ms on the H200). Symbolic sizes keep their registers: their
+///   threads: 3 resident per multiprocessor instead of 4, two waves).
+///   Symbolic sizes keep their registers: their
 ///   extents and strides live in registers too, and under the bound a
 ///   dynamic layer_norm backward's column kernel (51 registers without it)
 ///   spilled inside its loops.
@@ -225,8 +225,8 @@ std::optional<std::vector<ir::IndexExpr>> uniform_mask_bounds(const ir::Kernel& 
 /// `load` as one vector: a vector access either unmasked or, by the
 /// innermost loop, under a uniform mask (uniform_mask_bounds) and no wider
 /// than 16 bytes. Its lanes are then loaded together where lane 0's mask
-/// holds and are all zero where it fails (rotary embeddings' cat of halves:
-/// H200 0.450 ms with per-lane masked loads, 0.271 ms with vectors).
+/// holds and are all zero where it fails (rotary embeddings' cat of halves
+/// is much faster than with per-lane masked loads).
 bool is_vector_load(const ir::Kernel& kernel, const ir::GpuSchedule& g, const ir::Load& load);
 
 /// The variables a scan kernel's accesses are affine in: the outer loops'

@@ -164,19 +164,19 @@ std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int 
       "--prec-sqrt=true",
   };
   // Leaves out of NVRTC's built-in headers what generated code never uses
-  // (textures, surfaces, cudadevrt, cooperative groups): about 10 ms of front
-  // end per module. NVRTC 12.4 and newer know the flag.
+  // (textures, surfaces, cudadevrt, cooperative groups), which every module
+  // would otherwise parse in its front end. NVRTC 12.4 and newer know the
+  // flag.
   if (nvrtc_version >= 1204) flags.emplace_back("--minimal");
   // Every module includes the same prelude first: NVRTC 12.8 and newer parse
-  // it once per process into a precompiled header and reuse it (layer_norm
-  // over 16384 columns: 30.5 -> 27.5 ms to PTX). The header lives in a
+  // it once per process into a precompiled header and reuse it, so no
+  // module parses it again. The header lives in a
   // per-process directory NVRTC removes at exit; where it cannot be written,
   // NVRTC compiles without it.
   if (nvrtc_version >= 1208) flags.emplace_back("-pch");
-  // NVVM's optimiser is most of a module's compile (sin_cos: 10 ms of
-  // front end, 32 of NVVM on the 2-core dev machine); "min" skips the
-  // optimisations that cost the most compile time for the least run time:
-  // sin_cos 43 -> 29 ms, a transformer's backward (6 kernels) 83 -> 49 ms.
+  // NVVM's optimiser is most of a module's compile, more than the front
+  // end; "min" skips the optimisations that cost the most compile time for
+  // the least run time (a transformer's backward compiles much faster).
   if (options.fast_compile != FastCompile::Off && nvrtc_version >= 1209) {
     flags.push_back(cat("--Ofast-compile=", to_string(options.fast_compile)));
   }
@@ -209,7 +209,8 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
     }
   }
 
-  // Compile outside the lock: NVRTC is thread-safe and takes ~20 ms.
+  // Compile outside the lock: NVRTC is thread-safe, and a compile takes long
+  // enough that other threads' cache hits must not wait for it.
   const auto start = std::chrono::steady_clock::now();
   Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), flags, options.headers);
   const double ms =

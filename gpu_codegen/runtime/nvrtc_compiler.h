@@ -34,7 +34,7 @@ struct NvrtcOptions {
   bool line_info = false;          ///< -lineinfo, so profilers map SASS to source lines
   int max_registers = 0;           ///< --maxrregcount=N when > 0
   /// --Ofast-compile=<level> where NVRTC knows it (seen in 12.9 and 13.0).
-  /// Min: ~40% less NVRTC time and, for our memory-bound kernels, the same
+  /// Min: much less NVRTC time and, for our memory-bound kernels, the same
   /// run time, since the printer spells out what the skipped passes did for
   /// them (loop unrolling, constant index division). Off: every
   /// optimisation, the pipeline's choice in the max-autotune modes.
