@@ -1,7 +1,7 @@
 /// \file
 /// Kernels compiling on a background thread. A graph's CPU kernels can compile
 /// while Dynamo and AOTAutograd finish the graph around them (guards, runtime
-/// wrappers: ~25 ms of Python per graph); the first call waits for them.
+/// wrappers); the first call waits for them.
 #pragma once
 
 #include "support/status.h"

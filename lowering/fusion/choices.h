@@ -47,10 +47,10 @@ struct FusionHeuristics {
   /// a [N, C] loop: log(sum) of a log_softmax over dim 0) cannot be hoisted
   /// out of the reader's loops, so it is recomputed for all N rows. Above
   /// this cost (a load and three cheap operations) it is stored once
-  /// instead. log_softmax over dim 0 of 1024x1024, one thread: a log per
-  /// element cost ~0.3 ms of ~1.3. Only where the outer loops repeat it at
-  /// least `outer_broadcast_repeats` times (or a symbolic number): a few
-  /// repeats cost less than the kernel that would store it.
+  /// instead (log_softmax over dim 0 of 1024x1024 otherwise spends a large
+  /// part of its time on a log per element). Only where the outer loops
+  /// repeat it at least `outer_broadcast_repeats` times (or a symbolic
+  /// number): a few repeats cost less than the kernel that would store it.
   int outer_broadcast_cost = 4;
   int64_t outer_broadcast_repeats = 16;
   /// CPU: a producer read in an order that takes its innermost dim outward
@@ -65,8 +65,8 @@ struct FusionHeuristics {
   /// other than 0 and +-1 along it): each recompute would gather its inputs
   /// lane by lane again. gelu(x) permuted
   /// to channels-last and layer-normed (wav2vec2's feature projection,
-  /// 8 x 512 x 511 floats, two threads): the norm's four passes recomputed
-  /// gelu from strided loads, a scalar kernel of 45 ms (Inductor 10, eager 7).
+  /// 8 x 512 x 511 floats): the norm's four passes recomputed gelu from
+  /// strided loads, a scalar kernel several times slower than eager's.
   bool store_gathered_producers = true;
   /// A reduction without outer loops runs serially in its kernel (or splits
   /// itself across threads): pointwise stages with loops do not join it,
@@ -84,17 +84,16 @@ struct FusionHeuristics {
   /// loops left under the reduction's outer ones, has at most this many
   /// elements: the kernel's later passes over a block of columns then find
   /// its rows in cache, and softmax's exp is computed once. Longer columns
-  /// span too many rows (pages) per block: one thread, softmax over dim 0 of
-  /// 1000 x 1008 as one kernel 1.10 -> 0.90 ms, 512 x 4096 2.27 -> 1.88,
-  /// but 4096 x 4096 23 -> 28 ms. 0: never.
+  /// span too many rows (pages) per block: softmax over dim 0 of 1000 x 1008
+  /// or 512 x 4096 is faster as one kernel, 4096 x 4096 slower. 0: never.
   int64_t max_permuted_stage_elements = 1024;
   /// ...and only when the block's rows do not pile onto the same L2 sets.
   /// Rows `stride` bytes apart repeat their set every l2_set_period bytes
   /// (the L2's size over its ways: 2 MiB / 16 here), so rows x gcd(stride,
   /// period) / period of them land on each set; beyond l2_ways the later
-  /// passes miss. Two threads, softmax over dim 0 of 1024 x 1024 (stride 4
-  /// KiB: 32 rows per set) took 0.71-0.76 ms as one kernel, 0.63-0.83 as
-  /// two; 1000 x 1000 (stride 4000 bytes) 0.52-0.55 against 0.65-0.95.
+  /// passes miss: softmax over dim 0 of 1024 x 1024 (stride 4 KiB: 32 rows
+  /// per set) gains nothing as one kernel, where 1000 x 1000 (stride 4000
+  /// bytes) does.
   int64_t l2_set_period = 128 * 1024;
   int64_t l2_ways = 16;
 };
@@ -152,10 +151,10 @@ std::optional<std::string> why_not_fuse_independent(bool kernel_stores_contiguou
 /// recompute_cost, `stage_elements` as above, `rows` the extent of the
 /// stage's first loop and `row_stride_bytes` how far its stores move along
 /// it (nullopt: not constant). A node of at most cheap_cost saves too little
-/// to repay the extra pass over each block: two threads, log_softmax over
-/// dim 0 of 1000 x 1000 (x - max - log(sum), cost 5) 0.49-0.55 ms as one
-/// kernel against 0.45-0.52 as two; softmax (exp(x - max) / sum, cost 10)
-/// and (x - mean) / std (cost 9: the mean's division per element) gain.
+/// to repay the extra pass over each block: log_softmax over dim 0
+/// (x - max - log(sum), cost 5) is no faster as one kernel; softmax
+/// (exp(x - max) / sum, cost 10) and (x - mean) / std (cost 9: the mean's
+/// division per element) gain.
 std::optional<std::string> why_not_permute(const FusionHeuristics& h, int cost, std::optional<int64_t> stage_elements,
                                            std::optional<int64_t> rows, std::optional<int64_t> row_stride_bytes);
 

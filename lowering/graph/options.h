@@ -28,8 +28,8 @@ struct Options {
   /// CPU kernels compile on a background thread and compile_graph returns
   /// before they are done (CompiledGraph::pending_compile); finish_compile
   /// or a kernel's first run waits for them. Off here; on by default in
-  /// Python, where Dynamo and AOTAutograd have ~25 ms of work left per graph
-  /// to overlap with the compile.
+  /// Python, where Dynamo and AOTAutograd still have work left per graph
+  /// (guards, runtime wrappers) to overlap with the compile.
   bool background_compile = false;
   /// LLVM's loop unroller on CPU kernels (CompileOptions::unroll_loops).
   bool cpu_unroll_loops = true;

@@ -134,8 +134,8 @@ def peel_convolution_bias(gm: torch.fx.GraphModule) -> int:
     add of the bias, broadcast over the spatial dims (Inductor does the same).
 
     cuDNN has no fused bias for most of its kernels: ATen adds it in a second
-    pass over the output (an elementwise kernel per convolution, 0.34 ms of
-    ConvNeXt-base's 3.2 on the H200), where the add fuses into the kernel that
+    pass over the output (an elementwise kernel per convolution, a noticeable
+    part of ConvNeXt-base's time), where the add fuses into the kernel that
     reads the convolution anyway (ConvNeXt's layer norm). The result is the one
     ATen computes there: the output rounded, then the bias added. Returns how
     many it rewrote.

@@ -170,7 +170,7 @@ def _dynamo_guard_helper(name: str) -> Any:
 
 def _empty_strided_cpu() -> Any:
     """Inductor's empty_strided for CPU: the same tensor as torch.empty_strided
-    without the dispatcher (0.4 us instead of 0.9 us a buffer); torch's
+    without the dispatcher (cheaper per buffer than through it); torch's
     when this torch has none."""
     fast = _dynamo_guard_helper("_empty_strided_cpu")
     if fast is not None:
@@ -227,9 +227,9 @@ def _no_cuda(*_args: Any) -> Any:
     raise RuntimeError("cppinductor: a CUDA kernel was called, but this torch build has no CUDA")
 
 
-# The current device's current stream as an int: two C calls (0.1 us each on
-# the H200) where torch.cuda.current_stream().cuda_stream builds a Stream
-# object (4.8 us), on every call of every CUDA graph.
+# The current device's current stream as an int: two cheap C calls where
+# torch.cuda.current_stream().cuda_stream builds a Stream object, many times
+# the cost, on every call of every CUDA graph.
 _cuda_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", _no_cuda)
 _cuda_device = getattr(torch._C, "_cuda_getDevice", _no_cuda)
 
