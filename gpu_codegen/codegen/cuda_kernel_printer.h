@@ -173,7 +173,7 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
   std::string mod_by(const std::string& x, int64_t d) const { return nonnegative_mod(x, d, std::to_string(d)); }
   /// sin(x) and cos(x) of the same x (sin + cos, rotary embeddings) are one
   /// sincos: one argument reduction instead of two, and half the libdevice
-  /// code for NVRTC to optimise (H200, sin + cos of 1 GiB: 88% of copy).
+  /// code for NVRTC to optimise.
   std::optional<CValue> fused_value(const Expr& e, ValueScope& scope) override {
     const DType t = e.dtype();
     if (!is_sincos_half(e, scope) || (t != DType::Float32 && t != DType::Float64)) return std::nullopt;

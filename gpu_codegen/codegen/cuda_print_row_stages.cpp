@@ -148,7 +148,7 @@ void CudaKernelPrinter::print_row_positions(const codegen::For& l, size_t first,
   // Several positions in flight per thread: the loads do not depend on the
   // fold. Spelled out because NVVM unrolls these loops only at full
   // optimisation; under --Ofast-compile a loop kept one load in flight (a
-  // softmax over rows of 4096 without a row cache: 0.167 -> 0.263 ms, H200).
+  // softmax over long rows without a row cache was markedly slower).
   out_.line("#pragma unroll 4");
   if (walk_ == RowWalk::ColumnGroups) {
     // A lane past the group's columns starts at the end: nothing to fold.
@@ -202,8 +202,8 @@ void CudaKernelPrinter::print_pass_combine(size_t first, size_t end) {
     const std::string& acc = accs[i - first];
     const std::string scratch = local_name(s.results[0]) + "_scratch";
     // Two sums of one type next to each other in the pass (the corrected
-    // two-pass variance) share a block reduction's barriers: layer_norm over
-    // 16384 columns went 0.520 -> 0.578 ms with two separate ones (H200).
+    // two-pass variance) share a block reduction's barriers: a layer_norm
+    // over long rows is slower with two separate ones.
     const auto* next = i + 1 < end && !accs[i + 1 - first].empty()
                            ? std::get_if<ReductionStage>(&k_.stages[i + 1]) : nullptr;
     if (walk_ != RowWalk::ColumnGroups && g_.mapping == GpuMapping::RowPerBlock && g_.row_splits == 1 && next &&
