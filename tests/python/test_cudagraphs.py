@@ -8,7 +8,6 @@ import logging
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import cppinductor
 from cppinductor import _C, debug
