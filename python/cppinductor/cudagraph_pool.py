@@ -306,9 +306,10 @@ class Recording:
 
     def retire_outputs(self, cause: "Recording") -> None:
         """Makes every output still held raise when read: the replay of
-        `cause` (this recording, or one made before it) rewrites its memory (clear_for checked that nothing else reaches it).
-        A cached output nobody holds stays cached, to be handed out again; a
-        held one leaves the cache with its error. Once checked, nothing can
+        `cause` (this recording, or one made before it) rewrites its memory
+        (clear_for checked that nothing else reaches it). A cached output
+        nobody holds stays cached, to be handed out again; a held one leaves
+        the cache with its error. Once checked, nothing can
         take hold of them before the next replay hands them out: the check
         runs once per replay, not once per replay of any recording made
         before this one."""

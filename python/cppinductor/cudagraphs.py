@@ -214,6 +214,9 @@ class CudaGraphFunction:
         self._message = GRAD_OVERWRITTEN if kind == "backward" else OVERWRITTEN
         self._name = getattr(function, "range_name", f"a cppinductor {kind} graph")
         self._recordings: dict[Any, Recording] = {}
+        # Each key's place in call order (Recording.slot), kept across
+        # recordings again, also when one cannot be made at once.
+        self._slots: dict[Any, int] = {}
         self._warmed: set[Any] = set()
         self._rerecords = 0
         self._moved = 0  # calls in a row whose static inputs moved
@@ -319,7 +322,7 @@ class CudaGraphFunction:
         old = self._recordings.pop(key)
         old.pool.record_again_after(old)
         self._drop(old)
-        return self._record_and_replay(key, args, slot=old.slot)
+        return self._record_and_replay(key, args)
 
     def _drop(self, recording: Recording) -> None:
         """Forgets a recording. Freed, its outputs' memory would go back to the
@@ -349,7 +352,7 @@ class CudaGraphFunction:
                            and recording.plan[i][0] == "pool" and not recording.cacheable[i]]
         return outputs
 
-    def _record_and_replay(self, key: Any, args: list, slot: int | None = None) -> Any:
+    def _record_and_replay(self, key: Any, args: list) -> Any:
         pool = pool_for(self._device)
         lender = pool.lent_memory_pending(pool.captures + 1)
         if lender is not None:  # a new capture may lay buffers over them: record when they are consumed
@@ -359,7 +362,7 @@ class CudaGraphFunction:
             return self._uncaptured(args)
         try:
             recording = Recording(self._function, args, self._static, pool, self._message, self._kind,
-                                  self._saved_start, self._name, slot)
+                                  self._saved_start, self._name, self._slots.get(key))
         except MustNotRecord as e:
             perf_hints.info("a %s call ran outside its CUDA graph: %s", self._kind, e)
             return self._uncaptured(args)
@@ -367,6 +370,7 @@ class CudaGraphFunction:
             self.disable(f"capture failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
             return self._function(args)
         self._recordings[key] = recording
+        self._slots[key] = recording.slot
         self._state.recorded += 1
         self._state.copied = [self._input_names[i] for i in sorted(recording.copies)]
         self._state.borrowed = recording.borrowed
