@@ -473,6 +473,10 @@ Stmt stmt(T node) {
   return std::make_shared<const StmtNode>(StmtNode{std::move(node)});
 }
 Stmt block(std::vector<Stmt> body, bool scoped = false);
+/// A TargetPart leaf: `what` the target prints, with `args`.
+inline Stmt part(std::string what, std::vector<std::string> args = {}) {
+  return stmt(TargetPart{std::move(what), std::move(args)});
+}
 
 /// `s` with each child statement replaced by `f(child)` (the node itself
 /// copied when a child changed; `s` when none did).

@@ -10,11 +10,9 @@
 namespace cppi::gpu {
 
 using namespace codegen;
-namespace part = scan_chunk_part;
+namespace chunk_part = scan_chunk_part;
 
 namespace {
-
-Stmt leaf(const char* what, std::vector<std::string> args = {}) { return stmt(TargetPart{what, std::move(args)}); }
 
 /// The thread's `count` slots of `width` consecutive positions each, around `body`.
 Stmt slots(const std::string& var, int64_t count, int64_t width, std::vector<Stmt> body) {
@@ -32,32 +30,32 @@ Stmt lower_scan_chunk_loops(const ir::Kernel& k, const ir::GpuSchedule& g, bool 
   const std::string past_end = cat(rows ? "" : "!valid || ", var, " >= stop");
   std::vector<Stmt> chunk{stmt(Let{"pos", cat("base + (int64_t)", rows ? "threadIdx.x" : "tid", " * ", e)})};
   if (v > 1 && !scan_vector_loads(k).empty()) {
-    chunk.push_back(leaf(part::kVectorLoads, {vectors}));
-    const Stmt leave = leaf(part::kLeaveIf, {cat("!(", in_range, ")")});
-    chunk.push_back(slots("group", e / v, v, {leave, leaf(part::kLoadVectors, {"group"})}));
+    chunk.push_back(part(chunk_part::kVectorLoads, {vectors}));
+    const Stmt leave = part(chunk_part::kLeaveIf, {cat("!(", in_range, ")")});
+    chunk.push_back(slots("group", e / v, v, {leave, part(chunk_part::kLoadVectors, {"group"})}));
   }
-  if (store) chunk.push_back(leaf(part::kRunningValues, {std::to_string(e)}));
-  chunk.push_back(leaf(part::kOwn));
-  std::vector<Stmt> fold{stmt(If{in_range, leaf(part::kFoldAt, {"slot"}), nullptr})};
-  if (store) fold.push_back(leaf(part::kKeepRunning, {"slot"}));
+  if (store) chunk.push_back(part(chunk_part::kRunningValues, {std::to_string(e)}));
+  chunk.push_back(part(chunk_part::kOwn));
+  std::vector<Stmt> fold{stmt(If{in_range, part(chunk_part::kFoldAt, {"slot"}), nullptr})};
+  if (store) fold.push_back(part(chunk_part::kKeepRunning, {"slot"}));
   chunk.push_back(slots("slot", e, 1, std::move(fold)));
   if (rows) {
-    chunk.push_back(leaf(store ? part::kBlockScanFromCarry : part::kBlockScan));
+    chunk.push_back(part(store ? chunk_part::kBlockScanFromCarry : chunk_part::kBlockScan));
   } else {
-    chunk.push_back(leaf(part::kSliceScan));
-    if (store) chunk.push_back(leaf(part::kBeforeFromCarry));
+    chunk.push_back(part(chunk_part::kSliceScan));
+    if (store) chunk.push_back(part(chunk_part::kBeforeFromCarry));
   }
   if (store) {
     // In vectors (V > 1): each slot's values into the stores' vectors, then
     // the vectors stored.
-    if (v > 1) chunk.push_back(leaf(part::kStoredVectors, {vectors}));
-    chunk.push_back(slots("slot", e, 1, {leaf(part::kLeaveIf, {past_end}), leaf(part::kStoreAt, {"slot"})}));
+    if (v > 1) chunk.push_back(part(chunk_part::kStoredVectors, {vectors}));
+    chunk.push_back(slots("slot", e, 1, {part(chunk_part::kLeaveIf, {past_end}), part(chunk_part::kStoreAt, {"slot"})}));
     if (v > 1) {
       chunk.push_back(
-          slots("group", e / v, v, {leaf(part::kLeaveIf, {past_end}), leaf(part::kStoreVectors, {"group"})}));
+          slots("group", e / v, v, {part(chunk_part::kLeaveIf, {past_end}), part(chunk_part::kStoreVectors, {"group"})}));
     }
   }
-  chunk.push_back(leaf(part::kCarryTotal));
+  chunk.push_back(part(chunk_part::kCarryTotal));
   return block(std::move(chunk));
 }
 

@@ -24,8 +24,6 @@ Stmt chunk_loop(const ir::Kernel& k, const ir::GpuSchedule& g, int64_t chunk, bo
   return stmt(std::move(l));
 }
 
-Stmt part(const char* what, std::vector<std::string> args = {}) { return stmt(TargetPart{what, std::move(args)}); }
-
 /// A split block's scan of its share: the splits but the last fold theirs
 /// and publish the total; each then folds the totals before it into its
 /// carry and scans its share with the stores. `unit`: the tile's row or
