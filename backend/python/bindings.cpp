@@ -306,15 +306,19 @@ PYBIND11_MODULE(_C, m) {
       "(winner's schedule line or None, problem): the max-autotune cache entry `key` (backend/autotune.h).");
   m.def("make_pointer_check", &python::make_pointer_check, py::arg("expected"),
         "check(args) -> bool: whether args[i] has data pointer p for each (i, p) (kernel_launcher.h).");
-  m.def("cached_holders", &python::cached_holders, py::arg("tensors"), py::arg("storages"),
-        py::arg("storage_use_count"), py::arg("start"), py::arg("wanted"),
-        "Which `wanted` bits hold for a CUDA-graph recording's cached outputs from `start` on: 1 a storage "
-        "reached by more than its output (a view, a .grad), 2 an output held (cudagraph_outputs.h).");
-  m.def("held_cached", &python::held_cached, py::arg("tensors"), py::arg("start"),
-        "Indices from `start` on of cached outputs anything but the list holds (cudagraph_outputs.h).");
-  m.def("changed_cached", &python::changed_cached, py::arg("tensors"), py::arg("versions"), py::arg("data_ptrs"),
-        "Indices of cached outputs whose version or data pointer changed, or that require grad or have hooks "
-        "(cudagraph_outputs.h).");
+  m.def(
+      "scan_cached",
+      [](py::handle tensors, py::handle storage_ids, py::handle versions, py::handle data_ptrs,
+         py::handle storage_use_count, bool with_changed) {
+        python::CachedScan scan =
+            python::scan_cached(tensors, storage_ids, versions, data_ptrs, storage_use_count, with_changed);
+        return py::make_tuple(scan.reached, scan.held, scan.changed);
+      },
+      py::arg("tensors"), py::arg("storage_ids"), py::arg("versions"), py::arg("data_ptrs"),
+      py::arg("storage_use_count"), py::arg("with_changed") = true,
+      "(reached, held, changed) over a CUDA-graph recording's cached outputs: whether a storage is reached by "
+      "more than its output (a view, a .grad), the indices of outputs held, and of those not held that a former "
+      "holder changed (empty unless with_changed; cudagraph_outputs.h).");
   m.def("set_tensor_data_ptr_function", &python::set_tensor_data_ptr_function, py::arg("address"),
         py::arg("tensor_type"), "Kernel launchers read tensors' data pointers through torch's function at `address`.");
 

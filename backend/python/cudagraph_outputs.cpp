@@ -31,71 +31,49 @@ int64_t tensor_use_count(PyObject* t) {
 /// list's is one), or a C++ one seen in the TensorImpl's use count.
 bool held(PyObject* t) { return Py_REFCNT(t) > 1 || tensor_use_count(t) > 1; }
 
+/// Whether attribute `name` of `obj` is `value` (compared by identity).
+bool attribute_is(PyObject* obj, PyObject* name, PyObject* value) {
+  PyObject* attribute = PyObject_GetAttr(obj, name);
+  if (attribute == nullptr) throw py::error_already_set();
+  bool same = attribute == value;
+  Py_DECREF(attribute);
+  return same;
+}
+
 }  // namespace
 
-int cached_holders(py::handle tensors, py::handle storages, py::handle storage_use_count, Py_ssize_t start,
-                   int wanted) {
-  static PyObject* cdata = PyUnicode_InternFromString("_cdata");
-  Py_ssize_t n = 0, m = 0;
-  PyObject** items = list_items(tensors, &n, "tensors");
-  PyObject** kept = list_items(storages, &m, "storages");
-  if (m != n) throw py::value_error("cached_holders: one storage per tensor");
-  int bits = 0;
-  for (Py_ssize_t i = start; i < n && bits != wanted; ++i) {
-    if (items[i] == Py_None) continue;
-    if ((wanted & ~bits & kTensorHeld) && held(items[i])) bits |= kTensorHeld;
-    if (wanted & ~bits & kStorageReached) {
-      PyObject* address = PyObject_GetAttr(kept[i], cdata);
-      if (address == nullptr) throw py::error_already_set();
-      PyObject* count = PyObject_CallOneArg(storage_use_count.ptr(), address);
-      Py_DECREF(address);
-      if (read_int(count) > 2) bits |= kStorageReached;  // more than the output and our storage object
-    }
-  }
-  return bits;
-}
-
-std::vector<Py_ssize_t> held_cached(py::handle tensors, Py_ssize_t start) {
-  Py_ssize_t n = 0;
-  PyObject** items = list_items(tensors, &n, "tensors");
-  std::vector<Py_ssize_t> out;
-  for (Py_ssize_t i = start; i < n; ++i)
-    if (items[i] != Py_None && held(items[i])) out.push_back(i);
-  return out;
-}
-
-std::vector<Py_ssize_t> changed_cached(py::handle tensors, py::handle versions, py::handle data_ptrs) {
+CachedScan scan_cached(py::handle tensors, py::handle storage_ids, py::handle versions, py::handle data_ptrs,
+                       py::handle storage_use_count, bool with_changed) {
   static PyObject* version = PyUnicode_InternFromString("_version");
   static PyObject* data_ptr = PyUnicode_InternFromString("data_ptr");
   static PyObject* requires_grad = PyUnicode_InternFromString("requires_grad");
   static PyObject* hooks = PyUnicode_InternFromString("_backward_hooks");
-  Py_ssize_t n = 0, nv = 0, np = 0;
+  Py_ssize_t n = 0, ns = 0, nv = 0, np = 0;
   PyObject** items = list_items(tensors, &n, "tensors");
+  PyObject** storages = list_items(storage_ids, &ns, "storage_ids");
   PyObject** expected_versions = list_items(versions, &nv, "versions");
   PyObject** expected_ptrs = list_items(data_ptrs, &np, "data_ptrs");
-  if (nv != n || np != n) throw py::value_error("changed_cached: one version and one data pointer per tensor");
-  std::vector<Py_ssize_t> out;
+  if (ns != n || nv != n || np != n)
+    throw py::value_error("scan_cached: one storage id, version and data pointer per tensor");
+  CachedScan scan;
   for (Py_ssize_t i = 0; i < n; ++i) {
     PyObject* t = items[i];
     if (t == Py_None) continue;
+    // More than the output and the recording's storage object.
+    if (!scan.reached && read_int(PyObject_CallOneArg(storage_use_count.ptr(), storages[i])) > 2)
+      scan.reached = true;
+    if (held(t)) {
+      scan.held.push_back(i);
+      continue;
+    }
+    if (!with_changed) continue;
     bool changed = read_int(PyObject_GetAttr(t, version)) != PyLong_AsLongLong(expected_versions[i]) ||
-                   read_int(PyObject_CallMethodNoArgs(t, data_ptr)) != PyLong_AsLongLong(expected_ptrs[i]);
-    if (!changed) {
-      PyObject* grad = PyObject_GetAttr(t, requires_grad);
-      if (grad == nullptr) throw py::error_already_set();
-      changed = grad == Py_True;
-      Py_DECREF(grad);
-    }
-    if (!changed) {
-      PyObject* h = PyObject_GetAttr(t, hooks);
-      if (h == nullptr) throw py::error_already_set();
-      changed = h != Py_None;
-      Py_DECREF(h);
-    }
-    if (changed) out.push_back(i);
+                   read_int(PyObject_CallMethodNoArgs(t, data_ptr)) != PyLong_AsLongLong(expected_ptrs[i]) ||
+                   attribute_is(t, requires_grad, Py_True) || !attribute_is(t, hooks, Py_None);
+    if (changed) scan.changed.push_back(i);
   }
   if (PyErr_Occurred()) throw py::error_already_set();
-  return out;
+  return scan;
 }
 
 }  // namespace cppi::python

@@ -31,6 +31,12 @@ class DevicePool:
         with torch.cuda.device(device):
             self.stream = torch.cuda.Stream()
         self.recordings: list[weakref.ref] = []
+        # The recordings whose outputs were handed out since they were last
+        # retired, by capture number: the only ones a replay must check.
+        self.handed_out: dict[int, weakref.ref] = {}
+        # Counts calls and replays: a recording's scan of its cached outputs
+        # is read again only in a later epoch (Recording.scan).
+        self.epoch = 0
         self.captures = 0  # captures begun in this pool: a recording's place in time
         # A forward's saved tensors, by storage address: its capture's outputs
         # own their memory until the backward's capture borrows them.
@@ -45,6 +51,7 @@ class DevicePool:
     def add(self, recording: "Recording") -> None:
         self.recordings = [r for r in self.recordings if r() is not None]
         self.recordings.append(weakref.ref(recording))
+        self.handed_out = {at: r for at, r in self.handed_out.items() if r() is not None}
 
     def borrow(self, args: list, static: set[int]) -> dict[int, torch.Tensor]:
         """For a backward's capture: the owning tensors of the saved inputs
@@ -87,11 +94,8 @@ class DevicePool:
         False, retiring nothing, when one of them is reachable through a
         tensor that cannot be retired (a view of an output, a gradient
         AccumulateGrad took into .grad): the replay must not run."""
-        later = []
-        for ref in self.recordings:
-            r = ref()
-            if r is recording or (later and r is not None):
-                later.append(r)
+        at = recording.captured_at
+        later = [r for when, ref in self.handed_out.items() if when >= at and (r := ref()) is not None]
         if not all(r.only_retirable_holders() for r in later):
             return False
         if self.lent_memory_pending(recording.captured_at) is not None:
@@ -120,9 +124,11 @@ class DevicePool:
         forward that lent its saved tensors' memory before (the recording's
         buffers may lie there), whose saved tensors still await their
         backward. None when there is none."""
+        if not self.pending_lenders:
+            return None
         for lender in list(self.pending_lenders):
             if lender.lent_at < captured_at:
-                if lender.held_outputs(lender.saved_start):
+                if lender.held_outputs():
                     return lender
                 self.pending_lenders.discard(lender)  # released: nothing can hold them before its next replay
         return None
@@ -256,10 +262,20 @@ class Recording:
                 if i >= saved_start and self.cacheable[i]:
                     pool.owners[what["data_ptr"]] = (weakref.ref(self), i)
                     pool.lent.pop(what["data_ptr"], None)  # owned again, by this capture's output
+        # The cached outputs (None: not cached, or not yet made) and what
+        # _C.scan_cached reads of each: its storage object's id (the object
+        # kept beside it), its version and data pointer as the replay made them.
         self.cached: list[torch.Tensor | None] = [None] * len(self.plan)
         self.cached_storages: list[Any] = [None] * len(self.plan)
+        self.cached_ids = [0] * len(self.plan)
         self.cached_versions = [0] * len(self.plan)
         self.cached_ptrs = [what["tensor_ptr"] if how == "pool" else 0 for how, what in self.plan]
+        self.missing = [i for i, c in enumerate(self.cacheable) if c]  # cacheable, to be made at the next replay
+        self.same = [(i, what) for i, (how, what) in enumerate(self.plan) if how == "same"]
+        self.uncached = [i for i, (how, _) in enumerate(self.plan) if how == "pool" and not self.cacheable[i]]
+        self._scanned_at = -1  # the pool epoch of self._scanned
+        self._scanned_changed = False  # whether self._scanned has `changed`
+        self._scanned: tuple[bool, list[int], list[int]] = (False, [], [])
         # A backward's cached outputs are lent: registered as torch's cached
         # tensors, so AccumulateGrad takes a gradient into .grad as it is
         # (Inductor's outputs are), instead of copying it out of the pool.
@@ -269,36 +285,50 @@ class Recording:
         # for them, with the tensors over it.
         self.live: list[tuple[Any, list[weakref.ref]]] = []
         self.handed_out = False  # outputs returned since retire_outputs last ran
+        self.ref = weakref.ref(self)
         pool.add(self)
+
+    def scan(self, with_changed: bool = False) -> tuple[bool, list[int], list[int]]:
+        """(reached, held, changed) of the cached outputs (_C.scan_cached;
+        `changed` only `with_changed`, for a recording about to replay):
+        read once per pool epoch, since between a call's start and its
+        replay only the pool's own checks run."""
+        if self._scanned_at != self.pool.epoch or (with_changed and not self._scanned_changed):
+            self._scanned = _C.scan_cached(self.cached, self.cached_ids, self.cached_versions, self.cached_ptrs,
+                                           _storage_use_count_of_cdata, with_changed)
+            self._scanned_at, self._scanned_changed = self.pool.epoch, with_changed
+        return self._scanned
 
     def outputs_alive(self) -> bool:
         """Whether memory a replay returned is still reachable (through an
         output, a view of one, or a .grad)."""
-        return not self._unreached(0, views_only=False, live=True)
+        reached, held, _ = self.scan()
+        return reached or bool(held) or not self._live_unreached(views_only=False)
 
-    def held_outputs(self, start: int) -> bool:
-        """Whether a cached output from `start` on is reachable through
-        anything but the cache (a forward's saved tensors awaiting their
-        backward)."""
-        return not self._unreached(start, views_only=False, live=False)
+    def held_outputs(self) -> bool:
+        """Whether a cached output is reachable through anything but the
+        cache. A training forward caches only its saved tensors (its user
+        outputs carry the step's autograd graph), so for one this says
+        whether they still await their backward."""
+        reached, held, _ = self.scan()
+        return reached or bool(held)
 
     def only_retirable_holders(self) -> bool:
         """Whether everything that reaches this recording's outputs can be
         retired: the output tensors themselves, not views of them or .grad
         tensors sharing their storage."""
-        return not self.handed_out or self._unreached(0, views_only=True, live=True)
+        return not self.handed_out or (not self.scan()[0] and self._live_unreached(views_only=True))
 
-    def _unreached(self, start: int, views_only: bool, live: bool) -> bool:
-        """Whether no tensor reaches the cached outputs from `start` on (and
-        with `live` the others); with views_only, whether none but the
-        output tensors themselves do. A storage's use count counts the
-        tensors over it and its Python object (ours)."""
-        for storage, refs in self.live if live else ():
+    def _live_unreached(self, views_only: bool) -> bool:
+        """Whether no tensor reaches the uncached outputs of the last replay;
+        with views_only, whether none but the output tensors themselves do.
+        A storage's use count counts the tensors over it and its Python
+        object (ours)."""
+        for storage, refs in self.live:
             alive = sum(ref() is not None for ref in refs)
             if _storage_use_count(storage) > 1 + (alive if views_only else 0):
                 return False
-        wanted = _STORAGE_REACHED if views_only else _STORAGE_REACHED | _TENSOR_HELD
-        return not _C.cached_holders(self.cached, self.cached_storages, _storage_use_count_of_cdata, start, wanted)
+        return True
 
     def moved_inputs(self, args: list) -> list[int]:
         """The static inputs not where this recording reads them."""
@@ -316,6 +346,7 @@ class Recording:
         if not self.handed_out:
             return
         self.handed_out = False
+        self.pool.handed_out.pop(self.captured_at, None)
         message = f"{self.message} (An output of {self.name}, rewritten by a replay of {cause.name}.)"
         for _, refs in self.live:
             for ref in refs:
@@ -323,13 +354,20 @@ class Recording:
                 if t is not None:
                     _set_access_error(t, message)
         self.live = []
-        for i in _C.held_cached(self.cached, 0):
+        for i in self.scan()[1]:
             _set_access_error(self.cached[i], message)
             _unregister([self.cached[i]])
             self.cached[i] = None
+            self.missing.append(i)
 
     def replay(self, args: list) -> Any:
         """Copies the inputs in and replays; the pool's clear_for(self) said yes."""
+        # A cached output nobody holds (retire_outputs dropped the held ones)
+        # is handed out again unless a holder now gone changed it in place
+        # (values, sizes or strides: its version), swapped its data, or asked
+        # it for gradients.
+        remake = self.scan(with_changed=True)[2] + self.missing
+        self.missing = []
         if self.copies:
             torch._foreach_copy_([buffer for buffer, _ in self.copies.values()],
                                  [args[i] if index is None else args[i][index]
@@ -337,37 +375,33 @@ class Recording:
         args.clear()
         self.graph.replay()
         self.handed_out = True
+        self.pool.handed_out[self.captured_at] = self.ref
+        self.pool.epoch += 1
         if self.lent_at is not None:
             self.pool.pending_lenders.add(self)
-        outputs = []
+        for i in remake:
+            if self.lend and self.cached[i] is not None:
+                _unregister([self.cached[i]])  # changed by a former holder: replaced
+            what = self.plan[i][1]
+            storage = _storage_over(what)
+            t = _tensor_over(what, storage)
+            self.cached[i], self.cached_storages[i], self.cached_ids[i] = t, storage, storage._cdata
+            self.cached_versions[i] = t._version
+            if self.lend:
+                _register(t)
+        outputs = self.cached.copy()
+        for i, value in self.same:
+            outputs[i] = value
         storages: dict[int, Any] = {}
-        # A cached output nobody holds (retire_outputs dropped the held ones)
-        # is handed out again unless a holder now gone changed it in place
-        # (values, sizes or strides: its version), swapped its data, or asked
-        # it for gradients.
-        changed = _C.changed_cached(self.cached, self.cached_versions, self.cached_ptrs)
-        for i, (how, what) in enumerate(self.plan):
-            if how == "same":
-                outputs.append(what)
-                continue
-            t = self.cached[i]
-            if t is not None and i not in changed:
-                outputs.append(t)
-                continue
+        for i in self.uncached:  # new tensors at each replay, views of one storage where they share it
+            what = self.plan[i][1]
             ptr = what["data_ptr"]
-            if self.cacheable[i]:
-                storage = _storage_over(what)
-                t = _tensor_over(what, storage)
-                self.cached[i], self.cached_storages[i], self.cached_versions[i] = t, storage, t._version
-                if self.lend:
-                    _register(t)
-            else:
-                if ptr not in storages:
-                    storages[ptr] = (_storage_over(what), [])
-                    self.live.append(storages[ptr])
-                t = _tensor_over(what, storages[ptr][0])
-                storages[ptr][1].append(weakref.ref(t))
-            outputs.append(t)
+            if ptr not in storages:
+                storages[ptr] = (_storage_over(what), [])
+                self.live.append(storages[ptr])
+            t = _tensor_over(what, storages[ptr][0])
+            storages[ptr][1].append(weakref.ref(t))
+            outputs[i] = t
         return tuple(outputs) if self.tuple_output else outputs
 
 
@@ -377,8 +411,6 @@ def _storage_over(layout: dict[str, Any]) -> Any:
 
 
 _storage_use_count_of_cdata = torch._C._storage_Use_Count
-# _C.cached_holders's bits (backend/python/cudagraph_outputs.h).
-_STORAGE_REACHED, _TENSOR_HELD = 1, 2
 
 
 def _storage_use_count(storage: Any) -> int:

@@ -274,6 +274,7 @@ class CudaGraphFunction:
     def __call__(self, args: list) -> Any:
         if self._disabled is not None:
             return self._function(args)
+        pool_for(self._device).epoch += 1  # what held the pool's outputs may have changed since its last call
         key = self._key(args)
         recording = self._recordings.get(key)
         if recording is None:
@@ -284,6 +285,7 @@ class CudaGraphFunction:
                 self.disable(f"more than {MAX_SHAPES} distinct input sizes or scalar arguments")
                 return self._function(args)
             return self._record_and_replay(key, args)
+        recording.scan(with_changed=True)  # the one scan of its outputs this call's checks and replay read
         if not recording.matches(args):
             for i in recording.moved_inputs(args):
                 name = self._input_names[i]
@@ -337,7 +339,7 @@ class CudaGraphFunction:
     def _saved_pending(self) -> bool:
         recording = self._saved_by
         return (any(ref() is not None for ref in self._saved)
-                or (recording is not None and recording.held_outputs(self._saved_start)))
+                or (recording is not None and recording.held_outputs()))
 
     def _replay(self, recording: Recording, args: list) -> Any:
         self._state.replays += 1
@@ -348,8 +350,7 @@ class CudaGraphFunction:
             outputs = recording.replay(args)
         if self._saved_start is not None:  # the saved tensors in the graph's memory (not parameters)
             self._saved_by = recording
-            self._saved = [weakref.ref(t) for i, t in enumerate(outputs) if i >= self._saved_start
-                           and recording.plan[i][0] == "pool" and not recording.cacheable[i]]
+            self._saved = [weakref.ref(outputs[i]) for i in recording.uncached if i >= self._saved_start]
         return outputs
 
     def _record_and_replay(self, key: Any, args: list) -> Any:

@@ -209,9 +209,10 @@ def test_a_cached_output_is_held_by_a_python_or_a_cpp_reference():
     cache holds is free; one a caller keeps, or an autograd node saved for
     its backward, is held."""
     cache = [torch.ones(4)]
+    ids, versions, ptrs = [cache[0].untyped_storage()._cdata], [0], [cache[0].data_ptr()]
 
     def held() -> bool:
-        return _C.held_cached(cache, 0) == [0]
+        return _C.scan_cached(cache, ids, versions, ptrs, torch._C._storage_Use_Count)[1] == [0]
 
     assert not held()
     kept = cache[0]
@@ -266,7 +267,9 @@ def test_a_view_or_a_stolen_gradient_reaches_an_outputs_storage():
     p = torch.zeros(16, requires_grad=True)
     ReturnsIt.apply(p).sum().backward()
     assert p.grad.data_ptr() == owner.data_ptr()  # taken as it is, not copied
-    assert _C.held_cached(cache, 0) == [] and _storage_use_count(storage) == 3  # reached only through p.grad
+    scan = _C.scan_cached(cache, [storage._cdata], [cache[0]._version], [cache[0].data_ptr()],
+                          torch._C._storage_Use_Count)
+    assert scan == (True, [], []) and _storage_use_count(storage) == 3  # reached only through p.grad
     p.grad = None
     assert _storage_use_count(storage) == 2
     _unregister(cache)
