@@ -59,15 +59,23 @@ struct FusionHeuristics {
   /// loop. Above this cost (a log and a few integer operations: the bucket of
   /// T5's relative position bias, computed per head) it is stored once.
   int turned_outward_cost = 12;
-  /// CPU: a producer above cheap_cost read at more than one place is stored
+  /// A producer above cheap_cost read at more than one place is stored
   /// once when a reader reads it contiguously along its innermost loop but
   /// the producer's own loads cross that loop (a permuted read: a stride
   /// other than 0 and +-1 along it): each recompute would gather its inputs
   /// lane by lane again. gelu(x) permuted
   /// to channels-last and layer-normed (wav2vec2's feature projection,
   /// 8 x 512 x 511 floats): the norm's four passes recomputed gelu from
-  /// strided loads, a scalar kernel several times slower than eager's.
+  /// strided loads, a scalar kernel several times slower than eager's. On
+  /// CUDA the same read makes each lane of a warp load its own 32-byte
+  /// sector (Whisper's gelu(conv) + positions, read by every layer's norms
+  /// along the channels the convolution strides by the sequence length).
   bool store_gathered_producers = true;
+  /// ...on CUDA only for a producer of at least this many elements (or a
+  /// symbolic number): a small one (a rotary embedding's angles, read by its
+  /// cos and its sin in one kernel) costs less to gather again than a
+  /// kernel launch of its own.
+  int64_t cuda_min_gathered_producer_elements = int64_t{1} << 20;
   /// A reduction without outer loops runs serially in its kernel (or splits
   /// itself across threads): pointwise stages with loops do not join it,
   /// they would lose their parallel loop...

@@ -240,6 +240,10 @@ std::optional<std::string> why_not_gather_again(const Program& p, const ir::Poin
                                                 const std::vector<fusion::ReadMap>& maps, int cost, int reads,
                                                 const fusion::FusionHeuristics& heuristics) {
   if (!heuristics.store_gathered_producers || reads < 2 || cost <= heuristics.cheap_cost) return std::nullopt;
+  if (producer.store.buffer->device == ir::Device::CUDA) {
+    const auto elements = ir::product(producer.ranges).constant();
+    if (elements && *elements < heuristics.cuda_min_gathered_producer_elements) return std::nullopt;
+  }
   const auto producer_vars = producer.vars();
   const auto loads = ir::reads(producer.store.value);
   for (size_t r = 0; r < readers.size(); ++r) {
@@ -351,8 +355,8 @@ void inline_producers(Program& p, const fusion::FusionHeuristics& heuristics, Re
     }
     if (!why && producer->store.buffer->device == ir::Device::CPU) {
       why = why_not_turn_outward(p, *producer, readers, maps, heuristics);
-      if (!why) why = why_not_gather_again(p, *producer, readers, maps, cost, reads, heuristics);
     }
+    if (!why) why = why_not_gather_again(p, *producer, readers, maps, cost, reads, heuristics);
     if (why && !host_scalar) {
       for (size_t r : readers) log.add(p, i, r, *why);
       continue;

@@ -95,6 +95,32 @@ def test_training_layer_norm_forward_is_one_cuda_kernel():
     assert sources["forward"].count("__global__") == 1, sources["forward"]
 
 
+def test_an_expensive_permuted_producer_of_norms_is_stored_once_on_cuda():
+    """gelu(x) permuted and read by two norms (Whisper's gelu(conv) +
+    positions, read by every layer's norms along the channels, which the
+    convolution's output strides by the sequence length). Recomputed in each
+    norm pass, every lane of a warp would load its own 32-byte sector of x;
+    stored once (a stage of the norms' kernel here), the norms read it
+    contiguously and gelu's erf runs once per element. A small producer
+    (below FusionHeuristics::cuda_min_gathered_producer_elements) is still
+    recomputed: a kernel launch would cost more."""
+    def norms_of_gelu(channels: int):
+        w1, w2 = torch.randn(channels), torch.randn(channels)
+
+        def f(x):
+            h = F.gelu(x).transpose(1, 2)
+            return F.layer_norm(h, (channels,), w1), F.layer_norm(h * 2, (channels,), w2)
+
+        return f
+
+    (_, source), = _cuda_sources(norms_of_gelu(256), (torch.randn(4, 256, 1024),), grad=False)
+    assert source.count("cppi_erf(") == 1, source
+    (_, small), = _cuda_sources(norms_of_gelu(64), (torch.randn(2, 64, 37),), grad=False)
+    assert small.count("cppi_erf(") > 1, small
+    if _nvrtc():
+        assert ".entry" in _C.compile_cuda_source(source)
+
+
 def test_layer_norm_weight_and_bias_gradients_fold_in_one_split_pass():
     """layer_norm backward's weight and bias gradients are two column sums over
     the same rows: one pass reads each element once, and with 256 columns (8
