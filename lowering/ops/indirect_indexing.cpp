@@ -220,9 +220,32 @@ Status lower_index(const OpCall& c) {
   return Status::success();
 }
 
+/// Whether an accumulating scatter into `self` adds into a float32 copy of
+/// it: a 16-bit float on CUDA. ATen's CUDA kernel sums the updates of a
+/// position in float and rounds once; a 16-bit atomic add would round at
+/// every add (an embedding row a frequent token hits thousands of times
+/// would keep a few digits of its gradient), and CUDA has none for half.
+bool accumulates_in_float(const TensorRef& self) {
+  return self.device == ir::Device::CUDA && (self.dtype == DType::Float16 || self.dtype == DType::BFloat16);
+}
+
+/// Where an accumulating scatter into `self` adds (its copy of self first):
+/// `out` itself, or a float32 buffer that finish_accumulator rounds into
+/// `out` after the adds (accumulates_in_float).
+ir::BufferPtr accumulator_for(const OpCall& c, const TensorRef& self, const ir::BufferPtr& out) {
+  if (!accumulates_in_float(self)) return out;
+  return c.ctx.temp_buffer(cat(c.node.name, "_acc"), DType::Float32, self.device, self.sizes);
+}
+
+void finish_accumulator(const OpCall& c, const ir::BufferPtr& acc, const ir::BufferPtr& out) {
+  if (acc == out) return;
+  emit_pointwise(c.ctx, c.node.name, out,
+                 [&](const std::vector<IndexExpr>& x) { return ir::Load::make(acc, acc->layout.index(x)); });
+}
+
 /// Whether an accumulating scatter into `self`'s dtype and device runs here.
 Status check_accumulate(const OpCall& c, const TensorRef& self) {
-  if (!ir::accumulate_supported(self.dtype, self.device)) {
+  if (!ir::accumulate_supported(self.dtype, self.device) && !accumulates_in_float(self)) {
     return Error::unsupported(cat("accumulating into ", dtype_name(self.dtype), " on ", ir::to_string(self.device),
                                   self.device == ir::Device::CUDA ? " (no whole atomic add for it)" : "",
                                   ": runs through ATen"));
@@ -244,12 +267,14 @@ Status lower_index_put(const OpCall& c) {
   CPPI_ASSIGN_OR_RETURN(values, c.tensor(2, "values"));
   CPPI_RETURN_IF_ERROR_STATUS(check_broadcast(values, a.result_sizes));
   ir::BufferPtr out = c.result_buffer();
-  emit_copy(c, a.self, out);
+  const ir::BufferPtr to = accumulate ? accumulator_for(c, a.self, out) : out;
+  emit_copy(c, a.self, to);
   emit_pointwise_store(
-      c.ctx, c.node.name, a.result_sizes, out,
-      [&](const std::vector<IndexExpr>& o) { return out->layout.index(a.self_coords(o)); },
+      c.ctx, c.node.name, a.result_sizes, to,
+      [&](const std::vector<IndexExpr>& o) { return to->layout.index(a.self_coords(o)); },
       [&](const std::vector<IndexExpr>& o) { return load_broadcast(values, o); },
       accumulate ? StoreMode::Accumulate : StoreMode::Overwrite);
+  finish_accumulator(c, to, out);
   c.set_result_buffer(out);
   return Status::success();
 }
@@ -337,20 +362,22 @@ Status lower_scatter(const OpCall& c, bool scalar_src, ScatterKind kind = Scatte
     c.set_result_buffer(out);
     return Status::success();
   }
-  emit_copy(c, x, out);
+  const ir::BufferPtr to = kind == ScatterKind::Overwrite ? out : accumulator_for(c, x, out);
+  emit_copy(c, x, to);
   auto scattered_to = [&](const std::vector<IndexExpr>& o) {
     std::vector<IndexExpr> coords = o;
     coords[dim] = position(idx, o, x.sizes[dim]);
-    return out->layout.index(coords);
+    return to->layout.index(coords);
   };
   if (kind == ScatterKind::AddWithoutSelf) {
-    emit_pointwise_store(c.ctx, c.node.name, idx.sizes, out, scattered_to,
-                         [&](const std::vector<IndexExpr>&) { return Scalar::of_int(0).as_expr(out->dtype); });
+    emit_pointwise_store(c.ctx, c.node.name, idx.sizes, to, scattered_to,
+                         [&](const std::vector<IndexExpr>&) { return Scalar::of_int(0).as_expr(to->dtype); });
   }
   emit_pointwise_store(
-      c.ctx, c.node.name, idx.sizes, out, scattered_to,
-      [&](const std::vector<IndexExpr>& o) { return src ? load(*src, o) : value->as_expr(out->dtype); },
+      c.ctx, c.node.name, idx.sizes, to, scattered_to,
+      [&](const std::vector<IndexExpr>& o) { return src ? load(*src, o) : value->as_expr(to->dtype); },
       kind == ScatterKind::Overwrite ? StoreMode::Overwrite : StoreMode::Accumulate);
+  finish_accumulator(c, to, out);
   c.set_result_buffer(out);
   return Status::success();
 }

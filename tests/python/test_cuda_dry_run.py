@@ -259,6 +259,30 @@ def test_accumulating_scatters_add_atomically_one_element_per_thread():
         assert "red.global.add.f32" in ptx or "atom.global.add.f32" in ptx, ptx
 
 
+def test_16_bit_accumulating_scatters_add_into_float_and_round_once():
+    """bfloat16 and half have no atomic add that rounds as ATen's CUDA kernel
+    does (a position's updates summed in float, rounded once): the gradient
+    of x[rows] (an index_put with accumulate into x's dtype) and a
+    scatter_add add atomically into a float32 buffer, and a later kernel
+    rounds it."""
+    for dtype in (torch.bfloat16, torch.float16):
+        table = torch.randn(50, 64).to(dtype)
+
+        def gather(rows: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+            return x[rows] * 2
+
+        sources = dict(_cuda_sources(gather, (torch.randint(0, 50, (300,)), table.requires_grad_()), grad=True))
+        (_, scatter), = _cuda_sources(lambda x, i, s: torch.scatter_add(x, 1, i, s),
+                                      (torch.zeros(4, 6, dtype=dtype), torch.randint(0, 6, (4, 9)),
+                                       torch.ones(4, 9, dtype=dtype)), grad=False)
+        for source in (sources["backward"], scatter):
+            adds = re.findall(r"cppi_atomic_add\(&(\w+)\[", source)
+            assert adds and all(re.search(rf"\bfloat\* {a}\b", source) for a in adds), source
+            if _nvrtc():
+                ptx = _C.compile_cuda_source(source)
+                assert "red.global.add.f32" in ptx or "atom.global.add.f32" in ptx, ptx
+
+
 def test_cat_halves_load_vectors_and_odd_pads_vectorise_over_rows():
     """Rotary embeddings' cat of halves reads each half under a mask that is
     the same for four consecutive columns: vector loads (H200: 0.450 ms with
