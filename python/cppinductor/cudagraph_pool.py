@@ -284,9 +284,14 @@ class Recording:
         # The other outputs returned by the last replay: each storage made
         # for them, with the tensors over it.
         self.live: list[tuple[Any, list[weakref.ref]]] = []
-        self.handed_out = False  # outputs returned since retire_outputs last ran
         self.ref = weakref.ref(self)
         pool.add(self)
+
+    @property
+    def handed_out(self) -> bool:
+        """Whether outputs were returned since retire_outputs last ran (the
+        pool keeps such recordings, by capture number)."""
+        return self.captured_at in self.pool.handed_out
 
     def scan(self, with_changed: bool = False) -> tuple[bool, list[int], list[int]]:
         """(reached, held, changed) of the cached outputs (_C.scan_cached;
@@ -343,10 +348,8 @@ class Recording:
         take hold of them before the next replay hands them out: the check
         runs once per replay, not once per replay of any recording made
         before this one."""
-        if not self.handed_out:
+        if self.pool.handed_out.pop(self.captured_at, None) is None:
             return
-        self.handed_out = False
-        self.pool.handed_out.pop(self.captured_at, None)
         message = f"{self.message} (An output of {self.name}, rewritten by a replay of {cause.name}.)"
         for _, refs in self.live:
             for ref in refs:
@@ -374,7 +377,6 @@ class Recording:
                                   for i, (_, index) in self.copies.items()])
         args.clear()
         self.graph.replay()
-        self.handed_out = True
         self.pool.handed_out[self.captured_at] = self.ref
         self.pool.epoch += 1
         if self.lent_at is not None:
