@@ -63,7 +63,7 @@ __device__ __forceinline__ void copy16(void* shared, const void* global, bool va
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");  // plain reads of the stage come after
 }
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned* r, const void* p) {
@@ -222,6 +222,33 @@ __device__ __forceinline__ void for_each_accumulator(float (&acc)[C::MI][C::NI][
       }
 }
 
+/// Split-K's fix-up, shared by both kernels: every split stores its partial
+/// sums (`each(f)` calls f(m, n, float& v) on each of the thread's values) to
+/// `workspace` (SPLIT_K * M * N floats); the last split of the tile to
+/// arrive, counted in `*counter`, replaces its values by the sums over
+/// splits in split order (the same order on every run) and returns true.
+/// The counter goes back to zero for the next launch.
+template <int SPLIT_K, class ForEach>
+__device__ __forceinline__ bool combine_splits(const ForEach& each, int64_t split, int64_t M, int64_t N,
+                                               float* workspace, int* counter) {
+  float* mine = workspace + split * M * N;
+  each([&](int64_t m, int64_t n, float& v) { mine[m * N + n] = v; });
+  __threadfence();
+  __syncthreads();
+  __shared__ int arrived;
+  if (threadIdx.x == 0) arrived = atomicAdd(counter, 1);
+  __syncthreads();
+  if (arrived != SPLIT_K - 1) return false;
+  __threadfence();
+  each([&](int64_t m, int64_t n, float& v) {
+    float sum = 0.0f;
+    for (int p = 0; p < SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
+    v = sum;
+  });
+  if (threadIdx.x == 0) *counter = 0;
+  return true;
+}
+
 /// The whole kernel body: blockIdx.x picks the C tile (row-major over tiles),
 /// blockIdx.y the K split. `workspace` (SPLIT_K * M * N floats) and
 /// `counters` (one int per tile, zero before the first launch) only with
@@ -274,27 +301,168 @@ __device__ __forceinline__ void gemm(const uint16_t* a, const uint16_t* b, int64
   }
   wait<0>();
 
-  if (C::SPLIT_K > 1) {
-    // Every split stores its partial tile; the last to arrive sums them.
-    float* mine = workspace + split * M * N;
-    for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane,
-                            [&](int64_t m, int64_t n, float& v) { mine[m * N + n] = v; });
-    __threadfence();
-    __syncthreads();
-    __shared__ int arrived;
-    if (threadIdx.x == 0) arrived = atomicAdd(&counters[tile], 1);
-    __syncthreads();
-    if (arrived != C::SPLIT_K - 1) return;
-    __threadfence();
-    for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane, [&](int64_t m, int64_t n, float& v) {
-      float sum = 0.0f;
-      for (int p = 0; p < C::SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
-      v = sum;
-    });
-    if (threadIdx.x == 0) counters[tile] = 0;
-  }
+  if (C::SPLIT_K > 1 && !combine_splits<C::SPLIT_K>(
+                           [&](const auto& f) { for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane, f); },
+                           split, M, N, workspace, counters + tile))
+    return;
   for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane,
                           [&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+}
+
+// ---------------------------------------------------------------------------
+// Small M (decode and small batches): B streamed straight into registers.
+//
+// With M <= 16 a GEMM reads B once and does little else; the tile kernel
+// above, which stages B in shared memory (a cp.async and an ldmatrix per 16
+// bytes), streams it at 2.8 TB/s where cuBLAS reaches 3.5 (H200, stop 48;
+// docs/gemm-templates.md). Here each lane loads
+// 16 bytes of B (8 consecutive k of one column n) straight into the MMA's B
+// registers: a warp's load covers 8 columns x 32 k, two m16n8k16 MMAs. The
+// sum over k does not care in which order its terms come, so logical k of
+// the MMA is mapped to physical k so that one lane's 16 bytes are exactly
+// the pairs it holds: in MMA step j (of two per 32 k), the pair of logical
+// k 2q + e sits at physical 8q + 4j + e and that of 2q + 8 + e at
+// 8q + 4j + 2 + e (q = lane % 4). A's fragment is loaded with the same map.
+//
+// Per block: 8 * NW columns (each warp's NW column groups share its A
+// registers), WARPS warps splitting the block's K range in 32-k steps
+// (warp w takes steps w, w + WARPS, ...: together they read long runs of
+// each row of B), UNROLL steps loaded before their MMAs (bytes in flight),
+// summed across warps in shared memory in warp order, and SPLIT_K blocks
+// along K (blockIdx.y) combined as in the tile kernel. B is K-contiguous
+// (a Linear's weight); K, lda and ldb are multiples of 8; A and B 16-byte
+// aligned.
+// ---------------------------------------------------------------------------
+
+template <int MT_, int NW_, int WARPS_, int UNROLL_, int SPLIT_K_, bool HALF_, bool PREFETCH_ = false>
+struct SkinnyConfig {
+  static constexpr int MT = MT_, NW = NW_, WARPS = WARPS_, UNROLL = UNROLL_, SPLIT_K = SPLIT_K_;
+  static constexpr bool HALF = HALF_;
+  /// B's loads ask the L2 for the 256 bytes around them (the warps after
+  /// this one read the rest of each run).
+  static constexpr bool PREFETCH = PREFETCH_;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int BN = 8 * NW;                  // columns per block
+  static constexpr int VALUES = MT * NW * 4;         // accumulators per lane
+  static constexpr int PER_THREAD = VALUES / WARPS;  // sums each thread finishes
+  static constexpr int SHARED_BYTES = WARPS * VALUES * 32 * 4;
+  static_assert(VALUES % WARPS == 0, "the cross-warp sums split evenly over the block's threads");
+};
+
+/// 16 bytes of a row, or zeros outside the matrix; read through the
+/// non-coherent path (the operands are not written during the kernel).
+template <bool PREFETCH = false>
+__device__ __forceinline__ uint4 load16(const uint16_t* p, bool valid) {
+  if (!valid) return make_uint4(0, 0, 0, 0);
+  if (!PREFETCH) return __ldg(reinterpret_cast<const uint4*>(p));
+  uint4 v;
+  asm volatile("ld.global.nc.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm_skinny(const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
+                                            int64_t lda, int64_t ldb, const Epilogue& epi, float* workspace,
+                                            int* counters) {
+  extern __shared__ __align__(16) float cppi_gemm_partials[];  // [warp][value][lane]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int64_t n0 = blockIdx.x * int64_t(C::BN);
+  const int64_t steps = (K + 31) / 32;
+  const int64_t split = C::SPLIT_K > 1 ? blockIdx.y : 0;
+  const int64_t per_split = (steps + C::SPLIT_K - 1) / C::SPLIT_K;
+  const int64_t first = split * per_split;
+  const int64_t last = min(steps, first + per_split);
+
+  const uint16_t* a_row[C::MT][2];
+  bool a_in[C::MT][2];
+#pragma unroll
+  for (int t = 0; t < C::MT; ++t)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t m = 16 * t + 8 * h + g;
+      a_in[t][h] = m < M;
+      a_row[t][h] = a + (a_in[t][h] ? m * lda : 0) + 8 * q;
+    }
+  const uint16_t* b_row[C::NW];
+  bool b_in[C::NW];
+#pragma unroll
+  for (int i = 0; i < C::NW; ++i) {
+    const int64_t n = n0 + 8 * i + g;
+    b_in[i] = n < N;
+    b_row[i] = b + (b_in[i] ? n * ldb : 0) + 8 * q;
+  }
+
+  float acc[C::MT][C::NW][4];
+#pragma unroll
+  for (int t = 0; t < C::MT; ++t)
+#pragma unroll
+    for (int i = 0; i < C::NW; ++i)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[t][i][r] = 0.0f;
+
+  for (int64_t s0 = first + warp; s0 < last; s0 += C::UNROLL * C::WARPS) {
+    uint4 av[C::UNROLL][C::MT][2], bv[C::UNROLL][C::NW];
+#pragma unroll
+    for (int u = 0; u < C::UNROLL; ++u) {
+      const int64_t s = s0 + u * C::WARPS;
+      const int64_t k = s * 32 + 8 * q;
+      const bool valid = s < last && k < K;  // K % 8 == 0: a 16-byte run is wholly in or out
+#pragma unroll
+      for (int i = 0; i < C::NW; ++i) bv[u][i] = load16<C::PREFETCH>(b_row[i] + s * 32, valid && b_in[i]);
+#pragma unroll
+      for (int t = 0; t < C::MT; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) av[u][t][h] = load16(a_row[t][h] + s * 32, valid && a_in[t][h]);
+    }
+#pragma unroll
+    for (int u = 0; u < C::UNROLL; ++u)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int t = 0; t < C::MT; ++t) {
+          const unsigned* lo = reinterpret_cast<const unsigned*>(&av[u][t][0]);
+          const unsigned* hi = reinterpret_cast<const unsigned*>(&av[u][t][1]);
+          const unsigned af[4] = {lo[2 * j], hi[2 * j], lo[2 * j + 1], hi[2 * j + 1]};
+#pragma unroll
+          for (int i = 0; i < C::NW; ++i) {
+            const unsigned* bw = reinterpret_cast<const unsigned*>(&bv[u][i]);
+            const unsigned bf[2] = {bw[2 * j], bw[2 * j + 1]};
+            Mma<C::HALF>::run(acc[t][i], af, bf);
+          }
+        }
+  }
+
+  // The warps' partial sums, added in warp order by the block's threads.
+#pragma unroll
+  for (int t = 0; t < C::MT; ++t)
+#pragma unroll
+    for (int i = 0; i < C::NW; ++i)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        cppi_gemm_partials[(warp * C::VALUES + (t * C::NW + i) * 4 + r) * 32 + lane] = acc[t][i][r];
+  __syncthreads();
+  float sum[C::PER_THREAD];
+  int64_t at_m[C::PER_THREAD], at_n[C::PER_THREAD];
+#pragma unroll
+  for (int p = 0; p < C::PER_THREAD; ++p) {
+    const int e = threadIdx.x + p * C::THREADS;  // (value, lane) of a warp's accumulators
+    const int value = e / 32, from = e % 32;
+    sum[p] = 0.0f;
+    for (int w = 0; w < C::WARPS; ++w) sum[p] += cppi_gemm_partials[(w * C::VALUES + value) * 32 + from];
+    const int t = value / (4 * C::NW), i = (value / 4) % C::NW, r = value % 4;
+    at_m[p] = 16 * t + (from / 4) + (r / 2) * 8;
+    at_n[p] = n0 + 8 * i + (from % 4) * 2 + (r % 2);
+  }
+  const auto each = [&](const auto& f) {
+#pragma unroll
+    for (int p = 0; p < C::PER_THREAD; ++p)
+      if (at_m[p] < M && at_n[p] < N) f(at_m[p], at_n[p], sum[p]);
+  };
+  if (C::SPLIT_K > 1 && !combine_splits<C::SPLIT_K>(each, split, M, N, workspace, counters + blockIdx.x)) return;
+  each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
 }
 
 }  // namespace cppi_gemm

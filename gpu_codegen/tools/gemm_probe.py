@@ -12,7 +12,7 @@ second kernel), cuBLAS alone (the matmul without its epilogue: the floor a
 separate epilogue cannot beat), Inductor (default mode) and every
 configuration. Usage (on a GPU machine):
 
-  PYTHONPATH=python python3 gpu_codegen/tools/gemm_probe.py [--json FILE] [--shapes m16,...]
+  PYTHONPATH=python python3 gpu_codegen/tools/gemm_probe.py [--json FILE] [--shapes m16,...] [--cold]
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def compile_ptx(source: str) -> tuple[bytes, float]:
 
 @dataclass(frozen=True)
 class Tile:
+    """A configuration of the tile kernel (`cppi_gemm::gemm`)."""
     bm: int
     bn: int
     bk: int
@@ -100,10 +101,61 @@ class Tile:
     def name(self) -> str:
         return f"{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x{self.warps_n}_s{self.stages}_k{self.split_k}"
 
+    @property
+    def threads(self) -> int:
+        return self.warps_m * self.warps_n * 32
+
+    def grid(self, m: int, n: int, resident: int) -> tuple[int, int]:
+        return math.ceil(m / self.bm) * math.ceil(n / self.bn), self.split_k
+
+    def buffers(self, m: int, n: int, grid: tuple[int, int]) -> tuple[int, int]:
+        """Floats of split-K workspace, ints of counters."""
+        return self.split_k * m * n, grid[0]
+
     def shared_bytes(self, b_k_contiguous: bool) -> int:
         a = self.bm * (self.bk + 8)
         b = self.bn * (self.bk + 8) if b_k_contiguous else self.bk * (self.bn + 8)
         return self.stages * (a + b) * 2
+
+    def call(self, b_k_contiguous: bool) -> str:
+        cfg = (f"cppi_gemm::Config<{self.bm}, {self.bn}, {self.bk}, {self.warps_m}, {self.warps_n}, {self.stages}, "
+               f"{self.split_k}, {'true' if b_k_contiguous else 'false'}, false>")
+        return f"cppi_gemm::gemm<{cfg}>"
+
+
+@dataclass(frozen=True)
+class Skinny:
+    """A configuration of the small-M kernel (`cppi_gemm::gemm_skinny`; K-contiguous B only)."""
+    mt: int
+    nw: int
+    warps: int
+    unroll: int
+    split_k: int
+    prefetch: bool = False
+    min_blocks: int = 1  # __launch_bounds__'s blocks per SM (registers per thread capped to fit them)
+
+    @property
+    def name(self) -> str:
+        return (f"skinny_m{16 * self.mt}_n{8 * self.nw}_w{self.warps}_u{self.unroll}_k{self.split_k}"
+                f"{'_pf' if self.prefetch else ''}{f'_b{self.min_blocks}' if self.min_blocks > 1 else ''}")
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    def grid(self, m: int, n: int, resident: int) -> tuple[int, int]:
+        return math.ceil(n / (8 * self.nw)), self.split_k
+
+    def buffers(self, m: int, n: int, grid: tuple[int, int]) -> tuple[int, int]:
+        return self.split_k * m * n, grid[0]
+
+    def shared_bytes(self, b_k_contiguous: bool) -> int:
+        return self.warps * self.mt * self.nw * 4 * 32 * 4
+
+    def call(self, b_k_contiguous: bool) -> str:
+        assert b_k_contiguous
+        return (f"cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<{self.mt}, {self.nw}, {self.warps}, {self.unroll}, "
+                f"{self.split_k}, false, {'true' if self.prefetch else 'false'}>>")
 
 
 # Epilogues as eager computes them: the matmul rounded to bfloat16 (addmm:
@@ -120,19 +172,18 @@ EPILOGUES = {
 }
 
 
-def source(tiles: list[Tile], epilogue: str, b_k_contiguous: bool) -> str:
+def source(tiles: list[Tile | Skinny], epilogue: str, b_k_contiguous: bool) -> str:
     body = EPILOGUES[epilogue][0]
     out = ['#include "cppinductor_cuda_gemm.cuh"',
            "struct Epi { const uint16_t* extra; uint16_t* out; int64_t N;",
            "  __device__ __forceinline__ void operator()(int64_t m, int64_t n, float v) const {",
            f"    {body}", "    out[m * N + n] = cppi_float_to_bf16_bits(x);", "  }", "};"]
     for i, t in enumerate(tiles):
-        cfg = (f"cppi_gemm::Config<{t.bm}, {t.bn}, {t.bk}, {t.warps_m}, {t.warps_n}, {t.stages}, {t.split_k}, "
-               f"{'true' if b_k_contiguous else 'false'}, false>")
-        out += [f"extern \"C\" __global__ void __launch_bounds__({t.warps_m * t.warps_n * 32}) k{i}(",
+        bounds = f"{t.threads}, {t.min_blocks}" if getattr(t, "min_blocks", 1) > 1 else f"{t.threads}"
+        out += [f"extern \"C\" __global__ void __launch_bounds__({bounds}) k{i}(",
                 "    const uint16_t* a, const uint16_t* b, const uint16_t* extra, uint16_t* out, int64_t M,"
                 " int64_t N, int64_t K, int64_t lda, int64_t ldb, float* ws, int* ctr) {",
-                f"  cppi_gemm::gemm<{cfg}>(a, b, M, N, K, lda, ldb, Epi{{extra, out, N}}, ws, ctr);", "}"]
+                f"  {t.call(b_k_contiguous)}(a, b, M, N, K, lda, ldb, Epi{{extra, out, N}}, ws, ctr);", "}"]
     return "\n".join(out) + "\n"
 
 
@@ -148,7 +199,14 @@ class Module:
         return f
 
 
-def launcher(fn, tile: Tile, shared: int, a, b, extra, out, ws, ctr):
+def launch_grid(fn, tile: Tile | Skinny, shared: int, m: int, n: int) -> tuple[int, int]:
+    resident = ctypes.c_int()
+    _check(_lib("cuda").cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), fn, tile.threads,
+                                                                    ctypes.c_size_t(shared)), "occupancy")
+    return tile.grid(m, n, resident.value)
+
+
+def launcher(fn, tile: Tile | Skinny, shared: int, a, b, extra, out, ws, ctr):
     m, k = a.shape
     n = b.shape[1]
     lda = a.stride(0)
@@ -158,12 +216,12 @@ def launcher(fn, tile: Tile, shared: int, a, b, extra, out, ws, ctr):
     tail = [ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(ctr.data_ptr())]
     values = ptrs + ints + tail
     args = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-    grid = math.ceil(m / tile.bm) * math.ceil(n / tile.bn)
-    threads = tile.warps_m * tile.warps_n * 32
+    threads = tile.threads
+    grid = launch_grid(fn, tile, shared, m, n)
 
     def run():
         stream = torch.cuda.current_stream().cuda_stream
-        _check(_lib("cuda").cuLaunchKernel(fn, grid, tile.split_k, 1, threads, 1, 1, shared, ctypes.c_void_p(stream), args,
+        _check(_lib("cuda").cuLaunchKernel(fn, grid[0], grid[1], 1, threads, 1, 1, shared, ctypes.c_void_p(stream), args,
                                    None), "cuLaunchKernel")
         return out
 
@@ -171,7 +229,26 @@ def launcher(fn, tile: Tile, shared: int, a, b, extra, out, ws, ctr):
     return run
 
 
-def tiles_for(m: int) -> list[Tile]:
+def skinny_for(m: int) -> list[Skinny]:
+    """Small-M configurations: bytes of B in flight per warp (NW x UNROLL x 512) against the
+    registers A's fragments take at larger M (no spills: tests/python/test_gemm_template.py)."""
+    mt = math.ceil(m / 16)
+    if mt == 1:
+        shapes = ((4, 8, 4, 1), (2, 8, 4, 1), (4, 4, 4, 1), (4, 8, 4, 2), (2, 4, 4, 2), (4, 8, 2, 1))
+        variants = [Skinny(mt, nw, w, u, k, pf) for nw, w, u, k in shapes for pf in (False, True)]
+        variants += [Skinny(mt, 4, 8, 3, 1, pf, 2) for pf in (False, True)] + [Skinny(mt, 2, 8, 4, 1, True, 2)]
+    else:
+        shapes = ((4, 8, 2, 1), (2, 8, 2, 1), (4, 4, 2, 1), (4, 8, 2, 2), (2, 4, 2, 2), (8, 8, 1, 1))
+        variants = [Skinny(mt, nw, w, u, k) for nw, w, u, k in shapes] + [Skinny(mt, 4, 8, 2, 1, True)]
+    return [v for v in variants if mt * v.nw * 4 % v.warps == 0]
+
+
+def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny]:
+    skinny = skinny_for(m) if m <= 64 and b_k_contiguous else []
+    return skinny + _tile_configs(m)
+
+
+def _tile_configs(m: int) -> list[Tile]:
     if m <= 16:
         return ([Tile(16, 64, 64, 1, 4, 4, s) for s in (1, 2, 4)] + [Tile(16, 64, 128, 1, 4, 4, s) for s in (1, 2)]
                 + [Tile(16, 128, 128, 1, 4, 3, s) for s in (1, 2)] + [Tile(16, 32, 128, 1, 2, 4, s) for s in (1, 2)]
@@ -209,7 +286,22 @@ def time_all(fns: dict, rounds: int = 9, iters: int = 20) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool) -> dict:
+def in_turn(fns: list):
+    """A function that calls the next of `fns` on each call (the cold-weights timing)."""
+    turn = [0]
+
+    def run():
+        fn = fns[turn[0] % len(fns)]
+        turn[0] += 1
+        return fn()
+
+    return run
+
+
+def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool, cold: bool = False) -> dict:
+    """`cold`: each timed call reads its own copy of B, and the copies are
+    twice the L2 and more, so B comes from memory as a model's weights do
+    (otherwise the replays find B in the L2 from the call before)."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     dt = torch.bfloat16
     a = torch.randn(m, k, device="cuda", dtype=dt, generator=gen)
@@ -220,21 +312,27 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool) -> dict:
         extra = extra.view(m, n)
     reference_fn = EPILOGUES[epilogue][1]
     expected = reference_fn(a, b, extra)
-    tiles = tiles_for(m)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    bs = [b] + [b.clone(memory_format=torch.preserve_format) for _ in range(math.ceil(2 * l2 / (2 * n * k)) if cold else 0)]
+    tiles = tiles_for(m, b_k_contiguous)
     ptx, nvrtc_s = compile_ptx(source(tiles, epilogue, b_k_contiguous))
     module = Module(ptx)
-    fns = {"eager": lambda: reference_fn(a, b, extra), "cublas_only": lambda: a @ b}
+    fns = {"eager": in_turn([lambda b=b: reference_fn(a, b, extra) for b in bs]),
+           "cublas_only": in_turn([lambda b=b: a @ b for b in bs])}
     torch._dynamo.reset()
     inductor = torch.compile(reference_fn)
     inductor(a, b, extra)
-    fns["inductor"] = lambda: inductor(a, b, extra)
+    fns["inductor"] = in_turn([lambda b=b: inductor(a, b, extra) for b in bs])
     errors = {}
     for i, t in enumerate(tiles):
         shared = t.shared_bytes(b_k_contiguous)
         out = torch.empty(m, n, device="cuda", dtype=dt)
-        ws = torch.empty(t.split_k * m * n, device="cuda", dtype=torch.float32)
-        ctr = torch.zeros(math.ceil(m / t.bm) * math.ceil(n / t.bn), device="cuda", dtype=torch.int32)
-        run = launcher(module.function(f"k{i}", shared), t, shared, a, b, extra, out, ws, ctr)
+        fn = module.function(f"k{i}", shared)
+        ws_floats, counters = t.buffers(m, n, launch_grid(fn, t, shared, m, n))
+        ws = torch.empty(ws_floats, device="cuda", dtype=torch.float32)
+        ctr = torch.zeros(counters, device="cuda", dtype=torch.int32)
+        runs = [launcher(fn, t, shared, a, b, extra, out, ws, ctr) for b in bs]
+        run = runs[0]
         for _ in range(2):  # twice: the split-K counters must be back at zero
             out.fill_(float("nan"))
             run()
@@ -242,11 +340,11 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool) -> dict:
             if not torch.allclose(out.float(), expected.float(), rtol=1.6e-2, atol=1e-2):
                 errors[t.name] = float((out.float() - expected.float()).abs().max())
         if t.name not in errors:
-            fns[t.name] = run
+            fns[t.name] = in_turn(runs)
     times = time_all(fns)
     best = min((v, k) for k, v in times.items() if k not in ("eager", "cublas_only", "inductor"))
     flops = 2 * m * n * k
-    return {"shape": f"{m}x{k}x{n}", "epilogue": epilogue, "b": "K-contiguous" if b_k_contiguous else "N-contiguous",
+    return {"shape": f"{m}x{k}x{n}", "n": n, "k": k, "epilogue": epilogue, "cold": cold, "b": "K-contiguous" if b_k_contiguous else "N-contiguous",
             "nvrtc_s": nvrtc_s, "kernels": len(tiles), "wrong": errors, "us": times, "best": best[1],
             "best_us": best[0], "x_eager": times["eager"] / best[0], "x_inductor": times["inductor"] / best[0],
             "tflops_best": flops / best[0] / 1e6}
@@ -256,10 +354,12 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m1": (1, 4096, 4096, "relu", True),
     "m16": (16, 4096, 4096, "relu", True),
     "m16_gelu": (16, 4096, 11008, "bias_gelu", True),
+    "m1_gelu": (1, 4096, 11008, "bias_gelu", True),
     "m16_gelu_n": (16, 4096, 11008, "bias_gelu", False),
     "m64_gelu": (64, 4096, 11008, "bias_gelu", True),
     "m16_residual": (16, 11008, 4096, "residual", True),
     "m64_residual": (64, 11008, 4096, "residual", False),
+    "m64_residual_k": (64, 11008, 4096, "residual", True),
     "m8192_gelu": (8192, 4096, 11008, "bias_gelu", True),
     "m4096": (4096, 4096, 4096, "relu", False),
 }
@@ -269,17 +369,18 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default=",".join(SHAPES))
     p.add_argument("--json")
+    p.add_argument("--cold", action="store_true", help="B from memory, not from the L2 (see probe)")
     args = p.parse_args()
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     results = []
     for name in args.shapes.split(","):
-        r = probe(*SHAPES[name])
+        r = probe(*SHAPES[name], cold=args.cold)
         results.append(r)
         us = r["us"]
         print(f"{name:14s} {r['shape']:>16s} {r['epilogue']:9s} {r['b']:12s} nvrtc {r['nvrtc_s']:.2f}s/{r['kernels']} "
               f"eager {us['eager']:8.1f} cublas {us['cublas_only']:8.1f} inductor {us['inductor']:8.1f} "
               f"best {r['best_us']:8.1f} ({r['best']}) x eager {r['x_eager']:.2f} x ind {r['x_inductor']:.2f} "
-              f"{r['tflops_best']:.0f} TFLOP/s wrong {r['wrong'] or '-'}", flush=True)
+              f"{r['tflops_best']:.0f} TFLOP/s, B at {2 * r['n'] * r['k'] / r['best_us'] / 1e6:.2f} TB/s wrong {r['wrong'] or '-'}", flush=True)
         others = sorted((v, k) for k, v in us.items() if k not in ("eager", "cublas_only", "inductor"))
         print("    " + " ".join(f"{k}={v:.1f}" for v, k in others), flush=True)
     if args.json:
