@@ -362,11 +362,32 @@ __device__ __forceinline__ uint4 load16(const uint16_t* p, bool valid) {
   return v;
 }
 
+/// The block's warps' VALUES accumulators per lane (`acc`), added in warp
+/// order (the same order on every run) through shared memory: this thread's
+/// PER_THREAD sums, each with the accumulator's index and the lane that held
+/// it. Dynamic shared memory: WARPS * VALUES * 32 floats.
+template <int VALUES, int WARPS>
+__device__ __forceinline__ void sum_over_warps(const float* acc, float (&sum)[VALUES / WARPS],
+                                               int (&value)[VALUES / WARPS], int (&from)[VALUES / WARPS]) {
+  static_assert(VALUES % WARPS == 0, "the sums split evenly over the block's threads");
+  extern __shared__ __align__(16) float cppi_gemm_partials[];  // [warp][value][lane]
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+#pragma unroll
+  for (int v = 0; v < VALUES; ++v) cppi_gemm_partials[(warp * VALUES + v) * 32 + lane] = acc[v];
+  __syncthreads();
+#pragma unroll
+  for (int p = 0; p < VALUES / WARPS; ++p) {
+    const int e = threadIdx.x + p * WARPS * 32;  // (value, lane) of a warp's accumulators
+    value[p] = e / 32, from[p] = e % 32;
+    sum[p] = 0.0f;
+    for (int w = 0; w < WARPS; ++w) sum[p] += cppi_gemm_partials[(w * VALUES + value[p]) * 32 + from[p]];
+  }
+}
+
 template <class C, class Epilogue>
 __device__ __forceinline__ void gemm_skinny(const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
                                             int64_t lda, int64_t ldb, const Epilogue& epi, float* workspace,
                                             int* counters) {
-  extern __shared__ __align__(16) float cppi_gemm_partials[];  // [warp][value][lane]
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
   const int64_t n0 = blockIdx.x * int64_t(C::BN);
@@ -435,26 +456,15 @@ __device__ __forceinline__ void gemm_skinny(const uint16_t* a, const uint16_t* b
         }
   }
 
-  // The warps' partial sums, added in warp order by the block's threads.
-#pragma unroll
-  for (int t = 0; t < C::MT; ++t)
-#pragma unroll
-    for (int i = 0; i < C::NW; ++i)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        cppi_gemm_partials[(warp * C::VALUES + (t * C::NW + i) * 4 + r) * 32 + lane] = acc[t][i][r];
-  __syncthreads();
   float sum[C::PER_THREAD];
+  int value[C::PER_THREAD], from[C::PER_THREAD];
+  sum_over_warps<C::VALUES, C::WARPS>(&acc[0][0][0], sum, value, from);
   int64_t at_m[C::PER_THREAD], at_n[C::PER_THREAD];
 #pragma unroll
   for (int p = 0; p < C::PER_THREAD; ++p) {
-    const int e = threadIdx.x + p * C::THREADS;  // (value, lane) of a warp's accumulators
-    const int value = e / 32, from = e % 32;
-    sum[p] = 0.0f;
-    for (int w = 0; w < C::WARPS; ++w) sum[p] += cppi_gemm_partials[(w * C::VALUES + value) * 32 + from];
-    const int t = value / (4 * C::NW), i = (value / 4) % C::NW, r = value % 4;
-    at_m[p] = 16 * t + (from / 4) + (r / 2) * 8;
-    at_n[p] = n0 + 8 * i + (from % 4) * 2 + (r % 2);
+    const int t = value[p] / (4 * C::NW), i = (value[p] / 4) % C::NW, r = value[p] % 4;
+    at_m[p] = 16 * t + (from[p] / 4) + (r / 2) * 8;
+    at_n[p] = n0 + 8 * i + (from[p] % 4) * 2 + (r % 2);
   }
   const auto each = [&](const auto& f) {
 #pragma unroll
@@ -463,6 +473,102 @@ __device__ __forceinline__ void gemm_skinny(const uint16_t* a, const uint16_t* b
   };
   if (C::SPLIT_K > 1 && !combine_splits<C::SPLIT_K>(each, split, M, N, workspace, counters + blockIdx.x)) return;
   each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+}
+
+// ---------------------------------------------------------------------------
+// Small M with B N-contiguous (stored K x N, row stride ldb: x @ w with w as
+// GPT-2's Conv1D keeps it). A lane loads VEC consecutive columns of four
+// consecutive rows of B and pairs each column's values across two rows with
+// a byte permute: VEC MMA B fragments, one per 8-column MMA block. Logical
+// column g (lane / 4) of MMA block i is physical column n0 + VEC * g + i, and
+// logical k 2q + e of a 16-deep step is physical k0 + 4q + e, 2q + 8 + e is
+// k0 + 4q + 2 + e (q = lane % 4), so A's fragment is one 8-byte load per row.
+// A warp covers 8 * VEC columns and 16 k a step; the block's warps split K
+// (interleaved steps, UNROLL at a time) and add their sums as gemm_skinny's
+// do. One 16-row MMA tile (M <= 16); K, lda and ldb multiples of 8; N a
+// multiple of VEC; A and B 16-byte aligned.
+// ---------------------------------------------------------------------------
+
+template <int VEC_, int WARPS_, int UNROLL_, bool HALF_>
+struct SkinnyNConfig {
+  static constexpr int VEC = VEC_, WARPS = WARPS_, UNROLL = UNROLL_;
+  static constexpr bool HALF = HALF_;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int BN = 8 * VEC;      // columns per block
+  static constexpr int VALUES = VEC * 4;  // accumulators per lane
+  static constexpr int SHARED_BYTES = WARPS * VALUES * 32 * 4;
+  static_assert(VEC == 4 || VEC == 8, "8- or 16-byte loads of B");
+};
+
+/// VEC consecutive 16-bit values from `p` (VEC / 2 words), or zeros.
+template <int VEC>
+__device__ __forceinline__ void load_columns(unsigned (&w)[VEC / 2], const uint16_t* p, bool valid) {
+  if (VEC == 8) {
+    const uint4 v = valid ? __ldg(reinterpret_cast<const uint4*>(p)) : make_uint4(0, 0, 0, 0);
+    w[0] = v.x, w[1] = v.y, w[VEC / 2 - 2] = v.z, w[VEC / 2 - 1] = v.w;
+  } else {
+    const uint2 v = valid ? __ldg(reinterpret_cast<const uint2*>(p)) : make_uint2(0, 0);
+    w[0] = v.x, w[VEC / 2 - 1] = v.y;
+  }
+}
+
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm_skinny_n(const uint16_t* a, const uint16_t* b, int64_t M, int64_t N, int64_t K,
+                                              int64_t lda, int64_t ldb, const Epilogue& epi) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, q = lane % 4;
+  const int64_t n0 = blockIdx.x * int64_t(C::BN);
+  const int64_t col = n0 + C::VEC * g;  // this lane's first column
+  const bool col_in = col < N;          // N % VEC == 0: the lane's columns are wholly in or out
+  const int64_t steps = (K + 15) / 16;
+  const uint16_t* a_lo = a + (g < M ? g * lda : 0) + 4 * q;
+  const uint16_t* a_hi = a + (g + 8 < M ? (g + 8) * lda : 0) + 4 * q;
+  const uint16_t* b_at = b + (col_in ? col : 0) + 4 * q * ldb;
+
+  float acc[C::VEC][4];
+#pragma unroll
+  for (int i = 0; i < C::VEC; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[i][r] = 0.0f;
+
+  for (int64_t s0 = warp; s0 < steps; s0 += C::UNROLL * C::WARPS) {
+    unsigned rows[C::UNROLL][4][C::VEC / 2];
+    uint2 alo[C::UNROLL], ahi[C::UNROLL];
+#pragma unroll
+    for (int u = 0; u < C::UNROLL; ++u) {
+      const int64_t s = s0 + u * C::WARPS;
+      const int64_t k = s * 16 + 4 * q;
+      const bool valid = s < steps && k < K;  // K % 8 == 0 and k % 4 == 0: four rows wholly in or out
+      const uint2 zero = make_uint2(0, 0);
+      alo[u] = valid && g < M ? __ldg(reinterpret_cast<const uint2*>(a_lo + s * 16)) : zero;
+      ahi[u] = valid && g + 8 < M ? __ldg(reinterpret_cast<const uint2*>(a_hi + s * 16)) : zero;
+#pragma unroll
+      for (int r = 0; r < 4; ++r) load_columns<C::VEC>(rows[u][r], b_at + (s * 16 + r) * ldb, valid && col_in);
+    }
+#pragma unroll
+    for (int u = 0; u < C::UNROLL; ++u) {
+      const unsigned af[4] = {alo[u].x, ahi[u].x, alo[u].y, ahi[u].y};
+#pragma unroll
+      for (int i = 0; i < C::VEC; ++i) {
+        // Column i's values of rows 0 and 1, then of rows 2 and 3, as (low, high) pairs.
+        const unsigned select = i % 2 ? 0x7632 : 0x5410;
+        const unsigned bf[2] = {__byte_perm(rows[u][0][i / 2], rows[u][1][i / 2], select),
+                                __byte_perm(rows[u][2][i / 2], rows[u][3][i / 2], select)};
+        Mma<C::HALF>::run(acc[i], af, bf);
+      }
+    }
+  }
+
+  float sum[C::VALUES / C::WARPS];
+  int value[C::VALUES / C::WARPS], from[C::VALUES / C::WARPS];
+  sum_over_warps<C::VALUES, C::WARPS>(&acc[0][0], sum, value, from);
+#pragma unroll
+  for (int p = 0; p < C::VALUES / C::WARPS; ++p) {
+    const int i = value[p] / 4, r = value[p] % 4;
+    const int64_t m = from[p] / 4 + (r / 2) * 8;
+    const int64_t n = n0 + C::VEC * ((from[p] % 4) * 2 + (r % 2)) + i;
+    if (m < M && n < N) epi(m, n, sum[p]);
+  }
 }
 
 }  // namespace cppi_gemm

@@ -158,6 +158,36 @@ class Skinny:
                 f"{self.split_k}, false, {'true' if self.prefetch else 'false'}>>")
 
 
+@dataclass(frozen=True)
+class SkinnyN:
+    """A configuration of the small-M kernel for N-contiguous B (`cppi_gemm::gemm_skinny_n`)."""
+    vec: int
+    warps: int
+    unroll: int
+    min_blocks: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"skinny_n_v{self.vec}_w{self.warps}_u{self.unroll}{f'_b{self.min_blocks}' if self.min_blocks > 1 else ''}"
+
+    @property
+    def threads(self) -> int:
+        return self.warps * 32
+
+    def grid(self, m: int, n: int, resident: int) -> tuple[int, int]:
+        return math.ceil(n / (8 * self.vec)), 1
+
+    def shared_bytes(self, b_k_contiguous: bool) -> int:
+        return self.warps * self.vec * 4 * 32 * 4
+
+    def buffers(self, m: int, n: int, grid: tuple[int, int]) -> tuple[int, int]:
+        return 0, 1
+
+    def call(self, b_k_contiguous: bool) -> str:
+        assert not b_k_contiguous
+        return f"cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<{self.vec}, {self.warps}, {self.unroll}, false>>"
+
+
 # Epilogues as eager computes them: the matmul rounded to bfloat16 (addmm:
 # with its bias added first), then the pointwise op in float32, rounded.
 EPILOGUES = {
@@ -172,7 +202,7 @@ EPILOGUES = {
 }
 
 
-def source(tiles: list[Tile | Skinny], epilogue: str, b_k_contiguous: bool) -> str:
+def source(tiles: list[Tile | Skinny | SkinnyN], epilogue: str, b_k_contiguous: bool) -> str:
     body = EPILOGUES[epilogue][0]
     out = ['#include "cppinductor_cuda_gemm.cuh"',
            "struct Epi { const uint16_t* extra; uint16_t* out; int64_t N;",
@@ -183,7 +213,8 @@ def source(tiles: list[Tile | Skinny], epilogue: str, b_k_contiguous: bool) -> s
         out += [f"extern \"C\" __global__ void __launch_bounds__({bounds}) k{i}(",
                 "    const uint16_t* a, const uint16_t* b, const uint16_t* extra, uint16_t* out, int64_t M,"
                 " int64_t N, int64_t K, int64_t lda, int64_t ldb, float* ws, int* ctr) {",
-                f"  {t.call(b_k_contiguous)}(a, b, M, N, K, lda, ldb, Epi{{extra, out, N}}, ws, ctr);", "}"]
+                f"  {t.call(b_k_contiguous)}(a, b, M, N, K, lda, ldb, Epi{{extra, out, N}}"
+                f"{'' if isinstance(t, SkinnyN) else ', ws, ctr'});", "}"]
     return "\n".join(out) + "\n"
 
 
@@ -199,14 +230,14 @@ class Module:
         return f
 
 
-def launch_grid(fn, tile: Tile | Skinny, shared: int, m: int, n: int) -> tuple[int, int]:
+def launch_grid(fn, tile: Tile | Skinny | SkinnyN, shared: int, m: int, n: int) -> tuple[int, int]:
     resident = ctypes.c_int()
     _check(_lib("cuda").cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), fn, tile.threads,
                                                                     ctypes.c_size_t(shared)), "occupancy")
     return tile.grid(m, n, resident.value)
 
 
-def launcher(fn, tile: Tile | Skinny, shared: int, a, b, extra, out, ws, ctr):
+def launcher(fn, tile: Tile | Skinny | SkinnyN, shared: int, a, b, extra, out, ws, ctr):
     m, k = a.shape
     n = b.shape[1]
     lda = a.stride(0)
@@ -243,8 +274,15 @@ def skinny_for(m: int) -> list[Skinny]:
     return [v for v in variants if mt * v.nw * 4 % v.warps == 0]
 
 
-def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny]:
-    skinny = skinny_for(m) if m <= 64 and b_k_contiguous else []
+def skinny_n_for(m: int) -> list[SkinnyN]:
+    if m > 16:
+        return []
+    return [SkinnyN(4, 8, 4), SkinnyN(8, 8, 2), SkinnyN(4, 8, 2), SkinnyN(8, 8, 4), SkinnyN(4, 4, 4),
+            SkinnyN(4, 8, 4, 2), SkinnyN(4, 16, 2)]
+
+
+def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny | SkinnyN]:
+    skinny = (skinny_for(m) if b_k_contiguous else skinny_n_for(m)) if m <= 64 else []
     return skinny + _tile_configs(m)
 
 
@@ -356,6 +394,8 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m16_gelu": (16, 4096, 11008, "bias_gelu", True),
     "m1_gelu": (1, 4096, 11008, "bias_gelu", True),
     "m16_gelu_n": (16, 4096, 11008, "bias_gelu", False),
+    "m1_n": (1, 4096, 4096, "relu", False),
+    "m16_n": (16, 4096, 4096, "relu", False),
     "m64_gelu": (64, 4096, 11008, "bias_gelu", True),
     "m16_residual": (16, 11008, 4096, "residual", True),
     "m64_residual": (64, 11008, 4096, "residual", False),

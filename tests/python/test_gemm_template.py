@@ -22,7 +22,7 @@ NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if pathlib.Path("/usr
 pytestmark = pytest.mark.skipif(NVCC is None, reason="needs the CUDA toolkit's nvcc")
 
 
-@pytest.mark.parametrize("shape", ["m1", "m16_gelu", "m16_gelu_n", "m64_gelu", "m64_residual", "m8192_gelu"])
+@pytest.mark.parametrize("shape", ["m1", "m16_gelu", "m16_gelu_n", "m1_n", "m64_gelu", "m64_residual", "m8192_gelu"])
 def test_every_probe_configuration_compiles(shape, tmp_path):
     import gemm_probe
 
@@ -39,6 +39,6 @@ def test_every_probe_configuration_compiles(shape, tmp_path):
     # Per kernel: "Compiling entry function 'kN'", its properties' line, then its stack and spills.
     spills = {int(k): int(n) for k, n in re.findall(
         r"entry function 'k(\d+)'[^\n]*\n[^\n]*\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", result.stderr)}
-    skinny = [i for i, t in enumerate(tiles) if isinstance(t, gemm_probe.Skinny)]
-    assert bool(skinny) == (m <= 64 and b_k_contiguous)
+    skinny = [i for i, t in enumerate(tiles) if isinstance(t, (gemm_probe.Skinny, gemm_probe.SkinnyN))]
+    assert bool(skinny) == (m <= 64 and b_k_contiguous or m <= 16)
     assert all(spills[i] == 0 for i in skinny), (spills, result.stderr[-3000:])
