@@ -65,6 +65,9 @@ struct Step {
   std::vector<Allocation> expected_layouts;
   std::vector<bool> expected_written;
   std::vector<int> free_after;       // slots whose last use is this step
+  /// Kernel: the operands of a matmul this kernel may run fused with (its
+  /// GemmChoice), read at this step when the fused kernel wins.
+  std::vector<int> gemm_operands;
 };
 
 /// A slot the runtime fills before the first step of every call with a fresh
@@ -124,6 +127,25 @@ struct KernelTuning {
   std::vector<int> symbol_positions;
 };
 
+/// max-autotune (backend/gemm_choices.h): a matmul whose result only one
+/// kernel reads, which the GEMM template can compute with that kernel as
+/// its epilogue. Candidate 0 is the plan as it stands (the extern, then the
+/// kernel); the others are GEMM kernels taking the kernel's buffers, then A,
+/// B and (addmm) the bias.
+struct GemmChoice {
+  int aten_step = -1, kernel_step = -1;
+  std::string op;  // the extern's target ("aten.mm.default", "aten.addmm.default")
+  int a_slot = -1, b_slot = -1, bias_slot = -1;
+  int result_arg = -1;  // the result's position among the kernel's buffers
+  std::vector<int64_t> a_strides, b_strides;  // as compiled: the fused kernels assume them
+  std::string key;                            // the tuning cache entry's name
+  std::vector<KernelCandidate> candidates;    // candidate 0 has no handle
+  /// A cache hit: the winner, the only GEMM candidate left (a hit on
+  /// candidate 0 records no choice).
+  std::string cached_label;
+  std::vector<int> written, read_written;  // as KernelTuning's, of the kernel's buffers
+};
+
 struct CompiledGraph {
   Graph graph;
   std::vector<Step> steps;
@@ -138,6 +160,9 @@ struct CompiledGraph {
   /// max-autotune: each kernel's tuning, in kernel order (backend/autotune.h);
   /// empty when the option is off.
   std::vector<KernelTuning> tuning;
+  /// max-autotune: the matmuls that may run fused with their epilogue.
+  std::vector<GemmChoice> gemm_choices;
+  std::string gemm_problem;  // why there are none where some were found (the runtime logs it)
   /// The CPU kernels while they compile in the background
   /// (Options::background_compile); finish_compile() waits and clears it.
   std::shared_ptr<PendingCompile> pending_compile;

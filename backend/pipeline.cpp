@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "backend/autotune.h"
+#include "backend/gemm_choices.h"
 #include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
 #include "cpu_codegen/printer/codegen_support.h"
@@ -303,6 +304,17 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
   return Status::success();
 }
 
+/// max-autotune: the matmuls that may run fused with the kernel after them
+/// (backend/gemm_choices.h), where the graph has CUDA kernels.
+void plan_gemm_epilogues(PipelineContext& ctx, const std::vector<ir::KernelPtr>& kernels) {
+  if (std::none_of(kernels.begin(), kernels.end(), [](const auto& k) { return k->device == ir::Device::CUDA; }))
+    return;
+  gpu::CudaKernelOptions opts;
+  opts.print.origin_source = origin_sources(ctx.result.graph);
+  opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
+  plan_gemm_choices(ctx.result, kernels, opts, [&](const std::string& name, const std::string& text) { ctx.dump(name, text); });
+}
+
 /// explain's entries for the ATen calls the wrapper makes.
 void record_aten_calls(CompiledGraph& cg) {
   std::set<std::string> fallbacks, externs;
@@ -349,6 +361,7 @@ Expected<CompiledGraph> compile_graph(Graph graph, const Options& options) {
   Status wrapped = timed(ctx, "wrapper", [&] {
     Status s = build_wrapper_steps(fused, result);
     if (!s) return s;
+    if (options.autotune) plan_gemm_epilogues(ctx, kernels_of(fused));
     plan_frees(result);
     if (options.reuse_buffers) plan_buffer_reuse(result);
     return s;

@@ -50,7 +50,11 @@ std::vector<int> overwritable_inputs(const ir::Kernel& k, const ir::KernelSignat
 
 std::vector<int> slots_read(const Graph& g, const Step& s) {
   std::vector<int> out;
-  if (s.kind == Step::Kind::Kernel) return s.buffers;
+  if (s.kind == Step::Kind::Kernel) {
+    std::vector<int> out = s.buffers;
+    out.insert(out.end(), s.gemm_operands.begin(), s.gemm_operands.end());
+    return out;
+  }
   const Node& n = g.nodes[s.node];
   for (const auto& a : n.args) collect_slots(a, out);
   for (const auto& [k, a] : n.kwargs) collect_slots(a, out);

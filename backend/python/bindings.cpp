@@ -137,7 +137,8 @@ PYBIND11_MODULE(_C, m) {
       .def_readonly("allocs", &Step::allocs)
       .def_readonly("expected_layouts", &Step::expected_layouts)
       .def_readonly("expected_written", &Step::expected_written)
-      .def_readonly("free_after", &Step::free_after);
+      .def_readonly("free_after", &Step::free_after)
+      .def_readonly("gemm_operands", &Step::gemm_operands);
 
   py::class_<CompiledGraph>(m, "CompiledGraph")
       .def_readonly("steps", &CompiledGraph::steps)
@@ -269,6 +270,47 @@ PYBIND11_MODULE(_C, m) {
           "(read_written), and of its size symbols among the graph's (symbol_positions: tuned per size "
           "bucket when not empty); None if not tuned "
           "(backend/autotune.h).")
+      .def_property_readonly(
+          "gemm_choices",
+          [](const CompiledGraph& cg) {
+            py::list out;
+            for (const GemmChoice& c : cg.gemm_choices) {
+              py::dict d;
+              d["aten_step"] = c.aten_step;
+              d["kernel_step"] = c.kernel_step;
+              d["op"] = c.op;
+              d["a_slot"] = c.a_slot;
+              d["b_slot"] = c.b_slot;
+              d["bias_slot"] = c.bias_slot;
+              d["result_arg"] = c.result_arg;
+              d["a_strides"] = py::tuple(py::cast(c.a_strides));
+              d["b_strides"] = py::tuple(py::cast(c.b_strides));
+              d["key"] = c.key;
+              py::list candidates;
+              for (const auto& k : c.candidates) candidates.append(py::make_tuple(k.label, k.schedule));
+              d["candidates"] = candidates;
+              d["cached_label"] = c.cached_label;
+              d["written"] = c.written;
+              d["read_written"] = c.read_written;
+              out.append(d);
+            }
+            return out;
+          },
+          "max-autotune: the matmuls that may run fused with the kernel reading their result "
+          "(backend/gemm_choices.h), as dicts: the steps, the operands' slots (bias_slot -1 for mm) and compiled strides, the result's "
+          "position among the kernel's buffers, the tuning key, the candidates [(label, schedule)] (the first the "
+          "extern and the kernel, unless cached_label names the winner), and the kernel's written buffers.")
+      .def_readonly("gemm_problem", &CompiledGraph::gemm_problem)
+      .def(
+          "gemm_launcher",
+          [](const CompiledGraph& cg, int choice, int candidate, int num_buffers) {
+            const auto& handle = cg.gemm_choices.at(choice).candidates.at(candidate).kernel;
+            if (!handle) throw py::value_error("gemm_launcher: that candidate is the extern's, not a kernel");
+            return python::make_kernel_launcher(handle, num_buffers);
+          },
+          py::arg("choice"), py::arg("candidate"), py::arg("num_buffers"),
+          "A launcher (as kernel_launcher) of GEMM candidate `candidate` of choice `choice`: the kernel's buffers, "
+          "then A, B and (addmm) the bias.")
       .def(
           "candidate_launcher",
           [](const CompiledGraph& cg, int kernel, int candidate, int num_buffers) {

@@ -113,6 +113,18 @@ int threads_per_row(RowWalk walk, const GpuSchedule& g);
 /// canonical variables.
 ir::VarRanges cuda_var_ranges(const Kernel& k, const GpuSchedule& g);
 
+/// What print_gemm_epilogue needs besides the kernel (gemm_epilogue.h).
+struct GemmEpilogue {
+  std::string result;               // the buffer holding the matmul's result
+  std::vector<Expr> result_loads;   // the kernel's loads of it, each at its iteration's element
+  std::vector<Loop> loops;          // the iterations, row-major over the result's elements
+  int64_t columns = 0;              // the result's row length
+  bool bias = false;                // addmm's: gemm_bias[n] added before the rounding
+  int threads = 0, min_blocks = 1;  // __launch_bounds__
+  std::string describe;             // the header comment's schedule line
+  std::string call;                 // the template's call, passing `epilogue`
+};
+
 class CudaKernelPrinter : public codegen::CPrinterBase {
  public:
   CudaKernelPrinter(const Kernel& k, const GpuSchedule& g, std::string name,
@@ -131,6 +143,9 @@ class CudaKernelPrinter : public codegen::CPrinterBase {
         cached_(cached_elements_ > 0 ? row_cache(k) : RowCache{}) {}
 
   std::string print(PrintedCudaKernel* info);
+  /// The GEMM template's call with this kernel's one pointwise stage as its
+  /// epilogue (gemm_epilogue.h; cuda_print_gemm.cpp).
+  std::string print_gemm_epilogue(const GemmEpilogue& g);
   /// in_<buffer> or out_<buffer>, by buffer name.
   static std::unordered_map<std::string, std::string> argument_pointers(const KernelSignature& sig);
 

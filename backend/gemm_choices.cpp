@@ -1,0 +1,217 @@
+#include "backend/gemm_choices.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "backend/autotune.h"
+#include "backend/wrapper.h"
+#include "cpu_codegen/jit/sha256.h"
+#include "gpu_codegen/codegen/gemm_epilogue.h"
+#include "gpu_codegen/codegen/gpu_schedule.h"
+#include "gpu_codegen/cuda_gemm_kernels.h"
+
+namespace cppi {
+
+namespace {
+
+constexpr const char* kExternLabel = "cuBLAS, then the kernel";
+
+/// A tensor's constant sizes and strides, or nullopt when any is symbolic.
+std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> constant_layout(const TensorMeta& t) {
+  std::vector<int64_t> sizes, strides;
+  for (const auto& s : t.sizes) {
+    if (!s.is_const()) return std::nullopt;
+    sizes.push_back(s.value);
+  }
+  for (const auto& s : t.strides) {
+    if (!s.is_const()) return std::nullopt;
+    strides.push_back(s.value);
+  }
+  return std::make_pair(sizes, strides);
+}
+
+/// The matmul of an aten.mm or aten.addmm step as the GEMM template sees
+/// it, or nullopt when the template does not take it (the operands' layouts,
+/// dtypes, device; addmm with a bias other than one contiguous row, or with
+/// beta or alpha).
+struct Matmul {
+  gpu::GemmProblem problem;
+  int a_slot = -1, b_slot = -1, bias_slot = -1;
+  std::vector<int64_t> a_strides, b_strides;
+};
+std::optional<Matmul> template_matmul(const Graph& g, const Node& n) {
+  const bool addmm = n.target == "aten.addmm.default";
+  if ((n.target != "aten.mm.default" && !addmm) || n.args.size() != (addmm ? 3u : 2u) || !n.kwargs.empty())
+    return std::nullopt;
+  for (const Arg& a : n.args)
+    if (a.kind != Arg::Kind::Node) return std::nullopt;
+  const size_t first = addmm ? 1 : 0;
+  const ValueInfo &a = g.nodes[n.args[first].i].value, &b = g.nodes[n.args[first + 1].i].value;
+  if (a.kind != ValueInfo::Kind::Tensor || b.kind != ValueInfo::Kind::Tensor || n.value.kind != ValueInfo::Kind::Tensor)
+    return std::nullopt;
+  const TensorMeta& c = n.value.tensor;
+  if (c.device != Device::CUDA || a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) return std::nullopt;
+  auto la = constant_layout(a.tensor), lb = constant_layout(b.tensor), lc = constant_layout(c);
+  if (!la || !lb || !lc || la->first.size() != 2 || lb->first.size() != 2) return std::nullopt;
+  Matmul mm;
+  gpu::GemmProblem& p = mm.problem;
+  p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype;
+  // A row-major (its row stride free), B K-contiguous or N-contiguous, C row-major contiguous.
+  if (la->second[1] != 1 || lc->second != std::vector<int64_t>{p.n, 1}) return std::nullopt;
+  p.lda = p.m == 1 ? p.k : la->second[0];
+  if (lb->second[0] == 1 && p.n > 1) {
+    p.ldb = lb->second[1];
+  } else if (lb->second[1] == 1) {
+    p.b_k_contiguous = false;
+    p.ldb = lb->second[0];
+  } else {
+    return std::nullopt;
+  }
+  mm.a_slot = int(n.args[first].i), mm.b_slot = int(n.args[first + 1].i);
+  mm.a_strides = la->second, mm.b_strides = lb->second;
+  if (addmm) {
+    const ValueInfo& bias = g.nodes[n.args[0].i].value;
+    if (bias.kind != ValueInfo::Kind::Tensor || bias.tensor.dtype != c.dtype || bias.tensor.device != Device::CUDA)
+      return std::nullopt;
+    auto lbias = constant_layout(bias.tensor);
+    if (!lbias || lbias->first != std::vector<int64_t>{p.n} || lbias->second != std::vector<int64_t>{1})
+      return std::nullopt;
+    p.bias = true;
+    mm.bias_slot = int(n.args[0].i);
+  }
+  return mm;
+}
+
+/// Whether a step between the matmul's and its kernel's may write memory the
+/// matmul reads: the fused kernel reads A and B later than the extern would.
+/// An in-place ATen op, or a kernel writing a graph input or an operand.
+bool may_write_operands(const CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels, const Step& s,
+                        const Matmul& mm) {
+  const Graph& g = cg.graph;
+  if (s.kind == Step::Kind::Aten) {
+    const std::string& target = g.nodes[s.node].target;
+    const size_t dot = target.find('.', target.find('.') + 1);  // "aten.copy_.default": the op's name ends in '_'
+    return dot != std::string::npos && dot > 0 && target[dot - 1] == '_';
+  }
+  const ir::KernelSignature sig = ir::signature(*kernels[s.kernel]);
+  for (size_t i = 0; i < sig.buffers.size(); ++i) {
+    if (!sig.buffers[i].written) continue;
+    const int slot = s.buffers[i];
+    if (slot == mm.a_slot || slot == mm.b_slot || slot == mm.bias_slot) return true;
+    if (slot < int(g.nodes.size()) && g.nodes[slot].op == Node::Op::Placeholder) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels,
+                       const gpu::CudaKernelOptions& options,
+                       const std::function<void(const std::string&, const std::string&)>& dump) {
+  const Graph& g = cg.graph;
+  std::vector<std::vector<int>> readers(cg.num_slots);
+  for (size_t s = 0; s < cg.steps.size(); ++s)
+    for (int slot : slots_read(g, cg.steps[s])) readers[slot].push_back(int(s));
+  std::vector<int> returned = output_slots(g);
+  auto target = gpu::GpuTarget::current();
+  if (!target) return;  // no GPU: nothing could be timed
+
+  std::vector<gpu::GemmKernelSource> sources;
+  std::map<std::string, size_t> source_of;  // kernel name -> its index in sources
+  std::vector<std::vector<std::string>> names;  // per choice: its GEMM candidates' kernel names
+  for (size_t s = 0; s < cg.steps.size(); ++s) {
+    const Step& mm_step = cg.steps[s];
+    if (mm_step.kind != Step::Kind::Aten || !mm_step.is_extern) continue;
+    auto mm = template_matmul(g, g.nodes[mm_step.node]);
+    if (!mm) continue;
+    const std::vector<gpu::SkinnyTile> tiles = gpu::skinny_tiles(mm->problem);
+    const int result = mm_step.node;
+    if (tiles.empty() || readers[result].size() != 1 ||
+        std::count(returned.begin(), returned.end(), result) > 0)
+      continue;
+    const Step& k_step = cg.steps[readers[result][0]];
+    if (k_step.kind != Step::Kind::Kernel || std::count(k_step.buffers.begin(), k_step.buffers.end(), result) != 1)
+      continue;
+    bool written_between = false;
+    for (size_t b = s + 1; b < size_t(readers[result][0]); ++b)
+      written_between = written_between || may_write_operands(cg, kernels, cg.steps[b], *mm);
+    if (written_between) continue;
+    const ir::Kernel& k = *kernels[k_step.kernel];
+    const int arg = int(std::find(k_step.buffers.begin(), k_step.buffers.end(), result) - k_step.buffers.begin());
+    const ir::KernelSignature sig = ir::signature(k);
+    const std::string buffer = sig.buffers[arg].buffer->name;
+    if (gpu::why_not_gemm_epilogue(k, buffer, mm->problem)) continue;
+
+    // Printed under a provisional name and without provenance first: the key
+    // hashes the texts (the same kernel from other source lines shares its
+    // entry), and the names come from the key.
+    cpu::Sha256 hash;
+    hash.field("cppinductor gemm v1").field(cat("cuda sm_", target->compute_capability, " ", target->multiprocessors));
+    bool printed = true;
+    for (const auto& t : tiles) {
+      auto text = gpu::print_gemm_epilogue_kernel(k, buffer, mm->problem, t, "cppi_gemm_kernel");
+      if (!text) {
+        printed = false;
+        break;
+      }
+      hash.field(t.describe()).field(*text);
+    }
+    if (!printed) continue;
+    GemmChoice c;
+    c.aten_step = int(s), c.kernel_step = readers[result][0], c.op = g.nodes[mm_step.node].target;
+    c.a_slot = mm->a_slot, c.b_slot = mm->b_slot, c.bias_slot = mm->bias_slot, c.result_arg = arg;
+    c.a_strides = mm->a_strides, c.b_strides = mm->b_strides;
+    c.key = hash.hex_digest();
+    for (size_t b = 0; b < sig.buffers.size(); ++b) {
+      if (sig.buffers[b].written) c.written.push_back(int(b));
+      if (sig.buffers[b].written && sig.buffers[b].read) c.read_written.push_back(int(b));
+    }
+    std::string problem;
+    const std::optional<std::string> winner = read_tuning_winner(c.key, &problem);
+    if (!problem.empty()) cg.gemm_problem = problem;
+    if (winner && *winner == kExternLabel) continue;  // measured before: the extern and the kernel stand
+    c.candidates.push_back({nullptr, kExternLabel, kExternLabel});
+    std::vector<std::string> mine;
+    for (size_t j = 0; j < tiles.size(); ++j) {
+      const std::string label = tiles[j].describe();
+      if (winner && *winner != label) continue;
+      const std::string name = cat("gemm_", c.key.substr(0, 16), "_", j);
+      if (!source_of.count(name)) {
+        auto text = gpu::print_gemm_epilogue_kernel(k, buffer, mm->problem, tiles[j], name, options.print);
+        if (!text) continue;
+        source_of[name] = sources.size();
+        sources.push_back({name, *text, tiles[j].blocks(mm->problem), tiles[j].threads(), tiles[j].shared_bytes(),
+                           int(k_step.buffers.size()) + (mm->bias_slot >= 0 ? 3 : 2)});
+      }
+      c.candidates.push_back({nullptr, label, label});
+      mine.push_back(name);
+    }
+    if (mine.empty()) continue;
+    if (winner) {
+      c.cached_label = *winner;
+      c.candidates.erase(c.candidates.begin());  // the winner alone: nothing to time
+    }
+    names.push_back(std::move(mine));
+    cg.gemm_choices.push_back(std::move(c));
+  }
+  if (cg.gemm_choices.empty()) return;
+
+  auto compiled = gpu::compile_gemm_kernels(sources, options);
+  if (!compiled) {
+    cg.gemm_problem = "the GEMM epilogue candidates did not compile: " + compiled.error().message;
+    cg.gemm_choices.clear();
+    return;
+  }
+  dump("kernels_gemm_candidates.cu", compiled->source);
+  for (size_t i = 0; i < cg.gemm_choices.size(); ++i) {
+    GemmChoice& c = cg.gemm_choices[i];
+    const size_t first = c.cached_label.empty() ? 1 : 0;  // candidate 0 is the extern's, without a handle
+    for (size_t j = 0; j < names[i].size(); ++j) c.candidates[first + j].kernel = compiled->kernels[source_of[names[i][j]]];
+    Step& k_step = cg.steps[c.kernel_step];
+    k_step.gemm_operands = {c.a_slot, c.b_slot};
+    if (c.bias_slot >= 0) k_step.gemm_operands.push_back(c.bias_slot);
+  }
+}
+
+}  // namespace cppi

@@ -1,0 +1,36 @@
+/// \file
+/// max-autotune's GEMM epilogues: finds each matmul (aten.mm, or aten.addmm
+/// with a bias row, on CUDA, 16-bit floats, static shapes the GEMM template
+/// takes) whose result one kernel
+/// alone reads, element for element, and is not returned; prints that
+/// kernel into the GEMM template as its epilogue (gpu_codegen/codegen/
+/// gemm_epilogue.h) in each of the template's candidate configurations;
+/// compiles them as one module; and records a GemmChoice, which the runtime
+/// times at the first call against the extern followed by the kernel
+/// (python/cppinductor/autotune.py, GemmTuner), keeping the fastest in the
+/// tuning cache (backend/autotune.h). A cache hit leaves one candidate, or
+/// none when the extern won. The kernel's step is marked as reading the
+/// matmul's operands, so the memory plan keeps them until it runs.
+///
+/// Runs after build_wrapper_steps and before plan_frees and
+/// plan_buffer_reuse.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/compiled_graph.h"
+#include "gpu_codegen/cuda_kernels.h"
+#include "lowering/ir/kernel.h"
+
+namespace cppi {
+
+/// `kernels`: the graph's, as cg.steps index them; `dump(name, text)`: the
+/// debug dump of the candidates' module. When the module does not compile,
+/// no choice is recorded and cg.gemm_problem says why.
+void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels,
+                       const gpu::CudaKernelOptions& options,
+                       const std::function<void(const std::string&, const std::string&)>& dump);
+
+}  // namespace cppi

@@ -1,0 +1,47 @@
+// The CUDA printer's GEMM epilogue (gemm_epilogue.h): the template's call,
+// its functor the kernel's one pointwise stage at the element (m, n), where
+// each load of the matmul's result reads the accumulator instead, rounded to
+// the result's dtype as the matmul's own store would round it.
+#include "gpu_codegen/codegen/cuda_kernel_printer.h"
+
+namespace cppi::gpu::cuda_print {
+
+std::string CudaKernelPrinter::print_gemm_epilogue(const GemmEpilogue& g) {
+  for (const auto& [v, e] : k_.var_ranges())
+    if (v.rfind("gemm_", 0) == 0) fail(cat("kernel ", k_.name, ": loop variable ", v, " clashes with the GEMM's names"));
+  codegen::print_kernel_header(out_, name_, k_, options_, g.describe);
+  std::string params;
+  DType result_dtype = DType::Float32;
+  for (const auto& a : sig_.buffers) {
+    const std::string type = std::string(dtype_ctype(a.buffer->dtype));
+    if (a.buffer->name == g.result) {
+      // Never read: the accumulator stands for it. Named apart from the
+      // pointer a load would print, so that a load not bound below cannot compile.
+      result_dtype = a.buffer->dtype;
+      params += cat(params.empty() ? "" : ", ", "const ", type, "* gemm_result_unread");
+      continue;
+    }
+    params += cat(params.empty() ? "" : ", ", a.written ? type + "* " : "const " + type + "* ",
+                  pointers_.at(a.buffer->name));
+  }
+  params += cat(params.empty() ? "" : ", ", "const uint16_t* gemm_a, const uint16_t* gemm_b");
+  if (g.bias) params += cat(", const ", dtype_ctype(result_dtype), "* gemm_bias");
+  out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g.threads,
+                g.min_blocks > 1 ? cat(", ", g.min_blocks) : std::string(), ")"));
+  out_.open(cat(name_, "(", params, ")"));
+  out_.open("const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc)");
+  unravel(g.loops, cat("(gemm_m * ", g.columns, " + gemm_n)"));
+  const std::string sum =
+      g.bias ? cat("(gemm_acc + ", scalar_cast(result_dtype, DType::Float32, "gemm_bias[gemm_n]"), ")") : "gemm_acc";
+  out_.line(cat("const ", scalar_type(result_dtype), " gemm_value = ", scalar_cast(DType::Float32, result_dtype, sum),
+                ";"));
+  ValueScope scope;
+  for (const Expr& load : g.result_loads) scope.add(load, CValue{"gemm_value", result_dtype});
+  print_stores(std::get<PointwiseStage>(k_.stages[0]).stores, scope);
+  out_.close("};");
+  out_.line(g.call);
+  out_.close();
+  return out_.str();
+}
+
+}  // namespace cppi::gpu::cuda_print

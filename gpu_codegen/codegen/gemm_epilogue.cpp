@@ -1,0 +1,153 @@
+#include "gpu_codegen/codegen/gemm_epilogue.h"
+
+#include "gpu_codegen/codegen/cuda_kernel_printer.h"
+#include "gpu_codegen/codegen/cuda_support.h"
+#include "gpu_codegen/prelude/cuda_gemm.h"
+#include "lowering/ir/expr_visitor.h"
+#include "lowering/ir/index_affine.h"
+
+namespace cppi::gpu {
+
+using namespace ir;
+
+std::string SkinnyTile::describe() const {
+  return cat(vec ? cat("gemm_skinny_n vec=", vec) : cat("gemm_skinny nw=", nw), " warps=", warps, " unroll=", unroll,
+             prefetch ? " prefetch" : "", min_blocks > 1 ? cat(" ", min_blocks, "/SM") : std::string());
+}
+
+std::vector<SkinnyTile> skinny_tiles(const GemmProblem& p) {
+  if (p.m < 1 || p.m > 16 || p.n < 1 || p.k < 1) return {};
+  if (p.k % 8 != 0 || p.lda % 8 != 0 || p.ldb % 8 != 0 || p.lda < p.k) return {};
+  if (p.dtype != DType::BFloat16 && p.dtype != DType::Float16) return {};
+  if (!p.b_k_contiguous) {
+    if (p.n % 8 != 0 || p.ldb < p.n) return {};
+    // The best three of the H200's cold-weights probe (docs/gemm-templates.md),
+    // all of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
+    SkinnyTile deep, shallow, wide;
+    deep.vec = 4, deep.warps = 8, deep.unroll = 4;
+    shallow.vec = 4, shallow.warps = 8, shallow.unroll = 2;
+    wide.vec = 4, wide.warps = 16, wide.unroll = 2;
+    return {deep, wide, shallow};
+  }
+  if (p.ldb < p.k) return {};
+  // The winners of the H200's cold-weights probe (docs/gemm-templates.md):
+  // narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
+  // 4096), wider ones with the L2 prefetch where that leaves a partial wave
+  // (N = 11008), and the plain wide block.
+  return {SkinnyTile{2, 0, 8, 4, true, 2}, SkinnyTile{4, 0, 8, 4, true, 1}, SkinnyTile{4, 0, 8, 4, false, 1}};
+}
+
+namespace {
+
+/// The iterations of `k`'s one pointwise stage: its outer loops, then the stage's own.
+std::vector<Loop> iteration_loops(const Kernel& k) {
+  std::vector<Loop> loops = k.outer;
+  const auto& stage = std::get<PointwiseStage>(k.stages[0]);
+  loops.insert(loops.end(), stage.loops.begin(), stage.loops.end());
+  return loops;
+}
+
+/// Every load of `buffer` in `k`'s stores' values (masks and indirect indices included).
+std::vector<Expr> loads_of(const Kernel& k, const std::string& buffer) {
+  std::vector<Expr> roots;
+  for (const auto& st : std::get<PointwiseStage>(k.stages[0]).stores) roots.push_back(st.value);
+  std::vector<Expr> out;
+  for (const Expr& e : post_order(roots))
+    if (const auto* l = e.as<Load>(); l && l->buffer->name == buffer) out.push_back(e);
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> why_not_gemm_epilogue(const Kernel& k, const std::string& result, const GemmProblem& p) {
+  if (k.device != Device::CUDA) return "not a CUDA kernel";
+  if (k.stages.size() != 1 || !std::holds_alternative<PointwiseStage>(k.stages[0]))
+    return "not one pointwise stage";
+  const std::vector<Loop> loops = iteration_loops(k);
+  int64_t iterations = 1;
+  std::vector<IndexExpr> vars;
+  for (const Loop& l : loops) {
+    const std::optional<int64_t> extent = l.extent.constant();
+    if (!extent) return "its sizes are symbolic";
+    iterations *= *extent;
+    vars.push_back(l.var);
+  }
+  if (iterations != p.m * p.n) return cat("its ", iterations, " iterations are not the result's ", p.m * p.n, " elements");
+  const KernelSignature sig = signature(k);
+  if (!sig.symbols.empty()) return "it takes size symbols";
+  bool reads_result = false;
+  for (const auto& a : sig.buffers) {
+    if (is_host_scalar(*a.buffer, Device::CUDA)) return cat("it takes ", a.buffer->name, " by value");
+    if (a.buffer->name == result) {
+      if (a.written) return "it writes the matmul's result";
+      reads_result = a.read;
+    }
+  }
+  if (!reads_result) return "it does not read the matmul's result";
+  for (const auto& st : std::get<PointwiseStage>(k.stages[0]).stores)
+    if (st.accumulate) return "it accumulates into " + st.buffer->name;
+  // Row-major over the iterations: each loop's stride is the product of the extents inside it.
+  std::vector<int64_t> row_major(loops.size());
+  int64_t inner = 1;
+  for (size_t i = loops.size(); i-- > 0;) {
+    row_major[i] = inner;
+    inner *= *loops[i].extent.constant();
+  }
+  const std::vector<Expr> loads = loads_of(k, result);
+  if (loads.empty()) return "it reads the matmul's result only inside an index";
+  for (const Expr& e : loads) {
+    const auto* l = e.as<Load>();
+    if (l->mask.defined()) return "it reads the matmul's result under a mask";
+    const std::optional<AffineForm> form = affine_form(l->index, vars);
+    if (!form || form->offset.constant() != std::optional<int64_t>(0)) return "it reads the matmul's result out of order";
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (form->strides[i].constant() != std::optional<int64_t>(row_major[i]))
+        return "it reads the matmul's result out of order";
+  }
+  return std::nullopt;
+}
+
+std::string gemm_module_preamble() {
+  return cat("// Generated by cppinductor (gpu_codegen/codegen/gemm_epilogue.h).\n#include \"", kCudaCodegenHeaderName,
+             "\"\n#include \"", kCudaGemmName, "\"\n");
+}
+
+Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::string& result, const GemmProblem& p,
+                                                 const SkinnyTile& tile, const std::string& name,
+                                                 const codegen::PrintOptions& options) {
+  if (auto why = why_not_gemm_epilogue(k, result, p))
+    return Error::internal(cat("kernel ", k.name, " is not a GEMM epilogue: ", *why));
+  if (skinny_tiles(p).empty()) return Error::internal(cat("kernel ", k.name, ": the GEMM template does not take its matmul"));
+  try {
+    cuda_print::GemmEpilogue g;
+    g.result = result;
+    g.result_loads = loads_of(k, result);
+    g.loops = iteration_loops(k);
+    g.columns = p.n;
+    g.bias = p.bias;
+    g.threads = tile.threads();
+    g.min_blocks = tile.min_blocks;
+    g.describe = cat(tile.describe(), " for ", p.m, " x ", p.k, " @ ", p.k, " x ", p.n);
+    const char* half = p.dtype == DType::Float16 ? "true" : "false";
+    const std::string operands = cat("(gemm_a, gemm_b, ", p.m, ", ", p.n, ", ", p.k, ", ", p.lda, ", ", p.ldb, ", epilogue");
+    if (tile.vec) {
+      if (p.b_k_contiguous) return Error::internal("an N-contiguous tile for K-contiguous B");
+      g.call = cat("cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<", tile.vec, ", ", tile.warps, ", ", tile.unroll,
+                   ", ", half, ">>", operands, ");");
+    } else {
+      if (!p.b_k_contiguous) return Error::internal("a K-contiguous tile for N-contiguous B");
+      g.call = cat("cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<1, ", tile.nw, ", ", tile.warps, ", ", tile.unroll,
+                   ", 1, ", half, ", ", tile.prefetch ? "true" : "false", ">>", operands, ", nullptr, nullptr);");
+    }
+    ir::Schedule schedule = k.schedule;
+    schedule.why = "max-autotune's candidate against cuBLAS, then the kernel";
+    const KernelPtr fused = k.with_schedule(schedule);
+    const std::vector<std::string> no_symbols;
+    cuda_print::CudaKernelPrinter printer(*fused, fused->schedule.gpu, name, no_symbols, options);
+    return printer.print_gemm_epilogue(g);
+  } catch (const CompilerError& e) {
+    return e.error();
+  }
+}
+
+}  // namespace cppi::gpu

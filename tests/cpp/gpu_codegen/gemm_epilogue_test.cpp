@@ -1,0 +1,127 @@
+// The GEMM epilogue (gpu_codegen/codegen/gemm_epilogue.h): which kernels can
+// be a matmul's epilogue, which matmuls the small-M template takes, and the
+// source printed for one. No GPU and no NVRTC needed; the kernels run
+// against eager in tests/python/test_gemm_epilogue.py on a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "gpu_codegen/codegen/cuda_support.h"
+#include "gpu_codegen/codegen/gemm_epilogue.h"
+#include "gpu_codegen/prelude/cuda_gemm.h"
+#include "gpu_test_kernels.h"
+#include "source_checks.h"
+
+namespace cppi::gpu {
+namespace {
+
+using namespace ir;
+using namespace testing;
+
+// C = A @ B with A [16, 128] and B [128, 64] K-contiguous: the result gelu_bias reads as `x`.
+GemmProblem problem(int64_t m = 16) { return {m, 64, 128, 128, 128, DType::BFloat16}; }
+
+TEST(GemmEpilogue, SmallMatmulsOnly) {
+  EXPECT_EQ(skinny_tiles(problem()).size(), 3u);
+  EXPECT_EQ(skinny_tiles(problem(1)).size(), 3u);
+  EXPECT_TRUE(skinny_tiles(problem(17)).empty());  // one 16-row MMA tile
+  GemmProblem odd = problem();
+  odd.k = odd.lda = odd.ldb = 100;  // 16-byte loads need K and the row strides in multiples of 8
+  EXPECT_TRUE(skinny_tiles(odd).empty());
+  GemmProblem f32 = problem();
+  f32.dtype = DType::Float32;
+  EXPECT_TRUE(skinny_tiles(f32).empty());
+  GemmProblem f16 = problem();
+  f16.dtype = DType::Float16;
+  EXPECT_FALSE(skinny_tiles(f16).empty());
+}
+
+TEST(GemmEpilogue, WhichKernelsQualify) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  EXPECT_EQ(why_not_gemm_epilogue(*k, "x", problem()), std::nullopt);
+  // Its iterations must be the result's elements, at their own element.
+  EXPECT_NE(why_not_gemm_epilogue(*k, "x", problem(8)), std::nullopt);
+  const auto reads_bias = why_not_gemm_epilogue(*k, "b", problem());
+  ASSERT_TRUE(reads_bias.has_value());  // b is read along the columns only: not element for element
+  EXPECT_NE(reads_bias->find("out of order"), std::string::npos) << *reads_bias;
+  EXPECT_NE(why_not_gemm_epilogue(*k, "out", problem()), std::nullopt);  // written, not read
+  const auto symbolic = why_not_gemm_epilogue(*scheduled(gelu_bias(sym("s0"), 64, DType::BFloat16)), "x", problem());
+  ASSERT_TRUE(symbolic.has_value());
+  EXPECT_NE(symbolic->find("symbolic"), std::string::npos);
+  const auto reduction = why_not_gemm_epilogue(*scheduled(softmax(16, 64)), "x", problem());
+  ASSERT_TRUE(reduction.has_value());
+  EXPECT_NE(reduction->find("pointwise"), std::string::npos);
+}
+
+TEST(GemmEpilogue, PrintsTheKernelAsTheTemplatesFunctor) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  const SkinnyTile tile = skinny_tiles(problem())[0];
+  auto text = print_gemm_epilogue_kernel(*k, "x", problem(), tile, "gemm_test_0");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {
+      "// kernel: gemm_test_0",
+      "// why: max-autotune's candidate",
+      "extern \"C\" __global__ void __launch_bounds__(256, 2)",
+      "gemm_test_0(const cppi_bf16* in_b, cppi_bf16* out_out, const cppi_bf16* gemm_result_unread, "
+      "const uint16_t* gemm_a, const uint16_t* gemm_b)",
+      "const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc) {",
+      "(gemm_m * 64 + gemm_n)",
+      "gemm_value = ",
+      "cppi_erf(",
+      "out_out[",
+      "};",
+      "cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<1, 2, 8, 4, 1, false, true>>(gemm_a, gemm_b, 16, 64, 128, 128, "
+      "128, epilogue, nullptr, nullptr);",
+  });
+  // The result is never loaded: the accumulator stands for each read of it.
+  EXPECT_EQ(text->find("gemm_result_unread["), std::string::npos);
+  EXPECT_EQ(tile.blocks(problem()), 4);
+  EXPECT_EQ(tile.describe(), "gemm_skinny nw=2 warps=8 unroll=4 prefetch 2/SM");
+  EXPECT_EQ(tile.shared_bytes(), 8 * 2 * 4 * 32 * 4);
+
+  // A module of it, for a compile by hand:
+  //   nvcc -arch=sm_90 -std=c++17 -include cstdio -I<dir> -I gpu_codegen/prelude -c <dir>/gemm.cu
+  if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP")) {
+    std::ofstream(std::string(dir) + "/gemm.cu") << gemm_module_preamble() << "\n" << *text;
+    std::ofstream(std::string(dir) + "/" + kCudaCodegenHeaderName) << cuda_codegen_header().text;
+  }
+  EXPECT_NE(gemm_module_preamble().find(kCudaGemmName), std::string::npos);
+}
+
+TEST(GemmEpilogue, AddmmAddsItsBiasInFloatBeforeTheRounding) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  GemmProblem p = problem();
+  p.bias = true;
+  auto text = print_gemm_epilogue_kernel(*k, "x", p, skinny_tiles(p)[1], "gemm_test_1");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {"const uint16_t* gemm_a, const uint16_t* gemm_b, const cppi_bf16* gemm_bias)",
+                          "gemm_value = cppi_float_to_bf16((gemm_acc + cppi_bf16_to_float(gemm_bias[gemm_n])))",
+                          "SkinnyConfig<1, 4, 8, 4, 1, false, true>"});
+}
+
+TEST(GemmEpilogue, NContiguousB) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  GemmProblem p = problem();
+  p.b_k_contiguous = false, p.ldb = 64;  // B stored K x N
+  const std::vector<SkinnyTile> tiles = skinny_tiles(p);
+  ASSERT_EQ(tiles.size(), 3u);
+  EXPECT_EQ(tiles[0].vec, 4);
+  EXPECT_EQ(tiles[0].blocks(p), 2);  // 32 columns a block
+  auto text = print_gemm_epilogue_kernel(*k, "x", p, tiles[0], "gemm_test_2");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {"cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<4, 8, 4, false>>(gemm_a, gemm_b, 16, 64, "
+                          "128, 128, 64, epilogue);"});
+  // A K-contiguous tile does not print for it, nor an N-contiguous B whose N is not a multiple of 8.
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, skinny_tiles(problem())[0], "g").ok());
+  p.n = 60;
+  EXPECT_TRUE(skinny_tiles(p).empty());
+}
+
+TEST(GemmEpilogue, RefusesToPrintAKernelThatDoesNotQualify) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", problem(8), skinny_tiles(problem(8))[0], "g").ok());
+}
+
+}  // namespace
+}  // namespace cppi::gpu
