@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import logging
 import math
 import operator
 import re
@@ -60,6 +61,8 @@ import torch.fx
 
 from . import _C
 from .export import TORCH_DTYPES
+
+log = logging.getLogger("cppinductor.wrapper")
 
 # Names the generated source calls that runtime.py supplies (runtime.HELPERS).
 HELPER_NAMES = (
@@ -196,6 +199,19 @@ class _Printer:
         self.views: dict[torch.fx.Node, _View] = {}
         self.skipped: set[int] = set()
         self.frees: list[list[int]] = []
+        # max-autotune's GEMM epilogues (backend/gemm_choices.h), by the
+        # kernel's step: (choice index, choice). Their matmul's step prints
+        # inside the kernel's.
+        self.gemm_choices: dict[int, tuple[int, dict]] = {}
+        if tuning is not None:
+            if compiled.gemm_problem:
+                log.warning("%s", compiled.gemm_problem)
+            steps = compiled.steps
+            self.gemm_choices = {
+                c["kernel_step"]: (i, c) for i, c in enumerate(compiled.gemm_choices)
+                # the result is made where the kernel's layout check of it stands
+                if steps[c["kernel_step"]].buffers[c["result_arg"]] in
+                {e.slot for e in steps[c["kernel_step"]].expected_layouts}}
         self._plan_steps()
 
     def _slot_base(self, slot: int) -> str:
@@ -387,6 +403,7 @@ class _Printer:
                 live.add(slot)
                 last_read.setdefault(slot, index)
         unmade = {steps[i].node for i in self.skipped}
+        self.skipped |= {c["aten_step"] for _, c in self.gemm_choices.values()}  # made by the kernel's step
         self.frees = [[] for _ in steps]
         for index, step in enumerate(steps):
             for slot in step.free_after:
@@ -404,7 +421,7 @@ class _Printer:
     def _reads(self, step: Any) -> set[int]:
         """The slots a step's printed lines read."""
         if step.kind != _C.StepKind.Aten:
-            slots = set(step.buffers) | {e.slot for e in step.expected_layouts}
+            slots = set(step.buffers) | {e.slot for e in step.expected_layouts} | set(step.gemm_operands)
             return slots | {a.reuse for a in step.allocs if a.reuse >= 0}
         node = self.nodes[step.node]
         if node in self.views:
@@ -457,11 +474,16 @@ class _Printer:
         kernel = step.kernel
         names = self.slot_names
         written_back = []
+        gemm = self.gemm_choices.get(index)
+        result = step.buffers[gemm[1]["result_arg"]] if gemm else -1
         # Inputs first: a buffer written in place takes over the re-laid-out
         # tensor, which is what the kernel reads.
         for i, (expected, written) in enumerate(zip(step.expected_layouts, step.expected_written)):
             lay = self.layout("expected_layout", index, i)
             x = names[expected.slot]
+            if expected.slot == result:  # the matmul's result, made here in the layout the kernel reads
+                self.emit(f"{x} = {self.empty(lay)}")
+                continue
             check = (expected.slot, lay.strides)
             if check in self._checked and not written:
                 continue  # checked (and re-laid out) by an earlier step: a slot is assigned once
@@ -490,7 +512,7 @@ class _Printer:
                 self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
                 self.emit(f"{old} = None")
         launcher = compiled.kernel_launcher(kernel, len(step.buffers))
-        if self.tuning is not None:
+        if self.tuning is not None and not gemm:  # with a GEMM choice, that choice is what is timed
             launcher = self.tuning.launcher(compiled, kernel, len(step.buffers), launcher)
         call = [names[b] for b in step.buffers]
         on_cuda = compiled.kernel_devices[kernel] == "cuda"
@@ -499,16 +521,52 @@ class _Printer:
         if on_cuda:
             call.append("stream")
         self.lines.append(_PROFILED + f"    profiler_range = range_enter({kernel_range_name(compiled, kernel)!r})")
-        name = self._global(launcher, compiled.kernel_names[kernel])
-        if hasattr(launcher, "global_name"):  # an autotune.KernelTuner: it rebinds this name
-            launcher.global_name = name
-        self.emit(f"{name}({', '.join(call)})")
+        if gemm:
+            self._gemm_call(gemm, step, launcher, call)
+        else:
+            name = self._global(launcher, compiled.kernel_names[kernel])
+            if hasattr(launcher, "global_name"):  # an autotune.KernelTuner: it rebinds this name
+                launcher.global_name = name
+            self.emit(f"{name}({', '.join(call)})")
         self.lines.append(_PROFILED + "    range_exit(profiler_range)")
         for x, original in written_back:  # the kernel mutated a graph input
             self.emit(f"if {original} is not None:")
             self.emit(f"{original}.copy_({x})", 2)
             self.emit(f"{x} = {original}", 2)
             self.emit(f"{original} = None", 2)
+
+
+    def _gemm_call(self, gemm: tuple[int, dict], step: Any, launcher: Any, call: list[str]) -> None:
+        """The kernel of a GEMM choice: the choice's launcher (a GemmTuner,
+        or the cached winner) when the operands have the strides and 16-byte
+        alignment its GEMM kernels were compiled for, else the matmul (into
+        the result made above) and the kernel."""
+        index, choice = gemm
+        compiled, names = self.compiled, self.slot_names
+        a, b = names[choice["a_slot"]], names[choice["b_slot"]]
+        bias = names[choice["bias_slot"]] if choice["bias_slot"] >= 0 else None
+        x = names[step.buffers[choice["result_arg"]]]
+        if bias is None:
+            extern, extern_args = torch.ops.aten.mm.out, f"{a}, {b}"
+        else:
+            extern, extern_args = torch.ops.aten.addmm.out, f"{bias}, {a}, {b}"
+        kernel_name = compiled.kernel_names[step.kernel]
+        plain = self._global(launcher, kernel_name)
+        chosen = self.tuning.gemm_launcher(compiled, index, choice, kernel_name, launcher, len(step.buffers), extern)
+        name = self._global(chosen, f"{kernel_name}_gemm")
+        if hasattr(chosen, "global_name"):
+            chosen.global_name = name
+        operands = [a, b] + ([bias] if bias else [])
+        fused = [*call[:len(step.buffers)], *operands, *call[len(step.buffers):]]
+        check = (f"{a}.stride() == {choice['a_strides']} and {b}.stride() == {choice['b_strides']} "
+                 f"and {a}.data_ptr() % 16 == 0 and {b}.data_ptr() % 16 == 0")
+        if bias:
+            check += f" and {bias}.stride() == (1,)"
+        self.emit(f"if {check}:")
+        self.emit(f"{name}({', '.join(fused)})", 2)
+        self.emit("else:")
+        self.emit(f"{self._global(extern, str(extern).replace('.', '_'))}({extern_args}, out={x})", 2)
+        self.emit(f"{plain}({', '.join(call)})", 2)
 
 
 def kernel_range_name(compiled: "_C.CompiledGraph", kernel: int, most: int = 5) -> str:

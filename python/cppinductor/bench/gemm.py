@@ -6,6 +6,9 @@ to a large batch.
 - `addmm_gelu`: gelu(x @ w + bias), the MLP's up-projection (hidden -> MLP width);
 - `addmm_silu`: silu(x @ w + bias), the same shape;
 - `mm_residual`: r + x @ w, the MLP's down-projection with the residual added;
+- `linear_silu`, `linear_residual`: silu(F.linear(x, w)) and r + F.linear(x, w),
+  a LLaMA layer's gate and down projections: no bias, and the weight as nn.Linear
+  stores it ([N, K], each row K-contiguous), where the others' w is [K, N];
 - `bmm_scale`: (q @ k^T) * scale over heads, attention scores;
 - `scaled_mm_relu` (CUDA only; compute capability 8.9 or newer): relu of an
   FP8 e4m3 `torch._scaled_mm` with per-tensor scales and a bfloat16 result.
@@ -46,6 +49,14 @@ def mm_residual(x: torch.Tensor, w: torch.Tensor, r: torch.Tensor) -> torch.Tens
     return r + x @ w
 
 
+def linear_silu(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    return F.silu(F.linear(x, w))
+
+
+def linear_residual(x: torch.Tensor, w: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    return r + F.linear(x, w)
+
+
 def bmm_scale(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return (q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
 
@@ -58,19 +69,21 @@ def _flops(m: int, n: int, k: int, batch: int = 1) -> int:
     return 2 * batch * m * n * k
 
 
-def _matmul_case(fn: Callable, m: Optional[int], down: bool, extra: str) -> Callable[[Sizes, str, torch.dtype], Case]:
+def _matmul_case(fn: Callable, m: Optional[int], down: bool, extra: str,
+                 linear: bool = False) -> Callable[[Sizes, str, torch.dtype], Case]:
     """fn(x[M, K], w[K, N], <extra>), extra "" (K = N = hidden), "bias" or
     "residual" (up-projection, or with `down` the down-projection); M None:
-    the large M."""
+    the large M. `linear`: w is [N, K] (nn.Linear's weight) and extra "" the
+    up-projection."""
 
     def build(s: Sizes, device: str, dtype: torch.dtype) -> Case:
         large, hidden, width = s.gemm
         rows = large if m is None else m
-        k, n = (width, hidden) if down else (hidden, width) if extra else (hidden, hidden)
+        k, n = (width, hidden) if down else (hidden, width) if extra or linear else (hidden, hidden)
         gen = _generator(device)
         # Scaled so outputs stay near 1 whatever K is: half types keep their precision.
         x = _randn(gen, (rows, k), device, dtype)
-        w = _randn(gen, (k, n), device, dtype) / math.sqrt(k)
+        w = _randn(gen, (n, k) if linear else (k, n), device, dtype) / math.sqrt(k)
         args = [x, w]
         if extra == "bias":
             args.append(_randn(gen, (n,), device, dtype))
@@ -122,6 +135,11 @@ def workloads() -> List[Workload]:
     for m in (16, None):
         add("addmm_silu" + suffix(m), "silu(x @ w + bias)", _matmul_case(addmm_silu, m, False, "bias"))
         add("mm_residual" + suffix(m), "r + x @ w, MLP down-projection", _matmul_case(mm_residual, m, True, "residual"))
+    for m in (1, 16):
+        add("linear_silu" + suffix(m), "silu(F.linear(x, w)), LLaMA's gate projection",
+            _matmul_case(linear_silu, m, False, "", linear=True))
+        add("linear_residual" + suffix(m), "r + F.linear(x, w), LLaMA's down-projection",
+            _matmul_case(linear_residual, m, True, "residual", linear=True))
     add("bmm_scale", "(q @ k^T) * scale, attention scores", _bmm_case)
     for m in (16, None):
         add("scaled_mm_relu" + suffix(m), "relu(_scaled_mm(a, b)), FP8 e4m3, bfloat16 out", _scaled_mm_case(m),

@@ -1,0 +1,174 @@
+"""max-autotune's GEMM epilogues on CUDA (backend/gemm_choices.h): a matmul
+whose result only one pointwise kernel reads is also compiled as one GEMM
+kernel with that kernel as its epilogue (gpu_codegen/codegen/gemm_epilogue.h),
+timed at the first call against cuBLAS followed by the kernel. Every GEMM
+candidate must match cuBLAS + the kernel (none dropped for its results), the
+call's results equal eager's whichever wins, the winner is cached for the next
+process, and operands that are not as compiled run the extern. The printed
+source is checked without a GPU in tests/cpp/gpu_codegen/gemm_epilogue_test.cpp."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from cppinductor import debug
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+
+EXTERN = "cuBLAS, then the kernel"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    monkeypatch.setenv("CPPINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def up_projection(x, w):
+    return F.gelu(x @ w.t())
+
+
+def residual(x, w, r):
+    return r + x @ w.t()
+
+
+def operands(m: int, k: int, n: int, dtype: torch.dtype):
+    gen = torch.Generator(device="cuda").manual_seed(m)
+    x = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+    w = torch.randn(n, k, device="cuda", dtype=dtype, generator=gen) / math.sqrt(k)
+    return x, w
+
+
+def gemm_reports(record) -> list[dict]:
+    return [t for t in record.autotune if t["kernel"].endswith("with its matmul")]
+
+
+def run(fn, args, calls: int = 3):
+    with debug.recording() as records:
+        compiled = torch.compile(fn, backend="cppinductor", mode="max-autotune-no-cudagraphs")
+        expected = fn(*(a.double() for a in args)).to(args[0].dtype)
+        for _ in range(calls):
+            torch.testing.assert_close(compiled(*args), expected, rtol=2e-2, atol=2e-2)
+    (record,) = records
+    return record
+
+
+@pytest.mark.parametrize("m", [1, 16])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_matmul_and_its_epilogue_are_timed_fused_and_match_eager(m, dtype):
+    record = run(up_projection, operands(m, 512, 1024, dtype))
+    (report,) = gemm_reports(record)
+    assert report["source"] == "measured", report
+    labels = [c["label"] for c in report["candidates"]]
+    assert labels[0] == EXTERN and len(labels) == 4 and all(label.startswith("gemm_skinny") for label in labels[1:])
+    for c in report["candidates"]:
+        assert not (c["dropped"] or "").startswith(("output", "did not run")), report  # wrong or broken
+    assert report["winner"] in labels
+
+
+def test_under_cuda_graphs():
+    # mode="max-autotune": the first call tunes, later calls replay the winner's graph.
+    x, w = operands(16, 512, 1024, torch.bfloat16)
+    with debug.recording() as records:
+        compiled = torch.compile(up_projection, backend="cppinductor", mode="max-autotune")
+        expected = up_projection(x.double(), w.double()).to(x.dtype)
+        for _ in range(4):
+            torch.testing.assert_close(compiled(x, w), expected, rtol=2e-2, atol=2e-2)
+    assert len(gemm_reports(records[0])) == 1
+
+
+def linear_bias_silu(x, w, bias):
+    return F.silu(F.linear(x, w, bias))
+
+
+@pytest.mark.parametrize("m", [1, 16])
+def test_addmm_adds_its_bias_before_the_rounding(m):
+    x, w = operands(m, 512, 1024, torch.bfloat16)
+    bias = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
+    (report,) = gemm_reports(run(linear_bias_silu, (x, w, bias)))
+    assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
+
+
+def conv1d_relu(x, w):
+    return torch.relu(x @ w)
+
+
+def conv1d_bias_gelu(x, w, bias):
+    return F.gelu(torch.addmm(bias, x, w))
+
+
+@pytest.mark.parametrize("m", [1, 16])
+def test_n_contiguous_weights(m):
+    # w stored K x N (GPT-2's Conv1D): the N-contiguous small-M kernel.
+    x, w = operands(m, 512, 1024, torch.bfloat16)
+    w = w.t().contiguous()
+    (report,) = gemm_reports(run(conv1d_relu, (x, w)))
+    labels = [c["label"] for c in report["candidates"]]
+    assert all(label.startswith("gemm_skinny_n") for label in labels[1:]), labels
+    assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
+    bias = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
+    torch._dynamo.reset()
+    (report,) = gemm_reports(run(conv1d_bias_gelu, (x, w, bias)))
+    assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
+
+
+def test_a_residual_epilogue():
+    x, w = operands(8, 1024, 512, torch.bfloat16)
+    r = torch.randn(8, 512, device="cuda", dtype=torch.bfloat16)
+    (report,) = gemm_reports(run(residual, (x, w, r)))
+    assert all(not (c["dropped"] or "").startswith("output") for c in report["candidates"]), report
+
+
+def test_matmuls_the_template_does_not_take_are_left_to_cublas():
+    # 17 rows: above the small-M template's 16.
+    assert gemm_reports(run(up_projection, operands(17, 512, 1024, torch.bfloat16))) == []
+    # float32: no 16-bit tensor cores.
+    assert gemm_reports(run(up_projection, operands(4, 512, 1024, torch.float32))) == []
+
+
+def test_operands_not_as_compiled_run_the_extern():
+    # A's rows start one element in: its pointer is not 16-byte aligned, so
+    # the fused kernels (16-byte loads) cannot read it and the extern runs.
+    x, _ = operands(4, 520, 1024, torch.bfloat16)
+    _, w = operands(4, 512, 1024, torch.bfloat16)
+    shifted = x[:, 1:513]
+    record = run(up_projection, (shifted, w))
+    assert all(t["source"] != "measured" for t in gemm_reports(record)), record.autotune
+
+
+_SECOND_PROCESS = textwrap.dedent("""
+    import json, math, torch, torch.nn.functional as F
+    from cppinductor import debug
+    gen = torch.Generator(device="cuda").manual_seed(16)
+    x = torch.randn(16, 512, device="cuda", dtype=torch.bfloat16, generator=gen)
+    w = torch.randn(1024, 512, device="cuda", dtype=torch.bfloat16, generator=gen) / math.sqrt(512)
+    def up_projection(x, w):
+        return F.gelu(x @ w.t())
+    with debug.recording() as records:
+        out = torch.compile(up_projection, backend="cppinductor", mode="max-autotune-no-cudagraphs")(x, w)
+    torch.testing.assert_close(out, up_projection(x, w), rtol=2e-2, atol=2e-2)
+    print(json.dumps(records[0].autotune))
+""")
+
+
+def test_a_second_process_runs_the_cached_winner():
+    (first,) = gemm_reports(run(up_projection, operands(16, 512, 1024, torch.bfloat16)))
+    proc = subprocess.run([sys.executable, "-c", _SECOND_PROCESS], capture_output=True, text=True, env=os.environ,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = [t for t in json.loads(proc.stdout.strip().splitlines()[-1]) if t["kernel"].endswith("with its matmul")]
+    if first["winner"] == EXTERN:
+        assert second == []  # the extern won: nothing to choose, nothing fused
+    else:
+        assert [(t["source"], t["winner"]) for t in second] == [("cache", first["winner"])]
