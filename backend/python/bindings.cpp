@@ -97,6 +97,13 @@ py::tuple layout_tuple(const CompiledGraph& cg, const Allocation& a, const std::
   return py::make_tuple(std::string(dtype_name(a.dtype)), eval(a.sizes), eval(a.strides), device);
 }
 
+/// max-autotune's candidates as Python sees them: [(label, schedule)].
+py::list candidate_list(const std::vector<KernelCandidate>& candidates) {
+  py::list out;
+  for (const auto& c : candidates) out.append(py::make_tuple(c.label, c.schedule));
+  return out;
+}
+
 }  // namespace
 
 /// finish_compile, waiting for the background compile without the GIL. The
@@ -253,9 +260,7 @@ PYBIND11_MODULE(_C, m) {
             const KernelTuning& t = cg.tuning[kernel];
             py::dict d;
             d["key"] = t.key;
-            py::list candidates;
-            for (const auto& c : t.candidates) candidates.append(py::make_tuple(c.label, c.schedule));
-            d["candidates"] = candidates;
+            d["candidates"] = candidate_list(t.candidates);
             d["cached_label"] = t.cached_label;
             d["cached_schedule"] = t.cached_schedule;
             d["problem"] = t.problem;
@@ -286,9 +291,7 @@ PYBIND11_MODULE(_C, m) {
               d["a_strides"] = py::tuple(py::cast(c.a_strides));
               d["b_strides"] = py::tuple(py::cast(c.b_strides));
               d["key"] = c.key;
-              py::list candidates;
-              for (const auto& k : c.candidates) candidates.append(py::make_tuple(k.label, k.schedule));
-              d["candidates"] = candidates;
+              d["candidates"] = candidate_list(c.candidates);
               d["cached_label"] = c.cached_label;
               d["written"] = c.written;
               d["read_written"] = c.read_written;

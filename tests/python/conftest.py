@@ -58,6 +58,13 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
+@pytest.fixture
+def fresh_tuning_cache(tmp_path, monkeypatch):
+    """A kernel and tuning cache of the test's own: max-autotune measures
+    instead of reading another test's winners."""
+    monkeypatch.setenv("CPPINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+
+
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
     return request.param

@@ -20,14 +20,7 @@ import cppinductor
 from cppinductor import debug
 from cppinductor.autotune import KernelTuner
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """A fresh tuning cache per test, and fresh Dynamo caches."""
-    monkeypatch.setenv("CPPINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_tuning_cache")
 
 
 def norms(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

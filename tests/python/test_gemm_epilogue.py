@@ -22,17 +22,10 @@ import torch.nn.functional as F
 
 from cppinductor import debug
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU"),
+              pytest.mark.usefixtures("fresh_tuning_cache")]
 
 EXTERN = "cuBLAS, then the kernel"
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("CPPINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
-    torch._dynamo.reset()
-    yield
-    torch._dynamo.reset()
 
 
 def up_projection(x, w):
