@@ -396,6 +396,8 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m16_gelu_n": (16, 4096, 11008, "bias_gelu", False),
     "m1_n": (1, 4096, 4096, "relu", False),
     "m16_n": (16, 4096, 4096, "relu", False),
+    "m32": (32, 4096, 4096, "relu", True),
+    "m32_gelu": (32, 4096, 11008, "bias_gelu", True),
     "m64_gelu": (64, 4096, 11008, "bias_gelu", True),
     "m16_residual": (16, 11008, 4096, "residual", True),
     "m64_residual": (64, 11008, 4096, "residual", False),
