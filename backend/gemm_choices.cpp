@@ -40,25 +40,38 @@ struct Matmul {
   int a_slot = -1, b_slot = -1, bias_slot = -1;
   std::vector<int64_t> a_strides, b_strides;
 };
-std::optional<Matmul> template_matmul(const Graph& g, const Node& n) {
+/// Whether `n` is a matmul the template is for at all: mm or addmm of 16-bit
+/// floats on CUDA. Those it does not take are refused with a reason.
+bool half_cuda_matmul(const Node& n) {
+  if (n.target != "aten.mm.default" && n.target != "aten.addmm.default") return false;
+  if (n.value.kind != ValueInfo::Kind::Tensor) return false;
+  const TensorMeta& c = n.value.tensor;
+  return c.device == Device::CUDA && (c.dtype == DType::BFloat16 || c.dtype == DType::Float16);
+}
+
+std::optional<Matmul> template_matmul(const Graph& g, const Node& n, std::string* why) {
   const bool addmm = n.target == "aten.addmm.default";
-  if ((n.target != "aten.mm.default" && !addmm) || n.args.size() != (addmm ? 3u : 2u) || !n.kwargs.empty())
+  const auto refuse = [&](std::string reason) -> std::optional<Matmul> {
+    *why = std::move(reason);
     return std::nullopt;
+  };
+  if (n.args.size() != (addmm ? 3u : 2u) || !n.kwargs.empty()) return refuse("beta or alpha given");
   for (const Arg& a : n.args)
-    if (a.kind != Arg::Kind::Node) return std::nullopt;
+    if (a.kind != Arg::Kind::Node) return refuse("an operand is not a tensor");
   const size_t first = addmm ? 1 : 0;
   const ValueInfo &a = g.nodes[n.args[first].i].value, &b = g.nodes[n.args[first + 1].i].value;
-  if (a.kind != ValueInfo::Kind::Tensor || b.kind != ValueInfo::Kind::Tensor || n.value.kind != ValueInfo::Kind::Tensor)
-    return std::nullopt;
+  if (a.kind != ValueInfo::Kind::Tensor || b.kind != ValueInfo::Kind::Tensor) return refuse("an operand is not a tensor");
   const TensorMeta& c = n.value.tensor;
-  if (c.device != Device::CUDA || a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) return std::nullopt;
+  if (a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) return refuse("mixed dtypes");
   auto la = constant_layout(a.tensor), lb = constant_layout(b.tensor), lc = constant_layout(c);
-  if (!la || !lb || !lc || la->first.size() != 2 || lb->first.size() != 2) return std::nullopt;
+  if (!la || !lb || !lc) return refuse("symbolic sizes");
+  if (la->first.size() != 2 || lb->first.size() != 2) return refuse("not two matrices");
   Matmul mm;
   gpu::GemmProblem& p = mm.problem;
   p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype;
   // A row-major (its row stride free), B K-contiguous or N-contiguous, C row-major contiguous.
-  if (la->second[1] != 1 || lc->second != std::vector<int64_t>{p.n, 1}) return std::nullopt;
+  if (la->second[1] != 1) return refuse("A's rows are not contiguous");
+  if (lc->second != std::vector<int64_t>{p.n, 1}) return refuse("its result is not row-major");
   p.lda = p.m == 1 ? p.k : la->second[0];
   if (lb->second[0] == 1 && p.n > 1) {
     p.ldb = lb->second[1];
@@ -66,20 +79,23 @@ std::optional<Matmul> template_matmul(const Graph& g, const Node& n) {
     p.b_k_contiguous = false;
     p.ldb = lb->second[0];
   } else {
-    return std::nullopt;
+    return refuse("B is contiguous along neither dimension");
   }
   mm.a_slot = int(n.args[first].i), mm.b_slot = int(n.args[first + 1].i);
   mm.a_strides = la->second, mm.b_strides = lb->second;
   if (addmm) {
     const ValueInfo& bias = g.nodes[n.args[0].i].value;
     if (bias.kind != ValueInfo::Kind::Tensor || bias.tensor.dtype != c.dtype || bias.tensor.device != Device::CUDA)
-      return std::nullopt;
+      return refuse("its bias is not a tensor of its dtype");
     auto lbias = constant_layout(bias.tensor);
     if (!lbias || lbias->first != std::vector<int64_t>{p.n} || lbias->second != std::vector<int64_t>{1})
-      return std::nullopt;
+      return refuse("its bias is not one contiguous row");
     p.bias = true;
     mm.bias_slot = int(n.args[0].i);
   }
+  if (gpu::skinny_tiles(p).empty())
+    return refuse(p.m > 16 ? cat(p.m, " rows: the small-M template takes 16 at most")
+                           : "K, a row stride or (N-contiguous B) N is not a multiple of 8");
   return mm;
 }
 
@@ -123,25 +139,58 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
   for (size_t s = 0; s < cg.steps.size(); ++s) {
     const Step& mm_step = cg.steps[s];
     if (mm_step.kind != Step::Kind::Aten || !mm_step.is_extern) continue;
-    auto mm = template_matmul(g, g.nodes[mm_step.node]);
-    if (!mm) continue;
-    const std::vector<gpu::SkinnyTile> tiles = gpu::skinny_tiles(mm->problem);
+    const Node& node = g.nodes[mm_step.node];
+    if (!half_cuda_matmul(node)) continue;
     const int result = mm_step.node;
-    if (tiles.empty() || readers[result].size() != 1 ||
-        std::count(returned.begin(), returned.end(), result) > 0)
+    // Each matmul not made a choice says why (explain's "not fused"), with the
+    // bytes its result takes through memory (stored, then read back).
+    std::string reader;
+    const auto refuse = [&](const std::string& why) {
+      int64_t bytes = dtype_size(node.value.tensor.dtype) * 2;
+      for (const auto& size : node.value.tensor.sizes) bytes = size.is_const() ? bytes * size.value : -1;
+      cg.remarks.add(Remark{Remark::Kind::FusionRefusal, node.name, node.target, reader,
+                            "max-autotune's GEMM epilogue: " + why, bytes < 0 ? -1 : bytes});
+    };
+    std::string why;
+    auto mm = template_matmul(g, node, &why);
+    if (!mm) {
+      refuse(why);
       continue;
+    }
+    if (std::count(returned.begin(), returned.end(), result) > 0) {
+      refuse("its result is returned");
+      continue;
+    }
+    if (readers[result].size() != 1) {
+      refuse(cat("its result is read by ", readers[result].size(), " steps"));
+      continue;
+    }
     const Step& k_step = cg.steps[readers[result][0]];
-    if (k_step.kind != Step::Kind::Kernel || std::count(k_step.buffers.begin(), k_step.buffers.end(), result) != 1)
+    if (k_step.kind != Step::Kind::Kernel) {
+      refuse("its result is read by an ATen call");
       continue;
+    }
+    const ir::Kernel& k = *kernels[k_step.kernel];
+    reader = k.origins.empty() ? k.name : k.origins.front();
+    if (std::count(k_step.buffers.begin(), k_step.buffers.end(), result) != 1) {
+      refuse("the kernel takes its result twice");
+      continue;
+    }
     bool written_between = false;
     for (size_t b = s + 1; b < size_t(readers[result][0]); ++b)
       written_between = written_between || may_write_operands(cg, kernels, cg.steps[b], *mm);
-    if (written_between) continue;
-    const ir::Kernel& k = *kernels[k_step.kernel];
+    if (written_between) {
+      refuse("a step between the two writes a graph input or an operand");
+      continue;
+    }
     const int arg = int(std::find(k_step.buffers.begin(), k_step.buffers.end(), result) - k_step.buffers.begin());
     const ir::KernelSignature sig = ir::signature(k);
     const std::string buffer = sig.buffers[arg].buffer->name;
-    if (gpu::why_not_gemm_epilogue(k, buffer, mm->problem)) continue;
+    if (auto not_epilogue = gpu::why_not_gemm_epilogue(k, buffer, mm->problem)) {
+      refuse("the kernel reading its result: " + *not_epilogue);
+      continue;
+    }
+    const std::vector<gpu::SkinnyTile> tiles = gpu::skinny_tiles(mm->problem);
 
     // Printed under a provisional name and without provenance first: the key
     // hashes the texts (the same kernel from other source lines shares its

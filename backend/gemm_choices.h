@@ -10,7 +10,9 @@
 /// (python/cppinductor/autotune.py, GemmTuner), keeping the fastest in the
 /// tuning cache (backend/autotune.h). A cache hit leaves one candidate, or
 /// none when the extern won. The kernel's step is marked as reading the
-/// matmul's operands, so the memory plan keeps them until it runs.
+/// matmul's operands, so the memory plan keeps them until it runs. A 16-bit
+/// CUDA matmul that does not become a choice gets a FusionRefusal remark with
+/// the reason (explain's "not fused").
 ///
 /// Runs after build_wrapper_steps and before plan_frees and
 /// plan_buffer_reuse.

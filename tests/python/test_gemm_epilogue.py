@@ -19,6 +19,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._pytree import tree_map
 
 from cppinductor import debug
 
@@ -50,7 +51,7 @@ def gemm_reports(record) -> list[dict]:
 def run(fn, args, calls: int = 3):
     with debug.recording() as records:
         compiled = torch.compile(fn, backend="cppinductor", mode="max-autotune-no-cudagraphs")
-        expected = fn(*(a.double() for a in args)).to(args[0].dtype)
+        expected = tree_map(lambda t: t.to(args[0].dtype), fn(*(a.double() for a in args)))
         for _ in range(calls):
             torch.testing.assert_close(compiled(*args), expected, rtol=2e-2, atol=2e-2)
     (record,) = records
@@ -123,11 +124,30 @@ def test_a_residual_epilogue():
     assert all(not (c["dropped"] or "").startswith("output") for c in report["candidates"]), report
 
 
-def test_matmuls_the_template_does_not_take_are_left_to_cublas():
+def gemm_refusals(record) -> list[str]:
+    return [r["reason"] for r in record.remarks
+            if r["kind"] == "fusion_refusal" and r["reason"].startswith("max-autotune's GEMM epilogue")]
+
+
+def test_matmuls_the_template_does_not_take_are_left_to_cublas_with_the_reason():
     # 17 rows: above the small-M template's 16.
-    assert gemm_reports(run(up_projection, operands(17, 512, 1024, torch.bfloat16))) == []
-    # float32: no 16-bit tensor cores.
-    assert gemm_reports(run(up_projection, operands(4, 512, 1024, torch.float32))) == []
+    record = run(up_projection, operands(17, 512, 1024, torch.bfloat16))
+    assert gemm_reports(record) == []
+    assert [r for r in gemm_refusals(record) if "17 rows" in r], record.remarks
+    # float32: no 16-bit tensor cores, and no reason to give.
+    record = run(up_projection, operands(4, 512, 1024, torch.float32))
+    assert gemm_reports(record) == [] and gemm_refusals(record) == []
+
+
+def returned_and_activated(x, w):
+    h = x @ w.t()
+    return h, F.gelu(h)
+
+
+def test_a_returned_result_is_not_fused():
+    record = run(returned_and_activated, operands(4, 512, 1024, torch.bfloat16))
+    assert gemm_reports(record) == []
+    assert any("returned" in r for r in gemm_refusals(record)), record.remarks
 
 
 def test_operands_not_as_compiled_run_the_extern():
