@@ -176,6 +176,11 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
       refuse("the kernel takes its result twice");
       continue;
     }
+    if (std::any_of(cg.gemm_choices.begin(), cg.gemm_choices.end(),
+                    [&](const GemmChoice& c) { return c.kernel_step == readers[result][0]; })) {
+      refuse("the kernel reading it is already another matmul's epilogue");  // SwiGLU's gate and up projections
+      continue;
+    }
     bool written_between = false;
     for (size_t b = s + 1; b < size_t(readers[result][0]); ++b)
       written_between = written_between || may_write_operands(cg, kernels, cg.steps[b], *mm);
