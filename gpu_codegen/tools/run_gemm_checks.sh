@@ -4,7 +4,8 @@
 # separate epilogue) and the bench's GEMM suite in bfloat16. Logs and JSON go
 # to $OUT.
 #   PROBE_SHAPES=m16,m16_gelu   GEMM_ONLY=addmm_gelu_m16,...   GEMM_BACKENDS=eager,inductor,cppinductor
-#   PYTEST_FILES="tests/python/test_x.py ..." (CUDA tests first)   SKIP_PROBE=1   SKIP_BENCH=1
+#   PYTEST_FILES="tests/python/test_x.py ..." (CUDA tests first; PYTEST_K, default "cuda", selects them;
+#   PYTEST_K="" runs all, as tests/python/test_gemm_epilogue.py needs)   PROBE_ARGS=--cold   SKIP_PROBE=1   SKIP_BENCH=1
 set -uo pipefail
 OUT=${OUT:-gpu-logs}
 mkdir -p "$OUT"
@@ -17,12 +18,12 @@ if ! python3 -c "import cppinductor._C" 2>/dev/null; then
   echo "build: $(( $(date +%s) - start )) s"
 fi
 if [ -n "${PYTEST_FILES:-}" ]; then
-  timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest $PYTEST_FILES -q -p no:cacheprovider -k cuda \
+  timeout "${PYTEST_TIMEOUT:-300}" python3 -m pytest $PYTEST_FILES -q -p no:cacheprovider -k "${PYTEST_K-cuda}" \
     2>&1 | tee "$OUT/pytest_cuda.log" | tail -4
   echo "pytest: $(( $(date +%s) - start )) s"
 fi
 if [ -z "${SKIP_PROBE:-}" ]; then
-  timeout "${PROBE_TIMEOUT:-240}" python3 gpu_codegen/tools/gemm_probe.py ${PROBE_SHAPES:+--shapes $PROBE_SHAPES} \
+  timeout "${PROBE_TIMEOUT:-240}" python3 gpu_codegen/tools/gemm_probe.py ${PROBE_SHAPES:+--shapes $PROBE_SHAPES} ${PROBE_ARGS:-} \
     --json "$OUT/gemm_probe.json" 2>&1 | tee "$OUT/gemm_probe.log" | grep -v "^    "
   echo "probe: $(( $(date +%s) - start )) s"
 fi
