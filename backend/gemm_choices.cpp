@@ -31,27 +31,39 @@ std::optional<std::pair<std::vector<int64_t>, std::vector<int64_t>>> constant_la
   return std::make_pair(sizes, strides);
 }
 
-/// The matmul of an aten.mm or aten.addmm step as the GEMM template sees
-/// it, or nullopt when the template does not take it (the operands' layouts,
-/// dtypes, device; addmm with a bias other than one contiguous row, or with
-/// beta or alpha).
-struct Matmul {
-  gpu::GemmProblem problem;
-  int a_slot = -1, b_slot = -1, bias_slot = -1;
-  std::vector<int64_t> a_strides, b_strides;
-};
-/// Whether `n` is a matmul the template is for at all: mm or addmm of 16-bit
-/// floats on CUDA. Those it does not take are refused with a reason.
-bool half_cuda_matmul(const Node& n) {
+/// Whether a step between the matmul's and its kernel's may write memory the
+/// matmul reads: the fused kernel reads A and B later than the extern would.
+/// An in-place ATen op, or a kernel writing a graph input or an operand.
+bool may_write_operands(const CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels, const Step& s,
+                        const GemmMatmul& mm) {
+  const Graph& g = cg.graph;
+  if (s.kind == Step::Kind::Aten) {
+    const std::string& target = g.nodes[s.node].target;
+    const size_t dot = target.find('.', target.find('.') + 1);  // "aten.copy_.default": the op's name ends in '_'
+    return dot != std::string::npos && dot > 0 && target[dot - 1] == '_';
+  }
+  const ir::KernelSignature sig = ir::signature(*kernels[s.kernel]);
+  for (size_t i = 0; i < sig.buffers.size(); ++i) {
+    if (!sig.buffers[i].written) continue;
+    const int slot = s.buffers[i];
+    if (slot == mm.a_slot || slot == mm.b_slot || slot == mm.bias_slot) return true;
+    if (slot < int(g.nodes.size()) && g.nodes[slot].op == Node::Op::Placeholder) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool is_half_cuda_matmul(const Node& n) {
   if (n.target != "aten.mm.default" && n.target != "aten.addmm.default") return false;
   if (n.value.kind != ValueInfo::Kind::Tensor) return false;
   const TensorMeta& c = n.value.tensor;
   return c.device == Device::CUDA && (c.dtype == DType::BFloat16 || c.dtype == DType::Float16);
 }
 
-std::optional<Matmul> template_matmul(const Graph& g, const Node& n, std::string* why) {
+std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, std::string* why) {
   const bool addmm = n.target == "aten.addmm.default";
-  const auto refuse = [&](std::string reason) -> std::optional<Matmul> {
+  const auto refuse = [&](std::string reason) -> std::optional<GemmMatmul> {
     *why = std::move(reason);
     return std::nullopt;
   };
@@ -66,7 +78,7 @@ std::optional<Matmul> template_matmul(const Graph& g, const Node& n, std::string
   auto la = constant_layout(a.tensor), lb = constant_layout(b.tensor), lc = constant_layout(c);
   if (!la || !lb || !lc) return refuse("symbolic sizes");
   if (la->first.size() != 2 || lb->first.size() != 2) return refuse("not two matrices");
-  Matmul mm;
+  GemmMatmul mm;
   gpu::GemmProblem& p = mm.problem;
   p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype;
   // A row-major (its row stride free), B K-contiguous or N-contiguous, C row-major contiguous.
@@ -99,29 +111,6 @@ std::optional<Matmul> template_matmul(const Graph& g, const Node& n, std::string
   return mm;
 }
 
-/// Whether a step between the matmul's and its kernel's may write memory the
-/// matmul reads: the fused kernel reads A and B later than the extern would.
-/// An in-place ATen op, or a kernel writing a graph input or an operand.
-bool may_write_operands(const CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels, const Step& s,
-                        const Matmul& mm) {
-  const Graph& g = cg.graph;
-  if (s.kind == Step::Kind::Aten) {
-    const std::string& target = g.nodes[s.node].target;
-    const size_t dot = target.find('.', target.find('.') + 1);  // "aten.copy_.default": the op's name ends in '_'
-    return dot != std::string::npos && dot > 0 && target[dot - 1] == '_';
-  }
-  const ir::KernelSignature sig = ir::signature(*kernels[s.kernel]);
-  for (size_t i = 0; i < sig.buffers.size(); ++i) {
-    if (!sig.buffers[i].written) continue;
-    const int slot = s.buffers[i];
-    if (slot == mm.a_slot || slot == mm.b_slot || slot == mm.bias_slot) return true;
-    if (slot < int(g.nodes.size()) && g.nodes[slot].op == Node::Op::Placeholder) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kernels,
                        const gpu::CudaKernelOptions& options,
                        const std::function<void(const std::string&, const std::string&)>& dump) {
@@ -140,7 +129,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
     const Step& mm_step = cg.steps[s];
     if (mm_step.kind != Step::Kind::Aten || !mm_step.is_extern) continue;
     const Node& node = g.nodes[mm_step.node];
-    if (!half_cuda_matmul(node)) continue;
+    if (!is_half_cuda_matmul(node)) continue;
     const int result = mm_step.node;
     // Each matmul not made a choice says why (explain's "not fused"), with the
     // bytes its result takes through memory (stored, then read back).
@@ -152,7 +141,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
                             "max-autotune's GEMM epilogue: " + why, bytes < 0 ? -1 : bytes});
     };
     std::string why;
-    auto mm = template_matmul(g, node, &why);
+    auto mm = gemm_template_matmul(g, node, &why);
     if (!mm) {
       refuse(why);
       continue;

@@ -19,14 +19,33 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/compiled_graph.h"
+#include "gpu_codegen/codegen/gemm_epilogue.h"
 #include "gpu_codegen/cuda_kernels.h"
 #include "lowering/ir/kernel.h"
 
 namespace cppi {
+
+/// A matmul as the GEMM template sees it: the problem and where its operands are.
+struct GemmMatmul {
+  gpu::GemmProblem problem;
+  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's, else -1
+  std::vector<int64_t> a_strides, b_strides;     // as traced: the fused kernels assume them
+};
+
+/// Whether `n` is a matmul the template is for at all: aten.mm or aten.addmm
+/// of 16-bit floats on CUDA. Those it then does not take are refused with a reason.
+bool is_half_cuda_matmul(const Node& n);
+
+/// Such a matmul as the template takes it, or nullopt with `why` set: beta or
+/// alpha given, symbolic sizes, A's rows not contiguous, B contiguous along
+/// neither dimension, a bias other than one contiguous row, more than 16 rows,
+/// K or a stride (N, with N-contiguous B) not a multiple of 8.
+std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, std::string* why);
 
 /// `kernels`: the graph's, as cg.steps index them; `dump(name, text)`: the
 /// debug dump of the candidates' module. When the module does not compile,

@@ -2,18 +2,15 @@
 // which dead buffer, and which never may.
 #include <gtest/gtest.h>
 
+#include "graph_builders.h"
+
 #include "backend/buffer_reuse.h"
 #include "backend/wrapper.h"
 
 namespace cppi {
 namespace {
 
-Arg node_arg(int i) {
-  Arg a;
-  a.kind = Arg::Kind::Node;
-  a.i = i;
-  return a;
-}
+using testing::node_arg;
 
 /// A plan under construction: graph nodes, then steps over their slots.
 struct PlanBuilder {
