@@ -77,10 +77,7 @@ TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels, const std::vector<st
     for (const auto& c : candidates) key.field(c.schedule);
     t.key = key.hex_digest();
     const auto sig = ir::signature(*kernels[i]);
-    for (size_t b = 0; b < sig.buffers.size(); ++b) {
-      if (sig.buffers[b].written) t.written.push_back(int(b));
-      if (sig.buffers[b].written && sig.buffers[b].read) t.read_written.push_back(int(b));
-    }
+    written_buffers(sig, &t.written, &t.read_written);
     for (const auto& symbol : sig.symbols) {
       auto at = std::find(graph_symbols.begin(), graph_symbols.end(), symbol);
       if (at != graph_symbols.end()) t.symbol_positions.push_back(int(at - graph_symbols.begin()));
@@ -141,6 +138,13 @@ TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTa
         return m->source;
       },
       cat("cuda sm_", target.compute_capability, " ", target.multiprocessors));
+}
+
+void written_buffers(const ir::KernelSignature& sig, std::vector<int>* written, std::vector<int>* read_written) {
+  for (size_t b = 0; b < sig.buffers.size(); ++b) {
+    if (sig.buffers[b].written) written->push_back(int(b));
+    if (sig.buffers[b].written && sig.buffers[b].read) read_written->push_back(int(b));
+  }
 }
 
 std::optional<std::string> read_tuning_winner(const std::string& key, std::string* problem) {

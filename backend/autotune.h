@@ -51,6 +51,11 @@ TuningPlan plan_cpu_tuning(std::vector<ir::KernelPtr>& kernels, const cpu::CpuTa
 TuningPlan plan_gpu_tuning(std::vector<ir::KernelPtr>& kernels, const gpu::GpuTarget& target,
                            const std::vector<std::string>& graph_symbols, const gpu::CudaPrintOptions& print);
 
+/// The positions of the buffers a kernel with signature `sig` writes, and of
+/// those it also reads (a run then depends on what the last one left): what
+/// the runtime's tuners save, restore and compare.
+void written_buffers(const ir::KernelSignature& sig, std::vector<int>* written, std::vector<int>* read_written);
+
 /// The winner's schedule line of the cache entry `key` (a kernel tuned per
 /// size bucket looks its bucket's entry up at run time); nullopt on a miss,
 /// or with `problem` set when the entry or the directory is unusable.

@@ -134,8 +134,7 @@ struct KernelTuning {
 /// B and (addmm) the bias.
 struct GemmChoice {
   int aten_step = -1, kernel_step = -1;
-  std::string op;  // the extern's target ("aten.mm.default", "aten.addmm.default")
-  int a_slot = -1, b_slot = -1, bias_slot = -1;
+  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's, else -1 (mm)
   int result_arg = -1;  // the result's position among the kernel's buffers
   std::vector<int64_t> a_strides, b_strides;  // as compiled: the fused kernels assume them
   std::string key;                            // the tuning cache entry's name

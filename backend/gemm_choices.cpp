@@ -165,6 +165,12 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
       refuse("the kernel takes its result twice");
       continue;
     }
+    // The wrapper makes the result where the kernel's layout check of it stands.
+    if (std::none_of(k_step.expected_layouts.begin(), k_step.expected_layouts.end(),
+                     [&](const Allocation& a) { return a.slot == result; })) {
+      refuse("the kernel does not check its result's layout");
+      continue;
+    }
     if (std::any_of(cg.gemm_choices.begin(), cg.gemm_choices.end(),
                     [&](const GemmChoice& c) { return c.kernel_step == readers[result][0]; })) {
       refuse("the kernel reading it is already another matmul's epilogue");  // SwiGLU's gate and up projections
@@ -202,14 +208,11 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
     }
     if (!printed) continue;
     GemmChoice c;
-    c.aten_step = int(s), c.kernel_step = readers[result][0], c.op = g.nodes[mm_step.node].target;
+    c.aten_step = int(s), c.kernel_step = readers[result][0];
     c.a_slot = mm->a_slot, c.b_slot = mm->b_slot, c.bias_slot = mm->bias_slot, c.result_arg = arg;
     c.a_strides = mm->a_strides, c.b_strides = mm->b_strides;
     c.key = hash.hex_digest();
-    for (size_t b = 0; b < sig.buffers.size(); ++b) {
-      if (sig.buffers[b].written) c.written.push_back(int(b));
-      if (sig.buffers[b].written && sig.buffers[b].read) c.read_written.push_back(int(b));
-    }
+    written_buffers(sig, &c.written, &c.read_written);
     std::string problem;
     const std::optional<std::string> winner = read_tuning_winner(c.key, &problem);
     if (!problem.empty()) cg.gemm_problem = problem;

@@ -7,7 +7,7 @@
 /// gemm_epilogue.h) in each of the template's candidate configurations;
 /// compiles them as one module; and records a GemmChoice, which the runtime
 /// times at the first call against the extern followed by the kernel
-/// (python/cppinductor/autotune.py, GemmTuner), keeping the fastest in the
+/// (python/cppinductor/autotune.py, GraphTuning.gemm_launcher), keeping the fastest in the
 /// tuning cache (backend/autotune.h). A cache hit leaves one candidate, or
 /// none when the extern won. The kernel's step is marked as reading the
 /// matmul's operands, so the memory plan keeps them until it runs. A 16-bit

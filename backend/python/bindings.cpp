@@ -283,7 +283,6 @@ PYBIND11_MODULE(_C, m) {
               py::dict d;
               d["aten_step"] = c.aten_step;
               d["kernel_step"] = c.kernel_step;
-              d["op"] = c.op;
               d["a_slot"] = c.a_slot;
               d["b_slot"] = c.b_slot;
               d["bias_slot"] = c.bias_slot;

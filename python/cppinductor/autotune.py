@@ -92,7 +92,6 @@ class GraphTuning:
         launchers = [compiled.candidate_launcher(kernel, j, num_buffers) for j in range(len(info["candidates"]))]
         return KernelTuner(name, info, launchers, self, lambda j: compiled.wait_for_candidate(kernel, j), num_buffers)
 
-
     def gemm_launcher(self, compiled: Any, index: int, choice: dict, kernel_name: str, kernel: Any,
                       num_buffers: int, extern: Any) -> Any:
         """What the wrapper calls for GEMM choice `index` (backend/gemm_choices.h)

@@ -206,12 +206,7 @@ class _Printer:
         if tuning is not None:
             if compiled.gemm_problem:
                 log.warning("%s", compiled.gemm_problem)
-            steps = compiled.steps
-            self.gemm_choices = {
-                c["kernel_step"]: (i, c) for i, c in enumerate(compiled.gemm_choices)
-                # the result is made where the kernel's layout check of it stands
-                if steps[c["kernel_step"]].buffers[c["result_arg"]] in
-                {e.slot for e in steps[c["kernel_step"]].expected_layouts}}
+            self.gemm_choices = {c["kernel_step"]: (i, c) for i, c in enumerate(compiled.gemm_choices)}
         self._plan_steps()
 
     def _slot_base(self, slot: int) -> str:
@@ -535,9 +530,8 @@ class _Printer:
             self.emit(f"{x} = {original}", 2)
             self.emit(f"{original} = None", 2)
 
-
     def _gemm_call(self, gemm: tuple[int, dict], step: Any, launcher: Any, call: list[str]) -> None:
-        """The kernel of a GEMM choice: the choice's launcher (a GemmTuner,
+        """The kernel of a GEMM choice: the choice's launcher (a KernelTuner,
         or the cached winner) when the operands have the strides and 16-byte
         alignment its GEMM kernels were compiled for, else the matmul (into
         the result made above) and the kernel."""
