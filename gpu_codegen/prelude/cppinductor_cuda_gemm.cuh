@@ -571,4 +571,234 @@ __device__ __forceinline__ void gemm_skinny_n(const uint16_t* a, const uint16_t*
   }
 }
 
+// ---------------------------------------------------------------------------
+// Hopper (sm_90): the weight streamed by the copy engine (TMA), multiplied by
+// wgmma, with the operands swapped for small M.
+//
+// wgmma multiplies 64 rows of its first operand by 8 to 256 columns of its
+// second, both read from shared memory. With M small the weight takes the
+// 64-row side: each consumer warpgroup owns 64 rows of B (64 output columns
+// n) and multiplies them by A's M rows padded to MN (wgmma's n: 8, 16, 32 or
+// 64), so C's transpose comes out of the MMA, MN / 2 accumulators a thread.
+// One thread of the producer warpgroup copies each K slice of 64 (128 bytes
+// a row, the 128-byte swizzle) of the block's B rows and of A into one of
+// STAGES shared buffers with two 2D tensor-map copies on that stage's "full"
+// mbarrier; the consumers wait on it, run four k16 wgmmas per warpgroup, and
+// arrive on the stage's "empty" barrier, which the producer waits on before
+// refilling it. Bytes in flight are the stages' (no registers hold them).
+// Rows and k past the matrices are the copy engine's zeros. SPLIT_K blocks
+// along K (blockIdx.y) split the slices and are combined as in the tile
+// kernel. The tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, box 64 x
+// rows) are built on the host: A's box MN x 64, B's 64 * CONSUMERS x 64.
+// ---------------------------------------------------------------------------
+
+/// The 128 opaque bytes of a CUtensorMap, filled by cuTensorMapEncodeTiled
+/// on the host and passed by value as a __grid_constant__ parameter.
+struct alignas(64) TensorMap {
+  unsigned long long raw[16];
+};
+
+__device__ __forceinline__ void barrier_init(uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count));
+}
+/// The producer's arrival, announcing the bytes the copies will complete.
+__device__ __forceinline__ void barrier_expect_bytes(uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(shared_address(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void barrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(shared_address(bar)) : "memory");
+}
+__device__ __forceinline__ void barrier_wait(uint64_t* bar, unsigned phase) {
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(shared_address(bar)), "r"(phase)
+                 : "memory");
+}
+/// One 2D box of the tensor map at (x = k, y = row) into shared memory; its
+/// bytes complete on `bar`.
+__device__ __forceinline__ void copy_box(void* shared, const TensorMap& map, uint64_t* bar, int x, int y) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+          "r"(shared_address(shared)),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(shared_address(bar))
+      : "memory");
+}
+
+/// wgmma's descriptor of a K-major operand in 128-byte-swizzled rows (8 rows
+/// = 1024 bytes per swizzle atom; `tile` 1024-byte aligned but for the k16
+/// step's 32-byte offset within the row).
+__device__ __forceinline__ uint64_t swizzled_operand(const void* tile) {
+  const uint64_t address = shared_address(tile);
+  return ((address & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
+template <int N, bool HALF>
+struct Wgmma;  // d (64 x N, float) += a (64 x 16) * b (16 x N), both from shared memory
+
+#define CPPI_GEMM_WGMMA_TYPE(N_, HALF_, TYPE, LIST, A, B, SCALE, ...)                                           \
+  template <>                                                                                                    \
+  struct Wgmma<N_, HALF_> {                                                                                      \
+    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {                               \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ \
+                   "k16.f32." TYPE "." TYPE " " LIST ", " A ", " B ", p, 1, 1, 0, 0;\n}\n"                       \
+                   : __VA_ARGS__                                                                                 \
+                   : "l"(a), "l"(b), "r"(1));                                                                    \
+    }                                                                                                            \
+  };
+#define CPPI_GEMM_WGMMA(N_, LIST, A, B, SCALE, ...)                           \
+  CPPI_GEMM_WGMMA_TYPE(N_, false, "bf16", LIST, A, B, SCALE, __VA_ARGS__) \
+  CPPI_GEMM_WGMMA_TYPE(N_, true, "f16", LIST, A, B, SCALE, __VA_ARGS__)
+CPPI_GEMM_WGMMA(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
+CPPI_GEMM_WGMMA(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
+CPPI_GEMM_WGMMA(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
+CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+#undef CPPI_GEMM_WGMMA
+#undef CPPI_GEMM_WGMMA_TYPE
+
+/// Keeps the compiler from moving reads or writes of the accumulators across
+/// the asynchronous MMAs (they are registers wgmma writes behind its back).
+template <int VALUES>
+__device__ __forceinline__ void pin(float (&acc)[VALUES]) {
+#pragma unroll
+  for (int i = 0; i < VALUES; ++i) asm volatile("" : "+f"(acc[i])::"memory");
+}
+
+/// The thread block cluster's shared memory (sm_90): rank, barrier, and a
+/// store into another block's shared memory at the place of `local`.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+__device__ __forceinline__ void store_to_block(float* local, unsigned rank, float v) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(local)), "r"(rank));
+  asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
+}
+
+template <int MN_, int CONSUMERS_, int STAGES_, int SPLIT_K_, int BOXES_, int CLUSTER_, bool HALF_>
+struct SwappedConfig {
+  static constexpr int MN = MN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, SPLIT_K = SPLIT_K_, BOXES = BOXES_;
+  /// Blocks of a cluster (along y; the kernel is declared
+  /// __cluster_dims__(1, CLUSTER, 1)) split K further and add their sums
+  /// through shared memory into rank 0, in rank order; SPLIT_K clusters are
+  /// combined through global memory.
+  static constexpr int CLUSTER = CLUSTER_;
+  static constexpr bool HALF = HALF_;
+  static_assert(MN == 8 || MN == 16 || MN == 32 || MN == 64, "wgmma n of a Wgmma specialisation");
+  static constexpr int THREADS = 128 * (CONSUMERS + 1);  // the last warpgroup produces
+  static constexpr int BN = 64 * CONSUMERS;              // columns of C (rows of B) per block
+  static constexpr int BK = 64 * BOXES;                  // k per stage: BOXES 128-byte swizzled boxes
+  static constexpr int B_BOX = BN * 64 * 2, A_BOX = MN * 64 * 2;  // multiples of 1024: swizzle atoms stay aligned
+  static constexpr int STAGE_BYTES = BOXES * (B_BOX + A_BOX);     // [box][B rows], then [box][A rows]
+  static constexpr int SHARED_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + barriers, alignment
+  static_assert((CLUSTER - 1) * (MN / 2) * 128 * CONSUMERS * 4 <= STAGES * STAGE_BYTES,
+                "the other ranks' sums fit in rank 0's stages");
+};
+
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const TensorMap& b_map, int64_t M, int64_t N,
+                                                 int64_t K, const Epilogue& epi, float* workspace, int* counters) {
+  extern __shared__ __align__(1024) unsigned char cppi_gemm_stages[];
+  unsigned char* stages = cppi_gemm_stages + ((1024 - (shared_address(cppi_gemm_stages) & 1023)) & 1023);
+  uint64_t* full = reinterpret_cast<uint64_t*>(stages + C::STAGES * C::STAGE_BYTES);
+  uint64_t* empty = full + C::STAGES;
+  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const int64_t n0 = blockIdx.x * int64_t(C::BN);
+  const int64_t slices = (K + C::BK - 1) / C::BK;
+  const int64_t parts = C::SPLIT_K * C::CLUSTER, part = blockIdx.y;  // a cluster's blocks: consecutive parts
+  const int64_t per_part = (slices + parts - 1) / parts;
+  const int64_t first = part * per_part;
+  const int64_t count = max(int64_t(0), min(slices, first + per_part) - first);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      barrier_init(&full[s], 1);
+      barrier_init(&empty[s], 128 * C::CONSUMERS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  float acc[C::MN / 2];
+#pragma unroll
+  for (int i = 0; i < C::MN / 2; ++i) acc[i] = 0.0f;
+  if (group == C::CONSUMERS) {
+    if (threadIdx.x % 128 == 0)
+      for (int64_t i = 0; i < count; ++i) {
+        const int s = i % C::STAGES;
+        if (i >= C::STAGES) barrier_wait(&empty[s], (i / C::STAGES - 1) & 1);
+        unsigned char* stage = stages + s * C::STAGE_BYTES;
+        barrier_expect_bytes(&full[s], C::STAGE_BYTES);
+#pragma unroll
+        for (int x = 0; x < C::BOXES; ++x) {
+          const int k = int((first + i) * C::BK + 64 * x);
+          copy_box(stage + x * C::B_BOX, b_map, &full[s], k, int(n0));
+          copy_box(stage + C::BOXES * C::B_BOX + x * C::A_BOX, a_map, &full[s], k, 0);
+        }
+      }
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      const int s = i % C::STAGES;
+      barrier_wait(&full[s], (i / C::STAGES) & 1);
+      const unsigned char* stage = stages + s * C::STAGE_BYTES;
+      pin(acc);
+      asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+      for (int x = 0; x < C::BOXES; ++x) {
+        const unsigned char* b_tile = stage + x * C::B_BOX + group * 64 * 128;
+        const unsigned char* a_tile = stage + C::BOXES * C::B_BOX + x * C::A_BOX;
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk)
+          Wgmma<C::MN, C::HALF>::run(acc, swizzled_operand(b_tile + 32 * kk), swizzled_operand(a_tile + 32 * kk));
+      }
+      asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+      pin(acc);
+      barrier_arrive(&empty[s]);
+    }
+  }
+
+  // Accumulator i of a thread: row 16 * warp + lane / 4 (+ 8) of the
+  // warpgroup's 64 rows of B (n), column 8 * (i / 4) + 2 * (lane % 4) (+ 1)
+  // of A's rows (m).
+  const auto each = [&](const auto& f) {
+    if (group == C::CONSUMERS) return;
+#pragma unroll
+    for (int i = 0; i < C::MN / 2; ++i) {
+      const int64_t n = n0 + 64 * group + 16 * warp + lane / 4 + 8 * ((i % 4) / 2);
+      const int64_t m = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+      if (m < M && n < N) f(m, n, acc[i]);
+    }
+  };
+  if (C::CLUSTER > 1) {
+    // Rank r > 0 puts its sums in rank 0's stages (all consumed: the first
+    // barrier), rank 0 adds them in rank order after the second.
+    float* sums = reinterpret_cast<float*>(stages);  // [rank - 1][value][consumer thread]
+    const unsigned rank = cluster_rank();
+    constexpr int VALUES = C::MN / 2, CONSUMER_THREADS = 128 * C::CONSUMERS;
+    cluster_sync();
+    if (rank != 0 && group < C::CONSUMERS)
+#pragma unroll
+      for (int i = 0; i < VALUES; ++i)
+        store_to_block(sums + ((rank - 1) * VALUES + i) * CONSUMER_THREADS + threadIdx.x, 0, acc[i]);
+    cluster_sync();
+    if (rank != 0) return;
+    if (group < C::CONSUMERS)
+      for (int r = 1; r < C::CLUSTER; ++r)
+#pragma unroll
+        for (int i = 0; i < VALUES; ++i) acc[i] += sums[((r - 1) * VALUES + i) * CONSUMER_THREADS + threadIdx.x];
+  }
+  if (C::SPLIT_K > 1 &&
+      !combine_splits<C::SPLIT_K>(each, blockIdx.y / C::CLUSTER, M, N, workspace, counters + blockIdx.x))
+    return;
+  each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+}
+
 }  // namespace cppi_gemm

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PRELUDE = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_prelude.cuh").read_text()
 GEMM = (ROOT / "gpu_codegen/prelude/cppinductor_cuda_gemm.cuh").read_text()
-FLAGS = ["-arch=sm_90", "--std=c++17", "-default-device", "--fmad=true"]
+FLAGS = ["-arch=compute_90a", "--std=c++17", "-default-device", "--fmad=true"]
 
 
 def _nvrtc() -> ctypes.CDLL:
@@ -159,6 +159,55 @@ class Skinny:
 
 
 @dataclass(frozen=True)
+class Swapped:
+    """A configuration of the Hopper kernel (`cppi_gemm::gemm_tma_swapped`: B by TMA, wgmma with B's rows on
+    its 64-row side; K-contiguous B)."""
+    mn: int
+    consumers: int
+    stages: int
+    split_k: int
+    boxes: int = 1
+    cluster: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"tma_n{self.mn}_c{self.consumers}_s{self.stages}_k{self.split_k}_x{self.boxes}_cl{self.cluster}"
+
+    @property
+    def threads(self) -> int:
+        return 128 * (self.consumers + 1)
+
+    def grid(self, m: int, n: int, resident: int) -> tuple[int, int]:
+        return math.ceil(n / (64 * self.consumers)), self.split_k * self.cluster
+
+    def buffers(self, m: int, n: int, grid: tuple[int, int]) -> tuple[int, int]:
+        return self.split_k * m * n, grid[0]
+
+    def shared_bytes(self, b_k_contiguous: bool) -> int:
+        return self.stages * self.boxes * (64 * self.consumers + self.mn) * 128 + 2 * self.stages * 8 + 1024
+
+    def call(self, b_k_contiguous: bool) -> str:
+        assert b_k_contiguous
+        return (f"cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<{self.mn}, {self.consumers}, {self.stages}, "
+                f"{self.split_k}, {self.boxes}, {self.cluster}, false>>")
+
+
+def tensor_map(t: torch.Tensor, box_rows: int):
+    """A CUtensorMap over a row-major 2D bfloat16 tensor (row stride t.stride(0)): boxes of 64 elements
+    (128 bytes, the 128-byte swizzle) x box_rows rows, zeros outside. Returns the 64-byte aligned buffer."""
+    raw = (ctypes.c_uint8 * 192)()
+    addr = (ctypes.addressof(raw) + 63) // 64 * 64
+    dims = (ctypes.c_uint64 * 2)(t.shape[1], t.shape[0])
+    strides = (ctypes.c_uint64 * 1)(t.stride(0) * 2)
+    box = (ctypes.c_uint32 * 2)(64, box_rows)
+    ones = (ctypes.c_uint32 * 2)(1, 1)
+    # BFLOAT16 = 9, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, OOB_FILL_NONE = 0
+    _check(_lib("cuda").cuTensorMapEncodeTiled(ctypes.c_void_p(addr), 9, 2, ctypes.c_void_p(t.data_ptr()), dims,
+                                               strides, box, ones, 0, 3, 3, 0), "cuTensorMapEncodeTiled")
+    return raw, ctypes.c_void_p(addr)
+
+
+@dataclass(frozen=True)
 class SkinnyN:
     """A configuration of the small-M kernel for N-contiguous B (`cppi_gemm::gemm_skinny_n`)."""
     vec: int
@@ -202,13 +251,20 @@ EPILOGUES = {
 }
 
 
-def source(tiles: list[Tile | Skinny | SkinnyN], epilogue: str, b_k_contiguous: bool) -> str:
+def source(tiles: list[Tile | Skinny | Swapped | SkinnyN], epilogue: str, b_k_contiguous: bool) -> str:
     body = EPILOGUES[epilogue][0]
     out = ['#include "cppinductor_cuda_gemm.cuh"',
            "struct Epi { const uint16_t* extra; uint16_t* out; int64_t N;",
            "  __device__ __forceinline__ void operator()(int64_t m, int64_t n, float v) const {",
            f"    {body}", "    out[m * N + n] = cppi_float_to_bf16_bits(x);", "  }", "};"]
     for i, t in enumerate(tiles):
+        if isinstance(t, Swapped):
+            cluster = f" __cluster_dims__(1, {t.cluster}, 1)" if t.cluster > 1 else ""
+            out += [f"extern \"C\" __global__ void __launch_bounds__({t.threads}){cluster} k{i}(",
+                    "    const __grid_constant__ cppi_gemm::TensorMap a_map, const __grid_constant__ cppi_gemm::TensorMap"
+                    " b_map, const uint16_t* extra, uint16_t* out, int64_t M, int64_t N, int64_t K, float* ws, int* ctr) {",
+                    f"  {t.call(b_k_contiguous)}(a_map, b_map, M, N, K, Epi{{extra, out, N}}, ws, ctr);", "}"]
+            continue
         bounds = f"{t.threads}, {t.min_blocks}" if getattr(t, "min_blocks", 1) > 1 else f"{t.threads}"
         out += [f"extern \"C\" __global__ void __launch_bounds__({bounds}) k{i}(",
                 "    const uint16_t* a, const uint16_t* b, const uint16_t* extra, uint16_t* out, int64_t M,"
@@ -230,23 +286,30 @@ class Module:
         return f
 
 
-def launch_grid(fn, tile: Tile | Skinny | SkinnyN, shared: int, m: int, n: int) -> tuple[int, int]:
+def launch_grid(fn, tile: Tile | Skinny | Swapped | SkinnyN, shared: int, m: int, n: int) -> tuple[int, int]:
     resident = ctypes.c_int()
     _check(_lib("cuda").cuOccupancyMaxActiveBlocksPerMultiprocessor(ctypes.byref(resident), fn, tile.threads,
                                                                     ctypes.c_size_t(shared)), "occupancy")
     return tile.grid(m, n, resident.value)
 
 
-def launcher(fn, tile: Tile | Skinny | SkinnyN, shared: int, a, b, extra, out, ws, ctr):
+def launcher(fn, tile: Tile | Skinny | Swapped | SkinnyN, shared: int, a, b, extra, out, ws, ctr):
     m, k = a.shape
     n = b.shape[1]
     lda = a.stride(0)
     ldb = b.stride(1) if b.stride(0) == 1 else b.stride(0)
-    ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (a, b, extra, out)]
-    ints = [ctypes.c_int64(v) for v in (m, n, k, lda, ldb)]
     tail = [ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(ctr.data_ptr())]
-    values = ptrs + ints + tail
-    args = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
+    maps = []
+    if isinstance(tile, Swapped):
+        maps = [tensor_map(a, tile.mn), tensor_map(b.t(), 64 * tile.consumers)]
+        values = [ctypes.c_void_p(t.data_ptr()) for t in (extra, out)] + [ctypes.c_int64(v) for v in (m, n, k)] + tail
+        pointers = [mp[1] for mp in maps] + [ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
+    else:
+        ptrs = [ctypes.c_void_p(t.data_ptr()) for t in (a, b, extra, out)]
+        ints = [ctypes.c_int64(v) for v in (m, n, k, lda, ldb)]
+        values = ptrs + ints + tail
+        pointers = [ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
+    args = (ctypes.c_void_p * len(pointers))(*pointers)
     threads = tile.threads
     grid = launch_grid(fn, tile, shared, m, n)
 
@@ -256,7 +319,7 @@ def launcher(fn, tile: Tile | Skinny | SkinnyN, shared: int, a, b, extra, out, w
                                    None), "cuLaunchKernel")
         return out
 
-    run.keep = (values, a, b, extra, out, ws, ctr)  # what the launches point at must outlive them
+    run.keep = (values, maps, a, b, extra, out, ws, ctr)  # what the launches point at must outlive them
     return run
 
 
@@ -274,6 +337,17 @@ def skinny_for(m: int) -> list[Skinny]:
     return [v for v in variants if mt * v.nw * 4 % v.warps == 0]
 
 
+def swapped_for(m: int) -> list[Swapped]:
+    """Hopper kernel configurations: stages of bytes in flight, warpgroups per block (A's reuse) and
+    K splits (the grid's waves)."""
+    mn = next(v for v in (8, 16, 32, 64) if v >= m)
+    shapes = ((1, 6, 1, 2, 1), (1, 4, 1, 2, 1), (2, 3, 1, 2, 1), (1, 6, 1, 2, 2), (1, 4, 1, 2, 2), (1, 3, 1, 2, 2),
+              (2, 3, 1, 2, 2), (1, 3, 1, 2, 4), (1, 2, 1, 2, 4), (2, 2, 1, 2, 4), (1, 8, 1, 1, 2), (1, 2, 1, 4, 2),
+              (1, 4, 2, 2, 2))
+    configs = [Swapped(mn, c, st, k, x, cl) for c, st, k, x, cl in shapes]
+    return [c for c in configs if c.shared_bytes(True) <= 227 * 1024]
+
+
 def skinny_n_for(m: int) -> list[SkinnyN]:
     if m > 16:
         return []
@@ -281,8 +355,8 @@ def skinny_n_for(m: int) -> list[SkinnyN]:
             SkinnyN(4, 8, 4, 2), SkinnyN(4, 16, 2)]
 
 
-def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny | SkinnyN]:
-    skinny = (skinny_for(m) if b_k_contiguous else skinny_n_for(m)) if m <= 64 else []
+def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny | Swapped | SkinnyN]:
+    skinny = ((swapped_for(m) + skinny_for(m)) if b_k_contiguous else skinny_n_for(m)) if m <= 64 else []
     return skinny + _tile_configs(m)
 
 
@@ -398,7 +472,9 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m16_n": (16, 4096, 4096, "relu", False),
     "m32": (32, 4096, 4096, "relu", True),
     "m32_gelu": (32, 4096, 11008, "bias_gelu", True),
+    "m64": (64, 4096, 4096, "relu", True),
     "m64_gelu": (64, 4096, 11008, "bias_gelu", True),
+    "m32_residual_k": (32, 11008, 4096, "residual", True),
     "m16_residual": (16, 11008, 4096, "residual", True),
     "m64_residual": (64, 11008, 4096, "residual", False),
     "m64_residual_k": (64, 11008, 4096, "residual", True),

@@ -30,7 +30,7 @@ def test_every_probe_configuration_compiles(shape, tmp_path):
     tiles = gemm_probe.tiles_for(m, b_k_contiguous)
     src = tmp_path / "gemm.cu"
     src.write_text(gemm_probe.source(tiles, epilogue, b_k_contiguous))
-    result = subprocess.run([NVCC, "-arch=sm_90", "-std=c++17", f"-I{ROOT / 'gpu_codegen/prelude'}", "-cubin",
+    result = subprocess.run([NVCC, "-arch=sm_90a", "-std=c++17", f"-I{ROOT / 'gpu_codegen/prelude'}", "-cubin",
                              "-o", str(tmp_path / "gemm.cubin"), str(src), "-Xptxas", "-v"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
