@@ -61,7 +61,8 @@ bool is_half_cuda_matmul(const Node& n) {
   return c.device == Device::CUDA && (c.dtype == DType::BFloat16 || c.dtype == DType::Float16);
 }
 
-std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, std::string* why) {
+std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, int compute_capability,
+                                               std::string* why) {
   const bool addmm = n.target == "aten.addmm.default";
   const auto refuse = [&](std::string reason) -> std::optional<GemmMatmul> {
     *why = std::move(reason);
@@ -105,9 +106,13 @@ std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, st
     p.bias = true;
     mm.bias_slot = int(n.args[0].i);
   }
-  if (gpu::skinny_tiles(p).empty())
-    return refuse(p.m > 16 ? cat(p.m, " rows: the small-M template takes 16 at most")
-                           : "K, a row stride or (N-contiguous B) N is not a multiple of 8");
+  if (gpu::gemm_tiles(p, compute_capability).empty()) {
+    const int most = compute_capability == 90 && p.b_k_contiguous ? 64 : 16;
+    if (p.m > most)
+      return refuse(cat(p.m, " rows: the small-M templates take ", most, " at most",
+                        most == 16 ? (p.b_k_contiguous ? " (64 on sm_90)" : " with N-contiguous B") : ""));
+    return refuse("K, a row stride or (N-contiguous B) N is not a multiple of 8");
+  }
   return mm;
 }
 
@@ -141,7 +146,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
                             "max-autotune's GEMM epilogue: " + why, bytes < 0 ? -1 : bytes});
     };
     std::string why;
-    auto mm = gemm_template_matmul(g, node, &why);
+    auto mm = gemm_template_matmul(g, node, target->compute_capability, &why);
     if (!mm) {
       refuse(why);
       continue;
@@ -190,7 +195,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
       refuse("the kernel reading its result: " + *not_epilogue);
       continue;
     }
-    const std::vector<gpu::SkinnyTile> tiles = gpu::skinny_tiles(mm->problem);
+    const std::vector<gpu::GemmTile> tiles = gpu::gemm_tiles(mm->problem, target->compute_capability);
 
     // Printed under a provisional name and without provenance first: the key
     // hashes the texts (the same kernel from other source lines shares its
@@ -227,8 +232,18 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
         auto text = gpu::print_gemm_epilogue_kernel(k, buffer, mm->problem, tiles[j], name, options.print);
         if (!text) continue;
         source_of[name] = sources.size();
-        sources.push_back({name, *text, tiles[j].blocks(mm->problem), tiles[j].threads(), tiles[j].shared_bytes(),
-                           int(k_step.buffers.size()) + (mm->bias_slot >= 0 ? 3 : 2)});
+        gpu::GemmKernelSource source;
+        source.name = name, source.text = *text;
+        source.blocks = tiles[j].blocks(mm->problem), source.grid_y = tiles[j].grid_y();
+        source.threads = tiles[j].threads(), source.shared_bytes = tiles[j].shared_bytes();
+        source.buffer_args = int(k_step.buffers.size()) + (mm->bias_slot >= 0 ? 3 : 2);
+        source.a_arg = int(k_step.buffers.size());
+        if (tiles[j].kind == gpu::GemmTile::Kind::Tma) {
+          const gpu::GemmProblem& p = mm->problem;
+          source.maps = gpu::GemmTensorMaps{p.m, p.n, p.k, p.lda, p.ldb, tiles[j].mn, 64 * tiles[j].consumers,
+                                            p.dtype == DType::Float16};
+        }
+        sources.push_back(std::move(source));
       }
       c.candidates.push_back({nullptr, label, label});
       mine.push_back(name);

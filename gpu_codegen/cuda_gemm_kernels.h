@@ -4,7 +4,11 @@
 /// each kernel launched on a fixed grid (its shapes are constants).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,18 +18,32 @@
 
 namespace cppi::gpu {
 
+/// How a kernel taking A and B as tensor maps (a GemmTile::Kind::Tma tile)
+/// sees them: row-major 16-bit matrices, boxes of 64 k (128 bytes, the
+/// 128-byte swizzle) by a_rows rows of A and b_rows rows of B (B stored N x K).
+struct GemmTensorMaps {
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
+  int a_rows = 0, b_rows = 0;
+  bool half = false;  // float16, else bfloat16
+};
+
 /// One printed GEMM kernel and how it launches.
 struct GemmKernelSource {
   std::string name;
   std::string text;  // print_gemm_epilogue_kernel's
   int64_t blocks = 1;
+  int grid_y = 1;
   int threads = 0, shared_bytes = 0;
-  int buffer_args = 0;  // its pointer parameters
+  int buffer_args = 0;  // its pointer parameters, A and B included
+  int a_arg = 0;        // A's place among them (B's next)
+  std::optional<GemmTensorMaps> maps;
 };
 
 /// A compiled GEMM kernel: run() passes buffers[0..buffer_args) as its
 /// pointer parameters (sizes are in its code; symbols are ignored) and
-/// launches asynchronously on `stream`.
+/// launches asynchronously on `stream`. With source.maps, A and B
+/// (buffers[a_arg], buffers[a_arg + 1]) go as tensor maps, encoded by the
+/// driver on the host for each new pair of addresses.
 class CudaGemmKernelHandle final : public KernelHandle {
  public:
   CudaGemmKernelHandle(GemmKernelSource source, CudaKernel kernel)
@@ -35,8 +53,15 @@ class CudaGemmKernelHandle final : public KernelHandle {
   void run(void* const* buffers, const int64_t* symbols, uintptr_t stream) const override;
 
  private:
+  /// A CUtensorMap's bytes (cuTensorMapEncodeTiled wants them 64-byte aligned).
+  struct alignas(64) TensorMapBytes {
+    std::array<unsigned char, 128> bytes{};
+  };
   GemmKernelSource source_;
   CudaKernel kernel_;
+  mutable std::mutex maps_mutex_;  // the last addresses' maps, reused while they repeat
+  mutable const void* mapped_[2] = {nullptr, nullptr};
+  mutable TensorMapBytes maps_[2];
 };
 
 struct CompiledGemmKernels {

@@ -121,6 +121,8 @@ struct GemmEpilogue {
   int64_t columns = 0;              // the result's row length
   bool bias = false;                // addmm's: gemm_bias[n] added before the rounding
   int threads = 0, min_blocks = 1;  // __launch_bounds__
+  bool tensor_maps = false;         // A and B as cppi_gemm::TensorMaps (by value), not pointers
+  int cluster = 1;                  // __cluster_dims__(1, cluster, 1) when above 1
   std::string describe;             // the header comment's schedule line
   std::string call;                 // the template's call, passing `epilogue`
 };

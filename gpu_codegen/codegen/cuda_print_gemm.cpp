@@ -24,10 +24,14 @@ std::string CudaKernelPrinter::print_gemm_epilogue(const GemmEpilogue& g) {
     params += cat(params.empty() ? "" : ", ", a.written ? type + "* " : "const " + type + "* ",
                   pointers_.at(a.buffer->name));
   }
-  params += cat(params.empty() ? "" : ", ", "const uint16_t* gemm_a, const uint16_t* gemm_b");
+  params += cat(params.empty() ? "" : ", ",
+                g.tensor_maps ? "const __grid_constant__ cppi_gemm::TensorMap gemm_a_map, "
+                                "const __grid_constant__ cppi_gemm::TensorMap gemm_b_map"
+                              : "const uint16_t* gemm_a, const uint16_t* gemm_b");
   if (g.bias) params += cat(", const ", dtype_ctype(result_dtype), "* gemm_bias");
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g.threads,
-                g.min_blocks > 1 ? cat(", ", g.min_blocks) : std::string(), ")"));
+                g.min_blocks > 1 ? cat(", ", g.min_blocks) : std::string(), ")",
+                g.cluster > 1 ? cat(" __cluster_dims__(1, ", g.cluster, ", 1)") : std::string()));
   out_.open(cat(name_, "(", params, ")"));
   out_.open("const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc)");
   unravel(g.loops, cat("(gemm_m * ", g.columns, " + gemm_n)"));

@@ -10,31 +10,85 @@ namespace cppi::gpu {
 
 using namespace ir;
 
-std::string SkinnyTile::describe() const {
-  return cat(vec ? cat("gemm_skinny_n vec=", vec) : cat("gemm_skinny nw=", nw), " warps=", warps, " unroll=", unroll,
-             prefetch ? " prefetch" : "", min_blocks > 1 ? cat(" ", min_blocks, "/SM") : std::string());
+GemmTile GemmTile::skinny(int nw, int warps, int unroll, bool prefetch, int min_blocks) {
+  GemmTile t;
+  t.kind = Kind::Skinny, t.nw = nw, t.warps = warps, t.unroll = unroll, t.prefetch = prefetch,
+  t.min_blocks = min_blocks;
+  return t;
 }
 
-std::vector<SkinnyTile> skinny_tiles(const GemmProblem& p) {
-  if (p.m < 1 || p.m > 16 || p.n < 1 || p.k < 1) return {};
+GemmTile GemmTile::skinny_n(int vec, int warps, int unroll) {
+  GemmTile t;
+  t.kind = Kind::SkinnyN, t.vec = vec, t.warps = warps, t.unroll = unroll;
+  return t;
+}
+
+GemmTile GemmTile::tma(int mn, int consumers, int stages, int boxes, int cluster) {
+  GemmTile t;
+  t.kind = Kind::Tma, t.mn = mn, t.consumers = consumers, t.stages = stages, t.boxes = boxes, t.cluster = cluster;
+  return t;
+}
+
+int GemmTile::threads() const { return kind == Kind::Tma ? 128 * (consumers + 1) : warps * 32; }
+
+int GemmTile::shared_bytes() const {
+  switch (kind) {
+    case Kind::Skinny: return warps * nw * 4 * 32 * 4;  // the cross-warp sums
+    case Kind::SkinnyN: return warps * vec * 4 * 32 * 4;
+    case Kind::Tma:  // cppi_gemm::SwappedConfig::SHARED_BYTES
+      return stages * boxes * (64 * consumers + mn) * 64 * 2 + 2 * stages * 8 + 1024;
+  }
+  return 0;
+}
+
+int64_t GemmTile::blocks(const GemmProblem& p) const {
+  const int64_t columns = kind == Kind::Tma ? 64 * consumers : 8 * (kind == Kind::SkinnyN ? vec : nw);
+  return (p.n + columns - 1) / columns;
+}
+
+std::string GemmTile::describe() const {
+  switch (kind) {
+    case Kind::Skinny:
+      return cat("gemm_skinny nw=", nw, " warps=", warps, " unroll=", unroll, prefetch ? " prefetch" : "",
+                 min_blocks > 1 ? cat(" ", min_blocks, "/SM") : std::string());
+    case Kind::SkinnyN: return cat("gemm_skinny_n vec=", vec, " warps=", warps, " unroll=", unroll);
+    case Kind::Tma:
+      return cat("gemm_tma_swapped n=", mn, " warpgroups=", consumers, " stages=", stages, "x", boxes,
+                 cluster > 1 ? cat(" cluster=", cluster) : std::string());
+  }
+  return "";
+}
+
+std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability) {
+  if (p.m < 1 || p.m > 64 || p.n < 1 || p.k < 1) return {};
   if (p.k % 8 != 0 || p.lda % 8 != 0 || p.ldb % 8 != 0 || p.lda < p.k) return {};
   if (p.dtype != DType::BFloat16 && p.dtype != DType::Float16) return {};
   if (!p.b_k_contiguous) {
-    if (p.n % 8 != 0 || p.ldb < p.n) return {};
+    if (p.m > 16 || p.n % 8 != 0 || p.ldb < p.n) return {};
     // The best three of the H200's cold-weights probe (docs/gemm-templates.md),
     // all of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
-    SkinnyTile deep, shallow, wide;
-    deep.vec = 4, deep.warps = 8, deep.unroll = 4;
-    shallow.vec = 4, shallow.warps = 8, shallow.unroll = 2;
-    wide.vec = 4, wide.warps = 16, wide.unroll = 2;
-    return {deep, wide, shallow};
+    return {GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2), GemmTile::skinny_n(4, 8, 2)};
   }
   if (p.ldb < p.k) return {};
-  // The winners of the H200's cold-weights probe (docs/gemm-templates.md):
-  // narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
-  // 4096), wider ones with the L2 prefetch where that leaves a partial wave
-  // (N = 11008), and the plain wide block.
-  return {SkinnyTile{2, 0, 8, 4, true, 2}, SkinnyTile{4, 0, 8, 4, true, 1}, SkinnyTile{4, 0, 8, 4, false, 1}};
+  std::vector<GemmTile> tiles;
+  // The winners of the H200's cold-weights probe (docs/gemm-templates.md).
+  if (p.m <= 16) {
+    // Narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
+    // 4096), wider ones with the L2 prefetch where that leaves a partial wave
+    // (N = 11008), and the plain wide block.
+    tiles = {GemmTile::skinny(2, 8, 4, true, 2), GemmTile::skinny(4, 8, 4, true, 1),
+             GemmTile::skinny(4, 8, 4, false, 1)};
+  }
+  if (compute_capability == 90) {
+    // A block per 64 rows of B and two blocks of a cluster along K where N /
+    // 64 leaves SMs idle (N = 4096); two warpgroups a block where it gives
+    // more than a wave (N = 11008); one of each alone.
+    const int mn = p.m <= 8 ? 8 : p.m <= 16 ? 16 : p.m <= 32 ? 32 : 64;
+    tiles.push_back(GemmTile::tma(mn, 1, 4, 2, 2));
+    tiles.push_back(GemmTile::tma(mn, 2, 3, 2, 1));
+    tiles.push_back(GemmTile::tma(mn, 1, 4, 2, 1));
+  }
+  return tiles;
 }
 
 namespace {
@@ -113,11 +167,16 @@ std::string gemm_module_preamble() {
 }
 
 Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::string& result, const GemmProblem& p,
-                                                 const SkinnyTile& tile, const std::string& name,
+                                                 const GemmTile& tile, const std::string& name,
                                                  const codegen::PrintOptions& options) {
   if (auto why = why_not_gemm_epilogue(k, result, p))
     return Error::internal(cat("kernel ", k.name, " is not a GEMM epilogue: ", *why));
-  if (skinny_tiles(p).empty()) return Error::internal(cat("kernel ", k.name, ": the GEMM template does not take its matmul"));
+  if (tile.kind == GemmTile::Kind::SkinnyN ? p.b_k_contiguous || p.m > 16 : !p.b_k_contiguous)
+    return Error::internal(cat("kernel ", k.name, ": a ", tile.describe(), " tile for the other layout of B"));
+  if (tile.kind == GemmTile::Kind::Skinny && p.m > 16)
+    return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
+  if (tile.kind == GemmTile::Kind::Tma && (p.m > tile.mn || p.m > 64))
+    return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for ", tile.describe()));
   try {
     cuda_print::GemmEpilogue g;
     g.result = result;
@@ -127,17 +186,26 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
     g.bias = p.bias;
     g.threads = tile.threads();
     g.min_blocks = tile.min_blocks;
+    g.tensor_maps = tile.kind == GemmTile::Kind::Tma;
+    g.cluster = tile.grid_y();
     g.describe = cat(tile.describe(), " for ", p.m, " x ", p.k, " @ ", p.k, " x ", p.n);
     const char* half = p.dtype == DType::Float16 ? "true" : "false";
-    const std::string operands = cat("(gemm_a, gemm_b, ", p.m, ", ", p.n, ", ", p.k, ", ", p.lda, ", ", p.ldb, ", epilogue");
-    if (tile.vec) {
-      if (p.b_k_contiguous) return Error::internal("an N-contiguous tile for K-contiguous B");
-      g.call = cat("cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<", tile.vec, ", ", tile.warps, ", ", tile.unroll,
-                   ", ", half, ">>", operands, ");");
-    } else {
-      if (!p.b_k_contiguous) return Error::internal("a K-contiguous tile for N-contiguous B");
-      g.call = cat("cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<1, ", tile.nw, ", ", tile.warps, ", ", tile.unroll,
-                   ", 1, ", half, ", ", tile.prefetch ? "true" : "false", ">>", operands, ", nullptr, nullptr);");
+    const std::string sizes = cat(p.m, ", ", p.n, ", ", p.k);
+    const std::string operands = cat("(gemm_a, gemm_b, ", sizes, ", ", p.lda, ", ", p.ldb, ", epilogue");
+    switch (tile.kind) {
+      case GemmTile::Kind::SkinnyN:
+        g.call = cat("cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<", tile.vec, ", ", tile.warps, ", ",
+                     tile.unroll, ", ", half, ">>", operands, ");");
+        break;
+      case GemmTile::Kind::Skinny:
+        g.call = cat("cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<1, ", tile.nw, ", ", tile.warps, ", ", tile.unroll,
+                     ", 1, ", half, ", ", tile.prefetch ? "true" : "false", ">>", operands, ", nullptr, nullptr);");
+        break;
+      case GemmTile::Kind::Tma:
+        g.call = cat("cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<", tile.mn, ", ", tile.consumers, ", ",
+                     tile.stages, ", 1, ", tile.boxes, ", ", tile.cluster, ", ", half, ">>(gemm_a_map, gemm_b_map, ",
+                     sizes, ", epilogue, nullptr, nullptr);");
+        break;
     }
     ir::Schedule schedule = k.schedule;
     schedule.why = "max-autotune's candidate against cuBLAS, then the kernel";

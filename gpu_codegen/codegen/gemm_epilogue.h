@@ -5,7 +5,7 @@
 /// here each element comes from the template's accumulator instead of memory,
 /// so the result is never stored and the second launch is gone.
 /// max-autotune times this against cuBLAS followed by the kernel
-/// (backend/gemm_choices.h). Today: the small-M template (gemm_skinny), M <= 16.
+/// (backend/gemm_choices.h). Today: the small-M kernels, M <= 16 (64 on sm_90).
 #pragma once
 
 #include <cstdint>
@@ -34,31 +34,48 @@ struct GemmProblem {
   bool b_k_contiguous = true;
 };
 
-/// One configuration of the small-M kernels: cppi_gemm::SkinnyConfig for
-/// K-contiguous B (vec 0), SkinnyNConfig for N-contiguous B. One 16-row MMA
-/// tile, no split-K, so they keep no state between launches.
-struct SkinnyTile {
-  int nw = 4;             // K-contiguous B: 8-column groups per block
-  int vec = 0;            // N-contiguous B: columns each lane loads (a block has 8 x vec)
-  int warps = 8;          // warps splitting the block's K steps
-  int unroll = 4;         // K steps loaded before their MMAs
-  bool prefetch = false;  // B's loads ask the L2 for 256 bytes (K-contiguous B)
+/// One configuration of the GEMM template's kernels. None splits K across
+/// launches' state (no workspace, no counters), so they keep no state between
+/// launches.
+struct GemmTile {
+  enum class Kind {
+    Skinny,   // cppi_gemm::gemm_skinny: K-contiguous B straight to MMA registers, M <= 16
+    SkinnyN,  // cppi_gemm::gemm_skinny_n: N-contiguous B, M <= 16
+    Tma,      // cppi_gemm::gemm_tma_swapped: sm_90, B by the copy engine into wgmma, M <= 64
+  };
+  Kind kind = Kind::Skinny;
+  int nw = 4;             // Skinny: 8-column groups per block
+  int vec = 0;            // SkinnyN: columns each lane loads (a block has 8 x vec)
+  int warps = 8;          // Skinny, SkinnyN: warps splitting the block's K steps
+  int unroll = 4;         // Skinny, SkinnyN: K steps loaded before their MMAs
+  bool prefetch = false;  // Skinny: B's loads ask the L2 for 256 bytes
   int min_blocks = 1;     // __launch_bounds__'s blocks per SM
+  int mn = 0;             // Tma: wgmma's n, A's rows padded to 8, 16, 32 or 64
+  int consumers = 1;      // Tma: warpgroups of 64 rows of B per block
+  int stages = 4;         // Tma: shared buffers in flight
+  int boxes = 2;          // Tma: 64-k boxes per stage
+  int cluster = 1;        // Tma: blocks splitting K, summed through shared memory
 
-  int threads() const { return warps * 32; }
-  int columns() const { return 8 * (vec ? vec : nw); }
-  int shared_bytes() const { return warps * (vec ? vec : nw) * 4 * 32 * 4; }
-  int64_t blocks(const GemmProblem& p) const { return (p.n + columns() - 1) / columns(); }
+  static GemmTile skinny(int nw, int warps, int unroll, bool prefetch, int min_blocks);
+  static GemmTile skinny_n(int vec, int warps, int unroll);
+  static GemmTile tma(int mn, int consumers, int stages, int boxes, int cluster);
+
+  int threads() const;
+  int shared_bytes() const;
+  /// The grid: blocks along N (x), and along K (y: the cluster's blocks).
+  int64_t blocks(const GemmProblem& p) const;
+  int grid_y() const { return kind == Kind::Tma ? cluster : 1; }
   /// "gemm_skinny nw=2 warps=8 unroll=4 prefetch 2/SM": the tuning cache's schedule line.
   std::string describe() const;
 };
 
-/// The configurations to time for `p`: those measured best on the H200 for
-/// some shape (docs/gemm-templates.md). Empty when the template does not take
-/// `p`: M above 16, K or a row stride not a multiple of 8 (16-byte loads), N
-/// not a multiple of 8 with N-contiguous B, a dtype other than bfloat16 and
-/// float16.
-std::vector<SkinnyTile> skinny_tiles(const GemmProblem& p);
+/// The configurations to time for `p` on a device of `compute_capability`
+/// (e.g. 90): those measured best on the H200 for some shape
+/// (docs/gemm-templates.md). Empty when no kernel takes `p`: M above 16 (64
+/// on sm_90, K-contiguous B), K or a row stride not a multiple of 8 (16-byte
+/// loads), N not a multiple of 8 with N-contiguous B, a dtype other than
+/// bfloat16 and float16.
+std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability);
 
 /// Why kernel `k` cannot be the epilogue of a matmul whose [m, n] result it
 /// reads as buffer `result`, or nullopt when it can: one pointwise stage
@@ -69,14 +86,16 @@ std::optional<std::string> why_not_gemm_epilogue(const ir::Kernel& k, const std:
 
 /// The kernel `name`: the parameters of `k` (ir::signature's buffers, in
 /// order; `result`'s pointer is never read and named so that nothing could
-/// read it) followed by `const uint16_t* gemm_a, const uint16_t* gemm_b` and,
-/// with p.bias, the bias (`gemm_bias`, of p.dtype, contiguous).
-/// Launched with tile.blocks(p) blocks of tile.threads() threads and
+/// read it) followed by A and B (`const uint16_t* gemm_a, gemm_b`; a Tma
+/// tile takes their tensor maps by value instead: `cppi_gemm::TensorMap
+/// gemm_a_map, gemm_b_map`, see CudaGemmKernelHandle) and, with p.bias, the
+/// bias (`gemm_bias`, of p.dtype, contiguous). Launched on a grid of
+/// tile.blocks(p) x tile.grid_y() blocks of tile.threads() threads and
 /// tile.shared_bytes() of dynamic shared memory. The kernel alone: a module
 /// starts with gemm_module_preamble(). Internal error when `k` fails
 /// why_not_gemm_epilogue.
 Expected<std::string> print_gemm_epilogue_kernel(const ir::Kernel& k, const std::string& result, const GemmProblem& p,
-                                                 const SkinnyTile& tile, const std::string& name,
+                                                 const GemmTile& tile, const std::string& name,
                                                  const codegen::PrintOptions& options = {});
 
 /// The includes a module of such kernels starts with: the codegen header

@@ -103,6 +103,11 @@ Expected<const CudaDriverApi*> load_cuda_driver_library(const std::string& path)
     return Error::unsupported(
         cat("'", path, "' is not a usable CUDA driver: it has no symbol ", missing));
   }
+  std::string optional_missing;  // an older driver: those entries stay null
+#define CPPI_RESOLVE(symbol, fallback, params) \
+  resolve(handle.value(), #symbol, fallback, api->symbol, optional_missing);
+  CPPI_CUDA_DRIVER_OPTIONAL_FUNCTIONS(CPPI_RESOLVE)
+#undef CPPI_RESOLVE
   if (api->cuDriverGetVersion(&api->driver_version) != cu::CUDA_SUCCESS) api->driver_version = 0;
   return api.release();  // kept for the life of the process, as the library is
 }

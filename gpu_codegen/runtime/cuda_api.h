@@ -29,6 +29,7 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUtensorMap_st;
 struct _nvrtcProgram;
 
 namespace cppi::gpu {
@@ -128,6 +129,15 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
   X(cuEventElapsedTime_v2, "cuEventElapsedTime", (float* ms, CUevent start, CUevent end))         \
   X(cuEventDestroy_v2, nullptr, (CUevent event))
 
+// Entry points of newer drivers (CUDA 12 and later), left null by older ones:
+// callers check before use.
+#define CPPI_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                                                    \
+  X(cuTensorMapEncodeTiled, nullptr,                                                              \
+    (CUtensorMap_st * tensor_map, int data_type, std::uint32_t rank, void* global_address,        \
+     const std::uint64_t* global_dim, const std::uint64_t* global_strides,                        \
+     const std::uint32_t* box_dim, const std::uint32_t* element_strides, int interleave,          \
+     int swizzle, int l2_promotion, int oob_fill))
+
 // Every one returns nvrtcResult; nvrtcGetErrorString is declared by hand.
 #define CPPI_NVRTC_FUNCTIONS(X)                                                     \
   X(nvrtcVersion, nullptr, (int* major, int* minor))                                \
@@ -148,6 +158,7 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
 struct CudaDriverApi {
 #define CPPI_DECLARE_ENTRY(symbol, fallback, params) CUresult(*symbol) params = nullptr;
   CPPI_CUDA_DRIVER_FUNCTIONS(CPPI_DECLARE_ENTRY)
+  CPPI_CUDA_DRIVER_OPTIONAL_FUNCTIONS(CPPI_DECLARE_ENTRY)
 #undef CPPI_DECLARE_ENTRY
   std::string library;     ///< what dlopen was given
   int driver_version = 0;  ///< e.g. 13000 for CUDA 13.0

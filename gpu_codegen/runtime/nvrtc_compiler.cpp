@@ -153,7 +153,7 @@ const char* to_string(FastCompile level) {
 
 std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int nvrtc_version) {
   std::vector<std::string> flags = {
-      cat("-arch=compute_", arch),
+      cat("-arch=compute_", arch, options.arch_specific ? "a" : ""),
       "--std=c++17",
       "-default-device",
       // Spelled out although they are NVRTC's defaults, so no option added
@@ -192,6 +192,9 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
   if (!api.ok()) return api.error();
   Expected<int> arch = choose_arch(*api.value(), compute_capability);
   if (!arch.ok()) return arch.error();
+  if (options.arch_specific && arch.value() != compute_capability)
+    return Error::unsupported(cat("NVRTC ", api.value()->version_major, ".", api.value()->version_minor,
+                                  " cannot target compute_", compute_capability, "a"));
   const std::vector<std::string> flags =
       nvrtc_flags(arch.value(), options, api.value()->version_major * 100 + api.value()->version_minor);
   const std::string key = cache_key(*api.value(), flags, options.headers, name, source);

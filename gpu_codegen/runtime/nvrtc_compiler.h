@@ -39,6 +39,10 @@ struct NvrtcOptions {
   /// them (loop unrolling, constant index division). Off: every
   /// optimisation, the pipeline's choice in the max-autotune modes.
   FastCompile fast_compile = FastCompile::Min;
+  /// Targets the device's own architecture with its arch-specific features
+  /// (compute_90a: wgmma, setmaxnreg), whose PTX runs on that compute
+  /// capability alone. An error where NVRTC cannot target exactly the device.
+  bool arch_specific = false;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
   /// Served from memory beside the prelude (cppinductor_cuda_prelude.cuh).
   /// NVRTC precompiles the first header a source includes once per process

@@ -27,6 +27,8 @@ pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a 
               pytest.mark.usefixtures("fresh_tuning_cache")]
 
 EXTERN = "cuBLAS, then the kernel"
+# sm_90 (H100, H200) adds the wgmma kernel fed by the copy engine, up to 64 rows.
+SM90 = torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
 
 
 def up_projection(x, w):
@@ -65,15 +67,39 @@ def test_a_matmul_and_its_epilogue_are_timed_fused_and_match_eager(m, dtype):
     (report,) = gemm_reports(record)
     assert report["source"] == "measured", report
     labels = [c["label"] for c in report["candidates"]]
-    assert labels[0] == EXTERN and len(labels) == 4 and all(label.startswith("gemm_skinny") for label in labels[1:])
+    assert labels[0] == EXTERN and sum(label.startswith("gemm_skinny") for label in labels) == 3
+    assert sum(label.startswith("gemm_tma_swapped") for label in labels) == (3 if SM90 else 0)
+    assert len(labels) == (7 if SM90 else 4)
     for c in report["candidates"]:
         assert not (c["dropped"] or "").startswith(("output", "did not run")), report  # wrong or broken
     assert report["winner"] in labels
 
 
-def test_under_cuda_graphs():
+@pytest.mark.skipif(not SM90, reason="the wgmma kernel is sm_90's")
+@pytest.mark.parametrize("m,k,n", [(33, 520, 1000), (64, 512, 1024), (24, 4096, 192)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_the_wgmma_kernel_up_to_64_rows(m, k, n, dtype):
+    # Rows, k and columns past the tiles' (33 of 64, 520 of 576, 1000 of 1024)
+    # are the copy engine's zeros; every candidate must match cuBLAS + the kernel.
+    record = run(up_projection, operands(m, k, n, dtype))
+    (report,) = gemm_reports(record)
+    labels = [c["label"] for c in report["candidates"]]
+    assert labels[0] == EXTERN and len(labels) == 4 and all(x.startswith("gemm_tma_swapped") for x in labels[1:])
+    for c in report["candidates"]:
+        assert not (c["dropped"] or "").startswith(("output", "did not run")), report
+    x, w = operands(m, k, n, dtype)
+    bias = torch.randn(n, device="cuda", dtype=dtype)
+    torch._dynamo.reset()
+    (report,) = gemm_reports(run(linear_bias_silu, (x, w, bias)))
+    assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
+
+
+@pytest.mark.parametrize("m", [16, 48])
+def test_under_cuda_graphs(m):
     # mode="max-autotune": the first call tunes, later calls replay the winner's graph.
-    x, w = operands(16, 512, 1024, torch.bfloat16)
+    if m > 16 and not SM90:
+        pytest.skip("more than 16 rows: the wgmma kernel, sm_90's")
+    x, w = operands(m, 512, 1024, torch.bfloat16)
     with debug.recording() as records:
         compiled = torch.compile(up_projection, backend="cppinductor", mode="max-autotune")
         expected = up_projection(x.double(), w.double()).to(x.dtype)
@@ -130,10 +156,11 @@ def gemm_refusals(record) -> list[str]:
 
 
 def test_matmuls_the_template_does_not_take_are_left_to_cublas_with_the_reason():
-    # 17 rows: above the small-M template's 16.
-    record = run(up_projection, operands(17, 512, 1024, torch.bfloat16))
+    # Above the small-M kernels' rows: 16, or 64 on sm_90.
+    rows = 65 if SM90 else 17
+    record = run(up_projection, operands(rows, 512, 1024, torch.bfloat16))
     assert gemm_reports(record) == []
-    assert [r for r in gemm_refusals(record) if "17 rows" in r], record.remarks
+    assert [r for r in gemm_refusals(record) if f"{rows} rows" in r], record.remarks
     # float32: no 16-bit tensor cores, and no reason to give.
     record = run(up_projection, operands(4, 512, 1024, torch.float32))
     assert gemm_reports(record) == [] and gemm_refusals(record) == []

@@ -135,7 +135,7 @@ def workloads() -> List[Workload]:
     for m in (16, None):
         add("addmm_silu" + suffix(m), "silu(x @ w + bias)", _matmul_case(addmm_silu, m, False, "bias"))
         add("mm_residual" + suffix(m), "r + x @ w, MLP down-projection", _matmul_case(mm_residual, m, True, "residual"))
-    for m in (1, 16):
+    for m in (1, 16, 64):
         add("linear_silu" + suffix(m), "silu(F.linear(x, w)), LLaMA's gate projection",
             _matmul_case(linear_silu, m, False, "", linear=True))
         add("linear_residual" + suffix(m), "r + F.linear(x, w), LLaMA's down-projection",

@@ -54,7 +54,7 @@ TEST(GemmChoices, ALinearAtDecodeSizes) {
   const Node& mm = m.matmul("aten.mm.default", {x, w_t}, tensor({4, 1024}, {1024, 1}));
   ASSERT_TRUE(is_half_cuda_matmul(mm));
   std::string why;
-  auto taken = gemm_template_matmul(m.g, mm, &why);
+  auto taken = gemm_template_matmul(m.g, mm, 80, &why);
   ASSERT_TRUE(taken) << why;
   EXPECT_EQ(taken->problem.m, 4);
   EXPECT_EQ(taken->problem.k, 512);
@@ -72,12 +72,29 @@ TEST(GemmChoices, AddmmWithAConv1DWeight) {
             w = m.input(tensor({512, 1024}, {1024, 1}));
   const Node& mm = m.matmul("aten.addmm.default", {bias, x, w}, tensor({1, 1024}, {1024, 1}));
   std::string why;
-  auto taken = gemm_template_matmul(m.g, mm, &why);
+  auto taken = gemm_template_matmul(m.g, mm, 80, &why);
   ASSERT_TRUE(taken) << why;
   EXPECT_FALSE(taken->problem.b_k_contiguous);
   EXPECT_EQ(taken->problem.ldb, 1024);
   EXPECT_TRUE(taken->problem.bias);
   EXPECT_EQ(taken->bias_slot, bias);
+}
+
+TEST(GemmChoices, UpTo64RowsOnSm90) {
+  const auto take = [](int64_t rows, int cc, std::vector<int64_t> w_strides, std::string* why) {
+    MatmulGraph m;
+    const int x = m.input(tensor({rows, 512}, {512, 1})), w = m.input(tensor({512, 1024}, w_strides));
+    const Node& mm = m.matmul("aten.mm.default", {x, w}, tensor({rows, 1024}, {1024, 1}));
+    return gemm_template_matmul(m.g, mm, cc, why).has_value();
+  };
+  std::string why;
+  EXPECT_TRUE(take(64, 90, {1, 512}, &why)) << why;  // the wgmma kernel, K-contiguous B
+  EXPECT_FALSE(take(65, 90, {1, 512}, &why));
+  EXPECT_NE(why.find("65 rows: the small-M templates take 64 at most"), std::string::npos) << why;
+  EXPECT_FALSE(take(17, 80, {1, 512}, &why));
+  EXPECT_NE(why.find("take 16 at most (64 on sm_90)"), std::string::npos) << why;
+  EXPECT_FALSE(take(17, 90, {1024, 1}, &why));  // N-contiguous B: the 16-row kernel alone
+  EXPECT_NE(why.find("16 at most with N-contiguous B"), std::string::npos) << why;
 }
 
 TEST(GemmChoices, EachRefusalSaysWhy) {
@@ -87,7 +104,7 @@ TEST(GemmChoices, EachRefusalSaysWhy) {
     const int x = m.input(tensor(x_sizes, x_strides)), w = m.input(tensor(w_sizes, w_strides));
     const Node& mm = m.matmul("aten.mm.default", {x, w}, tensor({x_sizes[0], w_sizes[1]}, {w_sizes[1], 1}));
     std::string why;
-    EXPECT_FALSE(gemm_template_matmul(m.g, mm, &why));
+    EXPECT_FALSE(gemm_template_matmul(m.g, mm, 80, &why));
     return why;
   };
   EXPECT_NE(why_not({17, 512}, {512, 1}, {1, 512}).find("17 rows"), std::string::npos);
@@ -100,7 +117,7 @@ TEST(GemmChoices, EachRefusalSaysWhy) {
             w = m.input(tensor({512, 1024}, {1, 512}));
   std::string why;
   EXPECT_FALSE(gemm_template_matmul(m.g, m.matmul("aten.addmm.default", {bias, x, w}, tensor({4, 1024}, {1024, 1})),
-                                    &why));
+                                    80, &why));
   EXPECT_NE(why.find("bias"), std::string::npos) << why;
 }
 

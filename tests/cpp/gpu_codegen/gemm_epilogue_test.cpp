@@ -1,5 +1,5 @@
 // The GEMM epilogue (gpu_codegen/codegen/gemm_epilogue.h): which kernels can
-// be a matmul's epilogue, which matmuls the small-M template takes, and the
+// be a matmul's epilogue, which matmuls the small-M kernels take, and the
 // source printed for one. No GPU and no NVRTC needed; the kernels run
 // against eager in tests/python/test_gemm_epilogue.py on a GPU.
 #include <gtest/gtest.h>
@@ -23,18 +23,25 @@ using namespace testing;
 GemmProblem problem(int64_t m = 16) { return {m, 64, 128, 128, 128, DType::BFloat16}; }
 
 TEST(GemmEpilogue, SmallMatmulsOnly) {
-  EXPECT_EQ(skinny_tiles(problem()).size(), 3u);
-  EXPECT_EQ(skinny_tiles(problem(1)).size(), 3u);
-  EXPECT_TRUE(skinny_tiles(problem(17)).empty());  // one 16-row MMA tile
+  EXPECT_EQ(gemm_tiles(problem(), 80).size(), 3u);
+  EXPECT_EQ(gemm_tiles(problem(1), 80).size(), 3u);
+  EXPECT_TRUE(gemm_tiles(problem(17), 80).empty());  // one 16-row MMA tile
+  EXPECT_EQ(gemm_tiles(problem(), 90).size(), 6u);   // and the wgmma kernel's
+  const std::vector<GemmTile> sm90 = gemm_tiles(problem(64), 90);
+  ASSERT_EQ(sm90.size(), 3u);
+  for (const GemmTile& t : sm90) EXPECT_EQ(t.kind, GemmTile::Kind::Tma);
+  EXPECT_EQ(sm90[0].mn, 64);
+  EXPECT_EQ(gemm_tiles(problem(17), 90)[0].mn, 32);
+  EXPECT_TRUE(gemm_tiles(problem(65), 90).empty());
   GemmProblem odd = problem();
   odd.k = odd.lda = odd.ldb = 100;  // 16-byte loads need K and the row strides in multiples of 8
-  EXPECT_TRUE(skinny_tiles(odd).empty());
+  EXPECT_TRUE(gemm_tiles(odd, 90).empty());
   GemmProblem f32 = problem();
   f32.dtype = DType::Float32;
-  EXPECT_TRUE(skinny_tiles(f32).empty());
+  EXPECT_TRUE(gemm_tiles(f32, 90).empty());
   GemmProblem f16 = problem();
   f16.dtype = DType::Float16;
-  EXPECT_FALSE(skinny_tiles(f16).empty());
+  EXPECT_FALSE(gemm_tiles(f16, 80).empty());
 }
 
 TEST(GemmEpilogue, WhichKernelsQualify) {
@@ -56,7 +63,7 @@ TEST(GemmEpilogue, WhichKernelsQualify) {
 
 TEST(GemmEpilogue, PrintsTheKernelAsTheTemplatesFunctor) {
   const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
-  const SkinnyTile tile = skinny_tiles(problem())[0];
+  const GemmTile tile = gemm_tiles(problem(), 80)[0];
   auto text = print_gemm_epilogue_kernel(*k, "x", problem(), tile, "gemm_test_0");
   ASSERT_TRUE(text.ok()) << text.error().message;
   expect_in_order(*text, {
@@ -93,7 +100,7 @@ TEST(GemmEpilogue, AddmmAddsItsBiasInFloatBeforeTheRounding) {
   const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
   GemmProblem p = problem();
   p.bias = true;
-  auto text = print_gemm_epilogue_kernel(*k, "x", p, skinny_tiles(p)[1], "gemm_test_1");
+  auto text = print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(p, 80)[1], "gemm_test_1");
   ASSERT_TRUE(text.ok()) << text.error().message;
   expect_in_order(*text, {"const uint16_t* gemm_a, const uint16_t* gemm_b, const cppi_bf16* gemm_bias)",
                           "gemm_value = cppi_float_to_bf16((gemm_acc + cppi_bf16_to_float(gemm_bias[gemm_n])))",
@@ -104,7 +111,7 @@ TEST(GemmEpilogue, NContiguousB) {
   const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
   GemmProblem p = problem();
   p.b_k_contiguous = false, p.ldb = 64;  // B stored K x N
-  const std::vector<SkinnyTile> tiles = skinny_tiles(p);
+  const std::vector<GemmTile> tiles = gemm_tiles(p, 90);
   ASSERT_EQ(tiles.size(), 3u);
   EXPECT_EQ(tiles[0].vec, 4);
   EXPECT_EQ(tiles[0].blocks(p), 2);  // 32 columns a block
@@ -113,14 +120,46 @@ TEST(GemmEpilogue, NContiguousB) {
   expect_in_order(*text, {"cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<4, 8, 4, false>>(gemm_a, gemm_b, 16, 64, "
                           "128, 128, 64, epilogue);"});
   // A K-contiguous tile does not print for it, nor an N-contiguous B whose N is not a multiple of 8.
-  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, skinny_tiles(problem())[0], "g").ok());
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(problem(), 90)[0], "g").ok());
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(problem(), 90)[3], "g").ok());
   p.n = 60;
-  EXPECT_TRUE(skinny_tiles(p).empty());
+  EXPECT_TRUE(gemm_tiles(p, 90).empty());
+}
+
+TEST(GemmEpilogue, TheWgmmaKernelTakesTensorMaps) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  GemmProblem p = problem();
+  p.bias = true;
+  const GemmTile tile = gemm_tiles(p, 90)[3];
+  ASSERT_EQ(tile.kind, GemmTile::Kind::Tma);
+  auto text = print_gemm_epilogue_kernel(*k, "x", p, tile, "gemm_test_3");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {
+      "extern \"C\" __global__ void __launch_bounds__(256) __cluster_dims__(1, 2, 1)",
+      "gemm_test_3(const cppi_bf16* in_b, cppi_bf16* out_out, const cppi_bf16* gemm_result_unread, "
+      "const __grid_constant__ cppi_gemm::TensorMap gemm_a_map, const __grid_constant__ cppi_gemm::TensorMap "
+      "gemm_b_map, const cppi_bf16* gemm_bias)",
+      "gemm_value = cppi_float_to_bf16((gemm_acc + cppi_bf16_to_float(gemm_bias[gemm_n])))",
+      "cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<16, 1, 4, 1, 2, 2, false>>(gemm_a_map, gemm_b_map, 16, 64, "
+      "128, epilogue, nullptr, nullptr);",
+  });
+  EXPECT_EQ(tile.describe(), "gemm_tma_swapped n=16 warpgroups=1 stages=4x2 cluster=2");
+  EXPECT_EQ(tile.blocks(p), 1);
+  EXPECT_EQ(tile.grid_y(), 2);
+  EXPECT_EQ(tile.threads(), 256);
+  EXPECT_EQ(tile.shared_bytes(), 4 * 2 * (64 + 16) * 128 + 64 + 1024);
+  // Rows beyond the padded n of the tile do not print.
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", problem(17), tile, "g").ok());
+
+  // A module of it, for a compile by hand (sm_90a: wgmma):
+  //   nvcc -arch=sm_90a -std=c++17 -include cstdio -I<dir> -I gpu_codegen/prelude -cubin <dir>/gemm_tma.cu
+  if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP"))
+    std::ofstream(std::string(dir) + "/gemm_tma.cu") << gemm_module_preamble() << "\n" << *text;
 }
 
 TEST(GemmEpilogue, RefusesToPrintAKernelThatDoesNotQualify) {
   const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
-  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", problem(8), skinny_tiles(problem(8))[0], "g").ok());
+  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", problem(8), gemm_tiles(problem(8), 80)[0], "g").ok());
 }
 
 }  // namespace

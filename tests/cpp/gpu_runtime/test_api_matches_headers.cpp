@@ -52,6 +52,7 @@ static_assert(sizeof(::CUresult) == sizeof(int));
       std::is_same_v<decltype(CudaDriverApi::symbol), Signature<decltype(&::symbol)>::type>, \
       #symbol " differs from cuda.h");
 CPPI_CUDA_DRIVER_FUNCTIONS(CPPI_CHECK_PROTOTYPE)
+CPPI_CUDA_DRIVER_OPTIONAL_FUNCTIONS(CPPI_CHECK_PROTOTYPE)
 #undef CPPI_CHECK_PROTOTYPE
 
 #if CPPI_HAVE_NVRTC_H

@@ -37,6 +37,14 @@ TEST(NvrtcCompiler, FlagsKeepIeeeNumerics) {
   EXPECT_EQ(std::find(pre_pch.begin(), pre_pch.end(), "-pch"), pre_pch.end());
 }
 
+TEST(NvrtcCompiler, ArchSpecificTargetsTheDevicesOwnFeatures) {
+  NvrtcOptions o;
+  o.arch_specific = true;
+  const std::vector<std::string> flags = nvrtc_flags(90, o, 1300);
+  EXPECT_NE(std::find(flags.begin(), flags.end(), "-arch=compute_90a"), flags.end());
+  EXPECT_EQ(std::find(flags.begin(), flags.end(), "-arch=compute_90"), flags.end());
+}
+
 TEST(NvrtcCompiler, FastCompileLevelsWhereNvrtcKnowsThem) {
   auto has = [](const std::vector<std::string>& flags, const std::string& f) {
     return std::find(flags.begin(), flags.end(), f) != flags.end();
