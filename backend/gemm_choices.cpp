@@ -107,10 +107,9 @@ std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, in
     mm.bias_slot = int(n.args[0].i);
   }
   if (gpu::gemm_tiles(p, compute_capability).empty()) {
-    const int most = compute_capability == 90 && p.b_k_contiguous ? 64 : 16;
+    const int most = compute_capability == 90 ? 64 : 16;
     if (p.m > most)
-      return refuse(cat(p.m, " rows: the small-M templates take ", most, " at most",
-                        most == 16 ? (p.b_k_contiguous ? " (64 on sm_90)" : " with N-contiguous B") : ""));
+      return refuse(cat(p.m, " rows: the small-M templates take ", most, " at most", most == 16 ? " (64 on sm_90)" : ""));
     return refuse("K, a row stride or (N-contiguous B) N is not a multiple of 8");
   }
   return mm;
@@ -240,8 +239,9 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
         source.a_arg = int(k_step.buffers.size());
         if (tiles[j].kind == gpu::GemmTile::Kind::Tma) {
           const gpu::GemmProblem& p = mm->problem;
-          source.maps = gpu::GemmTensorMaps{p.m, p.n, p.k, p.lda, p.ldb, tiles[j].mn, 64 * tiles[j].consumers,
-                                            p.dtype == DType::Float16};
+          const int b_rows = p.b_k_contiguous ? 64 * tiles[j].consumers : 64;
+          source.maps = gpu::GemmTensorMaps{p.m, p.n, p.k, p.lda, p.ldb, tiles[j].mn, b_rows,
+                                            p.dtype == DType::Float16, p.b_k_contiguous};
         }
         sources.push_back(std::move(source));
       }

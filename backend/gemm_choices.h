@@ -44,8 +44,8 @@ bool is_half_cuda_matmul(const Node& n);
 /// Such a matmul as the template takes it on a device of `compute_capability`
 /// (e.g. 90), or nullopt with `why` set: beta or alpha given, symbolic sizes,
 /// A's rows not contiguous, B contiguous along neither dimension, a bias other
-/// than one contiguous row, more than 16 rows (64 on sm_90 with K-contiguous
-/// B), K or a stride (N, with N-contiguous B) not a multiple of 8.
+/// than one contiguous row, more than 16 rows (64 on sm_90), K or a stride
+/// (N, with N-contiguous B) not a multiple of 8.
 std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, int compute_capability,
                                                std::string* why);
 

@@ -50,7 +50,8 @@ void CudaGemmKernelHandle::run(void* const* buffers, const int64_t* symbols, uin
     if (mapped_[0] != a || mapped_[1] != b) {
       mapped_[0] = mapped_[1] = nullptr;
       for (Status s : {encode_tensor_map(maps_[0].bytes.data(), a, m.m, m.k, m.lda, m.a_rows, m.half),
-                       encode_tensor_map(maps_[1].bytes.data(), b, m.n, m.k, m.ldb, m.b_rows, m.half)})
+                       m.b_k_contiguous ? encode_tensor_map(maps_[1].bytes.data(), b, m.n, m.k, m.ldb, m.b_rows, m.half)
+                                        : encode_tensor_map(maps_[1].bytes.data(), b, m.k, m.n, m.ldb, m.b_rows, m.half)})
         if (!s.ok()) throw CompilerError(s.error());
       mapped_[0] = a, mapped_[1] = b;
     }

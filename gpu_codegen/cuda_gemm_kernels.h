@@ -19,12 +19,15 @@
 namespace cppi::gpu {
 
 /// How a kernel taking A and B as tensor maps (a GemmTile::Kind::Tma tile)
-/// sees them: row-major 16-bit matrices, boxes of 64 k (128 bytes, the
-/// 128-byte swizzle) by a_rows rows of A and b_rows rows of B (B stored N x K).
+/// sees them: 16-bit matrices in rows (row strides lda, ldb), boxes 64
+/// elements wide (128 bytes, the 128-byte swizzle): a_rows rows of A's 64 k;
+/// b_rows rows of B's 64 k (B stored N x K, `b_k_contiguous`), else 64 k rows
+/// of 64 of B's columns (B stored K x N).
 struct GemmTensorMaps {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
   int a_rows = 0, b_rows = 0;
   bool half = false;  // float16, else bfloat16
+  bool b_k_contiguous = true;
 };
 
 /// One printed GEMM kernel and how it launches.

@@ -63,16 +63,13 @@ std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability) {
   if (p.m < 1 || p.m > 64 || p.n < 1 || p.k < 1) return {};
   if (p.k % 8 != 0 || p.lda % 8 != 0 || p.ldb % 8 != 0 || p.lda < p.k) return {};
   if (p.dtype != DType::BFloat16 && p.dtype != DType::Float16) return {};
-  if (!p.b_k_contiguous) {
-    if (p.m > 16 || p.n % 8 != 0 || p.ldb < p.n) return {};
-    // The best three of the H200's cold-weights probe (docs/gemm-templates.md),
-    // all of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
-    return {GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2), GemmTile::skinny_n(4, 8, 2)};
-  }
-  if (p.ldb < p.k) return {};
+  if (p.b_k_contiguous ? p.ldb < p.k : p.n % 8 != 0 || p.ldb < p.n) return {};
   std::vector<GemmTile> tiles;
   // The winners of the H200's cold-weights probe (docs/gemm-templates.md).
-  if (p.m <= 16) {
+  if (p.m <= 16 && !p.b_k_contiguous) {
+    // All of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
+    tiles = {GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2), GemmTile::skinny_n(4, 8, 2)};
+  } else if (p.m <= 16) {
     // Narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
     // 4096), wider ones with the L2 prefetch where that leaves a partial wave
     // (N = 11008), and the plain wide block.
@@ -171,8 +168,11 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
                                                  const codegen::PrintOptions& options) {
   if (auto why = why_not_gemm_epilogue(k, result, p))
     return Error::internal(cat("kernel ", k.name, " is not a GEMM epilogue: ", *why));
-  if (tile.kind == GemmTile::Kind::SkinnyN ? p.b_k_contiguous || p.m > 16 : !p.b_k_contiguous)
+  if ((tile.kind == GemmTile::Kind::SkinnyN && p.b_k_contiguous) ||
+      (tile.kind == GemmTile::Kind::Skinny && !p.b_k_contiguous))
     return Error::internal(cat("kernel ", k.name, ": a ", tile.describe(), " tile for the other layout of B"));
+  if (tile.kind == GemmTile::Kind::SkinnyN && p.m > 16)
+    return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
   if (tile.kind == GemmTile::Kind::Skinny && p.m > 16)
     return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
   if (tile.kind == GemmTile::Kind::Tma && (p.m > tile.mn || p.m > 64))
@@ -203,7 +203,8 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
         break;
       case GemmTile::Kind::Tma:
         g.call = cat("cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<", tile.mn, ", ", tile.consumers, ", ",
-                     tile.stages, ", 1, ", tile.boxes, ", ", tile.cluster, ", ", half, ">>(gemm_a_map, gemm_b_map, ",
+                     tile.stages, ", 1, ", tile.boxes, ", ", tile.cluster, ", ", half, ", ",
+                     p.b_k_contiguous ? "true" : "false", ">>(gemm_a_map, gemm_b_map, ",
                      sizes, ", epilogue, nullptr, nullptr);");
         break;
     }

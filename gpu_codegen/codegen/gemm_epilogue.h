@@ -41,7 +41,7 @@ struct GemmTile {
   enum class Kind {
     Skinny,   // cppi_gemm::gemm_skinny: K-contiguous B straight to MMA registers, M <= 16
     SkinnyN,  // cppi_gemm::gemm_skinny_n: N-contiguous B, M <= 16
-    Tma,      // cppi_gemm::gemm_tma_swapped: sm_90, B by the copy engine into wgmma, M <= 64
+    Tma,      // cppi_gemm::gemm_tma_swapped: sm_90, B (either layout) by the copy engine into wgmma, M <= 64
   };
   Kind kind = Kind::Skinny;
   int nw = 4;             // Skinny: 8-column groups per block
@@ -72,9 +72,8 @@ struct GemmTile {
 /// The configurations to time for `p` on a device of `compute_capability`
 /// (e.g. 90): those measured best on the H200 for some shape
 /// (docs/gemm-templates.md). Empty when no kernel takes `p`: M above 16 (64
-/// on sm_90, K-contiguous B), K or a row stride not a multiple of 8 (16-byte
-/// loads), N not a multiple of 8 with N-contiguous B, a dtype other than
-/// bfloat16 and float16.
+/// on sm_90), K or a row stride not a multiple of 8 (16-byte loads), N not a
+/// multiple of 8 with N-contiguous B, a dtype other than bfloat16 and float16.
 std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability);
 
 /// Why kernel `k` cannot be the epilogue of a matmul whose [m, n] result it

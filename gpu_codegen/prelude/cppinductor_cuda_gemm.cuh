@@ -588,8 +588,9 @@ __device__ __forceinline__ void gemm_skinny_n(const uint16_t* a, const uint16_t*
 // refilling it. Bytes in flight are the stages' (no registers hold them).
 // Rows and k past the matrices are the copy engine's zeros. SPLIT_K blocks
 // along K (blockIdx.y) split the slices and are combined as in the tile
-// kernel. The tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, box 64 x
-// rows) are built on the host: A's box MN x 64, B's 64 * CONSUMERS x 64.
+// kernel. The tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, boxes
+// 64 elements wide) are built on the host: A's box MN rows of 64 k, B's 64 *
+// CONSUMERS rows of 64 k (K-contiguous B) or 64 k rows of 64 columns.
 // ---------------------------------------------------------------------------
 
 /// The 128 opaque bytes of a CUtensorMap, filled by cuTensorMapEncodeTiled
@@ -627,34 +628,42 @@ __device__ __forceinline__ void copy_box(void* shared, const TensorMap& map, uin
       : "memory");
 }
 
-/// wgmma's descriptor of a K-major operand in 128-byte-swizzled rows (8 rows
-/// = 1024 bytes per swizzle atom; `tile` 1024-byte aligned but for the k16
-/// step's 32-byte offset within the row).
+/// wgmma's descriptor of an operand in 128-byte-swizzled rows, 8 rows (1024
+/// bytes) per swizzle atom, `tile` 1024-byte aligned but for the k16 step's
+/// offset. K-major (rows along M or N, 64 k a row): the step moves 32 bytes
+/// along the row; the next 8 rows are 1024 bytes on. MN-major (rows along K,
+/// 64 columns of M a row; one row's width is all of wgmma's 64): the step
+/// moves 16 rows (2048 bytes) and the next 8 k are 1024 bytes on, which both
+/// offset fields give (the other one has no second 64 columns to reach).
+template <bool MN_MAJOR = false>
 __device__ __forceinline__ uint64_t swizzled_operand(const void* tile) {
   const uint64_t address = shared_address(tile);
-  return ((address & 0x3FFFF) >> 4) | (uint64_t(16 >> 4) << 16) | (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+  constexpr uint64_t leading = MN_MAJOR ? 1024 : 16, stride = 1024;
+  return ((address & 0x3FFFF) >> 4) | ((leading >> 4) << 16) | ((stride >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-template <int N, bool HALF>
+template <int N, bool HALF, bool A_MN_MAJOR = false>
 struct Wgmma;  // d (64 x N, float) += a (64 x 16) * b (16 x N), both from shared memory
 
-#define CPPI_GEMM_WGMMA_TYPE(N_, HALF_, TYPE, LIST, A, B, SCALE, ...)                                           \
-  template <>                                                                                                    \
-  struct Wgmma<N_, HALF_> {                                                                                      \
+// A_MN_MAJOR: a's 64 rows are contiguous in shared memory (wgmma's transposed
+// A; 16-bit types only), else its 16 k are.
+#define CPPI_GEMM_WGMMA_TYPE(N_, HALF_, TYPE, LIST, A, B, SCALE, TRANS, ...)                                   \
+  template <bool A_MN_MAJOR>                                                                                     \
+  struct Wgmma<N_, HALF_, A_MN_MAJOR> {                                                                          \
     static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {                               \
       asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ \
-                   "k16.f32." TYPE "." TYPE " " LIST ", " A ", " B ", p, 1, 1, 0, 0;\n}\n"                       \
+                   "k16.f32." TYPE "." TYPE " " LIST ", " A ", " B ", p, 1, 1, " TRANS ", 0;\n}\n"             \
                    : __VA_ARGS__                                                                                 \
-                   : "l"(a), "l"(b), "r"(1));                                                                    \
+                   : "l"(a), "l"(b), "r"(1), "n"(A_MN_MAJOR ? 1 : 0));                                          \
     }                                                                                                            \
   };
-#define CPPI_GEMM_WGMMA(N_, LIST, A, B, SCALE, ...)                           \
-  CPPI_GEMM_WGMMA_TYPE(N_, false, "bf16", LIST, A, B, SCALE, __VA_ARGS__) \
-  CPPI_GEMM_WGMMA_TYPE(N_, true, "f16", LIST, A, B, SCALE, __VA_ARGS__)
-CPPI_GEMM_WGMMA(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
-CPPI_GEMM_WGMMA(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
-CPPI_GEMM_WGMMA(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
-CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+#define CPPI_GEMM_WGMMA(N_, LIST, A, B, SCALE, TRANS, ...)                           \
+  CPPI_GEMM_WGMMA_TYPE(N_, false, "bf16", LIST, A, B, SCALE, TRANS, __VA_ARGS__) \
+  CPPI_GEMM_WGMMA_TYPE(N_, true, "f16", LIST, A, B, SCALE, TRANS, __VA_ARGS__)
+CPPI_GEMM_WGMMA(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "%7", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
+CPPI_GEMM_WGMMA(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "%11", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
+CPPI_GEMM_WGMMA(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "%19", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
+CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "%35", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
 #undef CPPI_GEMM_WGMMA
 #undef CPPI_GEMM_WGMMA_TYPE
 
@@ -682,7 +691,8 @@ __device__ __forceinline__ void store_to_block(float* local, unsigned rank, floa
   asm volatile("st.shared::cluster.f32 [%0], %1;\n" ::"r"(remote), "f"(v) : "memory");
 }
 
-template <int MN_, int CONSUMERS_, int STAGES_, int SPLIT_K_, int BOXES_, int CLUSTER_, bool HALF_>
+template <int MN_, int CONSUMERS_, int STAGES_, int SPLIT_K_, int BOXES_, int CLUSTER_, bool HALF_,
+          bool B_K_CONTIGUOUS_ = true>
 struct SwappedConfig {
   static constexpr int MN = MN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, SPLIT_K = SPLIT_K_, BOXES = BOXES_;
   /// Blocks of a cluster (along y; the kernel is declared
@@ -691,6 +701,10 @@ struct SwappedConfig {
   /// combined through global memory.
   static constexpr int CLUSTER = CLUSTER_;
   static constexpr bool HALF = HALF_;
+  /// B stored N x K (a Linear's weight), else K x N (GPT-2's Conv1D): its
+  /// boxes are then 64 k rows of 64 columns, one per warpgroup, and wgmma
+  /// reads them as its MN-major (transposed) first operand.
+  static constexpr bool B_K_CONTIGUOUS = B_K_CONTIGUOUS_;
   static_assert(MN == 8 || MN == 16 || MN == 32 || MN == 64, "wgmma n of a Wgmma specialisation");
   static constexpr int THREADS = 128 * (CONSUMERS + 1);  // the last warpgroup produces
   static constexpr int BN = 64 * CONSUMERS;              // columns of C (rows of B) per block
@@ -739,7 +753,12 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
 #pragma unroll
         for (int x = 0; x < C::BOXES; ++x) {
           const int k = int((first + i) * C::BK + 64 * x);
-          copy_box(stage + x * C::B_BOX, b_map, &full[s], k, int(n0));
+          if (C::B_K_CONTIGUOUS)
+            copy_box(stage + x * C::B_BOX, b_map, &full[s], k, int(n0));
+          else
+#pragma unroll
+            for (int c = 0; c < C::CONSUMERS; ++c) copy_box(stage + x * C::B_BOX + c * 64 * 128, b_map, &full[s],
+                                                            int(n0) + 64 * c, k);
           copy_box(stage + C::BOXES * C::B_BOX + x * C::A_BOX, a_map, &full[s], k, 0);
         }
       }
@@ -756,7 +775,9 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
         const unsigned char* a_tile = stage + C::BOXES * C::B_BOX + x * C::A_BOX;
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk)
-          Wgmma<C::MN, C::HALF>::run(acc, swizzled_operand(b_tile + 32 * kk), swizzled_operand(a_tile + 32 * kk));
+          Wgmma<C::MN, C::HALF, !C::B_K_CONTIGUOUS>::run(
+              acc, swizzled_operand<!C::B_K_CONTIGUOUS>(b_tile + (C::B_K_CONTIGUOUS ? 32 : 2048) * kk),
+              swizzled_operand(a_tile + 32 * kk));
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");

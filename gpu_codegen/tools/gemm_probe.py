@@ -161,7 +161,7 @@ class Skinny:
 @dataclass(frozen=True)
 class Swapped:
     """A configuration of the Hopper kernel (`cppi_gemm::gemm_tma_swapped`: B by TMA, wgmma with B's rows on
-    its 64-row side; K-contiguous B)."""
+    its 64-row side; either layout of B)."""
     mn: int
     consumers: int
     stages: int
@@ -187,9 +187,8 @@ class Swapped:
         return self.stages * self.boxes * (64 * self.consumers + self.mn) * 128 + 2 * self.stages * 8 + 1024
 
     def call(self, b_k_contiguous: bool) -> str:
-        assert b_k_contiguous
         return (f"cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<{self.mn}, {self.consumers}, {self.stages}, "
-                f"{self.split_k}, {self.boxes}, {self.cluster}, false>>")
+                f"{self.split_k}, {self.boxes}, {self.cluster}, false, {'true' if b_k_contiguous else 'false'}>>")
 
 
 def tensor_map(t: torch.Tensor, box_rows: int):
@@ -301,7 +300,8 @@ def launcher(fn, tile: Tile | Skinny | Swapped | SkinnyN, shared: int, a, b, ext
     tail = [ctypes.c_void_p(ws.data_ptr()), ctypes.c_void_p(ctr.data_ptr())]
     maps = []
     if isinstance(tile, Swapped):
-        maps = [tensor_map(a, tile.mn), tensor_map(b.t(), 64 * tile.consumers)]
+        b_map = tensor_map(b.t(), 64 * tile.consumers) if b.stride(0) == 1 else tensor_map(b, 64)
+        maps = [tensor_map(a, tile.mn), b_map]
         values = [ctypes.c_void_p(t.data_ptr()) for t in (extra, out)] + [ctypes.c_int64(v) for v in (m, n, k)] + tail
         pointers = [mp[1] for mp in maps] + [ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values]
     else:
@@ -356,7 +356,7 @@ def skinny_n_for(m: int) -> list[SkinnyN]:
 
 
 def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny | Swapped | SkinnyN]:
-    skinny = ((swapped_for(m) + skinny_for(m)) if b_k_contiguous else skinny_n_for(m)) if m <= 64 else []
+    skinny = (swapped_for(m) + (skinny_for(m) if b_k_contiguous else skinny_n_for(m))) if m <= 64 else []
     return skinny + _tile_configs(m)
 
 
@@ -477,6 +477,8 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m32_residual_k": (32, 11008, 4096, "residual", True),
     "m16_residual": (16, 11008, 4096, "residual", True),
     "m64_residual": (64, 11008, 4096, "residual", False),
+    "m64_n": (64, 4096, 4096, "relu", False),
+    "m32_gelu_n": (32, 4096, 11008, "bias_gelu", False),
     "m64_residual_k": (64, 11008, 4096, "residual", True),
     "m8192_gelu": (8192, 4096, 11008, "bias_gelu", True),
     "m4096": (4096, 4096, 4096, "relu", False),

@@ -94,6 +94,19 @@ def test_the_wgmma_kernel_up_to_64_rows(m, k, n, dtype):
     assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
 
 
+@pytest.mark.skipif(not SM90, reason="the wgmma kernel is sm_90's")
+@pytest.mark.parametrize("m", [40, 64])
+def test_the_wgmma_kernel_with_n_contiguous_weights(m):
+    # w stored K x N (GPT-2's Conv1D): wgmma reads B's boxes as its transposed operand.
+    x, w = operands(m, 520, 1000, torch.bfloat16)
+    w = w.t().contiguous()
+    bias = torch.randn(1000, device="cuda", dtype=torch.bfloat16)
+    (report,) = gemm_reports(run(conv1d_bias_gelu, (x, w, bias)))
+    labels = [c["label"] for c in report["candidates"]]
+    assert len(labels) == 4 and all(label.startswith("gemm_tma_swapped") for label in labels[1:]), labels
+    assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
+
+
 @pytest.mark.parametrize("m", [16, 48])
 def test_under_cuda_graphs(m):
     # mode="max-autotune": the first call tunes, later calls replay the winner's graph.
@@ -135,7 +148,8 @@ def test_n_contiguous_weights(m):
     w = w.t().contiguous()
     (report,) = gemm_reports(run(conv1d_relu, (x, w)))
     labels = [c["label"] for c in report["candidates"]]
-    assert all(label.startswith("gemm_skinny_n") for label in labels[1:]), labels
+    assert sum(label.startswith("gemm_skinny_n") for label in labels) == 3, labels
+    assert sum(label.startswith("gemm_tma_swapped") for label in labels) == (3 if SM90 else 0), labels
     assert all(not (c["dropped"] or "").startswith(("output", "did not run")) for c in report["candidates"]), report
     bias = torch.randn(1024, device="cuda", dtype=torch.bfloat16)
     torch._dynamo.reset()

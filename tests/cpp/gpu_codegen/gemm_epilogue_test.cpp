@@ -112,16 +112,21 @@ TEST(GemmEpilogue, NContiguousB) {
   GemmProblem p = problem();
   p.b_k_contiguous = false, p.ldb = 64;  // B stored K x N
   const std::vector<GemmTile> tiles = gemm_tiles(p, 90);
-  ASSERT_EQ(tiles.size(), 3u);
+  ASSERT_EQ(tiles.size(), 6u);  // the wgmma kernel's three after them
+  EXPECT_EQ(tiles[3].kind, GemmTile::Kind::Tma);
   EXPECT_EQ(tiles[0].vec, 4);
   EXPECT_EQ(tiles[0].blocks(p), 2);  // 32 columns a block
   auto text = print_gemm_epilogue_kernel(*k, "x", p, tiles[0], "gemm_test_2");
   ASSERT_TRUE(text.ok()) << text.error().message;
   expect_in_order(*text, {"cppi_gemm::gemm_skinny_n<cppi_gemm::SkinnyNConfig<4, 8, 4, false>>(gemm_a, gemm_b, 16, 64, "
                           "128, 128, 64, epilogue);"});
-  // A K-contiguous tile does not print for it, nor an N-contiguous B whose N is not a multiple of 8.
+  // The wgmma kernel reads it as its transposed operand.
+  auto tma = print_gemm_epilogue_kernel(*k, "x", p, tiles[3], "gemm_test_4");
+  ASSERT_TRUE(tma.ok()) << tma.error().message;
+  expect_in_order(*tma, {"SwappedConfig<16, 1, 4, 1, 2, 2, false, false>>(gemm_a_map, gemm_b_map, 16, 64, 128, "});
+  EXPECT_EQ(gemm_tiles(GemmProblem{64, 64, 128, 128, 64, DType::BFloat16, false, false}, 90).size(), 3u);
+  // A K-contiguous skinny tile does not print for it, nor an N-contiguous B whose N is not a multiple of 8.
   EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(problem(), 90)[0], "g").ok());
-  EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(problem(), 90)[3], "g").ok());
   p.n = 60;
   EXPECT_TRUE(gemm_tiles(p, 90).empty());
 }
@@ -140,7 +145,7 @@ TEST(GemmEpilogue, TheWgmmaKernelTakesTensorMaps) {
       "const __grid_constant__ cppi_gemm::TensorMap gemm_a_map, const __grid_constant__ cppi_gemm::TensorMap "
       "gemm_b_map, const cppi_bf16* gemm_bias)",
       "gemm_value = cppi_float_to_bf16((gemm_acc + cppi_bf16_to_float(gemm_bias[gemm_n])))",
-      "cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<16, 1, 4, 1, 2, 2, false>>(gemm_a_map, gemm_b_map, 16, 64, "
+      "cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<16, 1, 4, 1, 2, 2, false, true>>(gemm_a_map, gemm_b_map, 16, 64, "
       "128, epilogue, nullptr, nullptr);",
   });
   EXPECT_EQ(tile.describe(), "gemm_tma_swapped n=16 warpgroups=1 stages=4x2 cluster=2");
