@@ -667,6 +667,26 @@ CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13
 #undef CPPI_GEMM_WGMMA
 #undef CPPI_GEMM_WGMMA_TYPE
 
+template <int N>
+struct WgmmaFp8;  // d (64 x N, float) += a (64 x 32) * b (32 x N), float8_e4m3fn, both K-major in shared memory
+
+#define CPPI_GEMM_WGMMA_FP8(N_, LIST, A, B, SCALE, ...)                                                    \
+  template <>                                                                                             \
+  struct WgmmaFp8<N_> {                                                                                   \
+    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {                        \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE                                             \
+                   ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ "k32.f32.e4m3.e4m3 " LIST ", " A ", " B \
+                   ", p, 1, 1;\n}\n"                                                                      \
+                   : __VA_ARGS__                                                                          \
+                   : "l"(a), "l"(b), "r"(1));                                                             \
+    }                                                                                                     \
+  };
+CPPI_GEMM_WGMMA_FP8(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
+CPPI_GEMM_WGMMA_FP8(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
+CPPI_GEMM_WGMMA_FP8(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
+CPPI_GEMM_WGMMA_FP8(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+#undef CPPI_GEMM_WGMMA_FP8
+
 /// Keeps the compiler from moving reads or writes of the accumulators across
 /// the asynchronous MMAs (they are registers wgmma writes behind its back).
 template <int VALUES>
@@ -692,7 +712,7 @@ __device__ __forceinline__ void store_to_block(float* local, unsigned rank, floa
 }
 
 template <int MN_, int CONSUMERS_, int STAGES_, int SPLIT_K_, int BOXES_, int CLUSTER_, bool HALF_,
-          bool B_K_CONTIGUOUS_ = true>
+          bool B_K_CONTIGUOUS_ = true, bool FP8_ = false>
 struct SwappedConfig {
   static constexpr int MN = MN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, SPLIT_K = SPLIT_K_, BOXES = BOXES_;
   /// Blocks of a cluster (along y; the kernel is declared
@@ -705,11 +725,18 @@ struct SwappedConfig {
   /// boxes are then 64 k rows of 64 columns, one per warpgroup, and wgmma
   /// reads them as its MN-major (transposed) first operand.
   static constexpr bool B_K_CONTIGUOUS = B_K_CONTIGUOUS_;
+  /// A and B of float8_e4m3fn (torch._scaled_mm's; HALF unused): a box's
+  /// 128 bytes are 128 k, multiplied 32 k at a time. Each stage's products
+  /// are summed in their own accumulators and added to the kernel's in
+  /// float32 (wgmma's FP8 sums keep fewer bits over long K).
+  static constexpr bool FP8 = FP8_;
+  static_assert(!FP8 || B_K_CONTIGUOUS, "FP8 wgmma reads K-major operands only");
+  static constexpr int BOX_K = FP8 ? 128 : 64;  // k per 128-byte box row
   static_assert(MN == 8 || MN == 16 || MN == 32 || MN == 64, "wgmma n of a Wgmma specialisation");
   static constexpr int THREADS = 128 * (CONSUMERS + 1);  // the last warpgroup produces
   static constexpr int BN = 64 * CONSUMERS;              // columns of C (rows of B) per block
-  static constexpr int BK = 64 * BOXES;                  // k per stage: BOXES 128-byte swizzled boxes
-  static constexpr int B_BOX = BN * 64 * 2, A_BOX = MN * 64 * 2;  // multiples of 1024: swizzle atoms stay aligned
+  static constexpr int BK = BOX_K * BOXES;               // k per stage: BOXES 128-byte swizzled boxes
+  static constexpr int B_BOX = BN * 128, A_BOX = MN * 128;  // multiples of 1024: swizzle atoms stay aligned
   static constexpr int STAGE_BYTES = BOXES * (B_BOX + A_BOX);     // [box][B rows], then [box][A rows]
   static constexpr int SHARED_BYTES = STAGES * STAGE_BYTES + 2 * STAGES * 8 + 1024;  // + barriers, alignment
   static_assert((CLUSTER - 1) * (MN / 2) * 128 * CONSUMERS * 4 <= STAGES * STAGE_BYTES,
@@ -752,7 +779,7 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
         barrier_expect_bytes(&full[s], C::STAGE_BYTES);
 #pragma unroll
         for (int x = 0; x < C::BOXES; ++x) {
-          const int k = int((first + i) * C::BK + 64 * x);
+          const int k = int((first + i) * C::BK + C::BOX_K * x);
           if (C::B_K_CONTIGUOUS)
             copy_box(stage + x * C::B_BOX, b_map, &full[s], k, int(n0));
           else
@@ -767,21 +794,33 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
       const int s = i % C::STAGES;
       barrier_wait(&full[s], (i / C::STAGES) & 1);
       const unsigned char* stage = stages + s * C::STAGE_BYTES;
+      float part[C::FP8 ? C::MN / 2 : 1];  // FP8: this stage's sums
+#pragma unroll
+      for (int v = 0; v < (C::FP8 ? C::MN / 2 : 1); ++v) part[v] = 0.0f;
       pin(acc);
+      pin(part);
       asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
       for (int x = 0; x < C::BOXES; ++x) {
         const unsigned char* b_tile = stage + x * C::B_BOX + group * 64 * 128;
         const unsigned char* a_tile = stage + C::BOXES * C::B_BOX + x * C::A_BOX;
 #pragma unroll
-        for (int kk = 0; kk < 4; ++kk)
-          Wgmma<C::MN, C::HALF, !C::B_K_CONTIGUOUS>::run(
-              acc, swizzled_operand<!C::B_K_CONTIGUOUS>(b_tile + (C::B_K_CONTIGUOUS ? 32 : 2048) * kk),
-              swizzled_operand(a_tile + 32 * kk));
+        for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of k a step
+          if constexpr (C::FP8)
+            WgmmaFp8<C::MN>::run(part, swizzled_operand(b_tile + 32 * kk), swizzled_operand(a_tile + 32 * kk));
+          else
+            Wgmma<C::MN, C::HALF, !C::B_K_CONTIGUOUS>::run(
+                acc, swizzled_operand<!C::B_K_CONTIGUOUS>(b_tile + (C::B_K_CONTIGUOUS ? 32 : 2048) * kk),
+                swizzled_operand(a_tile + 32 * kk));
+        }
       }
       asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
       pin(acc);
+      pin(part);
+      if constexpr (C::FP8)
+#pragma unroll
+        for (int v = 0; v < C::MN / 2; ++v) acc[v] += part[v];
       barrier_arrive(&empty[s]);
     }
   }

@@ -26,7 +26,7 @@ import os
 import pathlib
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -168,6 +168,7 @@ class Swapped:
     split_k: int
     boxes: int = 1
     cluster: int = 1
+    fp8: bool = False  # A and B float8_e4m3fn (torch._scaled_mm's)
 
     @property
     def name(self) -> str:
@@ -188,21 +189,25 @@ class Swapped:
 
     def call(self, b_k_contiguous: bool) -> str:
         return (f"cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<{self.mn}, {self.consumers}, {self.stages}, "
-                f"{self.split_k}, {self.boxes}, {self.cluster}, false, {'true' if b_k_contiguous else 'false'}>>")
+                f"{self.split_k}, {self.boxes}, {self.cluster}, false, {'true' if b_k_contiguous else 'false'}, "
+                f"{'true' if self.fp8 else 'false'}>>")
 
 
 def tensor_map(t: torch.Tensor, box_rows: int):
-    """A CUtensorMap over a row-major 2D bfloat16 tensor (row stride t.stride(0)): boxes of 64 elements
-    (128 bytes, the 128-byte swizzle) x box_rows rows, zeros outside. Returns the 64-byte aligned buffer."""
+    """A CUtensorMap over a row-major 2D bfloat16 or float8 tensor (row stride t.stride(0)): boxes of 128
+    bytes (the 128-byte swizzle) x box_rows rows, zeros outside. Returns the 64-byte aligned buffer."""
     raw = (ctypes.c_uint8 * 192)()
     addr = (ctypes.addressof(raw) + 63) // 64 * 64
+    size = t.element_size()
     dims = (ctypes.c_uint64 * 2)(t.shape[1], t.shape[0])
-    strides = (ctypes.c_uint64 * 1)(t.stride(0) * 2)
-    box = (ctypes.c_uint32 * 2)(64, box_rows)
+    strides = (ctypes.c_uint64 * 1)(t.stride(0) * size)
+    box = (ctypes.c_uint32 * 2)(128 // size, box_rows)
     ones = (ctypes.c_uint32 * 2)(1, 1)
-    # BFLOAT16 = 9, INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3, OOB_FILL_NONE = 0
-    _check(_lib("cuda").cuTensorMapEncodeTiled(ctypes.c_void_p(addr), 9, 2, ctypes.c_void_p(t.data_ptr()), dims,
-                                               strides, box, ones, 0, 3, 3, 0), "cuTensorMapEncodeTiled")
+    # BFLOAT16 = 9 (UINT8 = 0 for float8), INTERLEAVE_NONE = 0, SWIZZLE_128B = 3, L2_PROMOTION_L2_256B = 3,
+    # OOB_FILL_NONE = 0
+    _check(_lib("cuda").cuTensorMapEncodeTiled(ctypes.c_void_p(addr), 9 if size == 2 else 0, 2,
+                                               ctypes.c_void_p(t.data_ptr()), dims, strides, box, ones, 0, 3, 3, 0),
+           "cuTensorMapEncodeTiled")
     return raw, ctypes.c_void_p(addr)
 
 
@@ -247,6 +252,10 @@ EPILOGUES = {
     "residual": ("float x = cppi_bf16_bits_to_float(extra[m * N + n]) +"
                  " cppi_bf16_bits_to_float(cppi_float_to_bf16_bits(v));",
                  lambda a, b, e: e + a @ b),
+    # FP8 (a, b float8_e4m3fn): torch._scaled_mm with scales 1/64 and 1/2 (`e`) and a bfloat16 result, then relu.
+    "scaled_relu": ("float x = cppi_bf16_bits_to_float(cppi_float_to_bf16_bits(v * (0.015625f * 0.5f)));"
+                    " x = x > 0.f ? x : 0.f;",
+                    lambda a, b, e: torch.relu(torch._scaled_mm(a, b, e[0], e[1], out_dtype=torch.bfloat16))),
 }
 
 
@@ -416,21 +425,29 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool, cold: boo
     (otherwise the replays find B in the L2 from the call before)."""
     gen = torch.Generator(device="cuda").manual_seed(0)
     dt = torch.bfloat16
+    fp8 = epilogue == "scaled_relu"
     a = torch.randn(m, k, device="cuda", dtype=dt, generator=gen)
-    w = torch.randn(n, k, device="cuda", dtype=dt, generator=gen) / math.sqrt(k)
+    w = torch.randn(n, k, device="cuda", dtype=dt, generator=gen) / (1 if fp8 else math.sqrt(k))
+    if fp8:
+        a, w = a.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
     b = w.t() if b_k_contiguous else w.t().contiguous()
     extra = torch.randn(n if epilogue == "bias_gelu" else m * n, device="cuda", dtype=dt, generator=gen)
     if epilogue == "residual":
         extra = extra.view(m, n)
+    if fp8:  # the scales, each a tensor of its own on the device before any capture
+        extra = (torch.tensor(0.015625, device="cuda"), torch.tensor(0.5, device="cuda"))
     reference_fn = EPILOGUES[epilogue][1]
     expected = reference_fn(a, b, extra)
+    one = torch.tensor(1.0, device="cuda")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    bs = [b] + [b.clone(memory_format=torch.preserve_format) for _ in range(math.ceil(2 * l2 / (2 * n * k)) if cold else 0)]
-    tiles = tiles_for(m, b_k_contiguous)
+    copies = math.ceil(2 * l2 / (b.element_size() * n * k)) if cold else 0
+    bs = [b] + [b.clone(memory_format=torch.preserve_format) for _ in range(copies)]
+    tiles = [replace(t, fp8=True) for t in swapped_for(m)] if fp8 else tiles_for(m, b_k_contiguous)
     ptx, nvrtc_s = compile_ptx(source(tiles, epilogue, b_k_contiguous))
     module = Module(ptx)
     fns = {"eager": in_turn([lambda b=b: reference_fn(a, b, extra) for b in bs]),
-           "cublas_only": in_turn([lambda b=b: a @ b for b in bs])}
+           "cublas_only": in_turn([(lambda b=b: torch._scaled_mm(a, b, one, one, out_dtype=dt)) if fp8
+                                   else (lambda b=b: a @ b) for b in bs])}
     torch._dynamo.reset()
     inductor = torch.compile(reference_fn)
     inductor(a, b, extra)
@@ -443,7 +460,7 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool, cold: boo
         ws_floats, counters = t.buffers(m, n, launch_grid(fn, t, shared, m, n))
         ws = torch.empty(ws_floats, device="cuda", dtype=torch.float32)
         ctr = torch.zeros(counters, device="cuda", dtype=torch.int32)
-        runs = [launcher(fn, t, shared, a, b, extra, out, ws, ctr) for b in bs]
+        runs = [launcher(fn, t, shared, a, b, extra[0] if fp8 else extra, out, ws, ctr) for b in bs]
         run = runs[0]
         for _ in range(2):  # twice: the split-K counters must be back at zero
             out.fill_(float("nan"))
@@ -459,7 +476,7 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool, cold: boo
     return {"shape": f"{m}x{k}x{n}", "n": n, "k": k, "epilogue": epilogue, "cold": cold, "b": "K-contiguous" if b_k_contiguous else "N-contiguous",
             "nvrtc_s": nvrtc_s, "kernels": len(tiles), "wrong": errors, "us": times, "best": best[1],
             "best_us": best[0], "x_eager": times["eager"] / best[0], "x_inductor": times["inductor"] / best[0],
-            "tflops_best": flops / best[0] / 1e6}
+            "tflops_best": flops / best[0] / 1e6, "b_bytes": b.element_size() * n * k}
 
 
 SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
@@ -482,6 +499,10 @@ SHAPES = {  # name: (m, k, n, epilogue, b K-contiguous)
     "m64_residual_k": (64, 11008, 4096, "residual", True),
     "m8192_gelu": (8192, 4096, 11008, "bias_gelu", True),
     "m4096": (4096, 4096, 4096, "relu", False),
+    "f8_m16": (16, 4096, 4096, "scaled_relu", True),
+    "f8_m64": (64, 4096, 4096, "scaled_relu", True),
+    "f8_m1_up": (1, 4096, 11008, "scaled_relu", True),
+    "f8_m32_up": (32, 4096, 11008, "scaled_relu", True),
 }
 
 
@@ -500,7 +521,7 @@ def main() -> None:
         print(f"{name:14s} {r['shape']:>16s} {r['epilogue']:9s} {r['b']:12s} nvrtc {r['nvrtc_s']:.2f}s/{r['kernels']} "
               f"eager {us['eager']:8.1f} cublas {us['cublas_only']:8.1f} inductor {us['inductor']:8.1f} "
               f"best {r['best_us']:8.1f} ({r['best']}) x eager {r['x_eager']:.2f} x ind {r['x_inductor']:.2f} "
-              f"{r['tflops_best']:.0f} TFLOP/s, B at {2 * r['n'] * r['k'] / r['best_us'] / 1e6:.2f} TB/s wrong {r['wrong'] or '-'}", flush=True)
+              f"{r['tflops_best']:.0f} TFLOP/s, B at {r['b_bytes'] / r['best_us'] / 1e6:.2f} TB/s wrong {r['wrong'] or '-'}", flush=True)
         others = sorted((v, k) for k, v in us.items() if k not in ("eager", "cublas_only", "inductor"))
         print("    " + " ".join(f"{k}={v:.1f}" for v, k in others), flush=True)
     if args.json:
