@@ -134,7 +134,13 @@ struct KernelTuning {
 /// B and (addmm) the bias.
 struct GemmChoice {
   int aten_step = -1, kernel_step = -1;
-  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's, else -1 (mm)
+  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's or _scaled_mm's, else -1
+  /// torch._scaled_mm's scales (else -1), their strides as compiled, its
+  /// result dtype and use_fast_accum (what its extern is called with).
+  int scale_a_slot = -1, scale_b_slot = -1;
+  std::vector<int64_t> scale_a_strides, scale_b_strides;
+  DType out_dtype = DType::BFloat16;
+  bool fast_accum = false;
   int result_arg = -1;  // the result's position among the kernel's buffers
   std::vector<int64_t> a_strides, b_strides;  // as compiled: the fused kernels assume them
   std::string key;                            // the tuning cache entry's name

@@ -46,7 +46,9 @@ bool may_write_operands(const CompiledGraph& cg, const std::vector<ir::KernelPtr
   for (size_t i = 0; i < sig.buffers.size(); ++i) {
     if (!sig.buffers[i].written) continue;
     const int slot = s.buffers[i];
-    if (slot == mm.a_slot || slot == mm.b_slot || slot == mm.bias_slot) return true;
+    if (slot == mm.a_slot || slot == mm.b_slot || slot == mm.bias_slot || slot == mm.scale_a_slot ||
+        slot == mm.scale_b_slot)
+      return true;
     if (slot < int(g.nodes.size()) && g.nodes[slot].op == Node::Op::Placeholder) return true;
   }
   return false;
@@ -55,7 +57,8 @@ bool may_write_operands(const CompiledGraph& cg, const std::vector<ir::KernelPtr
 }  // namespace
 
 bool is_half_cuda_matmul(const Node& n) {
-  if (n.target != "aten.mm.default" && n.target != "aten.addmm.default") return false;
+  if (n.target != "aten.mm.default" && n.target != "aten.addmm.default" && n.target != "aten._scaled_mm.default")
+    return false;
   if (n.value.kind != ValueInfo::Kind::Tensor) return false;
   const TensorMeta& c = n.value.tensor;
   return c.device == Device::CUDA && (c.dtype == DType::BFloat16 || c.dtype == DType::Float16);
@@ -63,25 +66,51 @@ bool is_half_cuda_matmul(const Node& n) {
 
 std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, int compute_capability,
                                                std::string* why) {
-  const bool addmm = n.target == "aten.addmm.default";
+  const bool addmm = n.target == "aten.addmm.default", scaled = n.target == "aten._scaled_mm.default";
   const auto refuse = [&](std::string reason) -> std::optional<GemmMatmul> {
     *why = std::move(reason);
     return std::nullopt;
   };
-  if (n.args.size() != (addmm ? 3u : 2u) || !n.kwargs.empty()) return refuse("beta or alpha given");
-  for (const Arg& a : n.args)
-    if (a.kind != Arg::Kind::Node) return refuse("an operand is not a tensor");
+  GemmMatmul mm;
+  // _scaled_mm(a, b, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
+  // its optional arguments, positional or by keyword.
+  std::optional<Arg> scaled_bias;
+  if (scaled) {
+    static const char* const kNames[] = {"self", "mat2", "scale_a", "scale_b", "bias", "scale_result", "out_dtype",
+                                         "use_fast_accum"};
+    std::vector<Arg> args = n.args;
+    args.resize(8);  // absent ones: None
+    for (const auto& [name, arg] : n.kwargs) {
+      const auto* at = std::find_if(std::begin(kNames), std::end(kNames), [&](const char* k) { return name == k; });
+      if (at == std::end(kNames)) return refuse(cat("the argument ", name));
+      args[at - std::begin(kNames)] = arg;
+    }
+    for (int i = 0; i < 4; ++i)
+      if (args[i].kind != Arg::Kind::Node) return refuse("an operand is not a tensor");
+    if (args[5].kind != Arg::Kind::None) return refuse("a scale_result");
+    if (args[4].kind == Arg::Kind::Node) scaled_bias = args[4];
+    mm.fast_accum = args[7].kind == Arg::Kind::Bool && args[7].b;
+    mm.scale_a_slot = int(args[2].i), mm.scale_b_slot = int(args[3].i);
+  } else {
+    if (n.args.size() != (addmm ? 3u : 2u) || !n.kwargs.empty()) return refuse("beta or alpha given");
+    for (const Arg& a : n.args)
+      if (a.kind != Arg::Kind::Node) return refuse("an operand is not a tensor");
+  }
   const size_t first = addmm ? 1 : 0;
   const ValueInfo &a = g.nodes[n.args[first].i].value, &b = g.nodes[n.args[first + 1].i].value;
   if (a.kind != ValueInfo::Kind::Tensor || b.kind != ValueInfo::Kind::Tensor) return refuse("an operand is not a tensor");
   const TensorMeta& c = n.value.tensor;
-  if (a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) return refuse("mixed dtypes");
+  if (scaled) {
+    if (a.tensor.dtype != DType::Float8E4M3FN || b.tensor.dtype != DType::Float8E4M3FN)
+      return refuse("float8_e5m2 operands: the FP8 kernel takes float8_e4m3fn only");
+  } else if (a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) {
+    return refuse("mixed dtypes");
+  }
   auto la = constant_layout(a.tensor), lb = constant_layout(b.tensor), lc = constant_layout(c);
   if (!la || !lb || !lc) return refuse("symbolic sizes");
   if (la->first.size() != 2 || lb->first.size() != 2) return refuse("not two matrices");
-  GemmMatmul mm;
   gpu::GemmProblem& p = mm.problem;
-  p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype;
+  p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype, p.fp8 = scaled;
   // A row-major (its row stride free), B K-contiguous or N-contiguous, C row-major contiguous.
   if (la->second[1] != 1) return refuse("A's rows are not contiguous");
   if (lc->second != std::vector<int64_t>{p.n, 1}) return refuse("its result is not row-major");
@@ -96,15 +125,36 @@ std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, in
   }
   mm.a_slot = int(n.args[first].i), mm.b_slot = int(n.args[first + 1].i);
   mm.a_strides = la->second, mm.b_strides = lb->second;
-  if (addmm) {
-    const ValueInfo& bias = g.nodes[n.args[0].i].value;
+  if (scaled) {
+    // One value, or one per row of A (scale_a [M, 1]) and per column of B (scale_b [1, N]).
+    using Scale = gpu::GemmProblem::Scale;
+    const auto scale = [&](int slot, int64_t rows, int64_t cols, Scale* kind, std::vector<int64_t>* strides) {
+      const ValueInfo& v = g.nodes[slot].value;
+      if (v.kind != ValueInfo::Kind::Tensor || v.tensor.dtype != DType::Float32 || v.tensor.device != Device::CUDA)
+        return false;
+      auto l = constant_layout(v.tensor);
+      if (!l) return false;
+      int64_t numel = 1;
+      for (int64_t s : l->first) numel *= s;
+      *strides = l->second;
+      *kind = numel == 1 ? Scale::One : Scale::PerRow;
+      // Per row: [rows, cols] with the one long dimension contiguous.
+      return numel == 1 || (l->first == std::vector<int64_t>{rows, cols} && l->second[rows == 1 ? 1 : 0] == 1);
+    };
+    if (!scale(mm.scale_a_slot, p.m, 1, &p.scale_a, &mm.scale_a_strides) ||
+        !scale(mm.scale_b_slot, 1, p.n, &p.scale_b, &mm.scale_b_strides))
+      return refuse("its scales are neither one float32 value nor one per row of A and column of B");
+  }
+  if (addmm || scaled_bias) {
+    const int bias_node = int(addmm ? n.args[0].i : scaled_bias->i);
+    const ValueInfo& bias = g.nodes[bias_node].value;
     if (bias.kind != ValueInfo::Kind::Tensor || bias.tensor.dtype != c.dtype || bias.tensor.device != Device::CUDA)
       return refuse("its bias is not a tensor of its dtype");
     auto lbias = constant_layout(bias.tensor);
     if (!lbias || lbias->first != std::vector<int64_t>{p.n} || lbias->second != std::vector<int64_t>{1})
       return refuse("its bias is not one contiguous row");
     p.bias = true;
-    mm.bias_slot = int(n.args[0].i);
+    mm.bias_slot = bias_node;
   }
   if (gpu::gemm_tiles(p, compute_capability).empty()) {
     const int most = compute_capability == 90 ? 64 : 16;
@@ -215,6 +265,9 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
     c.aten_step = int(s), c.kernel_step = readers[result][0];
     c.a_slot = mm->a_slot, c.b_slot = mm->b_slot, c.bias_slot = mm->bias_slot, c.result_arg = arg;
     c.a_strides = mm->a_strides, c.b_strides = mm->b_strides;
+    c.scale_a_slot = mm->scale_a_slot, c.scale_b_slot = mm->scale_b_slot;
+    c.scale_a_strides = mm->scale_a_strides, c.scale_b_strides = mm->scale_b_strides;
+    c.out_dtype = mm->problem.dtype, c.fast_accum = mm->fast_accum;
     c.key = hash.hex_digest();
     written_buffers(sig, &c.written, &c.read_written);
     std::string problem;
@@ -235,13 +288,14 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
         source.name = name, source.text = *text;
         source.blocks = tiles[j].blocks(mm->problem), source.grid_y = tiles[j].grid_y();
         source.threads = tiles[j].threads(), source.shared_bytes = tiles[j].shared_bytes();
-        source.buffer_args = int(k_step.buffers.size()) + (mm->bias_slot >= 0 ? 3 : 2);
+        source.buffer_args =
+            int(k_step.buffers.size()) + 2 + (mm->bias_slot >= 0 ? 1 : 0) + (mm->scale_a_slot >= 0 ? 2 : 0);
         source.a_arg = int(k_step.buffers.size());
         if (tiles[j].kind == gpu::GemmTile::Kind::Tma) {
           const gpu::GemmProblem& p = mm->problem;
           const int b_rows = p.b_k_contiguous ? 64 * tiles[j].consumers : 64;
           source.maps = gpu::GemmTensorMaps{p.m, p.n, p.k, p.lda, p.ldb, tiles[j].mn, b_rows,
-                                            p.dtype == DType::Float16, p.b_k_contiguous};
+                                            p.dtype == DType::Float16, p.b_k_contiguous, p.fp8};
         }
         sources.push_back(std::move(source));
       }
@@ -272,6 +326,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
     Step& k_step = cg.steps[c.kernel_step];
     k_step.gemm_operands = {c.a_slot, c.b_slot};
     if (c.bias_slot >= 0) k_step.gemm_operands.push_back(c.bias_slot);
+    if (c.scale_a_slot >= 0) k_step.gemm_operands.insert(k_step.gemm_operands.end(), {c.scale_a_slot, c.scale_b_slot});
   }
 }
 

@@ -33,19 +33,25 @@ namespace cppi {
 /// A matmul as the GEMM template sees it: the problem and where its operands are.
 struct GemmMatmul {
   gpu::GemmProblem problem;
-  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's, else -1
+  int a_slot = -1, b_slot = -1, bias_slot = -1;  // bias_slot: addmm's or _scaled_mm's, else -1
+  int scale_a_slot = -1, scale_b_slot = -1;      // _scaled_mm's, else -1
   std::vector<int64_t> a_strides, b_strides;     // as traced: the fused kernels assume them
+  std::vector<int64_t> scale_a_strides, scale_b_strides;
+  bool fast_accum = false;                       // _scaled_mm's use_fast_accum, for its extern
 };
 
 /// Whether `n` is a matmul the template is for at all: aten.mm or aten.addmm
-/// of 16-bit floats on CUDA. Those it then does not take are refused with a reason.
+/// of 16-bit floats, or aten._scaled_mm with a 16-bit float result, on CUDA.
+/// Those it then does not take are refused with a reason.
 bool is_half_cuda_matmul(const Node& n);
 
 /// Such a matmul as the template takes it on a device of `compute_capability`
 /// (e.g. 90), or nullopt with `why` set: beta or alpha given, symbolic sizes,
 /// A's rows not contiguous, B contiguous along neither dimension, a bias other
 /// than one contiguous row, more than 16 rows (64 on sm_90), K or a stride
-/// (N, with N-contiguous B) not a multiple of 8.
+/// (N, with N-contiguous B) not a multiple of 8; for _scaled_mm also e5m2
+/// operands, a scale_result, scales other than one value or one per row of
+/// A / column of B.
 std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, int compute_capability,
                                                std::string* why);
 

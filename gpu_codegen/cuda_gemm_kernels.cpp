@@ -10,23 +10,26 @@ namespace cppi::gpu {
 
 namespace {
 
-/// cuTensorMapEncodeTiled over a row-major rows x cols matrix of 16-bit
-/// floats with row stride `stride` (elements), boxes of 64 x box_rows, the
-/// 128-byte swizzle, the L2 asked for 256 bytes at a time, zeros outside.
+/// cuTensorMapEncodeTiled over a row-major rows x cols matrix with row
+/// stride `stride` (elements) of bfloat16, float16 or (`fp8`) one-byte
+/// floats, boxes of 128 bytes x box_rows, the 128-byte swizzle, the L2 asked
+/// for 256 bytes at a time, zeros outside.
 Status encode_tensor_map(void* map, const void* base, int64_t rows, int64_t cols, int64_t stride, int box_rows,
-                         bool half) {
+                         bool half, bool fp8) {
   Expected<const CudaDriverApi*> api = cuda_driver();
   if (!api.ok()) return api.error();
   if (!api.value()->cuTensorMapEncodeTiled)
     return Error::unsupported("this CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 and later)");
-  constexpr int kFloat16 = 6, kBFloat16 = 9, kInterleaveNone = 0, kSwizzle128B = 3, kL2Promotion256B = 3,
-                kOobFillNone = 0;
+  constexpr int kUInt8 = 0, kFloat16 = 6, kBFloat16 = 9, kInterleaveNone = 0, kSwizzle128B = 3,
+                kL2Promotion256B = 3, kOobFillNone = 0;
+  const int bytes = fp8 ? 1 : 2;
   const std::uint64_t dims[2] = {std::uint64_t(cols), std::uint64_t(rows)};
-  const std::uint64_t strides[1] = {std::uint64_t(stride) * 2};
-  const std::uint32_t box[2] = {64, std::uint32_t(box_rows)};
+  const std::uint64_t strides[1] = {std::uint64_t(stride) * bytes};
+  const std::uint32_t box[2] = {std::uint32_t(128 / bytes), std::uint32_t(box_rows)};
   const std::uint32_t element_strides[2] = {1, 1};
   const CUresult r = api.value()->cuTensorMapEncodeTiled(
-      static_cast<CUtensorMap_st*>(map), half ? kFloat16 : kBFloat16, 2, const_cast<void*>(base), dims, strides, box,
+      static_cast<CUtensorMap_st*>(map), fp8 ? kUInt8 : half ? kFloat16 : kBFloat16, 2, const_cast<void*>(base), dims,
+      strides, box,
       element_strides, kInterleaveNone, kSwizzle128B, kL2Promotion256B, kOobFillNone);
   if (r != cu::CUDA_SUCCESS) return Error::internal(cuda_error_text(*api.value(), r, "cuTensorMapEncodeTiled"));
   return Status::success();
@@ -49,9 +52,10 @@ void CudaGemmKernelHandle::run(void* const* buffers, const int64_t* symbols, uin
     lock.lock();  // held through the launch, which copies the maps
     if (mapped_[0] != a || mapped_[1] != b) {
       mapped_[0] = mapped_[1] = nullptr;
-      for (Status s : {encode_tensor_map(maps_[0].bytes.data(), a, m.m, m.k, m.lda, m.a_rows, m.half),
-                       m.b_k_contiguous ? encode_tensor_map(maps_[1].bytes.data(), b, m.n, m.k, m.ldb, m.b_rows, m.half)
-                                        : encode_tensor_map(maps_[1].bytes.data(), b, m.k, m.n, m.ldb, m.b_rows, m.half)})
+      for (Status s :
+           {encode_tensor_map(maps_[0].bytes.data(), a, m.m, m.k, m.lda, m.a_rows, m.half, m.fp8),
+            m.b_k_contiguous ? encode_tensor_map(maps_[1].bytes.data(), b, m.n, m.k, m.ldb, m.b_rows, m.half, m.fp8)
+                             : encode_tensor_map(maps_[1].bytes.data(), b, m.k, m.n, m.ldb, m.b_rows, m.half, m.fp8)})
         if (!s.ok()) throw CompilerError(s.error());
       mapped_[0] = a, mapped_[1] = b;
     }

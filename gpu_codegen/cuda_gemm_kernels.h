@@ -19,15 +19,16 @@
 namespace cppi::gpu {
 
 /// How a kernel taking A and B as tensor maps (a GemmTile::Kind::Tma tile)
-/// sees them: 16-bit matrices in rows (row strides lda, ldb), boxes 64
-/// elements wide (128 bytes, the 128-byte swizzle): a_rows rows of A's 64 k;
-/// b_rows rows of B's 64 k (B stored N x K, `b_k_contiguous`), else 64 k rows
-/// of 64 of B's columns (B stored K x N).
+/// sees them: matrices in rows (row strides lda, ldb, in elements), boxes 128
+/// bytes wide (the 128-byte swizzle: 64 16-bit elements or 128 FP8 ones):
+/// a_rows rows of A's k; b_rows rows of B's k (B stored N x K,
+/// `b_k_contiguous`), else 64 k rows of 64 of B's columns (B stored K x N).
 struct GemmTensorMaps {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0;
   int a_rows = 0, b_rows = 0;
   bool half = false;  // float16, else bfloat16
   bool b_k_contiguous = true;
+  bool fp8 = false;  // A and B of float8_e4m3fn (bytes to the copy engine)
 };
 
 /// One printed GEMM kernel and how it launches.

@@ -289,6 +289,12 @@ PYBIND11_MODULE(_C, m) {
               d["result_arg"] = c.result_arg;
               d["a_strides"] = py::tuple(py::cast(c.a_strides));
               d["b_strides"] = py::tuple(py::cast(c.b_strides));
+              d["scale_a_slot"] = c.scale_a_slot;
+              d["scale_b_slot"] = c.scale_b_slot;
+              d["scale_a_strides"] = py::tuple(py::cast(c.scale_a_strides));
+              d["scale_b_strides"] = py::tuple(py::cast(c.scale_b_strides));
+              d["out_dtype"] = std::string(dtype_name(c.out_dtype));
+              d["fast_accum"] = c.fast_accum;
               d["key"] = c.key;
               d["candidates"] = candidate_list(c.candidates);
               d["cached_label"] = c.cached_label;
@@ -299,7 +305,8 @@ PYBIND11_MODULE(_C, m) {
             return out;
           },
           "max-autotune: the matmuls that may run fused with the kernel reading their result "
-          "(backend/gemm_choices.h), as dicts: the steps, the operands' slots (bias_slot -1 for mm) and compiled strides, the result's "
+          "(backend/gemm_choices.h), as dicts: the steps, the operands' slots (bias_slot -1 for mm; scale_a_slot and "
+          "scale_b_slot -1 but for _scaled_mm, with its out_dtype and fast_accum) and compiled strides, the result's "
           "position among the kernel's buffers, the tuning key, the candidates [(label, schedule)] (the first the "
           "extern and the kernel, unless cached_label names the winner), and the kernel's written buffers.")
       .def_readonly("gemm_problem", &CompiledGraph::gemm_problem)

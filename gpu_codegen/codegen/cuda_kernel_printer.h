@@ -120,6 +120,7 @@ struct GemmEpilogue {
   std::vector<Loop> loops;          // the iterations, row-major over the result's elements
   int64_t columns = 0;              // the result's row length
   bool bias = false;                // addmm's: gemm_bias[n] added before the rounding
+  std::string scale;                // _scaled_mm's factor on gemm_acc (of gemm_scale_a, gemm_scale_b), or empty
   int threads = 0, min_blocks = 1;  // __launch_bounds__
   bool tensor_maps = false;         // A and B as cppi_gemm::TensorMaps (by value), not pointers
   int cluster = 1;                  // __cluster_dims__(1, cluster, 1) when above 1

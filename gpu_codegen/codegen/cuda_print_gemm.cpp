@@ -29,14 +29,16 @@ std::string CudaKernelPrinter::print_gemm_epilogue(const GemmEpilogue& g) {
                                 "const __grid_constant__ cppi_gemm::TensorMap gemm_b_map"
                               : "const uint16_t* gemm_a, const uint16_t* gemm_b");
   if (g.bias) params += cat(", const ", dtype_ctype(result_dtype), "* gemm_bias");
+  if (!g.scale.empty()) params += ", const float* gemm_scale_a, const float* gemm_scale_b";
   out_.line(cat("extern \"C\" __global__ void __launch_bounds__(", g.threads,
                 g.min_blocks > 1 ? cat(", ", g.min_blocks) : std::string(), ")",
                 g.cluster > 1 ? cat(" __cluster_dims__(1, ", g.cluster, ", 1)") : std::string()));
   out_.open(cat(name_, "(", params, ")"));
   out_.open("const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc)");
   unravel(g.loops, cat("(gemm_m * ", g.columns, " + gemm_n)"));
+  const std::string acc = g.scale.empty() ? "gemm_acc" : cat("gemm_acc * ", g.scale);
   const std::string sum =
-      g.bias ? cat("(gemm_acc + ", scalar_cast(result_dtype, DType::Float32, "gemm_bias[gemm_n]"), ")") : "gemm_acc";
+      g.bias ? cat("(", acc, " + ", scalar_cast(result_dtype, DType::Float32, "gemm_bias[gemm_n]"), ")") : acc;
   out_.line(cat("const ", scalar_type(result_dtype), " gemm_value = ", scalar_cast(DType::Float32, result_dtype, sum),
                 ";"));
   ValueScope scope;

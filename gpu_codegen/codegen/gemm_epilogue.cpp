@@ -61,12 +61,15 @@ std::string GemmTile::describe() const {
 
 std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability) {
   if (p.m < 1 || p.m > 64 || p.n < 1 || p.k < 1) return {};
+  if (p.fp8 && (compute_capability != 90 || !p.b_k_contiguous || p.lda % 16 != 0 || p.ldb % 16 != 0)) return {};
   if (p.k % 8 != 0 || p.lda % 8 != 0 || p.ldb % 8 != 0 || p.lda < p.k) return {};
   if (p.dtype != DType::BFloat16 && p.dtype != DType::Float16) return {};
   if (p.b_k_contiguous ? p.ldb < p.k : p.n % 8 != 0 || p.ldb < p.n) return {};
   std::vector<GemmTile> tiles;
   // The winners of the H200's cold-weights probe (docs/gemm-templates.md).
-  if (p.m <= 16 && !p.b_k_contiguous) {
+  if (p.fp8) {
+    // the wgmma kernel's alone, below
+  } else if (p.m <= 16 && !p.b_k_contiguous) {
     // All of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
     tiles = {GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2), GemmTile::skinny_n(4, 8, 2)};
   } else if (p.m <= 16) {
@@ -177,6 +180,8 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
     return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
   if (tile.kind == GemmTile::Kind::Tma && (p.m > tile.mn || p.m > 64))
     return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for ", tile.describe()));
+  if (p.fp8 && tile.kind != GemmTile::Kind::Tma)
+    return Error::internal(cat("kernel ", k.name, ": FP8 operands for ", tile.describe()));
   try {
     cuda_print::GemmEpilogue g;
     g.result = result;
@@ -184,6 +189,12 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
     g.loops = iteration_loops(k);
     g.columns = p.n;
     g.bias = p.bias;
+    if (p.fp8) {
+      const auto at = [](GemmProblem::Scale s, const char* index) {
+        return s == GemmProblem::Scale::One ? "0" : index;
+      };
+      g.scale = cat("(gemm_scale_a[", at(p.scale_a, "gemm_m"), "] * gemm_scale_b[", at(p.scale_b, "gemm_n"), "])");
+    }
     g.threads = tile.threads();
     g.min_blocks = tile.min_blocks;
     g.tensor_maps = tile.kind == GemmTile::Kind::Tma;
@@ -204,7 +215,7 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
       case GemmTile::Kind::Tma:
         g.call = cat("cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<", tile.mn, ", ", tile.consumers, ", ",
                      tile.stages, ", 1, ", tile.boxes, ", ", tile.cluster, ", ", half, ", ",
-                     p.b_k_contiguous ? "true" : "false", ">>(gemm_a_map, gemm_b_map, ",
+                     p.b_k_contiguous ? "true" : "false", ", ", p.fp8 ? "true" : "false", ">>(gemm_a_map, gemm_b_map, ",
                      sizes, ", epilogue, nullptr, nullptr);");
         break;
     }

@@ -32,6 +32,12 @@ struct GemmProblem {
   DType dtype = DType::BFloat16;
   bool bias = false;
   bool b_k_contiguous = true;
+  /// torch._scaled_mm's: A and B of float8_e4m3fn (`dtype` is C's), the sum
+  /// times scale_a and scale_b (float32: one value, or one per row of A / per
+  /// column of B) before the bias is added, as cuBLASLt scales it.
+  bool fp8 = false;
+  enum class Scale { One, PerRow };
+  Scale scale_a = Scale::One, scale_b = Scale::One;
 };
 
 /// One configuration of the GEMM template's kernels. None splits K across
@@ -73,7 +79,9 @@ struct GemmTile {
 /// (e.g. 90): those measured best on the H200 for some shape
 /// (docs/gemm-templates.md). Empty when no kernel takes `p`: M above 16 (64
 /// on sm_90), K or a row stride not a multiple of 8 (16-byte loads), N not a
-/// multiple of 8 with N-contiguous B, a dtype other than bfloat16 and float16.
+/// multiple of 8 with N-contiguous B, a dtype other than bfloat16 and float16;
+/// FP8 (sm_90's wgmma kernel alone): B not K-contiguous, row strides not
+/// multiples of 16.
 std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability);
 
 /// Why kernel `k` cannot be the epilogue of a matmul whose [m, n] result it
@@ -88,7 +96,8 @@ std::optional<std::string> why_not_gemm_epilogue(const ir::Kernel& k, const std:
 /// read it) followed by A and B (`const uint16_t* gemm_a, gemm_b`; a Tma
 /// tile takes their tensor maps by value instead: `cppi_gemm::TensorMap
 /// gemm_a_map, gemm_b_map`, see CudaGemmKernelHandle) and, with p.bias, the
-/// bias (`gemm_bias`, of p.dtype, contiguous). Launched on a grid of
+/// bias (`gemm_bias`, of p.dtype, contiguous), then with p.fp8 the scales
+/// (`const float* gemm_scale_a, gemm_scale_b`). Launched on a grid of
 /// tile.blocks(p) x tile.grid_y() blocks of tile.threads() threads and
 /// tile.shared_bytes() of dynamic shared memory. The kernel alone: a module
 /// starts with gemm_module_preamble(). Internal error when `k` fails

@@ -95,14 +95,14 @@ class GraphTuning:
     def gemm_launcher(self, compiled: Any, index: int, choice: dict, kernel_name: str, kernel: Any,
                       num_buffers: int, extern: Any) -> Any:
         """What the wrapper calls for GEMM choice `index` (backend/gemm_choices.h)
-        with the kernel's buffers, then A, B and (addmm) the bias: the cached
-        winner's GEMM kernel, or a KernelTuner over the extern followed by
-        `kernel` (that choice's candidate 0: `extern([bias,] A, B,
-        out=result)`, then the kernel) and the GEMM kernels with the kernel
-        as their epilogue."""
+        with the kernel's buffers, then A, B, the bias and the scales (where
+        the choice has them): the cached winner's GEMM kernel, or a
+        KernelTuner over the extern followed by `kernel` (that choice's
+        candidate 0: `extern(A, B, ..., out=result)`, then the kernel) and the
+        GEMM kernels with the kernel as their epilogue."""
         labels = choice["candidates"]
         name = f"{kernel_name} with its matmul"
-        operands = 3 if choice["bias_slot"] >= 0 else 2
+        operands = 2 + (choice["bias_slot"] >= 0) + 2 * (choice["scale_a_slot"] >= 0)
         if choice["cached_label"]:
             self.reports.append({"kernel": name, "winner": choice["cached_label"], "schedule": choice["cached_label"],
                                  "source": "cache", "candidates": [], "seconds": 0.0})
@@ -110,8 +110,7 @@ class GraphTuning:
         result = choice["result_arg"]
 
         def extern_then_kernel(*args: Any) -> Any:
-            a, b, *bias = args[num_buffers:num_buffers + operands]
-            extern(*bias, a, b, out=args[result])
+            extern(*args[num_buffers:num_buffers + operands], out=args[result])
             return kernel(*args[:num_buffers], *args[num_buffers + operands:])
 
         launchers = [extern_then_kernel] + [compiled.gemm_launcher(index, j, num_buffers + operands)

@@ -539,28 +539,48 @@ class _Printer:
         compiled, names = self.compiled, self.slot_names
         a, b = names[choice["a_slot"]], names[choice["b_slot"]]
         bias = names[choice["bias_slot"]] if choice["bias_slot"] >= 0 else None
+        scales = [names[choice["scale_a_slot"]], names[choice["scale_b_slot"]]] if choice["scale_a_slot"] >= 0 else []
         x = names[step.buffers[choice["result_arg"]]]
-        if bias is None:
-            extern, extern_args = torch.ops.aten.mm.out, f"{a}, {b}"
-        else:
-            extern, extern_args = torch.ops.aten.addmm.out, f"{bias}, {a}, {b}"
+        extern = gemm_extern(choice)
         kernel_name = compiled.kernel_names[step.kernel]
         plain = self._global(launcher, kernel_name)
         chosen = self.tuning.gemm_launcher(compiled, index, choice, kernel_name, launcher, len(step.buffers), extern)
         name = self._global(chosen, f"{kernel_name}_gemm")
         if hasattr(chosen, "global_name"):
             chosen.global_name = name
-        operands = [a, b] + ([bias] if bias else [])
+        operands = [a, b] + ([bias] if bias else []) + scales
         fused = [*call[:len(step.buffers)], *operands, *call[len(step.buffers):]]
         check = (f"{a}.stride() == {choice['a_strides']} and {b}.stride() == {choice['b_strides']} "
                  f"and {a}.data_ptr() % 16 == 0 and {b}.data_ptr() % 16 == 0")
         if bias:
             check += f" and {bias}.stride() == (1,)"
+        if scales:
+            check += (f" and {scales[0]}.stride() == {choice['scale_a_strides']}"
+                      f" and {scales[1]}.stride() == {choice['scale_b_strides']}")
         self.emit(f"if {check}:")
         self.emit(f"{name}({', '.join(fused)})", 2)
         self.emit("else:")
-        self.emit(f"{self._global(extern, str(extern).replace('.', '_'))}({extern_args}, out={x})", 2)
+        self.emit(f"{self._global(extern, f'{kernel_name}_extern')}({', '.join(operands)}, out={x})", 2)
         self.emit(f"{plain}({', '.join(call)})", 2)
+
+
+def gemm_extern(choice: dict) -> Any:
+    """The ATen call a GEMM choice's matmul is, taking the fused kernel's
+    operands in its order (A, B, then the bias and the scales where the
+    choice has them) and `out`."""
+    aten = torch.ops.aten
+    if choice["scale_a_slot"] >= 0:
+        out_dtype, fast_accum = getattr(torch, choice["out_dtype"]), choice["fast_accum"]
+        has_bias = choice["bias_slot"] >= 0
+
+        def scaled_mm(a: torch.Tensor, b: torch.Tensor, *rest: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+            bias, (scale_a, scale_b) = (rest[0] if has_bias else None), rest[-2:]
+            return aten._scaled_mm.out(a, b, scale_a, scale_b, bias, None, out_dtype, fast_accum, out=out)
+
+        return scaled_mm
+    if choice["bias_slot"] >= 0:
+        return lambda a, b, bias, out: aten.addmm.out(bias, a, b, out=out)
+    return lambda a, b, out: aten.mm.out(a, b, out=out)
 
 
 def kernel_range_name(compiled: "_C.CompiledGraph", kernel: int, most: int = 5) -> str:

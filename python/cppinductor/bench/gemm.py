@@ -141,7 +141,7 @@ def workloads() -> List[Workload]:
         add("linear_residual" + suffix(m), "r + F.linear(x, w), LLaMA's down-projection",
             _matmul_case(linear_residual, m, True, "residual", linear=True))
     add("bmm_scale", "(q @ k^T) * scale, attention scores", _bmm_case)
-    for m in (16, None):
+    for m in (16, 64, None):
         add("scaled_mm_relu" + suffix(m), "relu(_scaled_mm(a, b)), FP8 e4m3, bfloat16 out", _scaled_mm_case(m),
             devices=("cuda",))
     return out

@@ -96,6 +96,47 @@ TEST(GemmChoices, UpTo64RowsOnSm90) {
   EXPECT_TRUE(take(64, 90, {1024, 1}, &why)) << why;  // N-contiguous B too
 }
 
+/// _scaled_mm(a, b, scale_a, scale_b, None, None, bfloat16) as AOTAutograd prints it.
+Node scaled_mm(MatmulGraph& m, int a, int b, int scale_a, int scale_b, int64_t rows, int64_t cols) {
+  Node n = m.matmul("aten._scaled_mm.default", {a, b, scale_a, scale_b}, tensor({rows, cols}, {cols, 1}));
+  Arg none, dtype;
+  dtype.kind = Arg::Kind::DType;
+  dtype.dtype = DType::BFloat16;
+  n.args.insert(n.args.end(), {none, none, dtype});
+  return n;
+}
+
+TEST(GemmChoices, ScaledMmOfFloat8OnSm90) {
+  MatmulGraph m;
+  const int a = m.input(tensor({32, 512}, {512, 1}, DType::Float8E4M3FN));
+  const int b = m.input(tensor({512, 1024}, {1, 512}, DType::Float8E4M3FN));
+  const int one = m.input(tensor({}, {}, DType::Float32));
+  const int rows = m.input(tensor({32, 1}, {1, 1}, DType::Float32));
+  const int cols = m.input(tensor({1, 1024}, {1024, 1}, DType::Float32));
+  const Node mm = scaled_mm(m, a, b, one, one, 32, 1024);
+  ASSERT_TRUE(is_half_cuda_matmul(mm));
+  std::string why;
+  auto taken = gemm_template_matmul(m.g, mm, 90, &why);
+  ASSERT_TRUE(taken) << why;
+  EXPECT_TRUE(taken->problem.fp8);
+  EXPECT_EQ(taken->problem.dtype, DType::BFloat16);
+  EXPECT_EQ(taken->problem.scale_a, gpu::GemmProblem::Scale::One);
+  EXPECT_EQ(taken->scale_a_slot, one);
+  EXPECT_EQ(taken->bias_slot, -1);
+  EXPECT_FALSE(gemm_template_matmul(m.g, mm, 80, &why));  // wgmma's alone
+  // One scale per row of A and per column of B.
+  auto row_wise = gemm_template_matmul(m.g, scaled_mm(m, a, b, rows, cols, 32, 1024), 90, &why);
+  ASSERT_TRUE(row_wise) << why;
+  EXPECT_EQ(row_wise->problem.scale_a, gpu::GemmProblem::Scale::PerRow);
+  EXPECT_EQ(row_wise->problem.scale_b, gpu::GemmProblem::Scale::PerRow);
+  // Refused: scales of other shapes, e5m2 operands.
+  EXPECT_FALSE(gemm_template_matmul(m.g, scaled_mm(m, a, b, cols, rows, 32, 1024), 90, &why));
+  EXPECT_NE(why.find("scales"), std::string::npos) << why;
+  const int e5 = m.input(tensor({32, 512}, {512, 1}, DType::Float8E5M2));
+  EXPECT_FALSE(gemm_template_matmul(m.g, scaled_mm(m, e5, b, one, one, 32, 1024), 90, &why));
+  EXPECT_NE(why.find("e4m3fn only"), std::string::npos) << why;
+}
+
 TEST(GemmChoices, EachRefusalSaysWhy) {
   const auto why_not = [](std::vector<int64_t> x_sizes, std::vector<int64_t> x_strides, std::vector<int64_t> w_strides,
                           std::vector<int64_t> w_sizes = {512, 1024}) {

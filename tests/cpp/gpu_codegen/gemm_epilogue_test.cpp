@@ -123,7 +123,7 @@ TEST(GemmEpilogue, NContiguousB) {
   // The wgmma kernel reads it as its transposed operand.
   auto tma = print_gemm_epilogue_kernel(*k, "x", p, tiles[3], "gemm_test_4");
   ASSERT_TRUE(tma.ok()) << tma.error().message;
-  expect_in_order(*tma, {"SwappedConfig<16, 1, 4, 1, 2, 2, false, false>>(gemm_a_map, gemm_b_map, 16, 64, 128, "});
+  expect_in_order(*tma, {"SwappedConfig<16, 1, 4, 1, 2, 2, false, false, false>>(gemm_a_map, gemm_b_map, 16, 64, "});
   EXPECT_EQ(gemm_tiles(GemmProblem{64, 64, 128, 128, 64, DType::BFloat16, false, false}, 90).size(), 3u);
   // A K-contiguous skinny tile does not print for it, nor an N-contiguous B whose N is not a multiple of 8.
   EXPECT_FALSE(print_gemm_epilogue_kernel(*k, "x", p, gemm_tiles(problem(), 90)[0], "g").ok());
@@ -145,8 +145,8 @@ TEST(GemmEpilogue, TheWgmmaKernelTakesTensorMaps) {
       "const __grid_constant__ cppi_gemm::TensorMap gemm_a_map, const __grid_constant__ cppi_gemm::TensorMap "
       "gemm_b_map, const cppi_bf16* gemm_bias)",
       "gemm_value = cppi_float_to_bf16((gemm_acc + cppi_bf16_to_float(gemm_bias[gemm_n])))",
-      "cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<16, 1, 4, 1, 2, 2, false, true>>(gemm_a_map, gemm_b_map, 16, 64, "
-      "128, epilogue, nullptr, nullptr);",
+      "cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<16, 1, 4, 1, 2, 2, false, true, false>>(gemm_a_map, "
+      "gemm_b_map, 16, 64, 128, epilogue, nullptr, nullptr);",
   });
   EXPECT_EQ(tile.describe(), "gemm_tma_swapped n=16 warpgroups=1 stages=4x2 cluster=2");
   EXPECT_EQ(tile.blocks(p), 1);
@@ -160,6 +160,28 @@ TEST(GemmEpilogue, TheWgmmaKernelTakesTensorMaps) {
   //   nvcc -arch=sm_90a -std=c++17 -include cstdio -I<dir> -I gpu_codegen/prelude -cubin <dir>/gemm_tma.cu
   if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP"))
     std::ofstream(std::string(dir) + "/gemm_tma.cu") << gemm_module_preamble() << "\n" << *text;
+}
+
+TEST(GemmEpilogue, Float8OperandsScaleTheSumBeforeTheBias) {
+  const KernelPtr k = scheduled(gelu_bias(16, 64, DType::BFloat16));
+  GemmProblem p = problem();
+  p.fp8 = true, p.bias = true, p.scale_b = GemmProblem::Scale::PerRow;
+  EXPECT_TRUE(gemm_tiles(p, 80).empty());
+  const std::vector<GemmTile> tiles = gemm_tiles(p, 90);
+  ASSERT_EQ(tiles.size(), 3u);  // the wgmma kernel's alone
+  auto text = print_gemm_epilogue_kernel(*k, "x", p, tiles[0], "gemm_test_5");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {
+      "const cppi_bf16* gemm_bias, const float* gemm_scale_a, const float* gemm_scale_b)",
+      "gemm_value = cppi_float_to_bf16((gemm_acc * (gemm_scale_a[0] * gemm_scale_b[gemm_n]) + "
+      "cppi_bf16_to_float(gemm_bias[gemm_n])))",
+      "SwappedConfig<16, 1, 4, 1, 2, 2, false, true, true>>(gemm_a_map, gemm_b_map, 16, 64, 128, epilogue",
+  });
+  GemmProblem odd = p;
+  odd.lda = odd.ldb = odd.k = 136;  // the copy engine's row strides: multiples of 16 bytes
+  EXPECT_TRUE(gemm_tiles(odd, 90).empty());
+  if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP"))
+    std::ofstream(std::string(dir) + "/gemm_fp8.cu") << gemm_module_preamble() << "\n" << *text;
 }
 
 TEST(GemmEpilogue, RefusesToPrintAKernelThatDoesNotQualify) {
