@@ -21,7 +21,8 @@ import torch.fx
 from . import _C, autotune, cudagraphs, debug, repro
 from .decompositions import decomposition_table
 from .graph_passes import (channels_last_convolutions, dense_attention_masks, fold_constant_device_copies,
-                           peel_convolution_bias, reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last)
+                           peel_convolution_bias, reinplace_input_scatters, unfuse_addmm_bias, wants_channels_last,
+                           wants_unfused_addmm)
 from .export import export_graph
 from .options import Options, parse_options
 from .runtime import CompiledFunction, configure_cpu_runtime, configure_cuda_runtime
@@ -62,7 +63,7 @@ def rewrite_aten_graph(gm: torch.fx.GraphModule, options: Options | dict, kind: 
     fold_constant_device_copies(gm)
     if kind == "inference" and wants_channels_last(gm, options.get("layout_optimization", "auto"), cuda):
         channels_last_convolutions(gm)
-    if options.get("unfuse_addmm_bias", True):
+    if wants_unfused_addmm(gm, options.get("unfuse_addmm_bias", "auto"), cuda):
         unfuse_addmm_bias(gm)
     peel_convolution_bias(gm)
     reinplace_input_scatters(gm, input_copies)

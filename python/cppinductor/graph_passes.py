@@ -3,14 +3,12 @@
 `unfuse_addmm_bias`, the pass Inductor runs on GPUs as
 `unfuse_bias_add_to_pointwise`: an `addmm(bias, a, b)` whose every use is
 pointwise becomes `mm(a, b) + bias`, so the bias add fuses into the kernel
-that reads the product anyway.
-
-Why it pays on both devices:
-- CPU: ATen's addmm first copies the broadcast bias into the whole output and
-  then runs the GEMM with beta=1, reading it back. For a transformer block's
-  fc1 that is 8 MB written and read for a 2048-float bias.
-- CUDA: cuBLAS's plain GEMM picks the tiles Inductor's does (its bias epilogue
-  picked slower ones for two of the transformer's GEMMs).
+that reads the product anyway. On CUDA cuBLAS's plain GEMM picks the tiles
+Inductor's does (its bias epilogue picked slower ones for two of the
+transformer's GEMMs). On the CPU it is off by default, as in Inductor: MKL's
+addmm there (the bias copied into the output, then the GEMM with beta=1) ran
+as fast or faster than mm followed by our kernel's add in every model and
+workload measured (docs/benchmark-notes.md, stop 60).
 
 Half-precision addmm stays whole: its bias is added to the float accumulator
 before the one rounding, where mm + add would round twice.
@@ -106,6 +104,16 @@ def _rewrite_each(gm: torch.fx.GraphModule, target: Any,
     if rewritten:
         gm.recompile()
     return rewritten
+
+
+def wants_unfused_addmm(gm: torch.fx.GraphModule, choice: bool | str, cuda: bool | None = None) -> bool:
+    """Option unfuse_addmm_bias for a graph: True, False, or "auto" (graphs
+    whose addmms run on CUDA; `cuda` None: as their values say)."""
+    if choice == "auto":
+        return any(n.meta["val"].is_cuda if cuda is None else cuda
+                   for n in gm.graph.find_nodes(op="call_function", target=aten.addmm.default)
+                   if isinstance(n.meta.get("val"), torch.Tensor))
+    return choice is True
 
 
 def unfuse_addmm_bias(gm: torch.fx.GraphModule) -> int:

@@ -28,7 +28,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "debug_dir": (str, "dump every compiled graph's stages here (like CPPINDUCTOR_DEBUG_DIR)"),
     "dump_code": (bool, "log generated code to the cppinductor.output_code logger"),
     "fuse": (bool, "fuse loops (turn off to debug fusion)"),
-    "unfuse_addmm_bias": (bool, "run a float addmm whose uses are all pointwise as mm + a bias add fused into them"),
+    "unfuse_addmm_bias": (("auto", True, False), "run a float addmm whose uses are all pointwise as mm + a bias add "
+                                                 "fused into them (auto, the default: in CUDA graphs)"),
     "cuda_fast_compile": (("default", "off", "min", "mid", "max"),
                           "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
     "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "

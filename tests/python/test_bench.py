@@ -382,7 +382,7 @@ def test_gemm_suite_reports_tflops_and_leaves_fp8_to_cuda(capsys):
     cpu = [w.name for w in select(None, quick=False, suite="gemm")]
     cuda = [w.name for w in select(None, quick=False, suite="gemm", device="cuda")]
     assert cpu[:2] == ["mm_relu_m1", "addmm_gelu_m1"] and "bmm_scale" in cpu
-    assert [n for n in cuda if n not in cpu] == ["scaled_mm_relu_m16", "scaled_mm_relu_large"]
+    assert [n for n in cuda if n not in cpu] == ["scaled_mm_relu_m16", "scaled_mm_relu_m64", "scaled_mm_relu_large"]
     assert main(["--suite", "gemm", "--size", "tiny", "--only", "addmm_gelu_m16,bmm_scale", "--backends",
                  "cppinductor", "--fresh-process", "none", "--no-progress"]) == 0
     out = capsys.readouterr().out

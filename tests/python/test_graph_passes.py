@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from conftest import requires_cuda
+from cppinductor.graph_passes import wants_unfused_addmm
 from kernel_counts import Program, cppinductor_counts
 
 
@@ -56,29 +57,46 @@ def _returned_too(y):
     return y, torch.relu(y)  # the product itself is an output
 
 
+UNFUSE = {"unfuse_addmm_bias": True}  # these CPU graphs' default is off (auto: CUDA graphs only)
+
+
 def test_pointwise_uses_run_mm_and_fuse_the_bias():
-    counts = cppinductor_counts(_linear_then(_gelu_3d))
+    counts = cppinductor_counts(_linear_then(_gelu_3d, options=UNFUSE))
     assert counts.externs == ["aten.mm.default"], counts.externs
     assert counts.kernels == 1, counts.describe()  # bias add, gelu and * 2 in one kernel
 
 
 def test_a_reduction_use_keeps_addmm():
-    assert cppinductor_counts(_linear_then(_row_softmax)).externs == ["aten.addmm.default"]
+    assert cppinductor_counts(_linear_then(_row_softmax, options=UNFUSE)).externs == ["aten.addmm.default"]
 
 
 def test_a_returned_product_keeps_addmm():
-    assert cppinductor_counts(_linear_then(_returned_too)).externs == ["aten.addmm.default"]
+    assert cppinductor_counts(_linear_then(_returned_too, options=UNFUSE)).externs == ["aten.addmm.default"]
 
 
 def test_half_precision_keeps_addmm():
     # addmm adds the bias to the float accumulator before its one rounding;
     # mm + add would round twice.
-    assert cppinductor_counts(_linear_then(_relu, dtype=torch.bfloat16)).externs == ["aten.addmm.default"]
+    counts = cppinductor_counts(_linear_then(_relu, dtype=torch.bfloat16, options=UNFUSE))
+    assert counts.externs == ["aten.addmm.default"]
 
 
-def test_the_option_turns_it_off():
+def test_cpu_graphs_keep_addmm_by_default():
+    assert cppinductor_counts(_linear_then(_relu)).externs == ["aten.addmm.default"]
     counts = cppinductor_counts(_linear_then(_relu, options={"unfuse_addmm_bias": False}))
     assert counts.externs == ["aten.addmm.default"]
+
+
+def test_auto_unfuses_cuda_graphs_only():
+    gm = torch.fx.symbolic_trace(lambda b, x, w: torch.ops.aten.addmm.default(b, x, w))
+    val = torch.empty(4, 4, device="meta")
+    for node in gm.graph.nodes:
+        if node.op == "call_function":
+            node.meta["val"] = val
+    assert not wants_unfused_addmm(gm, "auto")  # a meta (not CUDA) value
+    assert wants_unfused_addmm(gm, "auto", cuda=True)
+    assert not wants_unfused_addmm(gm, "auto", cuda=False)
+    assert wants_unfused_addmm(gm, True, cuda=False) and not wants_unfused_addmm(gm, False, cuda=True)
 
 
 def _gelu(y):
@@ -89,8 +107,8 @@ def test_training_unfuses_only_what_the_backward_does_not_save():
     # relu's backward reads relu's output, so the product has one pointwise
     # use; gelu's backward reads the product itself, a forward output.
     # Gradients match eager either way (check_model).
-    assert "aten.addmm.default" not in cppinductor_counts(_linear_then(_relu, grad=True)).externs
-    assert "aten.addmm.default" in cppinductor_counts(_linear_then(_gelu, grad=True)).externs
+    assert "aten.addmm.default" not in cppinductor_counts(_linear_then(_relu, grad=True, options=UNFUSE)).externs
+    assert "aten.addmm.default" in cppinductor_counts(_linear_then(_gelu, grad=True, options=UNFUSE)).externs
 
 
 # --- channels-last convolutions (layout_optimization) ------------------------------------------------
