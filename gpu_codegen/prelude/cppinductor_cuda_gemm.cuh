@@ -580,17 +580,19 @@ __device__ __forceinline__ void gemm_skinny_n(const uint16_t* a, const uint16_t*
 // 64-row side: each consumer warpgroup owns 64 rows of B (64 output columns
 // n) and multiplies them by A's M rows padded to MN (wgmma's n: 8, 16, 32 or
 // 64), so C's transpose comes out of the MMA, MN / 2 accumulators a thread.
-// One thread of the producer warpgroup copies each K slice of 64 (128 bytes
-// a row, the 128-byte swizzle) of the block's B rows and of A into one of
-// STAGES shared buffers with two 2D tensor-map copies on that stage's "full"
-// mbarrier; the consumers wait on it, run four k16 wgmmas per warpgroup, and
-// arrive on the stage's "empty" barrier, which the producer waits on before
-// refilling it. Bytes in flight are the stages' (no registers hold them).
-// Rows and k past the matrices are the copy engine's zeros. SPLIT_K blocks
-// along K (blockIdx.y) split the slices and are combined as in the tile
-// kernel. The tensor maps (cuTensorMapEncodeTiled, 128-byte swizzle, boxes
-// 64 elements wide) are built on the host: A's box MN rows of 64 k, B's 64 *
-// CONSUMERS rows of 64 k (K-contiguous B) or 64 k rows of 64 columns.
+// One thread of the producer warpgroup copies each stage (BOXES boxes of
+// 128 bytes of k a row, the 128-byte swizzle) of the block's B rows and of A
+// into one of STAGES shared buffers with 2D tensor-map copies on that stage's
+// "full" mbarrier; the consumers wait on it, run four wgmmas a box per
+// warpgroup, and arrive on the stage's "empty" barrier, which the producer
+// waits on before refilling it. Bytes in flight are the stages' (no registers
+// hold them). Rows and k past the matrices are the copy engine's zeros. The
+// blocks along y split the stages: CLUSTER blocks of a cluster add their
+// sums through shared memory, SPLIT_K clusters through global memory as the
+// tile kernel does. The tensor maps (cuTensorMapEncodeTiled, 128-byte
+// swizzle, boxes 128 bytes wide) are built on the host: A's box MN rows of
+// k, B's 64 * CONSUMERS rows of k (K-contiguous B) or 64 k rows of 64
+// columns.
 // ---------------------------------------------------------------------------
 
 /// The 128 opaque bytes of a CUtensorMap, filled by cuTensorMapEncodeTiled
