@@ -364,7 +364,10 @@ def skinny_n_for(m: int) -> list[SkinnyN]:
             SkinnyN(4, 8, 4, 2), SkinnyN(4, 16, 2)]
 
 
-def tiles_for(m: int, b_k_contiguous: bool = True) -> list[Tile | Skinny | Swapped | SkinnyN]:
+def tiles_for(m: int, b_k_contiguous: bool = True, fp8: bool = False) -> list[Tile | Skinny | Swapped | SkinnyN]:
+    """The configurations probed at M = m (FP8: the Hopper kernel's alone)."""
+    if fp8:
+        return [replace(t, fp8=True) for t in swapped_for(m)]
     skinny = (swapped_for(m) + (skinny_for(m) if b_k_contiguous else skinny_n_for(m))) if m <= 64 else []
     return skinny + _tile_configs(m)
 
@@ -442,7 +445,7 @@ def probe(m: int, k: int, n: int, epilogue: str, b_k_contiguous: bool, cold: boo
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     copies = math.ceil(2 * l2 / (b.element_size() * n * k)) if cold else 0
     bs = [b] + [b.clone(memory_format=torch.preserve_format) for _ in range(copies)]
-    tiles = [replace(t, fp8=True) for t in swapped_for(m)] if fp8 else tiles_for(m, b_k_contiguous)
+    tiles = tiles_for(m, b_k_contiguous, fp8)
     ptx, nvrtc_s = compile_ptx(source(tiles, epilogue, b_k_contiguous))
     module = Module(ptx)
     fns = {"eager": in_turn([lambda b=b: reference_fn(a, b, extra) for b in bs]),

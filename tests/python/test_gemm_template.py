@@ -1,7 +1,8 @@
 """The GEMM template (gpu_codegen/prelude/cppinductor_cuda_gemm.cuh) compiles
-for sm_90 in every tile configuration and epilogue gpu_codegen/tools/
-gemm_probe.py measures, for both layouts of B, with no register spills in the
-small-M kernel's configurations (the ones meant to stream B at full bandwidth). Needs
+for sm_90a in every tile configuration and epilogue gpu_codegen/tools/
+gemm_probe.py measures, for both layouts of B and FP8, with no register spills
+in the small-M and Hopper kernels' configurations (the ones meant to stream B
+at full bandwidth). Needs
 the CUDA toolkit's nvcc (skipped without it); its results and speed are
 checked on a GPU by gemm_probe.py (docs/gemm-templates.md)."""
 
@@ -22,12 +23,14 @@ NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if pathlib.Path("/usr
 pytestmark = pytest.mark.skipif(NVCC is None, reason="needs the CUDA toolkit's nvcc")
 
 
-@pytest.mark.parametrize("shape", ["m1", "m16_gelu", "m16_gelu_n", "m1_n", "m64_gelu", "m64_residual", "m8192_gelu"])
+@pytest.mark.parametrize("shape", ["m1", "m16_gelu", "m16_gelu_n", "m1_n", "m64_gelu", "m64_residual", "m8192_gelu",
+                                   "f8_m16", "f8_m64"])
 def test_every_probe_configuration_compiles(shape, tmp_path):
     import gemm_probe
 
     m, _, _, epilogue, b_k_contiguous = gemm_probe.SHAPES[shape]
-    tiles = gemm_probe.tiles_for(m, b_k_contiguous)
+    fp8 = epilogue == "scaled_relu"
+    tiles = gemm_probe.tiles_for(m, b_k_contiguous, fp8)
     src = tmp_path / "gemm.cu"
     src.write_text(gemm_probe.source(tiles, epilogue, b_k_contiguous))
     result = subprocess.run([NVCC, "-arch=sm_90a", "-std=c++17", f"-I{ROOT / 'gpu_codegen/prelude'}", "-cubin",
@@ -39,6 +42,7 @@ def test_every_probe_configuration_compiles(shape, tmp_path):
     # Per kernel: "Compiling entry function 'kN'", its properties' line, then its stack and spills.
     spills = {int(k): int(n) for k, n in re.findall(
         r"entry function 'k(\d+)'[^\n]*\n[^\n]*\n\s*\d+ bytes stack frame, (\d+) bytes spill stores", result.stderr)}
-    skinny = [i for i, t in enumerate(tiles) if isinstance(t, (gemm_probe.Skinny, gemm_probe.SkinnyN))]
-    assert bool(skinny) == (m <= 64 and b_k_contiguous or m <= 16)
-    assert all(spills[i] == 0 for i in skinny), (spills, result.stderr[-3000:])
+    streaming = [i for i, t in enumerate(tiles)
+                 if isinstance(t, (gemm_probe.Skinny, gemm_probe.SkinnyN, gemm_probe.Swapped))]
+    assert bool(streaming) == (m <= 64)
+    assert all(spills[i] == 0 for i in streaming), (spills, result.stderr[-3000:])
