@@ -29,8 +29,7 @@ Status encode_tensor_map(void* map, const void* base, int64_t rows, int64_t cols
   const std::uint32_t element_strides[2] = {1, 1};
   const CUresult r = api.value()->cuTensorMapEncodeTiled(
       static_cast<CUtensorMap_st*>(map), fp8 ? kUInt8 : half ? kFloat16 : kBFloat16, 2, const_cast<void*>(base), dims,
-      strides, box,
-      element_strides, kInterleaveNone, kSwizzle128B, kL2Promotion256B, kOobFillNone);
+      strides, box, element_strides, kInterleaveNone, kSwizzle128B, kL2Promotion256B, kOobFillNone);
   if (r != cu::CUDA_SUCCESS) return Error::internal(cuda_error_text(*api.value(), r, "cuTensorMapEncodeTiled"));
   return Status::success();
 }
@@ -52,10 +51,10 @@ void CudaGemmKernelHandle::run(void* const* buffers, const int64_t* symbols, uin
     lock.lock();  // held through the launch, which copies the maps
     if (mapped_[0] != a || mapped_[1] != b) {
       mapped_[0] = mapped_[1] = nullptr;
-      for (Status s :
-           {encode_tensor_map(maps_[0].bytes.data(), a, m.m, m.k, m.lda, m.a_rows, m.half, m.fp8),
-            m.b_k_contiguous ? encode_tensor_map(maps_[1].bytes.data(), b, m.n, m.k, m.ldb, m.b_rows, m.half, m.fp8)
-                             : encode_tensor_map(maps_[1].bytes.data(), b, m.k, m.n, m.ldb, m.b_rows, m.half, m.fp8)})
+      // B is stored N x K (K-contiguous) or K x N.
+      const int64_t b_height = m.b_k_contiguous ? m.n : m.k, b_width = m.b_k_contiguous ? m.k : m.n;
+      for (Status s : {encode_tensor_map(maps_[0].bytes.data(), a, m.m, m.k, m.lda, m.a_rows, m.half, m.fp8),
+                       encode_tensor_map(maps_[1].bytes.data(), b, b_height, b_width, m.ldb, m.b_rows, m.half, m.fp8)})
         if (!s.ok()) throw CompilerError(s.error());
       mapped_[0] = a, mapped_[1] = b;
     }

@@ -35,8 +35,8 @@ int GemmTile::shared_bytes() const {
   switch (kind) {
     case Kind::Skinny: return warps * nw * 4 * 32 * 4;  // the cross-warp sums
     case Kind::SkinnyN: return warps * vec * 4 * 32 * 4;
-    case Kind::Tma:  // cppi_gemm::SwappedConfig::SHARED_BYTES
-      return stages * boxes * (64 * consumers + mn) * 64 * 2 + 2 * stages * 8 + 1024;
+    case Kind::Tma:  // cppi_gemm::SwappedConfig::SHARED_BYTES: 128-byte box rows of B and A, barriers, alignment
+      return stages * boxes * (64 * consumers + mn) * 128 + 2 * stages * 8 + 1024;
   }
   return 0;
 }
@@ -65,20 +65,19 @@ std::vector<GemmTile> gemm_tiles(const GemmProblem& p, int compute_capability) {
   if (p.k % 8 != 0 || p.lda % 8 != 0 || p.ldb % 8 != 0 || p.lda < p.k) return {};
   if (p.dtype != DType::BFloat16 && p.dtype != DType::Float16) return {};
   if (p.b_k_contiguous ? p.ldb < p.k : p.n % 8 != 0 || p.ldb < p.n) return {};
-  std::vector<GemmTile> tiles;
   // The winners of the H200's cold-weights probe (docs/gemm-templates.md).
-  if (p.fp8) {
-    // the wgmma kernel's alone, below
-  } else if (p.m <= 16 && !p.b_k_contiguous) {
-    // All of 32-column blocks (at N = 4096, 128 of them fill the SMs once).
-    tiles = {GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2), GemmTile::skinny_n(4, 8, 2)};
-  } else if (p.m <= 16) {
-    // Narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
-    // 4096), wider ones with the L2 prefetch where that leaves a partial wave
-    // (N = 11008), and the plain wide block.
-    tiles = {GemmTile::skinny(2, 8, 4, true, 2), GemmTile::skinny(4, 8, 4, true, 1),
-             GemmTile::skinny(4, 8, 4, false, 1)};
-  }
+  // The small-M kernels (16-bit only): for N-contiguous B, all of 32-column
+  // blocks (at N = 4096, 128 of them fill the SMs once); for K-contiguous B,
+  // narrow blocks two to an SM where N / 16 blocks fill the SMs once (N =
+  // 4096), wider ones with the L2 prefetch where that leaves a partial wave
+  // (N = 11008), and the plain wide block.
+  std::vector<GemmTile> tiles;
+  if (!p.fp8 && p.m <= 16)
+    tiles = p.b_k_contiguous ? std::vector<GemmTile>{GemmTile::skinny(2, 8, 4, true, 2),
+                                                     GemmTile::skinny(4, 8, 4, true, 1),
+                                                     GemmTile::skinny(4, 8, 4, false, 1)}
+                             : std::vector<GemmTile>{GemmTile::skinny_n(4, 8, 4), GemmTile::skinny_n(4, 16, 2),
+                                                     GemmTile::skinny_n(4, 8, 2)};
   if (compute_capability == 90) {
     // A block per 64 rows of B and two blocks of a cluster along K where N /
     // 64 leaves SMs idle (N = 4096); two warpgroups a block where it gives
@@ -174,9 +173,7 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
   if ((tile.kind == GemmTile::Kind::SkinnyN && p.b_k_contiguous) ||
       (tile.kind == GemmTile::Kind::Skinny && !p.b_k_contiguous))
     return Error::internal(cat("kernel ", k.name, ": a ", tile.describe(), " tile for the other layout of B"));
-  if (tile.kind == GemmTile::Kind::SkinnyN && p.m > 16)
-    return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
-  if (tile.kind == GemmTile::Kind::Skinny && p.m > 16)
+  if (tile.kind != GemmTile::Kind::Tma && p.m > 16)
     return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for the 16-row ", tile.describe()));
   if (tile.kind == GemmTile::Kind::Tma && (p.m > tile.mn || p.m > 64))
     return Error::internal(cat("kernel ", k.name, ": ", p.m, " rows for ", tile.describe()));

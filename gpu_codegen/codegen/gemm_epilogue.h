@@ -40,8 +40,8 @@ struct GemmProblem {
   Scale scale_a = Scale::One, scale_b = Scale::One;
 };
 
-/// One configuration of the GEMM template's kernels. None splits K across
-/// launches' state (no workspace, no counters), so they keep no state between
+/// One configuration of the GEMM template's kernels. None splits K through
+/// global memory (no workspace, no counters): they keep no state between
 /// launches.
 struct GemmTile {
   enum class Kind {
@@ -59,7 +59,7 @@ struct GemmTile {
   int mn = 0;             // Tma: wgmma's n, A's rows padded to 8, 16, 32 or 64
   int consumers = 1;      // Tma: warpgroups of 64 rows of B per block
   int stages = 4;         // Tma: shared buffers in flight
-  int boxes = 2;          // Tma: 64-k boxes per stage
+  int boxes = 2;          // Tma: boxes of 128 bytes of k (64 16-bit or 128 FP8 elements) per stage
   int cluster = 1;        // Tma: blocks splitting K, summed through shared memory
 
   static GemmTile skinny(int nw, int warps, int unroll, bool prefetch, int min_blocks);
