@@ -637,56 +637,63 @@ __device__ __forceinline__ void copy_box(void* shared, const TensorMap& map, uin
 /// 64 columns of M a row; one row's width is all of wgmma's 64): the step
 /// moves 16 rows (2048 bytes) and the next 8 k are 1024 bytes on, which both
 /// offset fields give (the other one has no second 64 columns to reach).
+/// Wider MN-major operands (B of up to 256 columns) keep each 64 columns'
+/// rows in a box of their own, `columns_apart` bytes from the next.
 template <bool MN_MAJOR = false>
-__device__ __forceinline__ uint64_t swizzled_operand(const void* tile) {
+__device__ __forceinline__ uint64_t swizzled_operand(const void* tile, uint64_t columns_apart = 1024) {
   const uint64_t address = shared_address(tile);
-  constexpr uint64_t leading = MN_MAJOR ? 1024 : 16, stride = 1024;
+  const uint64_t leading = MN_MAJOR ? columns_apart : 16, stride = 1024;
   return ((address & 0x3FFFF) >> 4) | ((leading >> 4) << 16) | ((stride >> 4) << 32) | (uint64_t(1) << 62);
 }
 
-template <int N, bool HALF, bool A_MN_MAJOR = false>
-struct Wgmma;  // d (64 x N, float) += a (64 x 16) * b (16 x N), both from shared memory
+template <int N, bool HALF, bool A_MN_MAJOR = false, bool B_MN_MAJOR = false>
+struct Wgmma;  // d (64 x N, float) = a (64 x 16) * b (16 x N) (+ d unless scale_d is 0), both from shared memory
 
 // A_MN_MAJOR: a's 64 rows are contiguous in shared memory (wgmma's transposed
-// A; 16-bit types only), else its 16 k are.
-#define CPPI_GEMM_WGMMA_TYPE(N_, HALF_, TYPE, LIST, A, B, SCALE, TRANS, ...)                                   \
-  template <bool A_MN_MAJOR>                                                                                     \
-  struct Wgmma<N_, HALF_, A_MN_MAJOR> {                                                                          \
-    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {                               \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ \
-                   "k16.f32." TYPE "." TYPE " " LIST ", " A ", " B ", p, 1, 1, " TRANS ", 0;\n}\n"             \
-                   : __VA_ARGS__                                                                                 \
-                   : "l"(a), "l"(b), "r"(1), "n"(A_MN_MAJOR ? 1 : 0));                                          \
-    }                                                                                                            \
+// A; 16-bit types only), else its 16 k are; B_MN_MAJOR likewise for b's N
+// columns.
+#define CPPI_GEMM_WGMMA_TYPE(N_, HALF_, TYPE, LIST, A, B, SCALE, TRANS_A, TRANS_B, ...)                                \
+  template <bool A_MN_MAJOR, bool B_MN_MAJOR>                                                                          \
+  struct Wgmma<N_, HALF_, A_MN_MAJOR, B_MN_MAJOR> {                                                                    \
+    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b, int scale_d = 1) {                    \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_       \
+                   "k16.f32." TYPE "." TYPE " " LIST ", " A ", " B ", p, 1, 1, " TRANS_A ", " TRANS_B ";\n}\n"     \
+                   : __VA_ARGS__                                                                                       \
+                   : "l"(a), "l"(b), "r"(scale_d), "n"(A_MN_MAJOR ? 1 : 0), "n"(B_MN_MAJOR ? 1 : 0));               \
+    }                                                                                                                  \
   };
-#define CPPI_GEMM_WGMMA(N_, LIST, A, B, SCALE, TRANS, ...)                           \
-  CPPI_GEMM_WGMMA_TYPE(N_, false, "bf16", LIST, A, B, SCALE, TRANS, __VA_ARGS__) \
-  CPPI_GEMM_WGMMA_TYPE(N_, true, "f16", LIST, A, B, SCALE, TRANS, __VA_ARGS__)
-CPPI_GEMM_WGMMA(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "%7", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
-CPPI_GEMM_WGMMA(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "%11", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
-CPPI_GEMM_WGMMA(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "%19", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
-CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "%35", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+#define CPPI_GEMM_WGMMA(N_, LIST, A, B, SCALE, TRANS_A, TRANS_B, ...)                           \
+  CPPI_GEMM_WGMMA_TYPE(N_, false, "bf16", LIST, A, B, SCALE, TRANS_A, TRANS_B, __VA_ARGS__) \
+  CPPI_GEMM_WGMMA_TYPE(N_, true, "f16", LIST, A, B, SCALE, TRANS_A, TRANS_B, __VA_ARGS__)
+CPPI_GEMM_WGMMA(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "%7", "%8", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
+CPPI_GEMM_WGMMA(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "%11", "%12", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
+CPPI_GEMM_WGMMA(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "%19", "%20", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
+CPPI_GEMM_WGMMA(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "%35", "%36", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+CPPI_GEMM_WGMMA(128, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}", "%64", "%65", "%66", "%67", "%68", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]))
+CPPI_GEMM_WGMMA(256, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}", "%128", "%129", "%130", "%131", "%132", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]))
 #undef CPPI_GEMM_WGMMA
 #undef CPPI_GEMM_WGMMA_TYPE
 
 template <int N>
-struct WgmmaFp8;  // d (64 x N, float) += a (64 x 32) * b (32 x N), float8_e4m3fn, both K-major in shared memory
+struct WgmmaFp8;  // d (64 x N, float) = a (64 x 32) * b (32 x N) (+ d unless scale_d is 0), float8_e4m3fn, both K-major in shared memory
 
 #define CPPI_GEMM_WGMMA_FP8(N_, LIST, A, B, SCALE, ...)                                                    \
   template <>                                                                                             \
   struct WgmmaFp8<N_> {                                                                                   \
-    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b) {                        \
+    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b, int scale_d = 1) {       \
       asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE                                             \
                    ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ "k32.f32.e4m3.e4m3 " LIST ", " A ", " B \
                    ", p, 1, 1;\n}\n"                                                                      \
                    : __VA_ARGS__                                                                          \
-                   : "l"(a), "l"(b), "r"(1));                                                             \
+                   : "l"(a), "l"(b), "r"(scale_d));                                                       \
     }                                                                                                     \
   };
 CPPI_GEMM_WGMMA_FP8(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
 CPPI_GEMM_WGMMA_FP8(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
 CPPI_GEMM_WGMMA_FP8(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
 CPPI_GEMM_WGMMA_FP8(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}", "%32", "%33", "%34", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]))
+CPPI_GEMM_WGMMA_FP8(128, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}", "%64", "%65", "%66", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]))
+CPPI_GEMM_WGMMA_FP8(256, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}", "%128", "%129", "%130", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]))
 #undef CPPI_GEMM_WGMMA_FP8
 
 /// Keeps the compiler from moving reads or writes of the accumulators across
@@ -861,6 +868,233 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
       !combine_splits<C::SPLIT_K>(each, blockIdx.y / C::CLUSTER, M, N, workspace, counters + blockIdx.x))
     return;
   each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+}
+
+// ---------------------------------------------------------------------------
+// The Hopper kernel for any M (sm_90): A and B both by the copy engine, wgmma
+// with A's rows on its 64-row side, persistent blocks.
+//
+// A block computes tiles of BM = 64 x CONSUMERS rows and BN columns of C, one
+// after another: gridDim.x blocks (clusters: one per SM) walk the tiles,
+// numbered in groups of GROUP_M rows of tiles so that the blocks running
+// together share their A rows and B columns in the L2. One producer thread
+// fills STAGES shared buffers, each with 128 bytes of k (64 16-bit or 128 FP8
+// elements) of A's BM rows and of B's BN columns, and runs on into the next
+// tile while the consumers run this one's epilogue. Consumer warpgroup g
+// multiplies rows 64 g .. 64 g + 63 by all BN columns (m64nBN), keeps one
+// stage's wgmmas in flight and releases the stage before.
+//
+// CLUSTER = 2: the two blocks of a cluster (along y; the kernel is declared
+// __cluster_dims__(1, 2, 1)) take vertically adjacent tiles, which read the
+// same B columns: each block loads half of B's box rows and the copy engine
+// writes them into both blocks' shared memory (multicast), so each SM reads a
+// third less from the L2. A stage is refilled once the consumers of both
+// blocks have released it.
+//
+// Measured against cuBLAS in docs/gemm-templates.md; not yet among
+// max-autotune's candidates (gemm_epilogue.h's GemmTile has no kind for it).
+//
+// FP8 (e4m3): each stage's sums go to registers of their own and are added
+// to the tile's in float32, as the small-M kernel's, so the wgmmas of a stage
+// finish before the next's start.
+// ---------------------------------------------------------------------------
+
+template <int BN_, int CONSUMERS_, int STAGES_, int CLUSTER_, bool HALF_, bool B_K_CONTIGUOUS_ = true,
+          bool FP8_ = false, int GROUP_M_ = 8, bool STAGED_ = true>
+struct TmaConfig {
+  static constexpr int BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, GROUP_M = GROUP_M_;
+  /// The epilogue reads the tile through shared memory, 32 columns at a
+  /// time: a warp's lanes take 32 consecutive columns of a row, so its
+  /// loads and stores of C's row-major buffers are whole sectors.
+  static constexpr bool STAGED = STAGED_;
+  static constexpr int STAGED_ROW = 33;  // floats: a row of 32 and a pad (the transposed writes miss one bank)
+  static constexpr bool HALF = HALF_;
+  /// B stored N x K (K-contiguous: one box of BN / CLUSTER rows per block
+  /// and stage), else K x N: boxes of 64 k rows of 64 columns, wgmma's
+  /// MN-major B, BN / 64 / CLUSTER of them per block and stage.
+  static constexpr bool B_K_CONTIGUOUS = B_K_CONTIGUOUS_;
+  static constexpr bool FP8 = FP8_;
+  static_assert(BN == 64 || BN == 128 || BN == 256, "B's columns: whole boxes of 64, a Wgmma specialisation");
+  static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN >= 128), "a cluster of two shares B's boxes half and half");
+  static_assert(!FP8 || (B_K_CONTIGUOUS && BN <= 128), "FP8: K-major operands, and a stage's sums beside the tile's");
+  static constexpr int BM = 64 * CONSUMERS;
+  static constexpr int BOX_K = FP8 ? 128 : 64;  // k per 128-byte box row
+  static constexpr int THREADS = 128 * (CONSUMERS + 1);  // the last warpgroup produces
+  static constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;  // multiples of 1024: swizzle atoms stay aligned
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int STAGED_BYTES = STAGED ? 4 * CONSUMERS * 16 * STAGED_ROW * 4 : 0;  // 16 rows per warp
+  static constexpr int SHARED_BYTES = STAGES * STAGE_BYTES + STAGED_BYTES + 2 * STAGES * 8 + 1024;  // + barriers, alignment
+};
+
+/// copy_box into the same place of the shared memory of each block of the
+/// cluster in `blocks` (a bit per rank), completing on each one's `bar`.
+__device__ __forceinline__ void copy_box_to_cluster(void* shared, const TensorMap& map, uint64_t* bar, int x, int y,
+                                                    uint16_t blocks) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(shared_address(shared)),
+      "l"(reinterpret_cast<uint64_t>(&map)), "r"(x), "r"(y), "r"(shared_address(bar)), "h"(blocks)
+      : "memory");
+}
+/// An arrival on the barrier at `bar`'s place in block `rank` of the cluster.
+/// Its default semantics (release at the block's scope) order this warp's
+/// reads of the stage, which is all the other block's copies wait for;
+/// .release.cluster made every stage wait about a microsecond on the H200.
+__device__ __forceinline__ void barrier_arrive_in_block(uint64_t* bar, unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(bar)), "r"(rank));
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+template <class C, class Epilogue>
+__device__ __forceinline__ void gemm_tma(const TensorMap& a_map, const TensorMap& b_map, int64_t M, int64_t N,
+                                         int64_t K, const Epilogue& epi) {
+  extern __shared__ __align__(1024) unsigned char cppi_gemm_stages[];
+  unsigned char* stages = cppi_gemm_stages + ((1024 - (shared_address(cppi_gemm_stages) & 1023)) & 1023);
+  float* staged = reinterpret_cast<float*>(stages + C::STAGES * C::STAGE_BYTES);
+  uint64_t* full = reinterpret_cast<uint64_t*>(stages + C::STAGES * C::STAGE_BYTES + C::STAGED_BYTES);
+  uint64_t* empty = full + C::STAGES;
+  const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+  const unsigned rank = C::CLUSTER > 1 ? cluster_rank() : 0;
+  // Tiles of the cluster: CLUSTER x BM rows, BN columns.
+  const int64_t tiles_m = (M + C::CLUSTER * C::BM - 1) / (C::CLUSTER * C::BM), tiles_n = (N + C::BN - 1) / C::BN;
+  const int64_t tiles = tiles_m * tiles_n, k_blocks = (K + C::BOX_K - 1) / C::BOX_K;
+  // Tile t's first row (this block's) and column: down GROUP_M rows of tiles, then across.
+  const auto origin = [&](int64_t t, int64_t* m0, int64_t* n0) {
+    const int64_t per_group = C::GROUP_M * tiles_n, first = t / per_group * C::GROUP_M;
+    const int64_t rows = min(tiles_m - first, int64_t(C::GROUP_M));
+    *m0 = ((first + t % per_group % rows) * C::CLUSTER + rank) * C::BM;
+    *n0 = t % per_group / rows * C::BN;
+  };
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < C::STAGES; ++s) {
+      barrier_init(&full[s], 1);
+      barrier_init(&empty[s], 4 * C::CONSUMERS * C::CLUSTER);  // each consumer warp of the cluster, once
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (C::CLUSTER > 1)
+    cluster_sync();  // the other block's barriers are ready for this one's copies and arrivals
+  else
+    __syncthreads();
+
+  if (group == C::CONSUMERS) {
+    // Lane 0 of the first warp produces; its other lanes wait for it here,
+    // not at the cluster barrier below (a warp's lanes waiting there would
+    // hold back the one still producing).
+    if (warp == 0 && lane == 0) {
+      int64_t it = 0;  // stages filled, over all tiles
+      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int64_t m0, n0;
+        origin(t, &m0, &n0);
+        for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
+          const int s = it % C::STAGES;
+          if (it >= C::STAGES) barrier_wait(&empty[s], (it / C::STAGES - 1) & 1);
+          unsigned char* stage = stages + s * C::STAGE_BYTES;
+          barrier_expect_bytes(&full[s], C::STAGE_BYTES);  // A's box, and B's from every block of the cluster
+          const int k = int(kb * C::BOX_K);
+          copy_box(stage, a_map, &full[s], k, int(m0));
+          unsigned char* b_tile = stage + C::A_BYTES;
+          constexpr uint16_t everyone = (1 << C::CLUSTER) - 1;
+          if (C::B_K_CONTIGUOUS && C::CLUSTER == 1)
+            copy_box(b_tile, b_map, &full[s], k, int(n0));
+          else if (C::B_K_CONTIGUOUS)
+            copy_box_to_cluster(b_tile + rank * (C::B_BYTES / C::CLUSTER), b_map, &full[s], k,
+                                int(n0) + rank * (C::BN / C::CLUSTER), everyone);
+          else
+#pragma unroll
+            for (int c = 0; c < C::BN / 64; ++c) {
+              if (C::CLUSTER == 1)
+                copy_box(b_tile + c * 64 * 128, b_map, &full[s], int(n0) + 64 * c, k);
+              else if (c % C::CLUSTER == int(rank))
+                copy_box_to_cluster(b_tile + c * 64 * 128, b_map, &full[s], int(n0) + 64 * c, k, everyone);
+            }
+        }
+      }
+    }
+    __syncwarp();
+  } else {
+    float acc[C::BN / 2];
+    float part[C::FP8 ? C::BN / 2 : 1];  // FP8: this stage's sums
+    // A consumer warp's lane 0 releases a stage in every block of the cluster.
+    const auto release = [&](int s) {
+      if (lane != 0) return;
+      if (C::CLUSTER == 1)
+        barrier_arrive(&empty[s]);
+      else
+        for (int r = 0; r < C::CLUSTER; ++r) barrier_arrive_in_block(&empty[s], r);
+    };
+    int64_t it = 0;  // stages consumed, over all tiles
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int64_t m0, n0;
+      origin(t, &m0, &n0);
+      for (int64_t kb = 0; kb < k_blocks; ++kb, ++it) {
+        const int s = it % C::STAGES;
+        barrier_wait(&full[s], (it / C::STAGES) & 1);
+        const unsigned char* a_tile = stages + s * C::STAGE_BYTES + group * 64 * 128;
+        const unsigned char* b_tile = stages + s * C::STAGE_BYTES + C::A_BYTES;
+        pin(acc);
+        pin(part);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of k a step; the tile's first step starts the sums
+          if constexpr (C::FP8)
+            WgmmaFp8<C::BN>::run(part, swizzled_operand(a_tile + 32 * kk), swizzled_operand(b_tile + 32 * kk), kk > 0);
+          else if constexpr (C::B_K_CONTIGUOUS)
+            Wgmma<C::BN, C::HALF>::run(acc, swizzled_operand(a_tile + 32 * kk), swizzled_operand(b_tile + 32 * kk),
+                                       kb > 0 || kk > 0);
+          else
+            Wgmma<C::BN, C::HALF, false, true>::run(acc, swizzled_operand(a_tile + 32 * kk),
+                                                    swizzled_operand<true>(b_tile + 2048 * kk, 64 * 128),
+                                                    kb > 0 || kk > 0);
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        if constexpr (C::FP8) {
+          asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+          pin(part);
+#pragma unroll
+          for (int v = 0; v < C::BN / 2; ++v) acc[v] = kb > 0 ? acc[v] + part[v] : part[v];
+          release(s);
+        } else {
+          asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // the stage before is read
+          pin(acc);
+          if (kb > 0) release((it - 1) % C::STAGES);
+        }
+      }
+      if constexpr (!C::FP8) {
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+        pin(acc);
+        release((it - 1) % C::STAGES);
+      }
+      // Accumulator i of a thread: row 16 * warp + lane / 4 (+ 8) of the
+      // warpgroup's 64, column 8 * (i / 4) + 2 * (lane % 4) (+ 1).
+      const int64_t row = m0 + 64 * group + 16 * warp;
+      if constexpr (C::STAGED) {
+        float* mine = staged + (4 * group + warp) * 16 * C::STAGED_ROW;  // this warp's 16 rows
+#pragma unroll
+        for (int c = 0; c < C::BN / 32; ++c) {
+#pragma unroll
+          for (int i = 16 * c; i < 16 * (c + 1); ++i)
+            mine[(lane / 4 + 8 * ((i % 4) / 2)) * C::STAGED_ROW + 8 * (i / 4 - 4 * c) + 2 * (lane % 4) + i % 2] = acc[i];
+          __syncwarp();
+          const int64_t n = n0 + 32 * c + lane;
+#pragma unroll 4
+          for (int r = 0; r < 16; ++r)
+            if (row + r < M && n < N) epi(row + r, n, mine[r * C::STAGED_ROW + lane]);
+          __syncwarp();
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < C::BN / 2; ++i) {
+          const int64_t m = row + lane / 4 + 8 * ((i % 4) / 2), n = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+          if (m < M && n < N) epi(m, n, acc[i]);
+        }
+      }
+    }
+  }
+  // Neither block leaves while the other may still arrive on its barriers.
+  if (C::CLUSTER > 1) cluster_sync();
 }
 
 }  // namespace cppi_gemm
