@@ -101,8 +101,10 @@ std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, in
   if (a.kind != ValueInfo::Kind::Tensor || b.kind != ValueInfo::Kind::Tensor) return refuse("an operand is not a tensor");
   const TensorMeta& c = n.value.tensor;
   if (scaled) {
-    if (a.tensor.dtype != DType::Float8E4M3FN || b.tensor.dtype != DType::Float8E4M3FN)
-      return refuse("float8_e5m2 operands: the FP8 kernel takes float8_e4m3fn only");
+    if (!is_float8(a.tensor.dtype) || !is_float8(b.tensor.dtype)) return refuse("an operand is not float8");
+    // cuBLASLt (and so eager) multiplies no two e5m2 matrices.
+    if (a.tensor.dtype == DType::Float8E5M2 && b.tensor.dtype == DType::Float8E5M2)
+      return refuse("two float8_e5m2 operands, which torch._scaled_mm refuses");
   } else if (a.tensor.dtype != c.dtype || b.tensor.dtype != c.dtype) {
     return refuse("mixed dtypes");
   }
@@ -111,6 +113,7 @@ std::optional<GemmMatmul> gemm_template_matmul(const Graph& g, const Node& n, in
   if (la->first.size() != 2 || lb->first.size() != 2) return refuse("not two matrices");
   gpu::GemmProblem& p = mm.problem;
   p.m = la->first[0], p.k = la->first[1], p.n = lb->first[1], p.dtype = c.dtype, p.fp8 = scaled;
+  p.a_e5m2 = a.tensor.dtype == DType::Float8E5M2, p.b_e5m2 = b.tensor.dtype == DType::Float8E5M2;
   // A row-major (its row stride free), B K-contiguous or N-contiguous, C row-major contiguous.
   if (la->second[1] != 1) return refuse("A's rows are not contiguous");
   if (lc->second != std::vector<int64_t>{p.n, 1}) return refuse("its result is not row-major");

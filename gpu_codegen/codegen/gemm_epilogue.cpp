@@ -212,7 +212,10 @@ Expected<std::string> print_gemm_epilogue_kernel(const Kernel& k, const std::str
       case GemmTile::Kind::Tma:
         g.call = cat("cppi_gemm::gemm_tma_swapped<cppi_gemm::SwappedConfig<", tile.mn, ", ", tile.consumers, ", ",
                      tile.stages, ", 1, ", tile.boxes, ", ", tile.cluster, ", ", half, ", ",
-                     p.b_k_contiguous ? "true" : "false", ", ", p.fp8 ? "true" : "false", ">>(gemm_a_map, gemm_b_map, ",
+                     p.b_k_contiguous ? "true" : "false", ", ", p.fp8 ? "true" : "false",
+                     p.a_e5m2 || p.b_e5m2 ? cat(", ", p.a_e5m2 ? "true" : "false", ", ", p.b_e5m2 ? "true" : "false")
+                                          : std::string(),
+                     ">>(gemm_a_map, gemm_b_map, ",
                      sizes, ", epilogue, nullptr, nullptr);");
         break;
     }

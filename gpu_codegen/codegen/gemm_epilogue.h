@@ -34,8 +34,10 @@ struct GemmProblem {
   bool b_k_contiguous = true;
   /// torch._scaled_mm's: A and B of float8_e4m3fn (`dtype` is C's), the sum
   /// times scale_a and scale_b (float32: one value, or one per row of A / per
-  /// column of B) before the bias is added, as cuBLASLt scales it.
+  /// column of B) before the bias is added, as cuBLASLt scales it. a_e5m2,
+  /// b_e5m2: that operand float8_e5m2 instead.
   bool fp8 = false;
+  bool a_e5m2 = false, b_e5m2 = false;
   enum class Scale { One, PerRow };
   Scale scale_a = Scale::One, scale_b = Scale::One;
 };

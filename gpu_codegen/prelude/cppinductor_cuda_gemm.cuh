@@ -674,20 +674,25 @@ CPPI_GEMM_WGMMA(256, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %1
 #undef CPPI_GEMM_WGMMA
 #undef CPPI_GEMM_WGMMA_TYPE
 
-template <int N>
-struct WgmmaFp8;  // d (64 x N, float) = a (64 x 32) * b (32 x N) (+ d unless scale_d is 0), float8_e4m3fn, both K-major in shared memory
+template <int N, bool A_E5M2 = false, bool B_E5M2 = false>
+struct WgmmaFp8;  // d (64 x N, float) = a (64 x 32) * b (32 x N) (+ d unless scale_d is 0), float8_e4m3fn or (A_E5M2, B_E5M2) float8_e5m2, both K-major in shared memory
 
-#define CPPI_GEMM_WGMMA_FP8(N_, LIST, A, B, SCALE, ...)                                                    \
-  template <>                                                                                             \
-  struct WgmmaFp8<N_> {                                                                                   \
-    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b, int scale_d = 1) {       \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE                                             \
-                   ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ "k32.f32.e4m3.e4m3 " LIST ", " A ", " B \
-                   ", p, 1, 1;\n}\n"                                                                      \
-                   : __VA_ARGS__                                                                          \
-                   : "l"(a), "l"(b), "r"(scale_d));                                                       \
-    }                                                                                                     \
+#define CPPI_GEMM_WGMMA_FP8_TYPES(N_, A_E5M2_, B_E5M2_, TYPES, LIST, A, B, SCALE, ...)                 \
+  template <>                                                                                         \
+  struct WgmmaFp8<N_, A_E5M2_, B_E5M2_> {                                                             \
+    static __device__ __forceinline__ void run(float* d, uint64_t a, uint64_t b, int scale_d = 1) {   \
+      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, " SCALE                                         \
+                   ", 0;\n wgmma.mma_async.sync.aligned.m64n" #N_ "k32.f32." TYPES " " LIST ", " A ", " B \
+                   ", p, 1, 1;\n}\n"                                                                  \
+                   : __VA_ARGS__                                                                      \
+                   : "l"(a), "l"(b), "r"(scale_d));                                                   \
+    }                                                                                                 \
   };
+#define CPPI_GEMM_WGMMA_FP8(N_, LIST, A, B, SCALE, ...)                                          \
+  CPPI_GEMM_WGMMA_FP8_TYPES(N_, false, false, "e4m3.e4m3", LIST, A, B, SCALE, __VA_ARGS__)      \
+  CPPI_GEMM_WGMMA_FP8_TYPES(N_, false, true, "e4m3.e5m2", LIST, A, B, SCALE, __VA_ARGS__)       \
+  CPPI_GEMM_WGMMA_FP8_TYPES(N_, true, false, "e5m2.e4m3", LIST, A, B, SCALE, __VA_ARGS__)       \
+  CPPI_GEMM_WGMMA_FP8_TYPES(N_, true, true, "e5m2.e5m2", LIST, A, B, SCALE, __VA_ARGS__)
 CPPI_GEMM_WGMMA_FP8(8, "{%0, %1, %2, %3}", "%4", "%5", "%6", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]))
 CPPI_GEMM_WGMMA_FP8(16, "{%0, %1, %2, %3, %4, %5, %6, %7}", "%8", "%9", "%10", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]))
 CPPI_GEMM_WGMMA_FP8(32, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}", "%16", "%17", "%18", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]))
@@ -695,6 +700,7 @@ CPPI_GEMM_WGMMA_FP8(64, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12,
 CPPI_GEMM_WGMMA_FP8(128, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}", "%64", "%65", "%66", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]))
 CPPI_GEMM_WGMMA_FP8(256, "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}", "%128", "%129", "%130", "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127]))
 #undef CPPI_GEMM_WGMMA_FP8
+#undef CPPI_GEMM_WGMMA_FP8_TYPES
 
 /// Keeps the compiler from moving reads or writes of the accumulators across
 /// the asynchronous MMAs (they are registers wgmma writes behind its back).
@@ -721,7 +727,7 @@ __device__ __forceinline__ void store_to_block(float* local, unsigned rank, floa
 }
 
 template <int MN_, int CONSUMERS_, int STAGES_, int SPLIT_K_, int BOXES_, int CLUSTER_, bool HALF_,
-          bool B_K_CONTIGUOUS_ = true, bool FP8_ = false>
+          bool B_K_CONTIGUOUS_ = true, bool FP8_ = false, bool A_E5M2_ = false, bool B_E5M2_ = false>
 struct SwappedConfig {
   static constexpr int MN = MN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, SPLIT_K = SPLIT_K_, BOXES = BOXES_;
   /// Blocks of a cluster (along y; the kernel is declared
@@ -739,6 +745,9 @@ struct SwappedConfig {
   /// are summed in their own accumulators and added to the kernel's in
   /// float32 (wgmma's FP8 sums keep fewer bits over long K).
   static constexpr bool FP8 = FP8_;
+  /// FP8: A's or B's elements float8_e5m2 instead (torch._scaled_mm takes
+  /// one of each kind, or two e4m3).
+  static constexpr bool A_E5M2 = A_E5M2_, B_E5M2 = B_E5M2_;
   static_assert(!FP8 || B_K_CONTIGUOUS, "FP8 wgmma reads K-major operands only");
   static constexpr int BOX_K = FP8 ? 128 : 64;  // k per 128-byte box row
   static_assert(MN == 8 || MN == 16 || MN == 32 || MN == 64, "wgmma n of a Wgmma specialisation");
@@ -816,7 +825,8 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of k a step
           if constexpr (C::FP8)
-            WgmmaFp8<C::MN>::run(part, swizzled_operand(b_tile + 32 * kk), swizzled_operand(a_tile + 32 * kk));
+            WgmmaFp8<C::MN, C::B_E5M2, C::A_E5M2>::run(part, swizzled_operand(b_tile + 32 * kk),
+                                                       swizzled_operand(a_tile + 32 * kk));
           else
             Wgmma<C::MN, C::HALF, !C::B_K_CONTIGUOUS>::run(
                 acc, swizzled_operand<!C::B_K_CONTIGUOUS>(b_tile + (C::B_K_CONTIGUOUS ? 32 : 2048) * kk),
@@ -900,7 +910,7 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
 // ---------------------------------------------------------------------------
 
 template <int BN_, int CONSUMERS_, int STAGES_, int CLUSTER_, bool HALF_, bool B_K_CONTIGUOUS_ = true,
-          bool FP8_ = false, int GROUP_M_ = 8, bool STAGED_ = true>
+          bool FP8_ = false, int GROUP_M_ = 8, bool STAGED_ = true, bool A_E5M2_ = false, bool B_E5M2_ = false>
 struct TmaConfig {
   static constexpr int BN = BN_, CONSUMERS = CONSUMERS_, STAGES = STAGES_, CLUSTER = CLUSTER_, GROUP_M = GROUP_M_;
   /// The epilogue reads the tile through shared memory, 32 columns at a
@@ -913,7 +923,7 @@ struct TmaConfig {
   /// and stage), else K x N: boxes of 64 k rows of 64 columns, wgmma's
   /// MN-major B, BN / 64 / CLUSTER of them per block and stage.
   static constexpr bool B_K_CONTIGUOUS = B_K_CONTIGUOUS_;
-  static constexpr bool FP8 = FP8_;
+  static constexpr bool FP8 = FP8_, A_E5M2 = A_E5M2_, B_E5M2 = B_E5M2_;  // FP8: as SwappedConfig's
   static_assert(BN == 64 || BN == 128 || BN == 256, "B's columns: whole boxes of 64, a Wgmma specialisation");
   static_assert(CLUSTER == 1 || (CLUSTER == 2 && BN >= 128), "a cluster of two shares B's boxes half and half");
   static_assert(!FP8 || (B_K_CONTIGUOUS && BN <= 128), "FP8: K-major operands, and a stage's sums beside the tile's");
@@ -1040,7 +1050,8 @@ __device__ __forceinline__ void gemm_tma(const TensorMap& a_map, const TensorMap
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {  // 32 bytes of k a step; the tile's first step starts the sums
           if constexpr (C::FP8)
-            WgmmaFp8<C::BN>::run(part, swizzled_operand(a_tile + 32 * kk), swizzled_operand(b_tile + 32 * kk), kk > 0);
+            WgmmaFp8<C::BN, C::A_E5M2, C::B_E5M2>::run(part, swizzled_operand(a_tile + 32 * kk),
+                                                       swizzled_operand(b_tile + 32 * kk), kk > 0);
           else if constexpr (C::B_K_CONTIGUOUS)
             Wgmma<C::BN, C::HALF>::run(acc, swizzled_operand(a_tile + 32 * kk), swizzled_operand(b_tile + 32 * kk),
                                        kb > 0 || kk > 0);

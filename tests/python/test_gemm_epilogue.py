@@ -187,6 +187,23 @@ def test_fp8_scaled_mm_and_its_epilogue(m, scales):
     fn = scaled_bias_gelu if scales == "bias" else scaled_relu
     if scales == "bias":
         args += (torch.randn(1008, device="cuda", dtype=torch.bfloat16, generator=gen),)
+    check_fp8(fn, args)
+
+
+@pytest.mark.skipif(not SM90, reason="the FP8 wgmma kernel is sm_90's")
+@pytest.mark.parametrize("m", [16, 64])
+@pytest.mark.parametrize("e5m2", ["a", "b"])
+def test_fp8_with_an_e5m2_operand(m, e5m2):
+    # FP8 training multiplies e5m2 gradients by e4m3 weights or activations (never two e5m2: torch refuses those).
+    gen = torch.Generator(device="cuda").manual_seed(m)
+    a = torch.randn(m, 528, device="cuda", generator=gen).to(torch.float8_e5m2 if e5m2 == "a" else torch.float8_e4m3fn)
+    b = torch.randn(1008, 528, device="cuda", generator=gen).to(torch.float8_e5m2 if e5m2 == "b" else torch.float8_e4m3fn)
+    check_fp8(scaled_relu, (a, b.t(), torch.tensor(0.05, device="cuda"), torch.tensor(0.5, device="cuda")))
+
+
+def check_fp8(fn, args):
+    """`fn` compiled matches eager on `args` in three calls, and its matmul's three wgmma candidates ran and agreed
+    with cuBLASLt + the kernel."""
     with debug.recording() as records:
         compiled = torch.compile(fn, backend="cppinductor", mode="max-autotune-no-cudagraphs")
         for _ in range(3):  # no float64 _scaled_mm: against eager's, which rounds once to bfloat16 as we do

@@ -180,8 +180,14 @@ TEST(GemmEpilogue, Float8OperandsScaleTheSumBeforeTheBias) {
   GemmProblem odd = p;
   odd.lda = odd.ldb = odd.k = 136;  // the copy engine's row strides: multiples of 16 bytes
   EXPECT_TRUE(gemm_tiles(odd, 90).empty());
+  // B of float8_e5m2 (a gradient's): wgmma's first operand, so its type comes first.
+  GemmProblem e5m2 = p;
+  e5m2.b_e5m2 = true;
+  auto mixed = print_gemm_epilogue_kernel(*k, "x", e5m2, tiles[0], "gemm_test_6");
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message;
+  expect_in_order(*mixed, {"SwappedConfig<16, 1, 4, 1, 2, 2, false, true, true, false, true>>(gemm_a_map, "});
   if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP"))
-    std::ofstream(std::string(dir) + "/gemm_fp8.cu") << gemm_module_preamble() << "\n" << *text;
+    std::ofstream(std::string(dir) + "/gemm_fp8.cu") << gemm_module_preamble() << "\n" << *text << "\n" << *mixed;
 }
 
 TEST(GemmEpilogue, RefusesToPrintAKernelThatDoesNotQualify) {
