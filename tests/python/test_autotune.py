@@ -90,6 +90,17 @@ def test_a_wrong_candidate_is_dropped():
         assert t["winner"] != second["label"]
 
 
+def test_a_candidate_summing_in_another_order_is_not_dropped():
+    # Long rows of terms of 10 or so, some summing to near zero: another accumulator count rounds those by more
+    # than float32's elementwise tolerance allows them, but by no more than such terms make any sum move.
+    x = torch.randn(512, 8192, generator=torch.Generator().manual_seed(0)) * 10
+    with debug.recording() as records:
+        out = torch.compile(lambda t: t.sum(-1), backend="cppinductor", options={"mode": "max-autotune"})(x)
+    torch.testing.assert_close(out, x.double().sum(-1).float(), rtol=1e-4, atol=1e-2)
+    (t,) = records[0].autotune
+    assert len(t["candidates"]) >= 2 and all(c["dropped"] is None for c in t["candidates"]), t
+
+
 def test_the_time_bound_leaves_the_heuristic():
     _, record, _ = compile_and_run({"max_autotune_seconds": 0.0})
     assert record.autotune
