@@ -3,9 +3,10 @@
 //
 // C[m, n] = sum_k A[m, k] * B[k, n] over 16-bit floats (bfloat16 or half),
 // accumulated in float32, and each C element handed to an epilogue functor
-// (`epi(m, n, value)`): the pointwise code fusion puts after the matmul
-// (bias, activation, residual, cast) and the store. No C is ever written by
-// the template itself.
+// (`epi(m, n, value)`, or a SplitEpilogue: the values of all of a thread's
+// elements, then their stores): the pointwise code fusion puts after the
+// matmul (bias, activation, residual, cast) and the store. No C is ever
+// written by the template itself.
 //
 // Layout. A is row-major with row stride lda (K contiguous). B is either
 // K-contiguous (stored N x K with row stride ldb: a Linear's weight, x @ w.t())
@@ -203,9 +204,9 @@ __device__ __forceinline__ void mma_stage(float (&acc)[C::MI][C::NI][4], const u
   }
 }
 
-/// Calls f(m, n, value) for each accumulator element of this thread inside
-/// M x N: element r of MMA (mi, ni) sits at row lane / 4 (+ 8 for r >= 2),
-/// column 2 * (lane % 4) (+ 1 for odd r) of its 16 x 8 piece.
+/// Calls f(i, m, n, value) for each accumulator element i of this thread
+/// inside M x N: element r of MMA (mi, ni) sits at row lane / 4 (+ 8 for
+/// r >= 2), column 2 * (lane % 4) (+ 1 for odd r) of its 16 x 8 piece.
 template <class C, class F>
 __device__ __forceinline__ void for_each_accumulator(float (&acc)[C::MI][C::NI][4], int64_t m0, int64_t n0,
                                                      int64_t M, int64_t N, int warp_m, int warp_n, int lane,
@@ -218,12 +219,51 @@ __device__ __forceinline__ void for_each_accumulator(float (&acc)[C::MI][C::NI][
       for (int r = 0; r < 4; ++r) {
         const int64_t m = m0 + warp_m * C::WM + mi * 16 + lane / 4 + (r / 2) * 8;
         const int64_t n = n0 + warp_n * C::WN + ni * 8 + (lane % 4) * 2 + (r % 2);
-        if (m < M && n < N) f(m, n, acc[mi][ni][r]);
+        if (m < M && n < N) f((mi * C::NI + ni) * 4 + r, m, n, acc[mi][ni][r]);
       }
 }
 
+/// The epilogue as the compiler prints it: `value(m, n, sum)` computes what
+/// the element's stores write (its loads and arithmetic; it stores nothing)
+/// and `store(m, n, values)` writes it. A kernel computes the values of all
+/// of a thread's elements before it stores any. In one functor doing both,
+/// each element's stores stood between its loads and the next element's,
+/// and the compiler keeps a load after a store to a buffer that may be the
+/// same one, so the loads' latencies followed one another.
+template <class Value, class Store>
+struct SplitEpilogue {
+  Value value;
+  Store store;
+};
+
+/// One element through `epi`: its value, then its store.
+template <class Epilogue>
+__device__ __forceinline__ void epilogue_element(const Epilogue& epi, int64_t m, int64_t n, float v) {
+  epi(m, n, v);
+}
+template <class Value, class Store>
+__device__ __forceinline__ void epilogue_element(const SplitEpilogue<Value, Store>& epi, int64_t m, int64_t n,
+                                                 float v) {
+  epi.store(m, n, epi.value(m, n, v));
+}
+
+/// Runs `epi` on the elements each(f) visits as f(i, m, n, sum), i the
+/// element's place among the thread's COUNT (a constant once unrolled): a
+/// SplitEpilogue's values of every element first, then its stores; any other
+/// functor, epi(m, n, sum), element by element.
+template <int COUNT, class Epilogue, class Each>
+__device__ __forceinline__ void run_epilogue(const Epilogue& epi, const Each& each) {
+  each([&](int, int64_t m, int64_t n, float v) { epi(m, n, v); });
+}
+template <int COUNT, class Value, class Store, class Each>
+__device__ __forceinline__ void run_epilogue(const SplitEpilogue<Value, Store>& epi, const Each& each) {
+  decltype(epi.value(int64_t(0), int64_t(0), 0.0f)) values[COUNT];
+  each([&](int i, int64_t m, int64_t n, float v) { values[i] = epi.value(m, n, v); });
+  each([&](int i, int64_t m, int64_t n, float) { epi.store(m, n, values[i]); });
+}
+
 /// Split-K's fix-up, shared by both kernels: every split stores its partial
-/// sums (`each(f)` calls f(m, n, float& v) on each of the thread's values) to
+/// sums (`each(f)` calls f(i, m, n, float& v) on each of the thread's values) to
 /// `workspace` (SPLIT_K * M * N floats); the last split of the tile to
 /// arrive, counted in `*counter`, replaces its values by the sums over
 /// splits in split order (the same order on every run) and returns true.
@@ -232,7 +272,7 @@ template <int SPLIT_K, class ForEach>
 __device__ __forceinline__ bool combine_splits(const ForEach& each, int64_t split, int64_t M, int64_t N,
                                                float* workspace, int* counter) {
   float* mine = workspace + split * M * N;
-  each([&](int64_t m, int64_t n, float& v) { mine[m * N + n] = v; });
+  each([&](int, int64_t m, int64_t n, float& v) { mine[m * N + n] = v; });
   __threadfence();
   __syncthreads();
   __shared__ int arrived;
@@ -240,7 +280,7 @@ __device__ __forceinline__ bool combine_splits(const ForEach& each, int64_t spli
   __syncthreads();
   if (arrived != SPLIT_K - 1) return false;
   __threadfence();
-  each([&](int64_t m, int64_t n, float& v) {
+  each([&](int, int64_t m, int64_t n, float& v) {
     float sum = 0.0f;
     for (int p = 0; p < SPLIT_K; ++p) sum += __ldcg(workspace + (p * M + m) * N + n);
     v = sum;
@@ -306,7 +346,7 @@ __device__ __forceinline__ void gemm(const uint16_t* a, const uint16_t* b, int64
                            split, M, N, workspace, counters + tile))
     return;
   for_each_accumulator<C>(acc, m0, n0, M, N, warp_m, warp_n, lane,
-                          [&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+                          [&](int, int64_t m, int64_t n, float v) { epilogue_element(epi, m, n, v); });
 }
 
 // ---------------------------------------------------------------------------
@@ -469,10 +509,10 @@ __device__ __forceinline__ void gemm_skinny(const uint16_t* a, const uint16_t* b
   const auto each = [&](const auto& f) {
 #pragma unroll
     for (int p = 0; p < C::PER_THREAD; ++p)
-      if (at_m[p] < M && at_n[p] < N) f(at_m[p], at_n[p], sum[p]);
+      if (at_m[p] < M && at_n[p] < N) f(p, at_m[p], at_n[p], sum[p]);
   };
   if (C::SPLIT_K > 1 && !combine_splits<C::SPLIT_K>(each, split, M, N, workspace, counters + blockIdx.x)) return;
-  each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+  run_epilogue<C::PER_THREAD>(epi, each);
 }
 
 // ---------------------------------------------------------------------------
@@ -562,13 +602,15 @@ __device__ __forceinline__ void gemm_skinny_n(const uint16_t* a, const uint16_t*
   float sum[C::VALUES / C::WARPS];
   int value[C::VALUES / C::WARPS], from[C::VALUES / C::WARPS];
   sum_over_warps<C::VALUES, C::WARPS>(&acc[0][0], sum, value, from);
+  run_epilogue<C::VALUES / C::WARPS>(epi, [&](const auto& f) {
 #pragma unroll
-  for (int p = 0; p < C::VALUES / C::WARPS; ++p) {
-    const int i = value[p] / 4, r = value[p] % 4;
-    const int64_t m = from[p] / 4 + (r / 2) * 8;
-    const int64_t n = n0 + C::VEC * ((from[p] % 4) * 2 + (r % 2)) + i;
-    if (m < M && n < N) epi(m, n, sum[p]);
-  }
+    for (int p = 0; p < C::VALUES / C::WARPS; ++p) {
+      const int i = value[p] / 4, r = value[p] % 4;
+      const int64_t m = from[p] / 4 + (r / 2) * 8;
+      const int64_t n = n0 + C::VEC * ((from[p] % 4) * 2 + (r % 2)) + i;
+      if (m < M && n < N) f(p, m, n, sum[p]);
+    }
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -853,7 +895,7 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
     for (int i = 0; i < C::MN / 2; ++i) {
       const int64_t n = n0 + 64 * group + 16 * warp + lane / 4 + 8 * ((i % 4) / 2);
       const int64_t m = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-      if (m < M && n < N) f(m, n, acc[i]);
+      if (m < M && n < N) f(i, m, n, acc[i]);
     }
   };
   if (C::CLUSTER > 1) {
@@ -877,7 +919,7 @@ __device__ __forceinline__ void gemm_tma_swapped(const TensorMap& a_map, const T
   if (C::SPLIT_K > 1 &&
       !combine_splits<C::SPLIT_K>(each, blockIdx.y / C::CLUSTER, M, N, workspace, counters + blockIdx.x))
     return;
-  each([&](int64_t m, int64_t n, float& v) { epi(m, n, v); });
+  run_epilogue<C::MN / 2>(epi, each);
 }
 
 // ---------------------------------------------------------------------------
@@ -1090,16 +1132,18 @@ __device__ __forceinline__ void gemm_tma(const TensorMap& a_map, const TensorMap
             mine[(lane / 4 + 8 * ((i % 4) / 2)) * C::STAGED_ROW + 8 * (i / 4 - 4 * c) + 2 * (lane % 4) + i % 2] = acc[i];
           __syncwarp();
           const int64_t n = n0 + 32 * c + lane;
+          // Element by element: the values of several beside the tile's 128
+          // sums a thread spilled registers.
 #pragma unroll 4
           for (int r = 0; r < 16; ++r)
-            if (row + r < M && n < N) epi(row + r, n, mine[r * C::STAGED_ROW + lane]);
+            if (row + r < M && n < N) epilogue_element(epi, row + r, n, mine[r * C::STAGED_ROW + lane]);
           __syncwarp();
         }
       } else {
 #pragma unroll
         for (int i = 0; i < C::BN / 2; ++i) {
           const int64_t m = row + lane / 4 + 8 * ((i % 4) / 2), n = n0 + 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-          if (m < M && n < N) epi(m, n, acc[i]);
+          if (m < M && n < N) epilogue_element(epi, m, n, acc[i]);
         }
       }
     }

@@ -301,32 +301,48 @@ EPILOGUES = {
 }
 
 
+# The epilogue as one functor per element (the compiler's before stop 61), not split into values and stores.
+PLAIN_EPILOGUE = os.environ.get("CPPI_PROBE_PLAIN_EPILOGUE") == "1"
+
+
 def source(tiles: list[Tile | Skinny | Swapped | SkinnyN], epilogue: str, b_k_contiguous: bool) -> str:
     body = EPILOGUES[epilogue][0]
-    out = ['#include "cppinductor_cuda_gemm.cuh"',
-           "struct Epi { const uint16_t* extra; uint16_t* out; int64_t N;",
-           "  __device__ __forceinline__ void operator()(int64_t m, int64_t n, float v) const {",
-           f"    {body}", "    out[m * N + n] = cppi_float_to_bf16_bits(x);", "  }", "};"]
+    out = ['#include "cppinductor_cuda_gemm.cuh"']
+    if PLAIN_EPILOGUE:
+        out += ["struct Epi { const uint16_t* extra; uint16_t* out; int64_t N;",
+                "  __device__ __forceinline__ void operator()(int64_t m, int64_t n, float v) const {",
+                f"    {body}", "    out[m * N + n] = cppi_float_to_bf16_bits(x);", "  }", "};",
+                "#define EPI(extra, out, N) Epi{extra, out, N}"]
+    else:
+        # As the compiler prints it: the values of a thread's elements, then their stores ("sink" stores NaN only).
+        value_body = "float x = v;" if epilogue == "sink" else body
+        out += ["struct Value { const uint16_t* extra; int64_t N;",
+                "  __device__ __forceinline__ uint16_t operator()(int64_t m, int64_t n, float v) const {",
+                f"    {value_body}", "    return cppi_float_to_bf16_bits(x);", "  }", "};",
+                "struct Store { uint16_t* out; int64_t N;",
+                "  __device__ __forceinline__ void operator()(int64_t m, int64_t n, uint16_t x) const {",
+                f"    {'if ((x & 0x7fff) > 0x7f80) ' if epilogue == 'sink' else ''}out[m * N + n] = x;", "  }", "};",
+                "#define EPI(extra, out, N) cppi_gemm::SplitEpilogue<Value, Store>{Value{extra, N}, Store{out, N}}"]
     for i, t in enumerate(tiles):
         if isinstance(t, Wide):
             cluster = f" __cluster_dims__(1, {t.cluster}, 1)" if t.cluster > 1 else ""
             out += [f"extern \"C\" __global__ void __launch_bounds__({t.threads}){cluster} k{i}(",
                     "    const __grid_constant__ cppi_gemm::TensorMap a_map, const __grid_constant__ cppi_gemm::TensorMap"
                     " b_map, const uint16_t* extra, uint16_t* out, int64_t M, int64_t N, int64_t K) {",
-                    f"  {t.call(b_k_contiguous)}(a_map, b_map, M, N, K, Epi{{extra, out, N}});", "}"]
+                    f"  {t.call(b_k_contiguous)}(a_map, b_map, M, N, K, EPI(extra, out, N));", "}"]
             continue
         if isinstance(t, Swapped):
             cluster = f" __cluster_dims__(1, {t.cluster}, 1)" if t.cluster > 1 else ""
             out += [f"extern \"C\" __global__ void __launch_bounds__({t.threads}){cluster} k{i}(",
                     "    const __grid_constant__ cppi_gemm::TensorMap a_map, const __grid_constant__ cppi_gemm::TensorMap"
                     " b_map, const uint16_t* extra, uint16_t* out, int64_t M, int64_t N, int64_t K, float* ws, int* ctr) {",
-                    f"  {t.call(b_k_contiguous)}(a_map, b_map, M, N, K, Epi{{extra, out, N}}, ws, ctr);", "}"]
+                    f"  {t.call(b_k_contiguous)}(a_map, b_map, M, N, K, EPI(extra, out, N), ws, ctr);", "}"]
             continue
         bounds = f"{t.threads}, {t.min_blocks}" if getattr(t, "min_blocks", 1) > 1 else f"{t.threads}"
         out += [f"extern \"C\" __global__ void __launch_bounds__({bounds}) k{i}(",
                 "    const uint16_t* a, const uint16_t* b, const uint16_t* extra, uint16_t* out, int64_t M,"
                 " int64_t N, int64_t K, int64_t lda, int64_t ldb, float* ws, int* ctr) {",
-                f"  {t.call(b_k_contiguous)}(a, b, M, N, K, lda, ldb, Epi{{extra, out, N}}"
+                f"  {t.call(b_k_contiguous)}(a, b, M, N, K, lda, ldb, EPI(extra, out, N)"
                 f"{'' if isinstance(t, SkinnyN) else ', ws, ctr'});", "}"]
     return "\n".join(out) + "\n"
 

@@ -72,15 +72,23 @@ TEST(GemmEpilogue, PrintsTheKernelAsTheTemplatesFunctor) {
       "extern \"C\" __global__ void __launch_bounds__(256, 2)",
       "gemm_test_0(const cppi_bf16* in_b, cppi_bf16* out_out, const cppi_bf16* gemm_result_unread, "
       "const uint16_t* gemm_a, const uint16_t* gemm_b)",
-      "const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc) {",
+      // The element's values (its loads and arithmetic), then its stores: the
+      // template computes every value of a thread before its first store.
+      "const auto epilogue_value = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc) {",
       "(gemm_m * 64 + gemm_n)",
       "gemm_value = ",
       "cppi_erf(",
-      "out_out[",
+      "struct Values { cppi_bf16 v0; };",
+      "return Values{tmp",
       "};",
+      "const auto epilogue_store = [&](int64_t gemm_m, int64_t gemm_n, const auto& gemm_values) {",
+      "out_out[64*x0 + x1] = gemm_values.v0;",
+      "};",
+      "cppi_gemm::SplitEpilogue<decltype(epilogue_value), decltype(epilogue_store)> epilogue{",
       "cppi_gemm::gemm_skinny<cppi_gemm::SkinnyConfig<1, 2, 8, 4, 1, false, true>>(gemm_a, gemm_b, 16, 64, 128, 128, "
       "128, epilogue, nullptr, nullptr);",
   });
+  EXPECT_EQ(text->find("in_b[", text->find("epilogue_store")), std::string::npos);  // the store part loads nothing
   // The result is never loaded: the accumulator stands for each read of it.
   EXPECT_EQ(text->find("gemm_result_unread["), std::string::npos);
   EXPECT_EQ(tile.blocks(problem()), 4);
@@ -94,6 +102,18 @@ TEST(GemmEpilogue, PrintsTheKernelAsTheTemplatesFunctor) {
     std::ofstream(std::string(dir) + "/" + kCudaCodegenHeaderName) << cuda_codegen_header().text;
   }
   EXPECT_NE(gemm_module_preamble().find(kCudaGemmName), std::string::npos);
+}
+
+TEST(GemmEpilogue, AKernelUpdatingABufferInPlaceKeepsEachElementsLoadsAndStoresTogether) {
+  // s = s + x, s read and written. A kernel that reads a buffer it writes may
+  // load what it stored, so its loads and stores keep the kernel's order: one
+  // functor, element by element.
+  const KernelPtr k = scheduled(add_in_place(16, 64, DType::BFloat16));
+  auto text = print_gemm_epilogue_kernel(*k, "x", problem(), gemm_tiles(problem(), 80)[0], "gemm_test_7");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(text->find("SplitEpilogue"), std::string::npos);
+  expect_in_order(*text, {"const auto epilogue = [&](int64_t gemm_m, int64_t gemm_n, float gemm_acc) {", "gemm_value",
+                          "out_s[", "};", "epilogue, nullptr, nullptr);"});
 }
 
 TEST(GemmEpilogue, AddmmAddsItsBiasInFloatBeforeTheRounding) {

@@ -71,6 +71,14 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
                       {"add", "gelu"});
 }
 
+KernelPtr add_in_place(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), s = output("s", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr v = add(f32(load(s, s->layout.index({x0, x1}))), f32(load(x, x->layout.index({x0, x1}))));
+  return Kernel::make("add_in_place", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(s, s->layout.index({x0, x1}), cast(v, t))}}});
+}
+
 KernelPtr rounded_chain(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   auto x = input("x", t, {rows, cols}), out = output("out", t, {rows, cols});
   IndexExpr x0 = var("x0"), x1 = var("x1");
