@@ -226,10 +226,10 @@ __device__ __forceinline__ void for_each_accumulator(float (&acc)[C::MI][C::NI][
 /// The epilogue as the compiler prints it: `value(m, n, sum)` computes what
 /// the element's stores write (its loads and arithmetic; it stores nothing)
 /// and `store(m, n, values)` writes it. A kernel computes the values of all
-/// of a thread's elements before it stores any. In one functor doing both,
-/// each element's stores stood between its loads and the next element's,
-/// and the compiler keeps a load after a store to a buffer that may be the
-/// same one, so the loads' latencies followed one another.
+/// of a thread's elements before it stores any: with one functor doing both,
+/// each element's stores would stand between its loads and the next
+/// element's, and the compiler keeps a load after a store to a buffer that
+/// may be the same one, so the loads' latencies would follow one another.
 template <class Value, class Store>
 struct SplitEpilogue {
   Value value;
