@@ -13,6 +13,12 @@ separate epilogue cannot beat), Inductor (default mode) and every
 configuration. Usage (on a GPU machine):
 
   PYTHONPATH=python python3 gpu_codegen/tools/gemm_probe.py [--json FILE] [--shapes m16,...] [--cold]
+
+The epilogue is split into values and stores as the compiler prints it
+(cppi_gemm::SplitEpilogue); CPPI_PROBE_PLAIN_EPILOGUE=1 gives one functor per
+element instead, CPPI_PROBE_GEMM_HEADER=path another copy of the template.
+Above 64 rows the configurations are the Hopper kernel for any M
+(`cppi_gemm::gemm_tma`) and the mma.sync tile kernel.
 """
 
 from __future__ import annotations
