@@ -104,6 +104,18 @@ TEST(GemmEpilogue, PrintsTheKernelAsTheTemplatesFunctor) {
   EXPECT_NE(gemm_module_preamble().find(kCudaGemmName), std::string::npos);
 }
 
+TEST(GemmEpilogue, TwoOutputsOfAnElementAreTwoValuesThenTwoStores) {
+  const KernelPtr k = scheduled(bias_then_gelu(16, 64, DType::BFloat16));
+  ASSERT_EQ(why_not_gemm_epilogue(*k, "x", problem()), std::nullopt);
+  auto text = print_gemm_epilogue_kernel(*k, "x", problem(), gemm_tiles(problem(), 90)[3], "gemm_test_8");
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  expect_in_order(*text, {"const auto epilogue_value", "cppi_erf(", "struct Values { cppi_bf16 v0; cppi_bf16 v1; };",
+                          "const auto epilogue_store", "out_pre[", "= gemm_values.v0;", "out_post[",
+                          "= gemm_values.v1;", "SplitEpilogue", "gemm_tma_swapped"});
+  if (const char* dir = std::getenv("CPPI_GEMM_EPILOGUE_DUMP"))
+    std::ofstream(std::string(dir) + "/gemm_two_outputs.cu") << gemm_module_preamble() << "\n" << *text;
+}
+
 TEST(GemmEpilogue, AKernelUpdatingABufferInPlaceKeepsEachElementsLoadsAndStoresTogether) {
   // s = s + x, s read and written. A kernel that reads a buffer it writes may
   // load what it stored, so its loads and stores keep the kernel's order: one

@@ -71,6 +71,18 @@ KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType t) {
                       {"add", "gelu"});
 }
 
+KernelPtr bias_then_gelu(const IndexExpr& rows, const IndexExpr& cols, DType t) {
+  auto x = input("x", t, {rows, cols}), b = input("b", t, {cols});
+  auto pre = output("pre", t, {rows, cols}), post = output("post", t, {rows, cols});
+  IndexExpr x0 = var("x0"), x1 = var("x1");
+  Expr y = cast(add(f32(load(x, x->layout.index({x0, x1}))), f32(load(b, b->layout.index({x1})))), t);
+  Expr g = mul(mul(const_float(0.5), f32(y)),
+               add(const_float(1), unary(UnaryOp::Erf, mul(f32(y), const_float(0.7071067811865476)))));
+  return Kernel::make("bias_then_gelu", Device::CUDA, {{x0, rows}, {x1, cols}},
+                      {PointwiseStage{{}, {Store::make(pre, pre->layout.index({x0, x1}), y),
+                                           Store::make(post, post->layout.index({x0, x1}), cast(g, t))}}});
+}
+
 KernelPtr add_in_place(const IndexExpr& rows, const IndexExpr& cols, DType t) {
   auto x = input("x", t, {rows, cols}), s = output("s", t, {rows, cols});
   IndexExpr x0 = var("x0"), x1 = var("x1");

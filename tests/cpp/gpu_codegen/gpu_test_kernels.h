@@ -40,6 +40,9 @@ KernelPtr host_scalar_row_sum(const IndexExpr& rows, const IndexExpr& cols);
 KernelPtr sin_plus_cos(const IndexExpr& n, DType dtype = DType::Float32);
 /// out[i, j] = gelu(x[i, j] + b[j]) (erf form).
 KernelPtr gelu_bias(const IndexExpr& rows, const IndexExpr& cols, DType dtype = DType::Float32);
+/// pre = x + b[j] and post = gelu(pre) over (rows, cols): two outputs of one
+/// element, as a training graph keeps the pre-activation for the backward.
+KernelPtr bias_then_gelu(const IndexExpr& rows, const IndexExpr& cols, DType dtype);
 /// s = s + x over (rows, cols): s both read and written (an update in place).
 KernelPtr add_in_place(const IndexExpr& rows, const IndexExpr& cols, DType dtype);
 /// gelu's backward over a 3-d [a, b, c] (the transformer's MLP: its index
