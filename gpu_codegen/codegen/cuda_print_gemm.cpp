@@ -92,10 +92,9 @@ std::string CudaKernelPrinter::print_gemm_epilogue(const GemmEpilogue& g) {
     out_.close("};");
     out_.open("const auto epilogue_store = [&](int64_t gemm_m, int64_t gemm_n, const auto& gemm_values)");
     unravel(g.loops, flat, &store_vars);
-    ValueScope store_scope;
-    for (size_t j = 0; j < stores.size(); ++j)
-      out_.line(cat(pointer_name(stores[j].buffer->name), "[", index(stores[j].index, store_scope), "] = gemm_values.v",
-                    j, ";"));
+    ValueScope store_scope;  // each store's value is the field the value part returned
+    for (size_t j = 0; j < stores.size(); ++j) store_scope.add(stores[j].value, {cat("gemm_values.v", j), values[j].dtype});
+    print_stores(stores, store_scope);
     out_.close("};");
     out_.line("const cppi_gemm::SplitEpilogue<decltype(epilogue_value), decltype(epilogue_store)> epilogue{");
     out_.line("    epilogue_value, epilogue_store};");

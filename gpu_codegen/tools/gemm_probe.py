@@ -221,9 +221,11 @@ class Wide:
         return 128 * (self.consumers + 1)
 
     def grid(self, m: int, n: int, resident: int) -> tuple[int, int]:
+        """Persistent: one block per resident slot. `resident` is blocks per SM, or with a cluster the clusters
+        that run at once (launch_grid)."""
         tiles = math.ceil(m / (64 * self.consumers * self.cluster)) * math.ceil(n / self.bn)
         sms = torch.cuda.get_device_properties(0).multi_processor_count
-        return min(tiles, resident * sms // self.cluster if self.cluster == 1 else resident), self.cluster
+        return min(tiles, resident * sms if self.cluster == 1 else resident), self.cluster
 
     def buffers(self, m: int, n: int, grid: tuple[int, int]) -> tuple[int, int]:
         return 0, 1
