@@ -7,6 +7,7 @@ are listed. For reading what a change does to the kernels (diff two dumps) where
 
   PYTHONPATH=python python3 gpu_codegen/tools/cuda_sources.py --out DIR softmax layer_norm
   PYTHONPATH=python python3 gpu_codegen/tools/cuda_sources.py --out DIR --models gpt2 bert --dtype bfloat16
+  PYTHONPATH=python python3 gpu_codegen/tools/cuda_sources.py --out DIR --models gpt2_train   (forward + backward)
 
 Models (--models) are built at the GPU suite's size (large configs, 64 x 256 tokens or 64 images); tracing is
 all this does with them. Workloads keep their own dtypes, at nvrtc_time.py's sizes.
@@ -29,16 +30,22 @@ from cppinductor.bench import workloads  # noqa: E402
 
 
 def model_sources(name: str, dtype: torch.dtype) -> list[str]:
-    """CUDA modules of a suite model's forward graphs (eval, no_grad)."""
+    """CUDA modules of a suite model's graphs: its forward (eval, no_grad),
+    or for `<model>_train` its training step's forward and backward."""
     from cppinductor.bench import models
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    spec = {s.name: s for s in models.SPECS}[name]
+    train = name.endswith("_train")
+    spec = {s.name: s for s in models.SPECS}[name.removesuffix("_train")]
     torch.manual_seed(0)
     model = spec.build(True).to(dtype=dtype).eval()
+    # The GPU suite's batch shape: tracing is all this does with it.
     inputs = models.make_inputs(spec, "cpu", dtype, "large", True, shape_of="cuda")
 
     def run(compile):
+        if train:
+            models.main_output(compile(model)(**inputs)).float().square().mean().backward()
+            return
         with torch.no_grad():
             compile(model)(**inputs)
 
@@ -57,7 +64,8 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     from cppinductor.bench import models
 
-    known = {s.name for s in models.SPECS} if args.models else set(workloads.BY_NAME)
+    known = ({s.name for s in models.SPECS} | {s.name + "_train" for s in models.SPECS} if args.models
+             else set(workloads.BY_NAME))
     for name in args.names:
         if name not in known:
             raise SystemExit(f"{name}: not one of {', '.join(sorted(known))}")

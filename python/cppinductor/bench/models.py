@@ -165,7 +165,7 @@ def make_inputs(spec: ModelSpec, device: str, dtype: torch.dtype, batch: str, la
     return {"input_features": floats(b, 80, frames), "decoder_input_ids": ids(min(s, 64))}
 
 
-def _main_output(out: Any) -> torch.Tensor:
+def main_output(out: Any) -> torch.Tensor:
     """A model's first output (logits, last hidden state)."""
     return out[0] if isinstance(out, (tuple, list)) else out.to_tuple()[0]
 
@@ -184,10 +184,10 @@ def model_case(spec: ModelSpec, device: str, dtype: torch.dtype, batch: str, tra
     def run(module: Any, args: Dict[str, torch.Tensor], compiled: Callable[..., Any]) -> Any:
         if not train:
             with torch.no_grad():
-                return _main_output(compiled(**args))
+                return main_output(compiled(**args))
         for p in module.parameters():
             p.grad = None
-        loss = _main_output(compiled(**args)).float().square().mean()
+        loss = main_output(compiled(**args)).float().square().mean()
         loss.backward()
         # A parameter the loss does not reach (a pooler) has no gradient in
         # eager and a zero one compiled (the graph's unused outputs get zero
