@@ -263,6 +263,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     gpu::CudaKernelOptions opts;
     opts.print.origin_source = origins;
     opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
+    opts.nvrtc.cubin = ctx.options.cuda_cubin;
     opts.print.loop_ir_dumps = !ctx.options.debug_dir.empty();
     TuningPlan tuning;
     if (ctx.options.autotune) {
@@ -282,7 +283,7 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     }
     ctx.dump(gpu::kCudaCodegenHeaderName, gpu::cuda_codegen_header().text);  // what kernels.cu includes
     ctx.dump("kernels.cu", compiled->source);
-    ctx.dump("kernels.ptx", compiled->ptx);
+    if (!compiled->ptx.empty()) ctx.dump("kernels.ptx", compiled->ptx);  // none when NVRTC made a cubin
     std::string twins;  // compiled only if a launch needs them
     for (const auto& k : compiled->kernels) twins += k->info().scalar_twin_source;
     if (!twins.empty()) ctx.dump("kernels_scalar_twins.cu", twins);
@@ -290,12 +291,15 @@ Status compile_kernels(PipelineContext& ctx, const std::vector<ir::KernelPtr>& k
     for (const auto& k : compiled->kernels) loop_ir += k->info().loop_ir;
     if (!loop_ir.empty()) ctx.dump("loop_ir_scheduled_cuda.txt", loop_ir);
     cg.sources.emplace_back("kernels.cu", compiled->source);
-    cg.sources.emplace_back("kernels.ptx", compiled->ptx);
+    if (!compiled->ptx.empty()) cg.sources.emplace_back("kernels.ptx", compiled->ptx);
     for (size_t i = 0; i < compiled->kernels.size(); ++i) {
       cg.kernels[cuda_index[i]] = compiled->kernels[i];
       vectorized[cuda_index[i]] = !compiled->kernels[i]->info().scalar_twin.empty();
     }
     cg.stage_times.push_back({"nvrtc_compile", compiled->nvrtc_ms / 1e3});
+    // The driver's JIT of the PTX (none for a cubin, little when its cache
+    // has this PTX): on a machine's first run, seconds for a large module.
+    cg.stage_times.push_back({"cuda_load", compiled->load_ms / 1e3});
   }
   for (size_t i = 0; i < kernels.size(); ++i)
     cg.kernel_infos.push_back({kernels[i]->name, kernels[i]->device == ir::Device::CUDA ? "cuda" : "cpu",
@@ -312,6 +316,7 @@ void plan_gemm_epilogues(PipelineContext& ctx, const std::vector<ir::KernelPtr>&
   gpu::CudaKernelOptions opts;
   opts.print.origin_source = origin_sources(ctx.result.graph);
   opts.nvrtc.fast_compile = cuda_fast_compile(ctx.options);
+  opts.nvrtc.cubin = ctx.options.cuda_cubin;
   plan_gemm_choices(ctx.result, kernels, opts, [&](const std::string& name, const std::string& text) { ctx.dump(name, text); });
 }
 

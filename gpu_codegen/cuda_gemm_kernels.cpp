@@ -86,7 +86,7 @@ Expected<CompiledGemmKernels> compile_gemm_kernels(const std::vector<GemmKernelS
   nvrtc.arch_specific = std::any_of(kernels.begin(), kernels.end(), [](const auto& k) { return k.maps.has_value(); });
   auto program = compile_cuda(out.source, "cppinductor_gemm.cu", cc, nvrtc);
   if (!program.ok()) return program.error();
-  auto module = CudaModule::load_ptx(program->ptx);
+  auto module = CudaModule::load(*program);
   if (!module.ok()) return module.error();
   for (const auto& k : kernels) {
     auto fn = module->function(k.name, false);

@@ -26,7 +26,7 @@ Expected<CudaKernel> CudaKernelHandle::scalar_twin() const {
   }
   auto program = compile_cuda(info_.scalar_twin_source, info_.scalar_twin + ".cu", cc, twin_options_.nvrtc);
   if (!program.ok()) return program.error();
-  auto module = CudaModule::load_ptx(program->ptx);
+  auto module = CudaModule::load(*program);
   if (!module.ok()) return module.error();
   auto fn = module->function(info_.scalar_twin, has_module_state(info_.schedule));
   if (!fn.ok()) return fn.error();
@@ -113,7 +113,7 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
   auto program = compile_cuda(printed->source, "cppinductor_kernels.cu", cc, nvrtc);
   if (!program.ok()) return program.error();
   const auto start = std::chrono::steady_clock::now();
-  auto module = CudaModule::load_ptx(program->ptx);
+  auto module = CudaModule::load(*program);
   if (!module.ok()) return module.error();
   CompiledCudaKernels out;
   out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -150,6 +150,8 @@ inline constexpr nvrtcResult NVRTC_ERROR_COMPILATION = 6;
     (nvrtcProgram program, int num_options, const char* const* options))            \
   X(nvrtcGetPTXSize, nullptr, (nvrtcProgram program, size_t* size))                 \
   X(nvrtcGetPTX, nullptr, (nvrtcProgram program, char* ptx))                        \
+  X(nvrtcGetCUBINSize, nullptr, (nvrtcProgram program, size_t* size))               \
+  X(nvrtcGetCUBIN, nullptr, (nvrtcProgram program, char* cubin))                    \
   X(nvrtcGetProgramLogSize, nullptr, (nvrtcProgram program, size_t* size))          \
   X(nvrtcGetProgramLog, nullptr, (nvrtcProgram program, char* log))                 \
   X(nvrtcDestroyProgram, nullptr, (nvrtcProgram * program))

@@ -156,7 +156,13 @@ Expected<int> current_device_compute_capability(int device) {
   return properties->compute_capability;
 }
 
-Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {
+Expected<CudaModule> CudaModule::load(const PtxProgram& program) {
+  return program.cubin.empty() ? load_ptx(program.ptx) : load_image(program.cubin.data(), nullptr);
+}
+
+Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) { return load_image(ptx.c_str(), &ptx); }
+
+Expected<CudaModule> CudaModule::load_image(const void* image, const std::string* ptx) {
   Expected<CUcontext> context = ensure_current_context(0);
   if (!context.ok()) return context.error();
   const CudaDriverApi& d = *cuda_driver().value();
@@ -170,12 +176,12 @@ Expected<CudaModule> CudaModule::load_ptx(const std::string& ptx) {
                     reinterpret_cast<void*>(error_log.size())};
 
   CUmodule module = nullptr;
-  CUresult r = d.cuModuleLoadDataEx(&module, ptx.c_str(), 4, options, values);
+  CUresult r = d.cuModuleLoadDataEx(&module, image, 4, options, values);
   if (r != cu::CUDA_SUCCESS) {
-    std::string message = cat("the CUDA driver could not load the PTX (",
+    std::string message = cat("the CUDA driver could not load the ", ptx ? "PTX" : "cubin", " (",
                               cuda_error_text(d, r, "cuModuleLoadDataEx"), ")");
-    if (r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
-      message += cat("; PTX ISA ", ptx_isa_version(ptx), " is newer than this driver (CUDA ",
+    if (ptx && r == cu::CUDA_ERROR_UNSUPPORTED_PTX_VERSION)
+      message += cat("; PTX ISA ", ptx_isa_version(*ptx), " is newer than this driver (CUDA ",
                      d.driver_version / 1000, ".", d.driver_version % 1000 / 10,
                      ") accepts: use an NVRTC no newer than the driver");
     const std::string log = from_log_buffer(error_log);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gpu_codegen/runtime/cuda_api.h"
+#include "gpu_codegen/runtime/nvrtc_compiler.h"
 #include "support/status.h"
 
 namespace cppi::gpu {
@@ -42,14 +43,17 @@ class CudaKernel {
   std::shared_ptr<detail::KernelState> state_;
 };
 
-/// PTX JIT-compiled by the driver into the current context. The module is
-/// unloaded when the CudaModule and every CudaKernel taken from it are gone.
+/// A module loaded into the current context: PTX JIT-compiled by the driver,
+/// or a cubin as it is. The module is unloaded when the CudaModule and every
+/// CudaKernel taken from it are gone.
 class CudaModule {
  public:
   /// Loads on the calling thread's current context (or, when there is none,
   /// the primary context of device 0 made current). A driver JIT failure is
   /// CompileFailed with the driver's error log.
   static Expected<CudaModule> load_ptx(const std::string& ptx);
+  /// A compile_cuda result: its cubin when it has one, else its PTX.
+  static Expected<CudaModule> load(const PtxProgram& program);
 
   /// The kernel named `name` (an `extern "C" __global__` function, or its
   /// mangled name). NotFound is InvalidInput naming the kernel.
@@ -68,6 +72,8 @@ class CudaModule {
 
  private:
   explicit CudaModule(std::shared_ptr<detail::LoadedModule> module) : module_(std::move(module)) {}
+  /// `ptx`: the image's text when it is PTX (for error messages); null for a cubin.
+  static Expected<CudaModule> load_image(const void* image, const std::string* ptx);
   std::shared_ptr<detail::LoadedModule> module_;
 };
 

@@ -91,7 +91,7 @@ std::string program_log(const NvrtcApi& api, nvrtcProgram program) {
 
 // One NVRTC invocation; the program is destroyed on every path.
 Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
-                               const std::string& name, int arch,
+                               const std::string& name, int arch, bool cubin,
                                const std::vector<std::string>& flags, const std::vector<CudaHeader>& extra) {
   const std::string prelude_text(cuda_prelude_source());
   std::vector<const char*> headers = {prelude_text.c_str()};
@@ -120,22 +120,31 @@ Expected<PtxProgram> run_nvrtc(const NvrtcApi& api, const std::string& source,
   if (r != cu::NVRTC_SUCCESS) {
     std::string flat_flags;
     for (const std::string& flag : flags) flat_flags += " " + flag;
-    return Error::compile_failed(cat("NVRTC could not compile '", program_name, "' for compute_",
-                                     arch, " (", nvrtc_error_text(api, r, "nvrtcCompileProgram"),
+    return Error::compile_failed(cat("NVRTC could not compile '", program_name, "' for ",
+                                     cubin ? "sm_" : "compute_", arch, " (", nvrtc_error_text(api, r, "nvrtcCompileProgram"),
                                      "; flags:", flat_flags, "):\n",
                                      log.empty() ? "(empty log)" : log));
   }
 
+  PtxProgram result;
+  result.log = std::move(log);
+  result.arch = arch;
+  if (cubin) {
+    size_t size = 0;
+    r = api.nvrtcGetCUBINSize(program, &size);
+    if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetCUBINSize"));
+    result.cubin.resize(size);
+    r = api.nvrtcGetCUBIN(program, result.cubin.data());
+    if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetCUBIN"));
+    return result;
+  }
   size_t ptx_size = 0;
   r = api.nvrtcGetPTXSize(program, &ptx_size);
   if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetPTXSize"));
-  PtxProgram result;
   result.ptx.resize(ptx_size);
   r = api.nvrtcGetPTX(program, result.ptx.data());
   if (r != cu::NVRTC_SUCCESS) return Error::internal(nvrtc_error_text(api, r, "nvrtcGetPTX"));
   if (!result.ptx.empty() && result.ptx.back() == '\0') result.ptx.pop_back();
-  result.log = std::move(log);
-  result.arch = arch;
   return result;
 }
 
@@ -153,7 +162,7 @@ const char* to_string(FastCompile level) {
 
 std::vector<std::string> nvrtc_flags(int arch, const NvrtcOptions& options, int nvrtc_version) {
   std::vector<std::string> flags = {
-      cat("-arch=compute_", arch, options.arch_specific ? "a" : ""),
+      cat(options.cubin ? "-arch=sm_" : "-arch=compute_", arch, options.arch_specific ? "a" : ""),
       "--std=c++17",
       "-default-device",
       // Spelled out although they are NVRTC's defaults, so no option added
@@ -195,8 +204,12 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
   if (options.arch_specific && arch.value() != compute_capability)
     return Error::unsupported(cat("NVRTC ", api.value()->version_major, ".", api.value()->version_minor,
                                   " cannot target compute_", compute_capability, "a"));
+  // A cubin runs on its own architecture only: an NVRTC older than the
+  // device makes PTX, which the driver compiles for it.
+  NvrtcOptions chosen = options;
+  chosen.cubin = options.cubin && arch.value() == compute_capability;
   const std::vector<std::string> flags =
-      nvrtc_flags(arch.value(), options, api.value()->version_major * 100 + api.value()->version_minor);
+      nvrtc_flags(arch.value(), chosen, api.value()->version_major * 100 + api.value()->version_minor);
   const std::string key = cache_key(*api.value(), flags, options.headers, name, source);
 
   PtxCache& cache = ptx_cache();
@@ -215,7 +228,7 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
   // Compile outside the lock: NVRTC is thread-safe, and a compile takes long
   // enough that other threads' cache hits must not wait for it.
   const auto start = std::chrono::steady_clock::now();
-  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), flags, options.headers);
+  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), chosen.cubin, flags, options.headers);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
@@ -233,7 +246,9 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
 
 Expected<std::string> compile_to_ptx(const std::string& source, const std::string& name,
                                      int compute_capability, const NvrtcOptions& options) {
-  Expected<PtxProgram> program = compile_cuda(source, name, compute_capability, options);
+  NvrtcOptions ptx_options = options;
+  ptx_options.cubin = false;
+  Expected<PtxProgram> program = compile_cuda(source, name, compute_capability, ptx_options);
   if (!program.ok()) return program.error();
   return std::move(program.value().ptx);
 }

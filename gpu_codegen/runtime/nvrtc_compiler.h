@@ -43,6 +43,11 @@ struct NvrtcOptions {
   /// (compute_90a: wgmma, setmaxnreg), whose PTX runs on that compute
   /// capability alone. An error where NVRTC cannot target exactly the device.
   bool arch_specific = false;
+  /// Compiles to the device's machine code (-arch=sm_XX: a cubin) instead
+  /// of PTX: NVRTC's own ptxas does the work the driver's JIT would do when
+  /// the module loads. Where NVRTC cannot target exactly the device (it is
+  /// older), PTX as without it.
+  bool cubin = false;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
   /// Served from memory beside the prelude (cppinductor_cuda_prelude.cuh).
   /// NVRTC precompiles the first header a source includes once per process
@@ -51,7 +56,8 @@ struct NvrtcOptions {
 };
 
 struct PtxProgram {
-  std::string ptx;
+  std::string ptx;          ///< empty when `cubin` holds the module
+  std::string cubin;        ///< the machine code, under NvrtcOptions::cubin
   std::string log;          ///< NVRTC's warnings; empty for a clean compile
   int arch = 0;             ///< the compute_XX targeted; below the device's when NVRTC is older
   double compile_ms = 0.0;  ///< time NVRTC took; 0 for a cache hit

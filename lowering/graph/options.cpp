@@ -78,6 +78,9 @@ Expected<Options> Options::from_desc(const Desc& d) {
                                                     {"mid", CudaFastCompile::Mid},
                                                     {"max", CudaFastCompile::Max}});
       if (!s) return s.error();
+    } else if (key == "cuda_binary") {
+      Status s = want_choice(&o.cuda_cubin, {{"ptx", false}, {"cubin", true}});
+      if (!s) return s.error();
     } else if (key == "inject_relu_bug_TESTING_ONLY") {
       auto b = want_bool();
       if (!b) return b.error();

@@ -36,6 +36,10 @@ struct Options {
   /// NVRTC's --Ofast-compile level for CUDA kernels; Default: Min, and Off in
   /// the max-autotune modes.
   CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;
+  /// NVRTC compiles CUDA modules to the device's machine code (a cubin for
+  /// sm_XX) instead of PTX, so loading a module runs no driver JIT
+  /// (gpu::NvrtcOptions::cubin).
+  bool cuda_cubin = false;
   /// max-autotune: each CPU kernel also compiles with its alternative
   /// schedules (cpu::cpu_schedule_candidates), which the runtime times on
   /// the first call. Set by the Python side from the mode and the

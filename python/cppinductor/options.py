@@ -32,6 +32,9 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                                  "fused into them (auto, the default: in CUDA graphs)"),
     "cuda_fast_compile": (("default", "off", "min", "mid", "max"),
                           "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
+    "cuda_binary": (("ptx", "cubin"), "what NVRTC hands the CUDA driver: PTX, which the driver compiles to machine "
+                                      "code as each module loads (and keeps in its own cache, ~/.nv/ComputeCache), or "
+                                      "the device's machine code (cubin), compiled by NVRTC (default: ptx)"),
     "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "
                                  "the graph; its first call waits for them (default: on)"),
     "cpu_unroll_loops": (bool, "let LLVM unroll loops of CPU kernels (clang JIT) beyond the vector code's own "

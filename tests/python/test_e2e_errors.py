@@ -85,6 +85,19 @@ def test_every_cuda_fast_compile_level_gives_eagers_results(level):
                 options={"cuda_fast_compile": level}, reduction=True)
 
 
+@pytest.mark.parametrize("binary", ["ptx", "cubin"])
+def test_cuda_kernels_as_ptx_or_cubin_give_eagers_results(binary):
+    """What NVRTC hands the driver (PTX it compiles at load, or the device's
+    cubin) changes nothing in the results: a softmax and a layer_norm's
+    gradients, each way, against eager. The CPU ignores the option."""
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.randn(37, 1000, device=device)
+    w = torch.randn(1000, device=device)
+    check_model(lambda x: torch.softmax(x * 1.5, -1).sin(), (x,), options={"cuda_binary": binary}, reduction=True)
+    check_model(lambda x, w: torch.nn.functional.layer_norm(x, (1000,), w).exp(), (x, w), grad=True,
+                options={"cuda_binary": binary}, reduction=True)
+
+
 def test_bad_cuda_fast_compile_level_names_the_levels():
     f = torch.compile(_f, backend="cppinductor", options={"cuda_fast_compile": "fastest"})
     with pytest.raises((ValueError, torch._dynamo.exc.BackendCompilerFailed)) as excinfo:

@@ -61,6 +61,47 @@ TEST(NvrtcCompiler, FastCompileLevelsWhereNvrtcKnowsThem) {
   EXPECT_TRUE(has(nvrtc_flags(90, o, 1300), "--Ofast-compile=max"));
 }
 
+TEST(NvrtcCompiler, CubinTargetsTheDevicesMachineCode) {
+  auto has = [](const std::vector<std::string>& flags, const std::string& f) {
+    return std::find(flags.begin(), flags.end(), f) != flags.end();
+  };
+  NvrtcOptions o;
+  o.cubin = true;
+  EXPECT_TRUE(has(nvrtc_flags(90, o, 1300), "-arch=sm_90"));
+  o.arch_specific = true;
+  EXPECT_TRUE(has(nvrtc_flags(90, o, 1300), "-arch=sm_90a"));
+  for (const std::string& f : nvrtc_flags(90, o, 1300)) EXPECT_EQ(f.find("compute_"), std::string::npos) << f;
+}
+
+TEST(NvrtcCompiler, CompilesAKernelToACubin) {
+  CPPI_REQUIRE_NVRTC();
+  NvrtcOptions o;
+  o.cubin = true;
+  Expected<PtxProgram> program = compile_cuda(kVectorAddSource, "vector_add_cubin", 90, o);
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  EXPECT_TRUE(program->ptx.empty());
+  ASSERT_GT(program->cubin.size(), 4u);
+  EXPECT_EQ(program->cubin.substr(0, 4), "\x7f" "ELF");  // a cubin is an ELF image
+  EXPECT_EQ(program->arch, 90);
+  // The kernel's name is in the image's symbol table.
+  EXPECT_NE(program->cubin.find("vector_add"), std::string::npos);
+  // compile_to_ptx asks for PTX whatever the options say.
+  Expected<std::string> ptx = compile_to_ptx(kVectorAddSource, "vector_add_cubin", 90, o);
+  ASSERT_TRUE(ptx.ok()) << ptx.error().message;
+  EXPECT_NE(ptx->find(".entry vector_add("), std::string::npos);
+}
+
+TEST(NvrtcCompiler, CubinForADeviceNewerThanNvrtcIsPtx) {
+  CPPI_REQUIRE_NVRTC();
+  NvrtcOptions o;
+  o.cubin = true;
+  Expected<PtxProgram> program = compile_cuda(kVectorAddSource, "future_device_cubin", 999, o);
+  ASSERT_TRUE(program.ok()) << program.error().message;
+  EXPECT_TRUE(program->cubin.empty());
+  EXPECT_NE(program->ptx.find(".entry vector_add("), std::string::npos);
+  EXPECT_LT(program->arch, 999);
+}
+
 TEST(NvrtcCompiler, FastCompileKeepsTheKernelsEntryPoints) {
   CPPI_REQUIRE_NVRTC();
   NvrtcOptions o;
