@@ -1,8 +1,8 @@
 #include "backend/autotune.h"
 
 #include "cpu_codegen/jit/compiler.h"
-#include "cpu_codegen/jit/disk_cache.h"
-#include "cpu_codegen/jit/sha256.h"
+#include "support/disk_cache.h"
+#include "support/sha256.h"
 #include "cpu_codegen/schedule/schedule_candidates.h"
 #include "gpu_codegen/codegen/cuda_printer.h"
 #include "gpu_codegen/codegen/gpu_schedule_candidates.h"
@@ -20,10 +20,10 @@ namespace {
 constexpr size_t kMostCandidates = 6;
 
 Expected<std::string> tuning_dir() {
-  auto root = cpu::cache_dir();
+  auto root = cache_dir();
   if (!root) return root.error();
   const std::string dir = *root + "/autotune";
-  if (Status s = cpu::ensure_private_dir(dir); !s) return s.error();
+  if (Status s = ensure_private_dir(dir); !s) return s.error();
   return dir;
 }
 
@@ -72,7 +72,7 @@ TuningPlan plan_tuning(std::vector<ir::KernelPtr>& kernels, const std::vector<st
     auto heuristic = printed(candidates[0].kernel);
     if (!heuristic) continue;  // the graph's own print reports it
     KernelTuning& t = plan.tuning[i];
-    cpu::Sha256 key;
+    Sha256 key;
     key.field("cppinductor autotune v1").field(target).field(*heuristic);
     for (const auto& c : candidates) key.field(c.schedule);
     t.key = key.hex_digest();
@@ -159,7 +159,7 @@ std::optional<std::string> read_tuning_winner(const std::string& key, std::strin
   }
   bool corrupt = false;
   const std::string path = *dir + "/" + key;
-  auto payload = cpu::read_cache_entry(path, &corrupt);
+  auto payload = read_cache_entry(path, &corrupt);
   if (corrupt) *problem = "ignored a corrupted tuning cache entry " + path;
   if (!payload) return std::nullopt;
   std::string schedule = winner_schedule(*payload);
@@ -177,7 +177,7 @@ Status write_tuning_entry(const std::string& key, const std::string& payload) {
     return Error::invalid_input(cat("a tuning cache entry starts with '", kTuningCacheHeader, "' and a schedule line"));
   auto dir = tuning_dir();
   if (!dir) return dir.error();
-  return cpu::write_cache_entry(*dir + "/" + key, payload);
+  return write_cache_entry(*dir + "/" + key, payload);
 }
 
 }  // namespace cppi

@@ -6,7 +6,7 @@
 
 #include "backend/autotune.h"
 #include "backend/wrapper.h"
-#include "cpu_codegen/jit/sha256.h"
+#include "support/sha256.h"
 #include "gpu_codegen/codegen/gemm_epilogue.h"
 #include "gpu_codegen/codegen/gpu_schedule.h"
 #include "gpu_codegen/cuda_gemm_kernels.h"
@@ -252,7 +252,7 @@ void plan_gemm_choices(CompiledGraph& cg, const std::vector<ir::KernelPtr>& kern
     // Printed under a provisional name and without provenance first: the key
     // hashes the texts (the same kernel from other source lines shares its
     // entry), and the names come from the key.
-    cpu::Sha256 hash;
+    Sha256 hash;
     hash.field("cppinductor gemm v1").field(cat("cuda sm_", target->compute_capability, " ", target->multiprocessors));
     bool printed = true;
     for (const auto& t : tiles) {

@@ -424,7 +424,7 @@ PYBIND11_MODULE(_C, m) {
       "Process-wide CPU compiler counters.");
   m.def("reset_cpu_compiler_stats", &cpu::reset_compiler_stats);
   m.def(
-      "cpu_cache_dir", [] { return unwrap(cpu::cache_dir()); },
+      "cpu_cache_dir", [] { return unwrap(cache_dir()); },
       "The on-disk kernel cache directory (validated: owned by you, not writable by others).");
 
   // CUDA runtime: NVRTC comes from torch's CUDA wheel (found by the Python side).

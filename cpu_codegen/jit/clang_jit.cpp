@@ -45,7 +45,7 @@
 #include <unordered_map>
 
 #include "cpu_codegen/jit/backends.h"
-#include "cpu_codegen/jit/disk_cache.h"
+#include "support/disk_cache.h"
 #include "cpu_codegen/jit/runtime.h"
 
 namespace cppi::cpu {

@@ -15,7 +15,7 @@
 #include <unordered_map>
 
 #include "cpu_codegen/jit/backends.h"
-#include "cpu_codegen/jit/sha256.h"
+#include "support/sha256.h"
 
 namespace cppi::cpu {
 

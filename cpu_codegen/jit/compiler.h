@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "support/disk_cache.h"  // cache_dir()
 #include "support/status.h"
 
 namespace cppi::cpu {
@@ -129,12 +130,6 @@ struct CompilerStats {
 };
 CompilerStats compiler_stats();
 void reset_compiler_stats();
-
-/// The on-disk cache directory: $CPPINDUCTOR_CACHE_DIR, else
-/// $XDG_CACHE_HOME/cppinductor, else ~/.cache/cppinductor. Created with mode
-/// 0700 if missing. Refused (Error) if it is not a directory, is owned by
-/// another user, or is writable by group or others.
-Expected<std::string> cache_dir();
 
 /// The prelude text compiled into the library, and a hash of it (part of
 /// every cache key), for dumps and reports.

@@ -23,7 +23,7 @@
 #include <mutex>
 
 #include "cpu_codegen/jit/backends.h"
-#include "cpu_codegen/jit/disk_cache.h"
+#include "support/disk_cache.h"
 #include "cpu_codegen/jit/runtime.h"
 #include "cpu_codegen/prelude/cppinductor_prelude.h"
 

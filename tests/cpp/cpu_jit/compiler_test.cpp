@@ -18,7 +18,7 @@
 #include "cpu_codegen/jit/compiler.h"
 #include "support/cpu_isa.h"
 #include "cpu_codegen/jit/prefault.h"
-#include "cpu_codegen/jit/disk_cache.h"
+#include "support/disk_cache.h"
 #include "cpu_codegen/jit/runtime.h"
 #include "test_util.h"
 

@@ -1,10 +1,10 @@
 /// \file
 /// FIPS 180-4 SHA-256.
-#include "cpu_codegen/jit/sha256.h"
+#include "support/sha256.h"
 
 #include <cstring>
 
-namespace cppi::cpu {
+namespace cppi {
 namespace {
 
 constexpr uint32_t k_round[64] = {
@@ -96,4 +96,4 @@ std::string Sha256::hex_digest() {
 
 std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex_digest(); }
 
-}  // namespace cppi::cpu
+}  // namespace cppi

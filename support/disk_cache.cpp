@@ -1,6 +1,6 @@
 /// \file
 /// On-disk cache entries and the cache directory policy.
-#include "cpu_codegen/jit/disk_cache.h"
+#include "support/disk_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,10 +12,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "cpu_codegen/jit/compiler.h"
-#include "cpu_codegen/jit/sha256.h"
+#include "support/sha256.h"
 
-namespace cppi::cpu {
+namespace cppi {
 namespace {
 
 constexpr char k_magic[8] = {'C', 'P', 'P', 'I', 'C', 'A', 'C', '1'};
@@ -130,4 +129,4 @@ Status write_cache_entry(const std::string& path, const std::string& payload) {
   return Status::success();
 }
 
-}  // namespace cppi::cpu
+}  // namespace cppi

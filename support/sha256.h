@@ -1,14 +1,13 @@
 /// \file
-/// SHA-256, for cache keys and for verifying cache entries on disk. Kept here
-/// because the core must build without LLVM (which has its own); it could move
-/// to support/ once another stage needs it.
+/// SHA-256, for cache keys and for verifying cache entries on disk (ours:
+/// the core must build without LLVM, which has its own).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace cppi::cpu {
+namespace cppi {
 
 class Sha256 {
  public:
@@ -31,4 +30,4 @@ class Sha256 {
 
 std::string sha256_hex(std::string_view bytes);
 
-}  // namespace cppi::cpu
+}  // namespace cppi

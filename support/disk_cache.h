@@ -1,6 +1,6 @@
 /// \file
 /// The per-user on-disk cache of compiled code (g++ shared objects, JIT
-/// object files). One file per entry: payload followed by a trailer holding
+/// object files, CUDA cubins) and tuning results. One file per entry: payload followed by a trailer holding
 /// the payload's size and SHA-256, so an entry is verified before use and a
 /// torn or corrupted file is rebuilt instead of loaded. Entries are written
 /// to a temporary file and rename()d into place, so readers never see a
@@ -13,7 +13,7 @@
 
 #include "support/status.h"
 
-namespace cppi::cpu {
+namespace cppi {
 
 /// Creates `dir` (and missing parents) with mode 0700, then refuses it unless
 /// it is a directory owned by the current user and not writable by group or
@@ -30,4 +30,10 @@ Status write_cache_entry(const std::string& path, const std::string& payload);
 /// Reads a whole file.
 Expected<std::string> read_file(const std::string& path);
 
-}  // namespace cppi::cpu
+/// The on-disk cache directory: $CPPINDUCTOR_CACHE_DIR, else
+/// $XDG_CACHE_HOME/cppinductor, else ~/.cache/cppinductor. Created with mode
+/// 0700 if missing. Refused (Error) if it is not a directory, is owned by
+/// another user, or is writable by group or others.
+Expected<std::string> cache_dir();
+
+}  // namespace cppi
