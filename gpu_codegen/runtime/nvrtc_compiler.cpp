@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include "gpu_codegen/prelude/cuda_prelude.h"
 #include "gpu_codegen/runtime/cuda_api.h"
+#include "support/disk_cache.h"
+#include "support/sha256.h"
 
 namespace cppi::gpu {
 namespace {
@@ -52,6 +56,37 @@ Expected<int> choose_arch(const NvrtcApi& api, int compute_capability) {
             " cannot target compute capability ", compute_capability,
             " (oldest supported: ", *std::min_element(archs.begin(), archs.end()), ")"));
   return best;
+}
+
+/// Where a cubin compiled from `key` lives on disk; nullopt without a usable
+/// cache directory (the compile then just runs).
+std::optional<std::string> cubin_path(const std::string& key) {
+  Expected<std::string> root = cache_dir();
+  if (!root.ok()) return std::nullopt;
+  const std::string dir = root.value() + "/cuda";
+  if (!ensure_private_dir(dir)) return std::nullopt;
+  return cat(dir, "/", sha256_hex(key), ".cubin");
+}
+
+// An entry: the log's length (8 bytes, little-endian), the log, the cubin.
+std::string cubin_entry(const PtxProgram& p) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += char(uint64_t(p.log.size()) >> (8 * i));
+  return out + p.log + p.cubin;
+}
+
+std::optional<PtxProgram> from_cubin_entry(const std::string& entry, int arch) {
+  if (entry.size() < 8) return std::nullopt;
+  uint64_t log_size = 0;
+  for (int i = 0; i < 8; ++i) log_size |= uint64_t(uint8_t(entry[i])) << (8 * i);
+  if (log_size > entry.size() - 8) return std::nullopt;
+  PtxProgram p;
+  p.log = entry.substr(8, log_size);
+  p.cubin = entry.substr(8 + log_size);
+  if (p.cubin.empty()) return std::nullopt;
+  p.arch = arch;
+  p.from_cache = true;
+  return p;
 }
 
 /// The log without NVRTC's notes on the automatic precompiled header (made,
@@ -225,12 +260,29 @@ Expected<PtxProgram> compile_cuda(const std::string& source, const std::string& 
     }
   }
 
+  const std::optional<std::string> disk = chosen.cubin ? cubin_path(key) : std::nullopt;
+  if (disk) {
+    bool corrupt = false;
+    std::optional<std::string> entry = read_cache_entry(*disk, &corrupt);
+    std::optional<PtxProgram> hit = entry ? from_cubin_entry(*entry, arch.value()) : std::nullopt;
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    if (hit) {
+      ++cache.counters.disk_cache_hits;
+      cache.programs.emplace(key, *hit);
+      return *hit;
+    }
+    if (corrupt || entry) ++cache.counters.disk_cache_corrupt;
+  }
+
   // Compile outside the lock: NVRTC is thread-safe, and a compile takes long
   // enough that other threads' cache hits must not wait for it.
   const auto start = std::chrono::steady_clock::now();
-  Expected<PtxProgram> compiled = run_nvrtc(*api.value(), source, name, arch.value(), chosen.cubin, flags, options.headers);
+  Expected<PtxProgram> compiled =
+      run_nvrtc(*api.value(), source, name, arch.value(), chosen.cubin, flags, options.headers);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // An unwritable entry only means the next process compiles it again.
+  if (disk && compiled.ok()) (void)write_cache_entry(*disk, cubin_entry(compiled.value()));
 
   std::lock_guard<std::mutex> lock(cache.mutex);
   cache.counters.compile_ms += ms;

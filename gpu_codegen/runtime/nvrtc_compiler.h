@@ -46,7 +46,9 @@ struct NvrtcOptions {
   /// Compiles to the device's machine code (-arch=sm_XX: a cubin) instead
   /// of PTX: NVRTC's own ptxas does the work the driver's JIT would do when
   /// the module loads. Where NVRTC cannot target exactly the device (it is
-  /// older), PTX as without it.
+  /// older), PTX as without it. Cubins are also kept in the on-disk cache
+  /// (support/disk_cache.h, under cuda/), as the driver keeps what it JIT-
+  /// compiled from PTX, so a later process compiles nothing.
   bool cubin = false;
   std::vector<std::string> extra;  ///< appended verbatim, e.g. "-DBLOCK=256"
   /// Served from memory beside the prelude (cppinductor_cuda_prelude.cuh).
@@ -61,7 +63,7 @@ struct PtxProgram {
   std::string log;          ///< NVRTC's warnings; empty for a clean compile
   int arch = 0;             ///< the compute_XX targeted; below the device's when NVRTC is older
   double compile_ms = 0.0;  ///< time NVRTC took; 0 for a cache hit
-  bool from_cache = false;
+  bool from_cache = false;  ///< from memory, or (a cubin) from the disk
 };
 
 /// Compiles `source` (one translation unit; `name` is what NVRTC's messages
@@ -87,6 +89,8 @@ struct NvrtcCounters {
   uint64_t compiles = 0;  ///< NVRTC invocations that produced PTX
   uint64_t failures = 0;  ///< NVRTC invocations that did not
   uint64_t cache_hits = 0;
+  uint64_t disk_cache_hits = 0;     ///< cubins read from the on-disk cache
+  uint64_t disk_cache_corrupt = 0;  ///< cubin entries that failed verification and were compiled again
   double compile_ms = 0.0;  ///< total over `compiles` and `failures`
 };
 NvrtcCounters nvrtc_counters();

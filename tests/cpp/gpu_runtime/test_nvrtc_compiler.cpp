@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "gpu_codegen/runtime/nvrtc_compiler.h"
 #include "test_support.h"
@@ -89,6 +92,64 @@ TEST(NvrtcCompiler, CompilesAKernelToACubin) {
   Expected<std::string> ptx = compile_to_ptx(kVectorAddSource, "vector_add_cubin", 90, o);
   ASSERT_TRUE(ptx.ok()) << ptx.error().message;
   EXPECT_NE(ptx->find(".entry vector_add("), std::string::npos);
+}
+
+TEST(NvrtcCompiler, CubinsComeBackFromTheDiskCache) {
+  CPPI_REQUIRE_NVRTC();
+  char dir_template[] = "/tmp/cppi_cubin_cache_XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const char* old = std::getenv("CPPINDUCTOR_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("CPPINDUCTOR_CACHE_DIR", dir.c_str(), 1);
+  NvrtcOptions o;
+  o.cubin = true;
+  const std::string source = std::string(kVectorAddSource) + "// disk cache test\n";
+  const NvrtcCounters before = nvrtc_counters();
+  Expected<PtxProgram> first = compile_cuda(source, "disk_cached", 90, o);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->from_cache);
+
+  // Another process: nothing in memory, the entry on disk.
+  clear_ptx_cache();
+  Expected<PtxProgram> second = compile_cuda(source, "disk_cached", 90, o);
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->cubin, first->cubin);
+  EXPECT_EQ(second->log, first->log);
+  EXPECT_EQ(nvrtc_counters().compiles, before.compiles + 1);
+  EXPECT_EQ(nvrtc_counters().disk_cache_hits, before.disk_cache_hits + 1);
+
+  // A corrupted entry is compiled again (and written again).
+  std::vector<std::string> entries;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/cuda")) entries.push_back(e.path());
+  ASSERT_EQ(entries.size(), 1u);
+  {
+    std::fstream f(entries[0], std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+  }
+  clear_ptx_cache();
+  Expected<PtxProgram> third = compile_cuda(source, "disk_cached", 90, o);
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  EXPECT_FALSE(third->from_cache);
+  EXPECT_EQ(third->cubin, first->cubin);
+  EXPECT_EQ(nvrtc_counters().compiles, before.compiles + 2);
+  EXPECT_EQ(nvrtc_counters().disk_cache_corrupt, before.disk_cache_corrupt + 1);
+  clear_ptx_cache();
+  Expected<PtxProgram> fourth = compile_cuda(source, "disk_cached", 90, o);
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_TRUE(fourth->from_cache);
+
+  // PTX is not stored: the driver keeps what it compiles from PTX itself.
+  clear_ptx_cache();
+  ASSERT_TRUE(compile_cuda(source, "disk_cached", 90).ok());
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir + "/cuda")) ++files;
+  EXPECT_EQ(files, 1u);
+
+  if (old) setenv("CPPINDUCTOR_CACHE_DIR", saved.c_str(), 1); else unsetenv("CPPINDUCTOR_CACHE_DIR");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(NvrtcCompiler, CubinForADeviceNewerThanNvrtcIsPtx) {
