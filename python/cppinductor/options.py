@@ -34,7 +34,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                           "NVRTC's --Ofast-compile level for CUDA kernels (default: min; off in the max-autotune modes)"),
     "cuda_binary": (("ptx", "cubin"), "what NVRTC hands the CUDA driver: PTX, which the driver compiles to machine "
                                       "code as each module loads (and keeps in its own cache, ~/.nv/ComputeCache), or "
-                                      "the device's machine code (cubin), compiled by NVRTC (default: ptx)"),
+                                      "the device's machine code (cubin), compiled by NVRTC and kept in our cache "
+                                      "(default: $CPPINDUCTOR_CUDA_BINARY, else ptx)"),
     "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "
                                  "the graph; its first call waits for them (default: on)"),
     "cpu_unroll_loops": (bool, "let LLVM unroll loops of CPU kernels (clang JIT) beyond the vector code's own "
@@ -55,6 +56,9 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "inject_relu_bug_TESTING_ONLY": (bool, "make relu codegen wrong on purpose, to test accuracy checks"),
 }
 
+
+# Options whose default an environment variable sets (the option wins).
+ENV_DEFAULTS = {"cpu_isa": CPU_ISA_ENV, "cuda_binary": "CPPINDUCTOR_CUDA_BINARY"}
 
 @dataclass(frozen=True)
 class Options:
@@ -124,12 +128,13 @@ def parse_options(mode: str | None = None, options: dict[str, Any] | None = None
             raise ValueError(f"cppinductor: unknown option {name!r}; valid options are {sorted(OPTIONS)}")
     for name, value in options.items():
         _check(name, value)
-    if "cpu_isa" not in options and os.environ.get(CPU_ISA_ENV):
-        isa = os.environ[CPU_ISA_ENV]
-        if isa not in CPU_ISAS:
-            raise ValueError(f"cppinductor: environment variable {CPU_ISA_ENV} must be one of {list(CPU_ISAS)}, "
-                             f"got {isa!r}")
-        options["cpu_isa"] = isa
+    for name, env in ENV_DEFAULTS.items():
+        if name not in options and os.environ.get(env):
+            value, allowed = os.environ[env], OPTIONS[name][0]
+            if value not in allowed:
+                raise ValueError(f"cppinductor: environment variable {env} must be one of {list(allowed)}, "
+                                 f"got {value!r}")
+            options[name] = value
     if options.get("cpu_isa", "native") != "native":
         _check_host_runs(options["cpu_isa"])
     chosen = options.pop("mode", None) or mode or "default"

@@ -155,6 +155,17 @@ def test_bad_cpu_isa_value_and_environment_variable_are_rejected(monkeypatch):
     assert "CPPINDUCTOR_CPU_ISA" in str(_backend_error(excinfo))
 
 
+def test_cuda_binary_environment_variable_is_the_default_and_the_option_wins(monkeypatch):
+    from cppinductor.options import parse_options
+
+    monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "cubin")
+    assert parse_options().get("cuda_binary") == "cubin"
+    assert parse_options(options={"cuda_binary": "ptx"}).get("cuda_binary") == "ptx"
+    monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "sass")
+    with pytest.raises(ValueError, match="CPPINDUCTOR_CUDA_BINARY must be one of"):
+        parse_options()
+
+
 def test_cpu_isa_environment_variable_is_the_default_and_the_option_wins(monkeypatch):
     from conftest import HOST_CPU_ISAS
 
