@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <limits>
+#include <thread>
 
 namespace cppi::gpu {
 
@@ -98,6 +100,31 @@ void CudaKernelHandle::run(void* const* buffers, const int64_t* symbols, uintptr
   if (!s.ok()) throw CompilerError(s.error());
 }
 
+ModulePrograms split_module(const PrintedCudaModule& module, size_t programs) {
+  const size_t n = module.kernel_sources.size();
+  programs = std::clamp<size_t>(std::min(programs, n / kMinKernelsPerProgram), 1, std::max<size_t>(n, 1));
+  ModulePrograms out;
+  for (size_t p = 0; p < programs; ++p) {
+    const size_t begin = n * p / programs, end = n * (p + 1) / programs;
+    std::string source = module.preamble;
+    for (size_t k = begin; k < end; ++k) source += module.kernel_sources[k];
+    out.sources.push_back(std::move(source));
+    out.first_kernel.push_back(begin);
+  }
+  return out;
+}
+
+namespace {
+
+/// How many programs a module compiles as (split_module): one for PTX, whose
+/// compile is mostly NVVM's; for cubins one per hardware thread, up to eight.
+size_t program_count(const NvrtcOptions& nvrtc) {
+  if (!nvrtc.cubin) return 1;
+  return std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
+}
+
+}  // namespace
+
 Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>& kernels,
                                                    const std::vector<std::string>& graph_symbols,
                                                    const CudaKernelOptions& options) {
@@ -110,17 +137,39 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
     cc = *current;
   }
   const NvrtcOptions nvrtc = with_codegen_header(options.nvrtc);
-  auto program = compile_cuda(printed->source, "cppinductor_kernels.cu", cc, nvrtc);
-  if (!program.ok()) return program.error();
+  const ModulePrograms split = split_module(*printed, program_count(nvrtc));
+  const auto compile_start = std::chrono::steady_clock::now();
+  std::vector<Expected<PtxProgram>> programs;
+  if (split.sources.size() == 1) {
+    programs.push_back(compile_cuda(split.sources[0], "cppinductor_kernels.cu", cc, nvrtc));
+  } else {
+    std::vector<std::future<Expected<PtxProgram>>> pending;
+    for (size_t p = 0; p < split.sources.size(); ++p)
+      pending.push_back(std::async(std::launch::async, [&, p] {
+        return compile_cuda(split.sources[p], cat("cppinductor_kernels_", p, ".cu"), cc, nvrtc);
+      }));
+    for (auto& f : pending) programs.push_back(f.get());
+  }
+  const double compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - compile_start).count();
+  for (const auto& program : programs)
+    if (!program.ok()) return program.error();
   const auto start = std::chrono::steady_clock::now();
-  auto module = CudaModule::load(*program);
-  if (!module.ok()) return module.error();
+  std::vector<CudaModule> modules;
+  for (const auto& program : programs) {
+    auto module = CudaModule::load(*program);
+    if (!module.ok()) return module.error();
+    modules.push_back(*module);
+  }
   CompiledCudaKernels out;
   out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  for (auto& info : printed->kernels) {
+  for (size_t i = 0; i < printed->kernels.size(); ++i) {
+    PrintedCudaKernel& info = printed->kernels[i];
+    const size_t p =
+        std::upper_bound(split.first_kernel.begin(), split.first_kernel.end(), i) - split.first_kernel.begin() - 1;
     // Split-row kernels keep partials in the module: the runtime serialises
     // their launches across streams.
-    auto fn = module->function(info.name, has_module_state(info.schedule));
+    auto fn = modules[p].function(info.name, has_module_state(info.schedule));
     if (!fn.ok()) return fn.error();
     CudaKernelOptions twin_options = options;
     twin_options.compute_capability = cc;
@@ -129,10 +178,14 @@ Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<KernelPtr>&
     out.kernels.push_back(std::make_shared<CudaKernelHandle>(std::move(info), *fn, std::move(twin_options)));
   }
   out.source = std::move(printed->source);
-  out.ptx = std::move(program->ptx);
-  out.nvrtc_log = std::move(program->log);
-  out.arch = program->arch;
-  out.nvrtc_ms = program->compile_ms;
+  bool compiled = false;
+  for (auto& program : programs) {
+    out.ptx += program->ptx;
+    if (!program->log.empty()) out.nvrtc_log += (out.nvrtc_log.empty() ? "" : "\n") + program->log;
+    compiled |= !program->from_cache;
+  }
+  out.arch = programs[0]->arch;
+  out.nvrtc_ms = compiled ? compile_ms : 0.0;  // wall time: the programs compile side by side
   return out;
 }
 

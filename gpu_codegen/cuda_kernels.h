@@ -1,7 +1,8 @@
 /// \file
 /// Scheduled CUDA kernels -> callable KernelHandles: prints one module for
-/// all kernels of a graph (print_cuda_module), compiles it once with NVRTC to
-/// PTX for the current device (compile_cuda), loads it (CudaModule) and wraps
+/// all kernels of a graph (print_cuda_module), compiles it with NVRTC to PTX
+/// for the current device (compile_cuda; or to cubins, as several programs
+/// side by side), loads it (CudaModule) and wraps
 /// each kernel in a handle that computes its grid from the size symbols at
 /// launch, picks the vectorised or scalar variant after checking alignment,
 /// and launches on the caller's stream. The mirror of
@@ -79,7 +80,20 @@ struct CompiledCudaKernels {
   double load_ms = 0.0;     // driver JIT of the PTX (cuModuleLoadData)
 };
 
-/// Prints, compiles and loads `kernels` as one module. Print failures are
+/// The NVRTC programs a printed module compiles as: runs of whole kernels,
+/// each with the module's preamble, `programs` of them at most (fewer where
+/// a program would hold under kMinKernelsPerProgram kernels); their kernels
+/// in order are the module's. `first_kernel[p]` is program p's first kernel.
+inline constexpr size_t kMinKernelsPerProgram = 4;
+struct ModulePrograms {
+  std::vector<std::string> sources;
+  std::vector<size_t> first_kernel;
+};
+ModulePrograms split_module(const PrintedCudaModule& module, size_t programs);
+
+/// Prints, compiles and loads `kernels`: one module, or under
+/// NvrtcOptions::cubin (where ptxas is most of the compile) one program per
+/// thread the host has, up to eight, compiled side by side. Print failures are
 /// Internal errors; NVRTC or driver JIT failures CompileFailed with the log;
 /// no GPU or no NVRTC is Unsupported.
 Expected<CompiledCudaKernels> compile_cuda_kernels(const std::vector<ir::KernelPtr>& kernels,

@@ -447,7 +447,8 @@ Expected<PrintedCudaModule> print_cuda_module(const std::vector<KernelPtr>& kern
       }
       PrintedCudaKernel info;
       CudaKernelPrinter printer(*k, k->schedule.gpu, k->name, graph_symbols, options);
-      source += "\n" + printer.print(&info);
+      module.kernel_sources.push_back("\n" + printer.print(&info));
+      source += module.kernel_sources.back();
       if (vector) {
         GpuSchedule scalar = k->schedule.gpu;
         if (is_row_mapping(scalar.mapping)) {
@@ -470,6 +471,7 @@ Expected<PrintedCudaModule> print_cuda_module(const std::vector<KernelPtr>& kern
     return e.error();
   }
   module.source = std::move(source);
+  module.preamble = preamble;
   return module;
 }
 

@@ -78,8 +78,12 @@ struct PrintedCudaKernel {
 };
 
 struct PrintedCudaModule {
-  std::string source;
+  std::string source;  // preamble, then each of kernel_sources
   std::vector<PrintedCudaKernel> kernels;  // in input order
+  /// The parts of `source`: the includes every program starts with, and each
+  /// kernel's text, so a run of kernels compiles as a program of its own.
+  std::string preamble;
+  std::vector<std::string> kernel_sources;
 
   int vectorized_kernel_count() const;
 };

@@ -131,8 +131,8 @@ std::vector<Case> all_cases() {
   return c;
 }
 
-TEST(CudaNvrtc, EveryTestKernelCompiles) {
-  REQUIRE_NVRTC();
+/// Every test kernel once, with distinct names.
+std::vector<KernelPtr> every_test_kernel() {
   std::vector<KernelPtr> kernels;
   int n = 0;
   for (const auto& c : all_cases()) {
@@ -141,7 +141,12 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
       kernels.push_back(Kernel::make(cat(k->name, "_", n++), k->device, k->outer, k->stages, s, k->origins));
     }
   }
-  auto m = print_cuda_module(kernels, kSymbols);
+  return kernels;
+}
+
+TEST(CudaNvrtc, EveryTestKernelCompiles) {
+  REQUIRE_NVRTC();
+  auto m = print_cuda_module(every_test_kernel(), kSymbols);
   ASSERT_TRUE(m.ok()) << m.error().message;
   auto ptx = compile_cuda(m->source, "gpu_codegen_test.cu", 90, with_codegen_header({}));
   ASSERT_TRUE(ptx.ok()) << ptx.error().message;
@@ -156,6 +161,51 @@ TEST(CudaNvrtc, EveryTestKernelCompiles) {
   // range reduction, so the PTX alone cannot show it).
   for (const auto& flag : nvrtc_flags(ptx->arch, {})) EXPECT_EQ(flag.find("fast_math"), std::string::npos) << flag;
   EXPECT_EQ(ptx->log.find("warning"), std::string::npos) << ptx->log.substr(0, 2000);
+}
+
+TEST(CudaModuleSplit, ProgramsAreRunsOfWholeKernelsInOrder) {
+  auto m = print_cuda_module(every_test_kernel(), kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const size_t n = m->kernels.size();
+  ASSERT_GE(n, 4 * kMinKernelsPerProgram);
+  for (size_t asked : {size_t(1), size_t(3), size_t(8), n}) {
+    const ModulePrograms split = split_module(*m, asked);
+    const size_t programs = split.sources.size();
+    EXPECT_EQ(programs, std::min(asked, n / kMinKernelsPerProgram)) << asked;
+    ASSERT_EQ(split.first_kernel.size(), programs);
+    EXPECT_EQ(split.first_kernel[0], 0u);
+    // The programs, each without its preamble, are the module's kernels in order.
+    std::string kernels_text;
+    for (size_t p = 0; p < programs; ++p) {
+      ASSERT_EQ(split.sources[p].rfind(m->preamble, 0), 0u) << p;
+      kernels_text += split.sources[p].substr(m->preamble.size());
+      const size_t end = p + 1 < programs ? split.first_kernel[p + 1] : n;
+      EXPECT_GE(end - split.first_kernel[p], kMinKernelsPerProgram) << asked << " " << p;
+      for (size_t k = split.first_kernel[p]; k < end; ++k)
+        EXPECT_NE(split.sources[p].find(cat("\n", m->kernels[k].name, "(")), std::string::npos) << k;
+    }
+    EXPECT_EQ(m->preamble + kernels_text, m->source);
+  }
+  // Too few kernels to split: one program.
+  auto small = print_cuda_module({scheduled(add_relu_mul(64, 1024))}, kSymbols);
+  ASSERT_TRUE(small.ok());
+  EXPECT_EQ(split_module(*small, 8).sources.size(), 1u);
+}
+
+TEST(CudaNvrtc, EveryProgramOfASplitModuleCompilesToACubin) {
+  REQUIRE_NVRTC();
+  auto m = print_cuda_module(every_test_kernel(), kSymbols);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  NvrtcOptions o = with_codegen_header({});
+  o.cubin = true;
+  const ModulePrograms split = split_module(*m, 3);
+  ASSERT_EQ(split.sources.size(), 3u);
+  for (size_t p = 0; p < split.sources.size(); ++p) {
+    auto program = compile_cuda(split.sources[p], cat("split_", p, ".cu"), 90, o);
+    ASSERT_TRUE(program.ok()) << program.error().message;
+    EXPECT_FALSE(program->cubin.empty());
+    EXPECT_NE(program->cubin.find(m->kernels[split.first_kernel[p]].name), std::string::npos);
+  }
 }
 
 TEST(CudaNvrtc, VectorStoresAreOneInstruction) {
