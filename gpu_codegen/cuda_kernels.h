@@ -73,11 +73,11 @@ class CudaKernelHandle final : public KernelHandle {
 struct CompiledCudaKernels {
   std::vector<std::shared_ptr<CudaKernelHandle>> kernels;  // in input order
   std::string source;                                       // the printed module (.cu)
-  std::string ptx;                                          // what NVRTC produced (.ptx)
+  std::string ptx;                                          // what NVRTC produced (.ptx; empty for cubins)
   std::string nvrtc_log;
-  int arch = 0;             // the compute_XX compiled for
-  double nvrtc_ms = 0.0;    // 0 when the PTX came from the cache
-  double load_ms = 0.0;     // driver JIT of the PTX (cuModuleLoadData)
+  int arch = 0;             // the compute_XX (or sm_XX) compiled for
+  double nvrtc_ms = 0.0;    // wall time of the compile; 0 when every program came from a cache
+  double load_ms = 0.0;     // loading the modules: the driver's JIT of PTX (cuModuleLoadData)
 };
 
 /// The NVRTC programs a printed module compiles as: runs of whole kernels,
