@@ -223,7 +223,7 @@ def test_cli_json_table_and_only(tmp_path, capsys):
     assert [(d["workload"], d["backend"]) for d in data] == [
         ("copy", "eager"), ("copy", "aot_eager"), ("row_sum", "eager"), ("row_sum", "aot_eager")]
     fields = {"workload", "backend", "mode", "device", "dtype", "threads", "torch_version", "kind", "cpu_isa",
-              "shape", "status",
+              "cuda_binary", "shape", "status",
               "error", "correct", "time_ms", "reps", "speedup_vs_eager", "speedup_vs_inductor", "bytes_moved",
               "gbps", "flops", "tflops", "copy_gbps", "pct_of_copy", "copy_prealloc_gbps", "first_call_s", "compile_s_warm",
               "compile_s_fresh", "fresh_process_total_s", "kernels", "kernel_compile_ms", "compile_over_aot_eager_s",
@@ -316,7 +316,22 @@ def test_cppinductor_rows_name_the_cpu_isa_and_the_header_the_host():
     ours = next(r for r in rows if r.backend == "cppinductor")
     assert ours.status == "ok" and ours.cpu_isa == _C.resolve_cpu_isa(os.environ.get("CPPINDUCTOR_CPU_ISA", "native"))
     assert next(r for r in rows if r.backend == "eager").cpu_isa is None
+    assert ours.cuda_binary is None  # a CPU row
     assert f"cpu isa {ours.cpu_isa} (host: " in format_table(rows)
+    assert "cuda binary" not in format_table(rows)
+
+
+def test_cuda_rows_name_what_nvrtc_made_in_the_header(monkeypatch):
+    from cppinductor.bench.runner import _cppinductor_cuda_binary
+
+    assert _cppinductor_cuda_binary() == os.environ.get("CPPINDUCTOR_CUDA_BINARY", "ptx")
+    monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "cubin")
+    assert _cppinductor_cuda_binary() == "cubin"
+    monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "elf")
+    assert _cppinductor_cuda_binary() is None
+    row = Row(workload="copy", backend="cppinductor", mode=None, device="cuda", dtype="float32", threads=1,
+              torch_version=torch.__version__, kind="memory", cuda_binary="cubin")
+    assert " · cuda binary cubin" in format_table([row])
 
 
 def test_cli_rejects_a_cpu_isa_the_host_lacks(capsys):

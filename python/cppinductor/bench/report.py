@@ -111,8 +111,10 @@ def format_table(rows: Sequence[Row]) -> str:
         mode = f" · mode {','.join(modes)}" if modes else ""
         isas = sorted({x.cpu_isa for x in rows if x.cpu_isa})
         isa = f" · cpu isa {','.join(isas)} (host: {host_cpu_description()})" if isas else ""
+        binaries = sorted({x.cuda_binary for x in rows if x.cuda_binary})
+        binary = f" · cuda binary {','.join(binaries)}" if binaries else ""
         lines.append(f"cppinductor bench · {r.device} · {r.threads} threads · torch {r.torch_version} · {r.dtype}"
-                     f"{mode}{isa}")
+                     f"{mode}{isa}{binary}")
         refs = {(x.shape, x.copy_gbps, x.copy_prealloc_gbps) for x in rows if x.copy_gbps}
         for shape, clone, prealloc in sorted(refs, key=str):
             lines.append(f"copy reference {shape}: clone {clone:.1f} GB/s, copy_ into preallocated {prealloc:.1f} GB/s")

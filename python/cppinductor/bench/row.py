@@ -19,6 +19,7 @@ class Row:
     torch_version: str
     kind: str  # memory | compute | train | interop | launch | model | gemm
     cpu_isa: Optional[str] = None  # cppinductor on the CPU: the vector ISA its kernels were compiled for
+    cuda_binary: Optional[str] = None  # cppinductor on CUDA: what NVRTC made (ptx | cubin; $CPPINDUCTOR_CUDA_BINARY)
     shape: str = ""
     status: str = OK  # ok | incorrect (ran, differs from eager) | error (raised)
     error: Optional[str] = None  # the exception or the mismatch; or a failed fresh-process probe

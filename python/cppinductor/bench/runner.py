@@ -122,6 +122,18 @@ def _cppinductor_cpu_isa(requested: Optional[str]) -> Optional[str]:
         return None
 
 
+def _cppinductor_cuda_binary() -> Optional[str]:
+    """What NVRTC makes for cppinductor's CUDA kernels under the bench
+    (CPPINDUCTOR_CUDA_BINARY, else ptx); None where the variable is invalid
+    (the rows show the error)."""
+    from ..options import parse_options
+
+    try:
+        return parse_options().get("cuda_binary", "ptx")
+    except ValueError:
+        return None
+
+
 class _Runner:
     def __init__(self, config: BenchConfig) -> None:
         self.config = config
@@ -131,6 +143,7 @@ class _Runner:
         self.unavailable = {b.label: b.unavailable_reason() for b in config.backend_list}
         self.runnable = [b for b in config.backend_list if self.unavailable[b.label] is None]
         self.cppinductor_cpu_isa = _cppinductor_cpu_isa(config.cpu_isa)
+        self.cppinductor_cuda_binary = _cppinductor_cuda_binary()
 
     def row(self, workload: Workload, backend: Backend) -> Row:
         c = self.config
@@ -275,6 +288,8 @@ class _Runner:
             row.compile_s_warm = first_s  # less the steady time, once measured
             if backend.name == "cppinductor" and torch.device(c.device).type == "cpu":
                 row.cpu_isa = self.cppinductor_cpu_isa
+            if backend.name == "cppinductor" and torch.device(c.device).type == "cuda":
+                row.cuda_binary = self.cppinductor_cuda_binary
         if compiled is not None:
             row.kernels = compiled.kernels
             if compiled.kernel_compile_s is not None and compiled.kernels:
