@@ -102,7 +102,7 @@ void CudaKernelHandle::run(void* const* buffers, const int64_t* symbols, uintptr
 
 ModulePrograms split_module(const PrintedCudaModule& module, size_t programs) {
   const size_t n = module.kernel_sources.size();
-  programs = std::clamp<size_t>(std::min(programs, n / kMinKernelsPerProgram), 1, std::max<size_t>(n, 1));
+  programs = std::max<size_t>(std::min(programs, n / kMinKernelsPerProgram), 1);
   ModulePrograms out;
   for (size_t p = 0; p < programs; ++p) {
     const size_t begin = n * p / programs, end = n * (p + 1) / programs;

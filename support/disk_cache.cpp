@@ -70,6 +70,18 @@ Expected<std::string> cache_dir() {
   return dir;
 }
 
+std::string u64_le(uint64_t value) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += char(value >> (8 * i));
+  return out;
+}
+
+uint64_t read_u64_le(const char* bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < 8; ++i) value |= uint64_t(uint8_t(bytes[i])) << (8 * i);
+  return value;
+}
+
 Expected<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Error::internal(cat("cannot read ", path));
@@ -89,8 +101,7 @@ std::optional<std::string> read_cache_entry(const std::string& path, bool* corru
   std::string& bytes = *data;
   const size_t payload_size = bytes.size() - k_trailer_size;
   const char* trailer = bytes.data() + payload_size;
-  uint64_t stored_size = 0;
-  for (int i = 0; i < 8; ++i) stored_size |= uint64_t(uint8_t(trailer[8 + i])) << (8 * i);
+  const uint64_t stored_size = read_u64_le(trailer + 8);
   std::string_view payload(bytes.data(), payload_size);
   if (std::memcmp(trailer, k_magic, 8) != 0 || stored_size != payload_size ||
       Sha256().update(payload).digest() != std::string_view(trailer + 16, 32)) {
@@ -103,7 +114,7 @@ std::optional<std::string> read_cache_entry(const std::string& path, bool* corru
 
 Status write_cache_entry(const std::string& path, const std::string& payload) {
   std::string trailer(k_magic, 8);
-  for (int i = 0; i < 8; ++i) trailer += char(uint64_t(payload.size()) >> (8 * i));
+  trailer += u64_le(payload.size());
   trailer += Sha256().update(payload).digest();
 
   std::string tmp = path + ".tmp.XXXXXX";

@@ -8,6 +8,7 @@
 /// a .so does not stop dlopen.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,11 @@ std::optional<std::string> read_cache_entry(const std::string& path, bool* corru
 
 /// Writes payload + trailer atomically (temp file in the same dir + rename).
 Status write_cache_entry(const std::string& path, const std::string& payload);
+
+/// A 64-bit size as 8 little-endian bytes, and back from `bytes` (at least
+/// 8): how entries store lengths.
+std::string u64_le(uint64_t value);
+uint64_t read_u64_le(const char* bytes);
 
 /// Reads a whole file.
 Expected<std::string> read_file(const std::string& path);

@@ -69,16 +69,11 @@ std::optional<std::string> cubin_path(const std::string& key) {
 }
 
 // An entry: the log's length (8 bytes, little-endian), the log, the cubin.
-std::string cubin_entry(const PtxProgram& p) {
-  std::string out;
-  for (int i = 0; i < 8; ++i) out += char(uint64_t(p.log.size()) >> (8 * i));
-  return out + p.log + p.cubin;
-}
+std::string cubin_entry(const PtxProgram& p) { return u64_le(p.log.size()) + p.log + p.cubin; }
 
 std::optional<PtxProgram> from_cubin_entry(const std::string& entry, int arch) {
   if (entry.size() < 8) return std::nullopt;
-  uint64_t log_size = 0;
-  for (int i = 0; i < 8; ++i) log_size |= uint64_t(uint8_t(entry[i])) << (8 * i);
+  const uint64_t log_size = read_u64_le(entry.data());
   if (log_size > entry.size() - 8) return std::nullopt;
   PtxProgram p;
   p.log = entry.substr(8, log_size);
