@@ -155,7 +155,12 @@ CPPI_FOR_EACH_FLOAT_VECTOR(CPPI_VEC_LOG1P, 1e38f, 1e307)
 // <= 2.4e-7) and exact at 0, +-inf and NaN. The symbols are weak: a process
 // without libmvec loaded (the JIT resolves them from what the process has)
 // takes the SLEEF branch, a predictable test the compiler hoists out of loops.
+// Where the ISA has FMA, float erf is the prelude's own (below) instead.
+#if defined(__FMA__)
+#define CPPI_FOR_EACH_LIBMVEC_UNARY(X) X(exp) X(sin) X(cos) X(tanh) X(expm1)
+#else
 #define CPPI_FOR_EACH_LIBMVEC_UNARY(X) X(exp) X(erf) X(sin) X(cos) X(tanh) X(expm1)
+#endif
 #if defined(__AVX2__)
 #define CPPI_MVEC_F32X8(name)                                                                       \
   extern "C" cppi_f32x8 _ZGVdN8v_##name##f(cppi_f32x8) __attribute__((weak));                      \
@@ -189,6 +194,75 @@ CPPI_FOR_EACH_LIBMVEC_UNARY(CPPI_MVEC_UNARY)
 #undef CPPI_MVEC_UNARY
 #undef CPPI_MVEC_F32X8
 #undef CPPI_MVEC_F32X16
+
+// Float erf with FMA, inline: within 1.25 ULP of the exact erf over every
+// float (checked exhaustively against double erf), about 1.5x faster than
+// libmvec's erff and exact at +-0, +-inf and NaN. erf dominates gelu.
+//   |a| < 0.921875: erf(a) = a + a * p(a^2), p a degree-5 fit of erf(a)/a - 1;
+//   otherwise:      erf(|a|) = 1 - exp(q(|a|)), q a degree-6 fit of log(erfc)
+//                   on [0.921875, 4], |a| clamped at 4 (erf is 1 in float
+//                   from 3.92); exp by range reduction to |r| <= ln2/2 and
+//                   a degree-6 polynomial, its argument within [-19, -1.7].
+// Both halves are computed and the lane picks one. The fits are weighted so
+// that each contributes under 0.3 ULP; the rest is float rounding.
+#if defined(__FMA__)
+CPPI_INLINE cppi_f32x8 cppi_fmadd(cppi_f32x8 a, cppi_f32x8 b, cppi_f32x8 c) {
+  return __builtin_ia32_vfmaddps256(a, b, c);
+}
+#if defined(__AVX512F__)
+CPPI_INLINE cppi_f32x16 cppi_fmadd(cppi_f32x16 a, cppi_f32x16 b, cppi_f32x16 c) {
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, /*current rounding*/ 4);
+}
+#endif
+template <class V, class I>
+CPPI_INLINE V cppi_erf_fma(V a) {
+  const V s = a * a;
+  V p = cppi_vsplat<V>(-6.01339329e-4f);
+  p = cppi_fmadd(p, s, cppi_vsplat<V>(4.99800064e-3f));
+  p = cppi_fmadd(p, s, cppi_vsplat<V>(-2.67702314e-2f));
+  p = cppi_fmadd(p, s, cppi_vsplat<V>(1.12819272e-1f));
+  p = cppi_fmadd(p, s, cppi_vsplat<V>(-3.76125057e-1f));
+  p = cppi_fmadd(p, s, cppi_vsplat<V>(1.28379152e-1f));
+  const V near_zero = cppi_fmadd(p, a, a);
+
+  const I sign = cppi_bit_cast<I>(a) & (int32_t)0x80000000;
+  const V t = cppi_bit_cast<V>(cppi_bit_cast<I>(a) ^ sign);
+  const V u = cppi_vselect(t > 4.0f, cppi_vsplat<V>(4.0f), t);  // NaN stays NaN
+  V q = cppi_vsplat<V>(1.92469539e-4f);
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(-3.01129790e-3f));
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(2.21072696e-2f));
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(-1.03697695e-1f));
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(-6.37433887e-1f));
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(-1.12753427e+0f));
+  q = cppi_fmadd(q, u, cppi_vsplat<V>(-2.28120450e-4f));
+  // exp(q): q = n ln2 + r, with n rounded to an integer by the 1.5 * 2^23 shift.
+  const V shifted = cppi_fmadd(q, cppi_vsplat<V>(1.44269504f), cppi_vsplat<V>(12582912.0f));
+  const V n = shifted - 12582912.0f;
+  V r = cppi_fmadd(n, cppi_vsplat<V>(-6.93145752e-1f), q);
+  r = cppi_fmadd(n, cppi_vsplat<V>(-1.42860677e-6f), r);
+  V e = cppi_vsplat<V>(1.38368341e-3f);
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(8.37482233e-3f));
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(4.16682251e-2f));
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(1.66664198e-1f));
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(4.99999911e-1f));
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(1.0f));
+  e = cppi_fmadd(e, r, cppi_vsplat<V>(1.0f));
+  const I two_to_n = (cppi_bit_cast<I>(shifted) - 0x4B400000 + 127) << 23;
+  const V beyond = 1.0f - e * cppi_bit_cast<V>(two_to_n);
+  const V far = cppi_bit_cast<V>(cppi_bit_cast<I>(beyond) | sign);
+  return cppi_vselect(t < 0.921875f, near_zero, far);
+}
+CPPI_INLINE cppi_f32x8 cppi_erf(cppi_f32x8 x) { return cppi_erf_fma<cppi_f32x8, cppi_i32x8>(x); }
+#if defined(__AVX512F__)
+CPPI_INLINE cppi_f32x16 cppi_erf(cppi_f32x16 x) { return cppi_erf_fma<cppi_f32x16, cppi_i32x16>(x); }
+#else
+CPPI_SPLIT_UNARY(cppi_f32x16, cppi_f32x8, erf)
+#endif
+CPPI_INLINE cppi_f32x4 cppi_erf(cppi_f32x4 x) { return cppi_erf_sleef(x); }
+CPPI_INLINE cppi_f64x2 cppi_erf(cppi_f64x2 x) { return cppi_erf_sleef(x); }
+CPPI_INLINE cppi_f64x4 cppi_erf(cppi_f64x4 x) { return cppi_erf_sleef(x); }
+CPPI_INLINE cppi_f64x8 cppi_erf(cppi_f64x8 x) { return cppi_erf_sleef(x); }
+#endif
 
 // SLEEF's sinhf/coshf overflow from |x| > 88.5 although the result is finite
 // up to ~89.4; there sinh(x) = sign(x) * e^(|x|/2) * (e^(|x|/2) / 2), each
