@@ -38,8 +38,8 @@ struct Options {
   CudaFastCompile cuda_fast_compile = CudaFastCompile::Default;
   /// NVRTC compiles CUDA modules to the device's machine code (a cubin for
   /// sm_XX) instead of PTX, so loading a module runs no driver JIT
-  /// (gpu::NvrtcOptions::cubin).
-  bool cuda_cubin = false;
+  /// (gpu::NvrtcOptions::cubin). The default; false hands the driver PTX.
+  bool cuda_cubin = true;
   /// max-autotune: each CPU kernel also compiles with its alternative
   /// schedules (cpu::cpu_schedule_candidates), which the runtime times on
   /// the first call. Set by the Python side from the mode and the

@@ -35,7 +35,7 @@ OPTIONS: dict[str, tuple[Any, str]] = {
     "cuda_binary": (("ptx", "cubin"), "what NVRTC hands the CUDA driver: PTX, which the driver compiles to machine "
                                       "code as each module loads (and keeps in its own cache, ~/.nv/ComputeCache), or "
                                       "the device's machine code (cubin), compiled by NVRTC and kept in our cache "
-                                      "(default: $CPPINDUCTOR_CUDA_BINARY, else ptx)"),
+                                      "(default: $CPPINDUCTOR_CUDA_BINARY, else cubin)"),
     "background_compile": (bool, "compile CPU kernels on a background thread while Dynamo and AOTAutograd finish "
                                  "the graph; its first call waits for them (default: on)"),
     "cpu_unroll_loops": (bool, "let LLVM unroll loops of CPU kernels (clang JIT) beyond the vector code's own "

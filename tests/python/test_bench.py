@@ -324,7 +324,7 @@ def test_cppinductor_rows_name_the_cpu_isa_and_the_header_the_host():
 def test_cuda_rows_name_what_nvrtc_made_in_the_header(monkeypatch):
     from cppinductor.bench.runner import _cppinductor_cuda_binary
 
-    assert _cppinductor_cuda_binary() == os.environ.get("CPPINDUCTOR_CUDA_BINARY", "ptx")
+    assert _cppinductor_cuda_binary() == os.environ.get("CPPINDUCTOR_CUDA_BINARY", "cubin")
     monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "cubin")
     assert _cppinductor_cuda_binary() == "cubin"
     monkeypatch.setenv("CPPINDUCTOR_CUDA_BINARY", "elf")

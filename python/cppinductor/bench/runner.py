@@ -124,12 +124,12 @@ def _cppinductor_cpu_isa(requested: Optional[str]) -> Optional[str]:
 
 def _cppinductor_cuda_binary() -> Optional[str]:
     """What NVRTC makes for cppinductor's CUDA kernels under the bench
-    (CPPINDUCTOR_CUDA_BINARY, else ptx); None where the variable is invalid
+    (CPPINDUCTOR_CUDA_BINARY, else cubin); None where the variable is invalid
     (the rows show the error)."""
     from ..options import parse_options
 
     try:
-        return parse_options().get("cuda_binary", "ptx")
+        return parse_options().get("cuda_binary", "cubin")
     except ValueError:
         return None
 
