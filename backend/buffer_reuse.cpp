@@ -104,7 +104,7 @@ void plan_buffer_reuse(CompiledGraph& cg) {
   };
   for (size_t s = 0; s < cg.steps.size(); ++s) {
     Step& step = cg.steps[s];
-    if (step.kind == Step::Kind::Aten && step.is_extern) {
+    if (step.kind == Step::Kind::Aten && step.is_extern && step.allocs.empty()) {
       if (auto result = extern_result(cg.graph, step)) track(*result);
     }
     for (Allocation& a : step.allocs) {

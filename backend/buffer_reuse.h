@@ -4,10 +4,12 @@
 /// earlier in the same call, instead of a fresh allocation.
 ///
 /// Which buffers take part:
-/// - destinations: only buffers our kernels allocate (Allocation entries).
-///   Extern calls (mm, addmm, convolution, ...) run ATen's out-of-place op,
-///   which allocates its own result, and fallbacks likewise: neither ever
-///   writes into a reused storage;
+/// - destinations: the buffers our kernels allocate (Allocation entries),
+///   and the results of CPU matmul externs (mm, addmm, bmm) that run their
+///   out= variant into a planned buffer (backend/wrapper.cpp). Other extern
+///   calls (convolution, ...) run ATen's out-of-place op, which allocates
+///   its own result, and fallbacks likewise: neither ever writes into a
+///   reused storage;
 /// - sources: dead kernel buffers, and the tensor an extern call returned
 ///   (fresh from ATen, nothing outside the call holds it; its size comes
 ///   from the node's FX layout, so the runtime checks the storage is large

@@ -58,7 +58,9 @@ struct Step {
   bool recomputes = false;  // Aten: remakes a value compute nodes made (lowering::AtenItem)
   int kernel = -1;
   std::vector<int> buffers;          // Kernel: slots in kernel argument order
-  std::vector<Allocation> allocs;    // Kernel: slots to allocate first
+  /// Slots to allocate first: a kernel's outputs, or the result an extern
+  /// matmul writes through its out= variant (backend/wrapper.cpp).
+  std::vector<Allocation> allocs;
   /// Kernel: tensors made outside our kernels (graph inputs, ATen results)
   /// with the layout the kernel was compiled for; the runtime re-lays out a
   /// tensor whose strides differ (and copies back the ones the kernel writes).

@@ -5,6 +5,8 @@
 #include <set>
 
 #include "lowering/ir/in_place.h"
+#include "lowering/ir/index_simplify.h"
+#include "lowering/ops/context.h"
 
 namespace cppi {
 namespace {
@@ -23,6 +25,34 @@ Allocation allocation_for(int slot, const ir::Buffer& buffer, const Graph& g, in
   a.device = buffer.device == ir::Device::CUDA ? Device::CUDA : Device::CPU;
   if (graph_node >= 0 && g.nodes[graph_node].value.kind == ValueInfo::Kind::Tensor)
     a.device_index = g.nodes[graph_node].value.tensor.device_index;
+  return a;
+}
+
+/// The buffer an extern matmul on the CPU writes through its out= variant
+/// (mm, addmm, bmm with a dense row-major result), as Inductor's
+/// extern_kernels.mm(a, b, out=buf): planned like a kernel's output, so the
+/// result may take over a dead buffer's storage, still warm in cache,
+/// instead of a fresh allocation that the GEMM's stores then miss in.
+std::optional<Allocation> out_variant_allocation(const Graph& g, int node) {
+  static const std::set<std::string> kOutVariants = {"aten.mm.default", "aten.addmm.default", "aten.bmm.default"};
+  const Node& n = g.nodes[node];
+  const ValueInfo& v = n.value;
+  if (!kOutVariants.count(n.target) || v.kind != ValueInfo::Kind::Tensor || v.tensor.device != Device::CPU)
+    return std::nullopt;
+  const ir::IndexExpr offset = lowering::to_index(v.tensor.storage_offset);
+  if (!offset.is_constant(0)) return std::nullopt;
+  Allocation a;
+  a.slot = node;
+  a.dtype = v.tensor.dtype;
+  a.sizes = lowering::to_index(v.tensor.sizes);
+  a.strides = lowering::to_index(v.tensor.strides);
+  ir::IndexExpr dense = 1;  // the row-major stride of each dimension, innermost first
+  for (size_t i = a.sizes.size(); i-- > 0;) {
+    if (!a.sizes[i].is_constant(1) && !(ir::simplify(a.strides[i]) == ir::simplify(dense))) return std::nullopt;
+    dense = dense * a.sizes[i];
+  }
+  a.device = Device::CPU;
+  a.device_index = v.tensor.device_index;
   return a;
 }
 
@@ -92,6 +122,9 @@ Status build_wrapper_steps(const lowering::FusedGraph& fused, CompiledGraph& cg)
       step.node = aten->graph_node;
       step.is_extern = aten->is_extern;
       step.recomputes = aten->recomputes;
+      if (aten->is_extern) {
+        if (std::optional<Allocation> out = out_variant_allocation(g, aten->graph_node)) step.allocs.push_back(*out);
+      }
       filled.insert(aten->graph_node);
     } else {
       const ir::Kernel& k = *std::get<ir::KernelPtr>(item);
@@ -162,15 +195,15 @@ std::string describe_steps(const CompiledGraph& cg) {
                s.device == Device::CPU ? std::string("cpu") : cat("cuda:", s.device_index), " generator\n");
   }
   for (const Step& s : cg.steps) {
+    for (const auto& a : s.allocs) {
+      out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), layout(a));
+      if (a.reuse < 0) out += "\n";
+      else out += cat(a.in_place ? " = in place of " : " = reuse ", slot_name(a.reuse), "\n");
+    }
     if (s.kind == Step::Kind::Aten) {
       const Node& n = cg.graph.nodes[s.node];
-      out += cat(s.is_extern ? "extern   " : "aten     ", n.name, " = ", n.target, "\n");
+      out += cat(s.is_extern ? "extern   " : "aten     ", n.name, " = ", n.target, s.allocs.empty() ? "" : " (out=)", "\n");
     } else {
-      for (const auto& a : s.allocs) {
-        out += cat("alloc    ", slot_name(a.slot), " ", dtype_name(a.dtype), layout(a));
-        if (a.reuse < 0) out += "\n";
-        else out += cat(a.in_place ? " = in place of " : " = reuse ", slot_name(a.reuse), "\n");
-      }
       out += cat("kernel   ", cg.kernels[s.kernel]->name(), "(");
       for (size_t i = 0; i < s.buffers.size(); ++i) out += cat(i ? ", " : "", slot_name(s.buffers[i]));
       out += ")\n";

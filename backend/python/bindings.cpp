@@ -238,7 +238,7 @@ PYBIND11_MODULE(_C, m) {
           [](const CompiledGraph& cg, int step, int index, const std::vector<int64_t>& symbols) {
             return layout_tuple(cg, cg.steps.at(step).allocs.at(index), symbols);
           },
-          "(dtype, sizes, strides, device) of a buffer a kernel step allocates, given the symbol values.")
+          "(dtype, sizes, strides, device) of a buffer a step allocates, given the symbol values.")
       .def(
           "expected_layout",
           [](const CompiledGraph& cg, int step, int index, const std::vector<int64_t>& symbols) {

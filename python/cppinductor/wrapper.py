@@ -318,7 +318,7 @@ class _Printer:
             if step.kind != _C.StepKind.Aten:
                 self.kernel_step(index, step)
             elif index not in self.skipped:  # only ATen steps are left out
-                self.aten_step(step)
+                self.aten_step(index, step)
             self.emit_observation(False)  # before the frees: the step's inputs and outputs coexist
             if self.frees[index]:
                 self.emit(" = ".join(self.slot_names[s] for s in self.frees[index]) + " = None")
@@ -328,7 +328,7 @@ class _Printer:
         """A line of the observed variant only (_OBSERVED marks it)."""
         self.lines.append(_OBSERVED + f"    observe(locals(), {call_starts})")
 
-    def aten_step(self, step: Any) -> None:
+    def aten_step(self, index: int, step: Any) -> None:
         """One ATen call: an extern kernel or a fallback."""
         node = self.nodes[step.node]
         out = self.slot_names[step.node]
@@ -353,11 +353,18 @@ class _Printer:
             # input): the value is the input itself.
             self.emit(f"{out} = {self.literal(node.args[0])}")
             return
+        if step.allocs:  # an extern matmul into the buffer planned for it
+            for a, lay in zip(step.allocs, self._allocate(index, step)):
+                if not self.dynamic:  # made here with these strides: kernels need not check them
+                    self._checked.add((a.slot, lay.strides))
+            self.emit(f"{out} = {self._call(node, overload=target.overloadpacket.out)[:-1]}, out={out})")
+            return
         self.emit(f"{out} = {self._call(node)}")
 
-    def _call(self, node: torch.fx.Node, first: str | None = None) -> str:
-        """`node`'s call; `first` replaces the expression of its first argument."""
-        target = node.target
+    def _call(self, node: torch.fx.Node, first: str | None = None, overload: Any = None) -> str:
+        """`node`'s call; `first` replaces the expression of its first argument,
+        `overload` the op (an out= variant)."""
+        target = overload if overload is not None else node.target
         if isinstance(target, torch._ops.OpOverload):
             # Its __call__ only forwards to the C++ callable `_op`: calling
             # that directly saves a Python frame per step.
@@ -404,6 +411,8 @@ class _Printer:
             for slot in step.free_after:
                 if slot not in unmade:
                     self.frees[max(index, last_read.get(slot, index))].append(slot)
+            if index in self.skipped:  # the storage its out= buffer would have taken over
+                self.frees[index] += [a.reuse for a in step.allocs if a.reuse >= 0 and a.reuse not in unmade]
 
     def _is_input(self, slot: int) -> bool:
         return slot < len(self.nodes) and self.nodes[slot].op == "placeholder"
@@ -421,6 +430,8 @@ class _Printer:
         node = self.nodes[step.node]
         if node in self.views:
             return {self._slot_of[self.views[node].root]}
+        if step.allocs:  # an extern matmul's out= buffer may take over a dead one
+            return {self._slot_of[n] for n in node.all_input_nodes} | {a.reuse for a in step.allocs if a.reuse >= 0}
         if step.recomputes and node.target in _STORES_INTO_FIRST_ARG:
             return {self._slot_of[node.args[0]]}
         return {self._slot_of[n] for n in node.all_input_nodes}
@@ -494,18 +505,7 @@ class _Printer:
             if written:
                 self.emit(f"{original} = {x}", 2)
             self.emit(f"{x} = {self.empty(lay)}.copy_({x})", 2)
-        for i, a in enumerate(step.allocs):
-            lay = self.layout("allocation", index, i)
-            out = names[a.slot]
-            if a.reuse < 0:
-                self.emit(f"{out} = {self.empty(lay)}")
-            elif a.in_place:  # the kernel still reads the old buffer: freed after the step
-                old = names[a.reuse]
-                self.emit(f"{out} = in_place({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
-            else:
-                old = names[a.reuse]
-                self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
-                self.emit(f"{old} = None")
+        self._allocate(index, step)
         launcher = compiled.kernel_launcher(kernel, len(step.buffers))
         if self.tuning is not None and not gemm:  # with a GEMM choice, that choice is what is timed
             launcher = self.tuning.launcher(compiled, kernel, len(step.buffers), launcher)
@@ -529,6 +529,26 @@ class _Printer:
             self.emit(f"{original}.copy_({x})", 2)
             self.emit(f"{x} = {original}", 2)
             self.emit(f"{original} = None", 2)
+
+    def _allocate(self, index: int, step: Any) -> list[Layout]:
+        """The buffers step `index` writes: fresh, or over a dead buffer's
+        storage. Returns their layouts."""
+        names = self.slot_names
+        layouts = []
+        for i, a in enumerate(step.allocs):
+            lay = self.layout("allocation", index, i)
+            layouts.append(lay)
+            out = names[a.slot]
+            if a.reuse < 0:
+                self.emit(f"{out} = {self.empty(lay)}")
+            elif a.in_place:  # the kernel still reads the old buffer: freed after the step
+                old = names[a.reuse]
+                self.emit(f"{out} = in_place({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
+            else:
+                old = names[a.reuse]
+                self.emit(f"{out} = reuse({old}, {lay.sizes}, {lay.strides}, {lay.dtype}, {lay.nbytes}, {lay.device})")
+                self.emit(f"{old} = None")
+        return layouts
 
     def _gemm_call(self, gemm: tuple[int, dict], step: Any, launcher: Any, call: list[str]) -> None:
         """The kernel of a GEMM choice: the choice's launcher (a KernelTuner,

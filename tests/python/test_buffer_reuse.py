@@ -25,6 +25,10 @@ def mm_chain(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(d)
 
 
+# mm_chain's buffers per call with reuse (test_chain_of_unfusable_intermediates...).
+CHAIN_COUNTS = {"cpu": {"fresh": 2, "reused": 7}, "cuda": {"fresh": 1, "reused": 4}}
+
+
 def allocation_counts(fn, args, **check_kwargs) -> dict[str, int]:
     """check_model's compiled graphs' kernel buffers per call, summed over graphs."""
     with debug.recording() as records:
@@ -49,10 +53,14 @@ def test_chain_of_unfusable_intermediates_allocates_fewer_fresh_buffers(device):
     before = allocation_counts(mm_chain, args, options={"reuse_buffers": False})
     torch._dynamo.reset()
     after = allocation_counts(mm_chain, args)
-    assert before == {"fresh": 5, "reused": 0}  # relu, sin, cos, tanh and the returned sigmoid
+    # relu, sin, cos, tanh and the returned sigmoid; on the CPU the four
+    # products too (out= variants into planned buffers).
+    assert before == {"fresh": 9 if device == "cpu" else 5, "reused": 0}
     # sin, cos, tanh and sigmoid each write over the mm result they read last
-    # (in place); relu reads the caller's input, which is never taken.
-    assert after == {"fresh": 1, "reused": 4}
+    # (in place); relu reads the caller's input, which is never taken. On the
+    # CPU the first product is fresh and each later one takes the storage
+    # that died in the product before it (relu's, then sin's, then cos's).
+    assert after == CHAIN_COUNTS[device]
 
 
 def test_reused_buffers_are_what_calls_allocate(device):
@@ -64,8 +72,8 @@ def test_reused_buffers_are_what_calls_allocate(device):
     compiled(*args)
     end = buffer_counters()
     assert end["calls"] - start["calls"] == 2
-    assert end["fresh"] - start["fresh"] == 2
-    assert end["reused"] - start["reused"] == 8
+    assert end["fresh"] - start["fresh"] == 2 * CHAIN_COUNTS[device]["fresh"]
+    assert end["reused"] - start["reused"] == 2 * CHAIN_COUNTS[device]["reused"]
 
 
 def test_wrapper_plan_shows_reuse(tmp_path):
@@ -105,8 +113,8 @@ def test_a_storage_smaller_than_planned_is_not_reused():
 def test_explain_reports_buffers_per_call():
     report = cppinductor.explain(mm_chain)(torch.randn(16, 16), torch.randn(16, 16))
     (graph,) = report.graphs
-    assert graph.buffers == {"fresh": 1, "reused": 4}
-    assert "buffers per call: 1 fresh, 4 reused" in str(report)
+    assert graph.buffers == CHAIN_COUNTS["cpu"]
+    assert "buffers per call: 2 fresh, 7 reused" in str(report)
 
 
 def test_reuse_across_dtypes_reinterprets_the_storage(device, tmp_path):
@@ -125,11 +133,55 @@ def test_reuse_across_dtypes_reinterprets_the_storage(device, tmp_path):
 def test_dynamic_shapes_reuse_symbolic_buffers():
     args = (torch.randn(12, 16), torch.randn(16, 16) / 4)
     counts = allocation_counts(mm_chain, args, dynamic=True)
-    assert counts["reused"] == 4, counts
+    assert counts == CHAIN_COUNTS["cpu"], counts
     compiled = torch.compile(mm_chain, backend="cppinductor", dynamic=True)
     for rows in (5, 9, 12):
         x = torch.randn(rows, 16)
         torch.testing.assert_close(compiled(x, args[1]), mm_chain(x, args[1]))
+
+
+def wrapper_source(fn, args, tmp_path, **compile_kwargs) -> str:
+    compiled = torch.compile(fn, backend="cppinductor", options={"debug_dir": str(tmp_path)}, **compile_kwargs)
+    compiled(*args)
+    (path,) = [os.path.join(d, "wrapper.py") for d, _, files in os.walk(tmp_path) if "wrapper.py" in files]
+    return open(path).read()
+
+
+def matmuls(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, p: torch.Tensor, q: torch.Tensor):
+    """mm, addmm with a broadcast bias and bmm, whose result is returned as it is."""
+    a = torch.relu(x) @ w
+    c = torch.addmm(bias, torch.sin(a), w.t())  # w.t(): a transposed operand, still a dense result
+    d = torch.bmm(p, q * 2)
+    return torch.tanh(c), d
+
+
+def test_cpu_matmuls_write_into_planned_buffers(tmp_path):
+    """On the CPU mm, addmm and bmm run their out= variants into buffers the
+    memory plan places (Inductor's extern_kernels.mm(..., out=buf)), so a
+    product may take over a dead buffer's storage."""
+    args = (torch.randn(16, 16), torch.randn(16, 16) / 4, torch.randn(16), torch.randn(3, 8, 5), torch.randn(3, 5, 7))
+    check_model(matmuls, args)
+    plan = plan_text(matmuls, args, tmp_path / "plan")
+    for op in ("mm", "addmm", "bmm"):
+        assert f"extern   {op} = aten.{op}.default (out=)\n" in plan, plan
+    # relu's buffer dies in the mm that reads it; sin writes over mm's, and
+    # the addmm takes relu's.
+    assert "alloc    addmm float32[16, 16] = reuse relu\n" in plan, plan
+    source = wrapper_source(matmuls, args, tmp_path / "source")
+    for op in ("mm", "addmm", "bmm"):
+        assert f"aten_{op}_out(" in source and f", out={op})" in source, source
+
+
+def test_cpu_matmul_out_buffers_under_dynamic_shapes_and_training():
+    w, bias = torch.randn(16, 16) / 4, torch.randn(16)
+    compiled = torch.compile(matmuls, backend="cppinductor", dynamic=True)
+    for rows in (5, 9, 12):
+        args = (torch.randn(rows, 16), w, bias, torch.randn(2, rows, 3), torch.randn(2, 3, rows))
+        for got, want in zip(compiled(*args), matmuls(*args)):
+            torch.testing.assert_close(got, want)
+    torch._dynamo.reset()
+    counts = allocation_counts(MLP(), (torch.randn(8, 16),), grad=True, reduction=True)
+    assert counts["reused"] >= 1, counts
 
 
 class MLP(nn.Module):

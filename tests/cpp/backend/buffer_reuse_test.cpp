@@ -294,6 +294,33 @@ TEST(BufferReuse, AnExternResultIsASourceOnceDead) {
   EXPECT_FALSE(freed_anywhere(cg, mm));
 }
 
+/// A CPU matmul extern that writes through its out= variant
+/// (backend/wrapper.cpp) has an allocation like a kernel's output: it takes a
+/// buffer that died before the call, never one the call itself reads, and
+/// its result is then a source like any kernel buffer.
+TEST(BufferReuse, AnExternWithAnOutBufferTakesADeadOneButNotItsOperand) {
+  PlanBuilder b;
+  int x = b.input("x"), w = b.input("w");
+  int r1 = b.computed("r1"), r2 = b.computed("r2");
+  int mm1 = b.node("mm1", Node::Op::CallFunction, "aten.mm.default", {r2, w});
+  int mm2 = b.node("mm2", Node::Op::CallFunction, "aten.mm.default", {mm1, w});
+  int r3 = b.computed("r3"), r4 = b.computed("r4");
+  b.kernel({x, r1}, {square(r1)});
+  b.kernel({r1, r2}, {square(r2)});  // r1 dies here
+  b.aten(mm1, true);
+  b.cg.steps.back().allocs = {square(mm1)};  // r2 dies in this step: not its to take
+  b.aten(mm2, true);
+  b.cg.steps.back().allocs = {square(mm2)};
+  b.kernel({mm2, r3}, {square(r3)});
+  b.kernel({r3, r4}, {square(r4)});
+  const CompiledGraph& cg = b.plan({r4});
+  EXPECT_EQ(allocation_of(cg, mm1).reuse, r1);
+  EXPECT_FALSE(allocation_of(cg, mm1).in_place);
+  EXPECT_EQ(allocation_of(cg, mm2).reuse, r2) << "r2 died at mm1's step, before mm2";
+  EXPECT_EQ(allocation_of(cg, r3).reuse, mm1);
+  EXPECT_FALSE(freed_anywhere(cg, r1));
+}
+
 TEST(BufferReuse, SymbolicSizesCompareAsExpressions) {
   ir::IndexExpr s0 = ir::sym("s0"), s1 = ir::sym("s1");
   PlanBuilder b;
