@@ -169,7 +169,7 @@ def test_cpu_matmuls_write_into_planned_buffers(tmp_path):
     assert "alloc    addmm float32[16, 16] = reuse relu\n" in plan, plan
     source = wrapper_source(matmuls, args, tmp_path / "source")
     for op in ("mm", "addmm", "bmm"):
-        assert f"aten_{op}_out(" in source and f", out={op})" in source, source
+        assert f"torch_{op}(" in source and f", out={op})" in source, source
 
 
 def test_cpu_matmul_out_buffers_under_dynamic_shapes_and_training():

@@ -51,7 +51,7 @@ def test_every_kind_of_step_is_in_the_source():
     source = function.source
     # On the CPU an extern matmul writes into a buffer of the memory plan,
     # whose layout the kernels after it need not check.
-    assert re.search(r"^    mm = aten_mm_out\(x_1, w_1, out=mm\)$", source, re.M), source
+    assert re.search(r"^    mm = torch_mm\(x_1, w_1, out=mm\)$", source, re.M), source
     assert "mm_2.stride()" not in source, source
     assert "= in_place(mm, (8, 12), (12, 1), float32, 384, 'cpu')" in source, source
     assert re.search(r"= reuse\(\w+, \(8, 12\), \(12, 1\), float32, 384, 'cpu'\)\n", source), source
@@ -217,3 +217,51 @@ def test_reduce_overhead_keeps_a_backwards_input_checks():
     expected = torch.autograd.grad(f(x, w), x)[0]
     torch.testing.assert_close(x.grad, expected)
     torch._dynamo.reset()
+
+
+def _overloads_called(fn, *args, **kwargs) -> list:
+    """The ATen overloads `fn(*args, **kwargs)` dispatches to."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.called = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.called.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Record() as record:
+        fn(*args, **kwargs)
+    return record.called
+
+
+def test_native_bindings_reach_the_overload_they_stand_for():
+    """Each binding the wrapper calls in place of an OpOverload, given the
+    arguments as the wrapper prints them (positional, then keywords by name),
+    runs that overload and gives its result."""
+    from cppinductor.wrapper import NATIVE_BINDINGS
+
+    aten = torch.ops.aten
+    a, b, bias = torch.randn(4, 3), torch.randn(3, 5), torch.randn(5)
+    a3, b3, c3 = torch.randn(2, 4, 3), torch.randn(2, 3, 5), torch.randn(2, 4, 5)
+    x, w, conv_bias = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3), torch.randn(3)
+    q = torch.randn(1, 2, 4, 8)
+    calls = {
+        aten.convolution.default: ((x, w, conv_bias, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}),
+        aten.mm.default: ((a, b), {}),
+        aten.mm.out: ((a, b), {"out": torch.empty(4, 5)}),
+        aten.addmm.default: ((bias, a, b), {"beta": 0.5, "alpha": 2.0}),
+        aten.addmm.out: ((bias, a, b), {"beta": 0.5, "out": torch.empty(4, 5)}),
+        aten.bmm.default: ((a3, b3), {}),
+        aten.bmm.out: ((a3, b3), {"out": torch.empty(2, 4, 5)}),
+        aten.baddbmm.default: ((c3, a3, b3), {"alpha": 3.0}),
+        aten._scaled_dot_product_flash_attention_for_cpu.default: ((q, q, q, 0.0, True), {"scale": 0.5}),
+    }
+    assert set(calls) == set(NATIVE_BINDINGS)
+    for overload, binding in NATIVE_BINDINGS.items():
+        args, kwargs = calls[overload]
+        assert _overloads_called(binding, *args, **kwargs) == [overload], overload
+        expected = overload(*args, **{k: v.clone() if k == "out" else v for k, v in kwargs.items()})
+        torch.testing.assert_close(binding(*args, **kwargs), expected, msg=str(overload))
