@@ -17,7 +17,13 @@ before the one rounding, where mm + add would round twice.
 into the next kernel (Inductor's convolution lowering does so on GPUs).
 
 `channels_last_convolutions` runs a conv net's activations in
-the channels-last layout cuDNN's convolutions are fastest in.
+the channels-last layout cuDNN's convolutions are fastest in. On the CPU it
+does so where the model already hands a convolution a channels-last input
+(ConvNeXt permutes to NHWC around its layer norms and linears): there oneDNN
+would otherwise reorder each such convolution's weight on every call, and
+the NCHW convolutions between read the model's NHWC values through
+transposes. A conv net traced all NCHW (ResNet) stays so: channels-last
+measured slower there (docs/benchmark-notes.md, stops 50 and 64).
 
 `dense_attention_masks` runs on Dynamo's graph, before AOTAutograd: an
 attention mask whose last dim is broadcast (stride 0) rules out every fused
@@ -204,12 +210,23 @@ def _conv2ds(gm: torch.fx.GraphModule) -> list[torch.fx.Node]:
     return [n for n in gm.graph.find_nodes(op="call_function", target=aten.convolution.default) if _conv2d(n)]
 
 
+def _traced_channels_last(conv: torch.fx.Node) -> bool:
+    """Whether the model itself hands `conv` a channels-last input (one that
+    is not also NCHW-contiguous): it permutes its activations to NHWC."""
+    x = conv.args[0].meta["val"]
+    return _channels_last(x) and not x.is_contiguous()
+
+
 def wants_channels_last(gm: torch.fx.GraphModule, choice: bool | str, cuda: bool | None = None) -> bool:
     """Option layout_optimization for an inference graph: True, False, or
-    "auto" (graphs with CUDA 2-d convolutions; `cuda` None: as the
-    convolutions' inputs say)."""
+    "auto": graphs with CUDA 2-d convolutions (`cuda` None: as the
+    convolutions' inputs say), and CPU graphs where the model already hands
+    one of its convolutions a channels-last input."""
     if choice == "auto":
-        return any(n.args[0].meta["val"].is_cuda if cuda is None else cuda for n in _conv2ds(gm))
+        convs = _conv2ds(gm)
+        if any(n.args[0].meta["val"].is_cuda if cuda is None else cuda for n in convs):
+            return True
+        return any(_traced_channels_last(n) for n in convs)
     return choice is True
 
 

@@ -45,7 +45,8 @@ OPTIONS: dict[str, tuple[Any, str]] = {
                                           "graphs only)"),
     "layout_optimization": (("auto", True, False), "run inference graphs' 2-d convolutions and the values between "
                                                    "them channels-last (auto, the default: graphs with CUDA "
-                                                   "convolutions)"),
+                                                   "convolutions, and CPU graphs that hand a convolution a "
+                                                   "channels-last input themselves)"),
     "reuse_buffers": (bool, "let a kernel buffer take over a dead buffer's storage (turn off to debug it)"),
     "max_autotune": (("auto", True, False), "time each kernel's candidate schedules at its first call and keep "
                                             "the fastest, caching the winner on disk (auto, the default: in the "

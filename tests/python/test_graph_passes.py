@@ -164,9 +164,47 @@ def test_convolutions_run_channels_last_converting_only_the_input_and_weights():
 
 
 def test_layout_is_left_alone_on_cpu_in_training_and_with_symbolic_shapes():
-    assert _clones_to_channels_last(_compiled_conv_net({})) == 0  # the default, "auto": CUDA graphs only
+    # The default, "auto", leaves a CPU conv net traced all NCHW as it is.
+    assert _clones_to_channels_last(_compiled_conv_net({})) == 0
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, grad=True)) == 0
     assert _clones_to_channels_last(_compiled_conv_net({"layout_optimization": True}, dynamic=True)) == 0
+
+
+class _NhwcBlockNet(nn.Module):
+    """ConvNeXt's pattern: layer norms and linears over channels in NHWC
+    (permuted there and back), so the depthwise and downsampling
+    convolutions get channels-last inputs from the model itself."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem, self.stem_norm = nn.Conv2d(3, 8, 2, stride=2), nn.LayerNorm(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.norm, self.fc = nn.LayerNorm(8), nn.Linear(8, 8)
+        self.down = nn.Conv2d(8, 16, 2, stride=2)
+
+    def forward(self, x):
+        x = self.stem_norm(self.stem(x).permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        y = self.fc(self.norm(self.dw(x).permute(0, 2, 3, 1))).permute(0, 3, 1, 2)
+        return self.down(x + y)
+
+
+def test_a_cpu_model_that_permutes_to_nhwc_itself_runs_its_convolutions_channels_last_by_default():
+    from cppinductor import debug
+
+    torch.manual_seed(0)
+    model = _NhwcBlockNet().eval()
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad(), debug.recording() as records:
+        out = torch.compile(model, backend="cppinductor", options={"fallback": "error"})(x)
+        ref = model(x)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    assert out.stride() == ref.stride()
+    # The image and the stem's and downsampling's weights (the depthwise one
+    # is channels-last as it is).
+    assert _clones_to_channels_last(records) == 3
+    with torch.no_grad(), debug.recording() as records:
+        torch.compile(model, backend="cppinductor", options={"layout_optimization": False})(x)
+    assert _clones_to_channels_last(records) == 0
 
 
 @requires_cuda
