@@ -23,7 +23,7 @@ does so where the model already hands a convolution a channels-last input
 would otherwise reorder each such convolution's weight on every call, and
 the NCHW convolutions between read the model's NHWC values through
 transposes. A conv net traced all NCHW (ResNet) stays so: channels-last
-measured slower there (docs/benchmark-notes.md, stops 50 and 64).
+measured slower there (docs/benchmark-notes.md, stops 50 and 65).
 
 `dense_attention_masks` runs on Dynamo's graph, before AOTAutograd: an
 attention mask whose last dim is broadcast (stride 0) rules out every fused
