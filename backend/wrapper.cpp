@@ -5,7 +5,6 @@
 #include <set>
 
 #include "lowering/ir/in_place.h"
-#include "lowering/ir/index_simplify.h"
 #include "lowering/ops/context.h"
 
 namespace cppi {
@@ -39,18 +38,14 @@ std::optional<Allocation> out_variant_allocation(const Graph& g, int node) {
   const ValueInfo& v = n.value;
   if (!kOutVariants.count(n.target) || v.kind != ValueInfo::Kind::Tensor || v.tensor.device != Device::CPU)
     return std::nullopt;
-  const ir::IndexExpr offset = lowering::to_index(v.tensor.storage_offset);
-  if (!offset.is_constant(0)) return std::nullopt;
+  const ir::Layout layout{lowering::to_index(v.tensor.sizes), lowering::to_index(v.tensor.strides),
+                          lowering::to_index(v.tensor.storage_offset)};
+  if (!layout.is_contiguous()) return std::nullopt;
   Allocation a;
   a.slot = node;
   a.dtype = v.tensor.dtype;
-  a.sizes = lowering::to_index(v.tensor.sizes);
-  a.strides = lowering::to_index(v.tensor.strides);
-  ir::IndexExpr dense = 1;  // the row-major stride of each dimension, innermost first
-  for (size_t i = a.sizes.size(); i-- > 0;) {
-    if (!a.sizes[i].is_constant(1) && !(ir::simplify(a.strides[i]) == ir::simplify(dense))) return std::nullopt;
-    dense = dense * a.sizes[i];
-  }
+  a.sizes = layout.sizes;
+  a.strides = layout.strides;
   a.device = Device::CPU;
   a.device_index = v.tensor.device_index;
   return a;

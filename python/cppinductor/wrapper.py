@@ -375,13 +375,14 @@ class _Printer:
             for a, lay in zip(step.allocs, self._allocate(index, step)):
                 if not self.dynamic:  # made here with these strides: kernels need not check them
                     self._checked.add((a.slot, lay.strides))
-            self.emit(f"{out} = {self._call(node, overload=target.overloadpacket.out)[:-1]}, out={out})")
+            self.emit(f"{out} = {self._call(node, overload=target.overloadpacket.out, out=out)}")
             return
         self.emit(f"{out} = {self._call(node)}")
 
-    def _call(self, node: torch.fx.Node, first: str | None = None, overload: Any = None) -> str:
+    def _call(self, node: torch.fx.Node, first: str | None = None, overload: Any = None,
+              out: str | None = None) -> str:
         """`node`'s call; `first` replaces the expression of its first argument,
-        `overload` the op (an out= variant)."""
+        `overload` the op (an out= variant) and `out` names its out= buffer."""
         target = overload if overload is not None else node.target
         if target in NATIVE_BINDINGS:
             name = self._global(NATIVE_BINDINGS[target], "torch_" + target.__name__.split(".")[0])
@@ -395,6 +396,8 @@ class _Printer:
         if first is not None:
             args[0] = first
         args += [f"{k}={self.literal(v)}" for k, v in node.kwargs.items()]
+        if out is not None:
+            args.append(f"out={out}")
         return f"{name}({', '.join(args)})"
 
     # -- which steps print, and what they read ------------------------------------
